@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# kafka.sh runs one Apache Kafka broker on loopback for Rackstream's tests:
+# KRaft, combined broker and controller, node 1, fast-test settings (design
+# §9). See deploy/local/README.md.
+#
+#   deploy/local/kafka.sh start    fetch (once), format, start, wait until it answers
+#   deploy/local/kafka.sh stop     SIGTERM, wait, SIGKILL after a deadline
+#   deploy/local/kafka.sh status   exit 0 when it runs
+#   deploy/local/kafka.sh env      print the test variables as shell exports
+#   deploy/local/kafka.sh fetch    only fetch the jars into the cache
+#
+# Exit codes: 0 ok; 1 failed (did not start, did not stop, not running for
+# status); 2 the broker can't be had here (no java or mvn, fetch failed).
+set -euo pipefail
+
+KAFKA_VERSION=4.4.0
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+CACHE=${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}
+HOME_DIR=$CACHE/kafka-$KAFKA_VERSION
+LIBS=$HOME_DIR/libs
+RUN_DIR=${RACKSTREAM_KAFKA_DIR:-/tmp/rackstream-kafka}
+HOST=127.0.0.1
+PORT=${RACKSTREAM_KAFKA_PORT:-39092}
+CONTROLLER_PORT=${RACKSTREAM_KAFKA_CONTROLLER_PORT:-39093}
+SASL_PORT=${RACKSTREAM_KAFKA_SASL_PORT:-39094}
+SASL_USER=${RACKSTREAM_KAFKA_SASL_USER:-rackstream}
+SASL_PASSWORD=${RACKSTREAM_KAFKA_SASL_PASSWORD:-rackstream-test-secret}
+HEAP=${RACKSTREAM_KAFKA_HEAP:--Xms256m -Xmx768m}
+START_TIMEOUT=${RACKSTREAM_KAFKA_START_TIMEOUT:-120}
+STOP_TIMEOUT=${RACKSTREAM_KAFKA_STOP_TIMEOUT:-30}
+
+PID_FILE=$RUN_DIR/kafka.pid
+LOG_DIR=$RUN_DIR/logs
+CONFIG=$RUN_DIR/server.properties
+
+say() { printf 'kafka.sh: %s\n' "$*"; }
+die() { printf 'kafka.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
+# unavailable: the broker can't be had on this machine (make test skips the
+# real-broker pass on exit code 2 outside CI).
+unavailable() { die "$1" 2; }
+
+# The run dir is wiped on start: refuse anything that is not a plain absolute
+# path of its own.
+case $RUN_DIR in
+/ | /tmp | /tmp/ | "$HOME" | "" | *..*) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR is not a directory kafka.sh may wipe" ;;
+/*) ;;
+*) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR must be an absolute path" ;;
+esac
+
+need_java() {
+	command -v java >/dev/null 2>&1 || unavailable "java not found: the broker needs Java 17 or newer (apt-get install openjdk-17-jre-headless)"
+	local v
+	v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+	[[ $v =~ ^[0-9]+$ ]] || unavailable "cannot read the Java version from 'java -version'"
+	((v >= 17)) || unavailable "java is version $v: Kafka $KAFKA_VERSION needs Java 17 or newer"
+}
+
+# fetch puts kafka_2.13 and its runtime dependencies into $LIBS, once. The
+# stamp file names the pom's checksum, so editing pom.xml refetches.
+fetch() {
+	local want stamp=$HOME_DIR/fetched
+	want="$(sha256sum "$HERE/pom.xml" | cut -d' ' -f1) kafka=$KAFKA_VERSION"
+	if [[ -f $stamp && $(cat "$stamp") == "$want" && -d $LIBS ]]; then
+		return 0
+	fi
+	command -v mvn >/dev/null 2>&1 || unavailable "mvn not found: Maven fetches the broker's jars (apt-get install maven)"
+	mkdir -p "$HOME_DIR"
+	local tmp=$HOME_DIR/libs.tmp.$$ log=$HOME_DIR/fetch.log
+	rm -rf "$tmp"
+	say "fetching Apache Kafka $KAFKA_VERSION with Maven into $LIBS (log: $log)"
+	if ! mvn -B -q -f "$HERE/pom.xml" \
+		-Dkafka.version="$KAFKA_VERSION" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$log" 2>&1; then
+		rm -rf "$tmp"
+		unavailable "fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION with mvn failed: see $log ($(grep -m1 -E 'ERROR' "$log" | cut -c1-200))"
+	fi
+	[[ -f $tmp/kafka_2.13-$KAFKA_VERSION.jar ]] || unavailable "mvn succeeded but $tmp has no kafka_2.13-$KAFKA_VERSION.jar"
+	rm -rf "$LIBS"
+	mv "$tmp" "$LIBS"
+	echo "$want" >"$stamp"
+}
+
+# pid_running prints the broker's pid when the pid file names a live
+# kafka.Kafka process using our config (not a recycled pid).
+pid_running() {
+	[[ -f $PID_FILE ]] || return 1
+	local pid
+	pid=$(cat "$PID_FILE")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ -r /proc/$pid/cmdline ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "kafka.Kafka $CONFIG" || return 1
+	echo "$pid"
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# jvm_args sets JVM to the options both the storage tool and the broker run with.
+jvm_args() {
+	# shellcheck disable=SC2206 # HEAP is a list of JVM options.
+	JVM=($HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
+		-Dlog4j2.configurationFile="$HERE/log4j2.xml" -Dkafka.logs.dir="$LOG_DIR" -cp "$LIBS/*")
+}
+
+write_config() {
+	cat >"$CONFIG" <<EOF
+# Written by deploy/local/kafka.sh; regenerated on every start.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
+controller.listener.names=CONTROLLER
+listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT
+advertised.listeners=PLAINTEXT://$HOST:$PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+log.dirs=$RUN_DIR/data
+
+# One node: replication factor 1 everywhere.
+auto.create.topics.enable=false
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+
+# Fast tests (design §9): short sessions allowed, no join delay, and a log
+# cleaner that looks for work often so compaction tests need not wait.
+group.min.session.timeout.ms=500
+group.initial.rebalance.delay.ms=0
+log.cleaner.backoff.ms=200
+log.cleaner.threads=1
+log.cleaner.dedupe.buffer.size=16777216
+
+# A small machine shared with the tests.
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+EOF
+}
+
+start() {
+	need_java
+	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with internal/kafkatest/cmd/kafkaping"
+	fetch
+	if pid=$(pid_running); then
+		die "already running (pid $pid, run dir $RUN_DIR): 'deploy/local/kafka.sh stop' first, or use it: RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
+	fi
+	local p
+	for p in "$PORT" "$CONTROLLER_PORT" "$SASL_PORT"; do
+		port_free "$p" || die "port $HOST:$p is in use by another process: set RACKSTREAM_KAFKA_PORT, RACKSTREAM_KAFKA_CONTROLLER_PORT, RACKSTREAM_KAFKA_SASL_PORT"
+	done
+
+	local t0=$SECONDS
+	rm -rf "$RUN_DIR"
+	mkdir -p "$LOG_DIR" "$RUN_DIR/data" "$RUN_DIR/bin"
+	write_config
+
+	# Build the readiness probe while nothing else runs (cached after the first time).
+	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./internal/kafkatest/cmd/kafkaping) ||
+		die "cannot build internal/kafkatest/cmd/kafkaping"
+
+	# A KRaft cluster id is a base64url UUID without padding.
+	local cluster_id
+	cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	jvm_args
+	if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
+		--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+		>"$LOG_DIR/format.log" 2>&1; then
+		die "formatting $RUN_DIR/data failed: $(tail -n3 "$LOG_DIR/format.log" | tr '\n' ' ')"
+	fi
+
+	# setsid: the broker outlives the shell (and make) that started it.
+	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
+		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
+		</dev/null >"$LOG_DIR/stdout.log" 2>&1 &
+	# Wait for the pid file the child writes before exec.
+	local i
+	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
+
+	local deadline=$((SECONDS + START_TIMEOUT)) out=""
+	while :; do
+		if ! pid_running >/dev/null; then
+			die "the broker exited during startup: $(grep -m1 -E 'ERROR|Exception' "$LOG_DIR/server.log" "$LOG_DIR/stdout.log" 2>/dev/null | cut -c1-300) (logs: $LOG_DIR)"
+		fi
+		if out=$(RACKSTREAM_TEST_SASL_USER=$SASL_USER RACKSTREAM_TEST_SASL_PASSWORD=$SASL_PASSWORD \
+			"$RUN_DIR/bin/kafkaping" -brokers "$HOST:$PORT" -sasl-brokers "$HOST:$SASL_PORT" -timeout 3s 2>&1); then
+			break
+		fi
+		if ((SECONDS >= deadline)); then
+			stop >/dev/null 2>&1 || true
+			die "the broker did not answer within ${START_TIMEOUT}s: $(tail -n1 <<<"$out") (logs: $LOG_DIR)"
+		fi
+		sleep 0.5
+	done
+	local version
+	version=$(sed -n 's/.*Kafka version: \([^ ]*\).*/\1/p' "$LOG_DIR/server.log" | head -n1)
+	echo "${version:-unknown}" >"$RUN_DIR/version"
+	say "Apache Kafka ${version:-(version not in the log)} (KRaft, node 1, pid $(cat "$PID_FILE")) ready in $((SECONDS - t0))s; logs in $LOG_DIR"
+	printf '%s\n' "$out"
+	say "PLAINTEXT      $HOST:$PORT"
+	say "SASL_PLAINTEXT $HOST:$SASL_PORT (SCRAM-SHA-512, user $SASL_USER; 'kafka.sh env' prints the password)"
+	echo "RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
+}
+
+stop() {
+	local pid
+	if ! pid=$(pid_running); then
+		say "not running (run dir $RUN_DIR)"
+		rm -f "$PID_FILE"
+		return 0
+	fi
+	kill -TERM "$pid"
+	local deadline=$((SECONDS + STOP_TIMEOUT))
+	while [[ -e /proc/$pid ]] && ((SECONDS < deadline)); do sleep 0.2; done
+	if [[ -e /proc/$pid ]]; then
+		say "pid $pid still running ${STOP_TIMEOUT}s after SIGTERM: SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+		while [[ -e /proc/$pid ]]; do sleep 0.1; done
+	fi
+	rm -f "$PID_FILE"
+	say "stopped (pid $pid)"
+}
+
+status() {
+	local pid
+	if pid=$(pid_running); then
+		say "running (pid $pid, Apache Kafka $(cat "$RUN_DIR/version" 2>/dev/null || echo '?')): PLAINTEXT $HOST:$PORT, SASL_PLAINTEXT $HOST:$SASL_PORT; run dir $RUN_DIR"
+		return 0
+	fi
+	say "not running (run dir $RUN_DIR)"
+	return 1
+}
+
+print_env() {
+	cat <<EOF
+export RACKSTREAM_TEST_BROKERS=$HOST:$PORT
+export RACKSTREAM_TEST_SASL_BROKERS=$HOST:$SASL_PORT
+export RACKSTREAM_TEST_SASL_MECHANISM=SCRAM-SHA-512
+export RACKSTREAM_TEST_SASL_USER=$SASL_USER
+export RACKSTREAM_TEST_SASL_PASSWORD=$SASL_PASSWORD
+EOF
+}
+
+case ${1:-} in
+start) start ;;
+stop) stop ;;
+status) status ;;
+env) print_env ;;
+fetch) need_java && fetch && say "jars in $LIBS" ;;
+version) cat "$RUN_DIR/version" 2>/dev/null || echo unknown ;;
+*)
+	echo "usage: $0 start|stop|status|env|fetch|version" >&2
+	exit 1
+	;;
+esac
