@@ -1,0 +1,286 @@
+package tags
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kafka Streams' limits on client tags (StreamsConfig), and the names of the
+// configuration that carries them.
+const (
+	MaxTags     = 5  // client.tag.* entries per client
+	MaxKeyLen   = 20 // characters in a tag key
+	MaxValueLen = 30 // characters in a tag value
+	MaxKeys     = 5  // entries in rack.aware.assignment.tags
+
+	// Prefix starts every client tag's configuration key: client.tag.zone.
+	Prefix = "client.tag."
+	// RackAwareConfig is the configuration key of the ordered tag key list.
+	RackAwareConfig = "rack.aware.assignment.tags"
+)
+
+// Tag is one client tag.
+type Tag struct {
+	Key   string
+	Value string
+}
+
+// String returns key=value.
+func (t Tag) String() string { return t.Key + "=" + t.Value }
+
+// Set is a client's tags, sorted by key, every one within the limits. The
+// zero Set is valid and empty. A Set is immutable: share it freely.
+type Set struct {
+	tags []Tag // sorted by Key, unique keys
+}
+
+// NewSet returns the set of the given tags, in any order. It fails on a
+// duplicate key or on any violation of the limits, listing every one.
+func NewSet(ts ...Tag) (Set, error) {
+	if errs := Check(ts, nil); len(errs) > 0 {
+		return Set{}, errs
+	}
+	sorted := slices.Clone(ts)
+	slices.SortFunc(sorted, func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Key == sorted[i-1].Key {
+			return Set{}, fmt.Errorf("duplicate client tag key %q", sorted[i].Key)
+		}
+	}
+	if len(sorted) == 0 {
+		sorted = nil
+	}
+	return Set{tags: sorted}, nil
+}
+
+// FromMap returns the set of the tags in m (key to value).
+func FromMap(m map[string]string) (Set, error) {
+	ts := make([]Tag, 0, len(m))
+	for k, v := range m {
+		ts = append(ts, Tag{k, v})
+	}
+	// Sorted first so that Check's errors come out in a stable order.
+	slices.SortFunc(ts, func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
+	return NewSet(ts...)
+}
+
+// MustSet returns the set of the key, value pairs in kv and panics on invalid
+// input. It is meant for tests and literals:
+//
+//	tags.MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1")
+func MustSet(kv ...string) Set {
+	if len(kv)%2 != 0 {
+		panic("tags.MustSet: odd number of arguments")
+	}
+	ts := make([]Tag, 0, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		ts = append(ts, Tag{kv[i], kv[i+1]})
+	}
+	s, err := NewSet(ts...)
+	if err != nil {
+		panic("tags.MustSet: " + err.Error())
+	}
+	return s
+}
+
+// Len returns the number of tags.
+func (s Set) Len() int { return len(s.tags) }
+
+// Get returns the value of key and whether the set has it.
+func (s Set) Get(key string) (string, bool) {
+	i, ok := slices.BinarySearchFunc(s.tags, key, func(t Tag, k string) int { return strings.Compare(t.Key, k) })
+	if !ok {
+		return "", false
+	}
+	return s.tags[i].Value, true
+}
+
+// Value returns the value of key, or "" when the set has no such key.
+func (s Set) Value(key string) string {
+	v, _ := s.Get(key)
+	return v
+}
+
+// All yields the tags in key order.
+func (s Set) All() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, t := range s.tags {
+			if !yield(t.Key, t.Value) {
+				return
+			}
+		}
+	}
+}
+
+// Tags returns a copy of the tags in key order.
+func (s Set) Tags() []Tag { return slices.Clone(s.tags) }
+
+// Keys returns the tag keys in sorted order.
+func (s Set) Keys() []string {
+	ks := make([]string, len(s.tags))
+	for i, t := range s.tags {
+		ks[i] = t.Key
+	}
+	return ks
+}
+
+// Map returns the tags as a new map.
+func (s Set) Map() map[string]string {
+	m := make(map[string]string, len(s.tags))
+	for _, t := range s.tags {
+		m[t.Key] = t.Value
+	}
+	return m
+}
+
+// Equal reports whether s and o hold the same tags.
+func (s Set) Equal(o Set) bool { return slices.Equal(s.tags, o.tags) }
+
+// String returns the tags as key=value pairs in key order, separated by
+// commas: "cluster=k8s-cluster1,zone=eu-central-1a".
+func (s Set) String() string {
+	var b strings.Builder
+	for i, t := range s.tags {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t.Key)
+		b.WriteByte('=')
+		b.WriteString(t.Value)
+	}
+	return b.String()
+}
+
+// Keys is the ordered key list of rack.aware.assignment.tags: the tag
+// dimensions standby placement spreads over, highest priority first.
+type Keys []string
+
+// ParseKeys splits a comma-separated list as Kafka reads a LIST
+// configuration: entries are trimmed of surrounding whitespace, and an empty
+// or blank string is the empty list. Empty entries are kept so that [Check]
+// can report them.
+func ParseKeys(s string) Keys {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	ks := make(Keys, len(parts))
+	for i, p := range parts {
+		ks[i] = strings.TrimSpace(p)
+	}
+	return ks
+}
+
+// Index returns the priority of key (0 is the highest), or -1 when the list
+// does not name it.
+func (ks Keys) Index(key string) int { return slices.Index(ks, key) }
+
+// String returns the list as rack.aware.assignment.tags spells it: "zone,cluster".
+func (ks Keys) String() string { return strings.Join(ks, ",") }
+
+// Error is one violation of a limit. Config is the configuration key at
+// fault: "client.tag.<key>" for a tag, [RackAwareConfig] for the key list.
+// Msg is Kafka Streams' message where Kafka has one.
+type Error struct {
+	Config string
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Errors is every violation [Check] found, in the order it checks.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Msg
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap returns the individual errors, for errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// Check validates client tags, in configuration order, and the rack-awareness
+// key list against Kafka Streams' limits and returns every violation (nil
+// when there is none), in the order Kafka checks:
+//
+//  1. at most MaxTags client tags (blamed on the first tag beyond the limit);
+//  2. every rack.aware.assignment.tags entry a configured tag key;
+//  3. each key at most MaxKeyLen characters, each value at most MaxValueLen;
+//  4. at most MaxKeys entries in rack.aware.assignment.tags.
+//
+// Rackstream's own rules (non-empty, valid UTF-8, no repeated entry) are
+// checked alongside the Kafka rule they refine. Check does not look for
+// duplicate tag keys: a configuration cannot hold one key twice.
+func Check(clientTags []Tag, keys Keys) Errors {
+	var errs Errors
+	add := func(config, format string, args ...any) {
+		errs = append(errs, &Error{Config: config, Msg: fmt.Sprintf(format, args...)})
+	}
+	if len(clientTags) > MaxTags {
+		add(Prefix+clientTags[MaxTags].Key, "At most %d client tags can be specified using %s prefix.", MaxTags, Prefix)
+	}
+
+	have := make(map[string]bool, len(clientTags))
+	for _, t := range clientTags {
+		have[t.Key] = true
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		switch {
+		case k == "":
+			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains an empty entry.", javaList(keys), RackAwareConfig)
+		case seen[k]:
+			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains duplicate value [%s].", javaList(keys), RackAwareConfig, k)
+		case !have[k]:
+			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains invalid value [%s] which doesn't have corresponding tag set via [%s] prefix.", javaList(keys), RackAwareConfig, k, Prefix)
+		}
+		seen[k] = true
+	}
+
+	for _, t := range clientTags {
+		cfg := Prefix + t.Key
+		switch {
+		case t.Key == "":
+			add(cfg, "Invalid value %s for configuration %s: Tag key must not be empty.", t.Key, Prefix)
+		case !utf8.ValidString(t.Key):
+			add(cfg, "Invalid value %q for configuration %s: Tag key is not valid UTF-8.", t.Key, Prefix)
+		case utf8.RuneCountInString(t.Key) > MaxKeyLen:
+			add(cfg, "Invalid value %s for configuration %s: Tag key exceeds maximum length of %d.", t.Key, Prefix, MaxKeyLen)
+		}
+		switch {
+		case t.Value == "":
+			add(cfg, "Invalid value %s for configuration %s: Tag value must not be empty.", t.Value, Prefix)
+		case !utf8.ValidString(t.Value):
+			add(cfg, "Invalid value %q for configuration %s: Tag value is not valid UTF-8.", t.Value, Prefix)
+		case utf8.RuneCountInString(t.Value) > MaxValueLen:
+			add(cfg, "Invalid value %s for configuration %s: Tag value exceeds maximum length of %d.", t.Value, Prefix, MaxValueLen)
+		}
+	}
+
+	if len(keys) > MaxKeys {
+		add(RackAwareConfig, "Invalid value %s for configuration %s: exceeds maximum list size of [%d].", javaList(keys), RackAwareConfig, MaxKeys)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// javaList formats a list as Java's List.toString does: [zone, cluster].
+func javaList(ks Keys) string { return "[" + strings.Join(ks, ", ") + "]" }
+
+// ErrDecode is wrapped by every error [Decode] returns.
+var ErrDecode = errors.New("decode client tags")
