@@ -254,7 +254,7 @@ func Check(clientTags []Tag, keys Keys) Errors {
 		cfg := Prefix + t.Key
 		switch {
 		case t.Key == "":
-			add(cfg, "Invalid value %s for configuration %s: Tag key must not be empty.", t.Key, Prefix)
+			add(cfg, "Invalid value \"\" for configuration %s: Tag key must not be empty.", Prefix)
 		case !utf8.ValidString(t.Key):
 			add(cfg, "Invalid value %q for configuration %s: Tag key is not valid UTF-8.", t.Key, Prefix)
 		case utf8.RuneCountInString(t.Key) > MaxKeyLen:
@@ -262,7 +262,7 @@ func Check(clientTags []Tag, keys Keys) Errors {
 		}
 		switch {
 		case t.Value == "":
-			add(cfg, "Invalid value %s for configuration %s: Tag value must not be empty.", t.Value, Prefix)
+			add(cfg, "Invalid value \"\" for configuration %s: Tag value must not be empty.", Prefix)
 		case !utf8.ValidString(t.Value):
 			add(cfg, "Invalid value %q for configuration %s: Tag value is not valid UTF-8.", t.Value, Prefix)
 		case utf8.RuneCountInString(t.Value) > MaxValueLen:

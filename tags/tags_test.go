@@ -75,8 +75,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			name: "empty key and empty value are rejected",
 			tags: []Tag{{"", "a"}, {"zone", ""}},
 			want: []Error{
-				{"client.tag.", "Invalid value  for configuration client.tag.: Tag key must not be empty."},
-				{"client.tag.zone", "Invalid value  for configuration client.tag.: Tag value must not be empty."},
+				{"client.tag.", `Invalid value "" for configuration client.tag.: Tag key must not be empty.`},
+				{"client.tag.zone", `Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
 			},
 		},
 		{
