@@ -1,4 +1,248 @@
 package assignor
 
-// placeStandbys places num.standby.replicas standbys per task.
-func (pl *placement) placeStandbys() {}
+// allowedSet is the classes a task's next standby may come from while its
+// replicas can still reach the optimal spread.
+type allowedSet struct {
+	bits []uint64
+	list []int32
+}
+
+func (a *allowedSet) has(q int32) bool { return a.bits[q/64]&(1<<(q%64)) != 0 }
+
+// placeStandbys gives every task min(num.standby.replicas, clients - 1)
+// standbys, in rounds: standby #1 of every task, in task order, then #2, and
+// so on, so that load and any shortage are spread over all tasks.
+//
+// Each pick is restricted to the classes from which the task can still reach
+// its optimal spread (computed exactly by the searcher, once per active class
+// and per combination of classes chosen so far, then cached). Within those:
+// a client holding the task's state (least lag first), else the least loaded
+// (actives, standbys and warmups per unit of capacity), then the smallest id.
+func (pl *placement) placeStandbys() {
+	m := pl.m
+	k, n := pl.k, len(m.ids)
+	slots := min(k, n-1)
+	if slots <= 0 || m.numTasks == 0 {
+		return
+	}
+	s := newSearcher(m)
+	heaps := newClassHeaps(pl)
+	opts := make(map[int32][]int)
+	cache := make(map[string]*allowedSet)
+	var key []byte
+	base := make([]int32, 0, 1+slots)
+	excl := make([]int32, 0, 1+slots)
+	var cands []int32
+	for r := 0; r < slots; r++ {
+		for t := 0; t < m.numTasks; t++ {
+			a := pl.active[t]
+			ca := m.class[a]
+			chosen := pl.standby[t*k : t*k+r]
+			base = append(base[:0], ca)
+			excl = append(excl[:0], a)
+			for _, c := range chosen {
+				base = append(base, m.class[c])
+				excl = append(excl, c)
+			}
+			sortInt32(base[1:])
+			key = key[:0]
+			for _, q := range base {
+				key = append(key, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
+			}
+			al := cache[string(key)]
+			if al == nil {
+				opt, ok := opts[ca]
+				if !ok {
+					s.reset(base[:1])
+					cands = s.order(cands)
+					opt = append([]int(nil), s.maximise(cands, slots)...)
+					opts[ca] = opt
+				}
+				al = pl.allowed(s, base, slots-r, opt, &cands)
+				cache[string(key)] = al
+			}
+			c := pl.pickStandby(t, al, heaps, excl)
+			pl.standby[t*k+r] = c
+			pl.standbyN[c]++
+			pl.replicas[c]++
+			heaps.raised(c)
+		}
+	}
+}
+
+// allowed computes the classes from which a task with replicas of classes
+// base (its active's first) and slots standbys still to place can take its
+// next standby and still reach the spread opt.
+func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, cands *[]int32) *allowedSet {
+	s.reset(base)
+	al := &allowedSet{bits: make([]uint64, s.words)}
+	*cands = s.order(*cands)
+	// If opt is reachable with one slot to spare, the next standby may come
+	// from any class: it can be padding.
+	padding := s.reachable(*cands, slots-1, opt)
+	for q := int32(0); q < int32(s.K); q++ {
+		if !s.isAvail(q) {
+			continue
+		}
+		ok := padding
+		if !ok {
+			s.add(q)
+			ok = s.reachable(*cands, slots-1, opt)
+			s.remove(q)
+		}
+		if ok {
+			al.bits[q/64] |= 1 << (q % 64)
+			al.list = append(al.list, q)
+		}
+	}
+	return al
+}
+
+// pickStandby chooses task t's next standby from the allowed classes,
+// excluding the clients in excl (its replicas so far).
+func (pl *placement) pickStandby(t int, al *allowedSet, heaps *classHeaps, excl []int32) int32 {
+	m := pl.m
+	best, bestLag := int32(-1), int64(0)
+	for i := m.holderStart[t]; i < m.holderStart[t+1]; i++ {
+		c, lag := m.holderClient[i], m.holderLag[i]
+		if best >= 0 && lag > bestLag {
+			break // holders are sorted by lag
+		}
+		if !al.has(m.class[c]) || contains(excl, c) {
+			continue
+		}
+		if best < 0 || pl.lighter(c, best) {
+			best, bestLag = c, lag
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for _, q := range al.list {
+		if c := heaps.lightest(q, excl); c >= 0 && (best < 0 || pl.lighter(c, best)) {
+			best = c
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	// Unreachable when the allowed set is right; never leave a slot empty.
+	for c := int32(0); c < int32(len(m.ids)); c++ {
+		if !contains(excl, c) && (best < 0 || pl.lighter(c, best)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// lighter reports whether client a is less loaded than b (replicas per unit
+// of capacity), the smaller id on equal loads.
+func (pl *placement) lighter(a, b int32) bool {
+	ca, cb := pl.m.capa[a], pl.m.capa[b]
+	if lessLoad(pl.replicas[a], ca, pl.replicas[b], cb) {
+		return true
+	}
+	return !lessLoad(pl.replicas[b], cb, pl.replicas[a], ca) && a < b
+}
+
+func contains(s []int32, x int32) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// classHeaps keeps each class's members in a binary min-heap by load (see
+// placement.lighter), so the lightest available member of a class is found
+// in a few steps.
+type classHeaps struct {
+	pl   *placement
+	heap [][]int32 // per class
+	pos  []int32   // per client: its index in its class's heap
+}
+
+func newClassHeaps(pl *placement) *classHeaps {
+	m := pl.m
+	h := &classHeaps{pl: pl, heap: make([][]int32, len(m.classes)), pos: make([]int32, len(m.ids))}
+	flat := make([]int32, len(m.ids))
+	at := 0
+	for q, members := range m.classes {
+		hp := flat[at : at+len(members)]
+		at += len(members)
+		copy(hp, members)
+		h.heap[q] = hp
+		for i, c := range hp {
+			h.pos[c] = int32(i)
+		}
+		for i := len(hp)/2 - 1; i >= 0; i-- {
+			h.down(hp, i)
+		}
+	}
+	return h
+}
+
+// raised restores the heap order after client c's load grew.
+func (h *classHeaps) raised(c int32) {
+	h.down(h.heap[h.pl.m.class[c]], int(h.pos[c]))
+}
+
+func (h *classHeaps) down(hp []int32, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(hp) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(hp) && h.pl.lighter(hp[r], hp[l]) {
+			j = r
+		}
+		if !h.pl.lighter(hp[j], hp[i]) {
+			return
+		}
+		hp[i], hp[j] = hp[j], hp[i]
+		h.pos[hp[i]], h.pos[hp[j]] = int32(i), int32(j)
+		i = j
+	}
+}
+
+// lightest returns the least-loaded member of class q not in excl, or -1.
+// It walks the heap best-first, expanding only excluded nodes.
+func (h *classHeaps) lightest(q int32, excl []int32) int32 {
+	hp := h.heap[q]
+	if len(hp) == 0 {
+		return -1
+	}
+	if len(excl) > 8 {
+		best := int32(-1)
+		for _, c := range hp {
+			if !contains(excl, c) && (best < 0 || h.pl.lighter(c, best)) {
+				best = c
+			}
+		}
+		return best
+	}
+	var buf [20]int32
+	front := append(buf[:0], 0)
+	for len(front) > 0 {
+		bi := 0
+		for i := 1; i < len(front); i++ {
+			if h.pl.lighter(hp[front[i]], hp[front[bi]]) {
+				bi = i
+			}
+		}
+		at := front[bi]
+		if c := hp[at]; !contains(excl, c) {
+			return c
+		}
+		front[bi] = front[len(front)-1]
+		front = front[:len(front)-1]
+		for _, ch := range [2]int32{2*at + 1, 2*at + 2} {
+			if int(ch) < len(hp) {
+				front = append(front, ch)
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,267 @@
+package assignor
+
+import (
+	"math/bits"
+	"sort"
+)
+
+// searcher finds optimal spreads exactly, over classes of clients with
+// identical rack-aware tag tuples: clients of one class are interchangeable
+// for spread, so a task's best standbys are a choice of classes, not of
+// clients. The search is a branch and bound over distinct classes (a class
+// chosen twice adds nothing) with two cuts:
+//
+//   - the bound: from a partial choice with s slots left, dimension d can
+//     reach at most min(distinct values of d so far + s, values of d among
+//     all clients); a subtree whose bound is not lexicographically above the
+//     best (or, when testing reachability, is below the target) is skipped;
+//   - the last slot is exact without branching: the best single class is
+//     found by narrowing a bitset of classes dimension by dimension, keeping
+//     those that bring a new value while any does.
+//
+// With s standbys per task and K classes the work is O(K^(s-1)) bitset steps
+// in the worst case, and far less in practice since most subtrees are cut.
+type searcher struct {
+	m     *model
+	D, K  int
+	words int
+	has   [][][]uint64 // has[d][v]: the classes whose value of dims[d] is v
+	total []int        // distinct values of dims[d] among all clients
+
+	// The current base: classes chosen (with repetitions), value counts and
+	// distinct values per dimension.
+	base []int32
+	cnt  [][]int32 // cnt[d][v]
+	cur  []int
+
+	avail []uint64 // classes that can take another replica of the task
+	mask  []uint64 // scratch
+	seen  []uint64 // scratch
+	ub    [][]int  // scratch bound per depth
+	last  []int    // scratch spread of the last slot
+	root  []int    // bound at the root of a maximisation
+	best  []int
+	opt   []int
+	reach bool // testing reachability of opt rather than maximising
+}
+
+func newSearcher(m *model) *searcher {
+	D, K := len(m.dims), len(m.classes)
+	words := (K + 63) / 64
+	s := &searcher{m: m, D: D, K: K, words: words,
+		has: make([][][]uint64, D), total: make([]int, D), cnt: make([][]int32, D), cur: make([]int, D),
+		avail: make([]uint64, words), mask: make([]uint64, words), seen: make([]uint64, words),
+		best: make([]int, D), opt: make([]int, D), last: make([]int, D), root: make([]int, D)}
+	for d := range m.dims {
+		nv := len(m.values[d])
+		s.total[d] = nv
+		s.cnt[d] = make([]int32, nv)
+		s.has[d] = make([][]uint64, nv)
+		flat := make([]uint64, nv*words)
+		for v := range s.has[d] {
+			s.has[d][v] = flat[v*words : (v+1)*words]
+		}
+		for k, tuple := range m.classVals {
+			s.has[d][tuple[d]][k/64] |= 1 << (k % 64)
+		}
+	}
+	return s
+}
+
+// reset empties the base and sets the classes available to a task whose
+// base (active and standbys so far) is the multiset base.
+func (s *searcher) reset(base []int32) {
+	for _, q := range s.base {
+		s.remove(q)
+	}
+	s.base = s.base[:0]
+	clear(s.avail)
+	for k, members := range s.m.classes {
+		used := 0
+		for _, q := range base {
+			if q == int32(k) {
+				used++
+			}
+		}
+		if len(members) > used {
+			s.avail[k/64] |= 1 << (k % 64)
+		}
+	}
+	for _, q := range base {
+		s.add(q)
+	}
+}
+
+func (s *searcher) add(q int32) {
+	for d, v := range s.m.classVals[q] {
+		if s.cnt[d][v] == 0 {
+			s.cur[d]++
+		}
+		s.cnt[d][v]++
+	}
+	s.base = append(s.base, q)
+}
+
+func (s *searcher) remove(q int32) {
+	for d, v := range s.m.classVals[q] {
+		s.cnt[d][v]--
+		if s.cnt[d][v] == 0 {
+			s.cur[d]--
+		}
+	}
+	s.base = s.base[:len(s.base)-1]
+}
+
+// gains reports whether class q brings a value new to the base.
+func (s *searcher) gains(q int32) bool {
+	for d, v := range s.m.classVals[q] {
+		if s.cnt[d][v] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastSlot returns, in out, the spread after adding the best single
+// available class to the base.
+func (s *searcher) lastSlot(out []int) {
+	copy(s.mask, s.avail)
+	for d := 0; d < s.D; d++ {
+		out[d] = s.cur[d]
+		// seen: classes whose value of d is already in the base.
+		clear(s.seen)
+		for _, q := range s.base {
+			h := s.has[d][s.m.classVals[q][d]]
+			for w := range s.seen {
+				s.seen[w] |= h[w]
+			}
+		}
+		any := false
+		for w := range s.mask {
+			if s.mask[w]&^s.seen[w] != 0 {
+				any = true
+				break
+			}
+		}
+		if any {
+			out[d]++
+			for w := range s.mask {
+				s.mask[w] &^= s.seen[w]
+			}
+		}
+	}
+}
+
+// maximise returns the best spread reachable by adding at most slots
+// classes to the current base.
+func (s *searcher) maximise(cands []int32, slots int) []int {
+	s.reach = false
+	copy(s.best, s.cur)
+	for d := range s.root {
+		s.root[d] = min(s.cur[d]+slots, s.total[d])
+	}
+	s.grow(slots)
+	s.branch(cands, slots, 0)
+	return s.best
+}
+
+// reachable reports whether adding at most slots classes to the current base
+// reaches the spread opt.
+func (s *searcher) reachable(cands []int32, slots int, opt []int) bool {
+	s.reach = true
+	copy(s.opt, opt)
+	copy(s.best, s.cur)
+	if CompareSpread(s.best, opt) >= 0 {
+		return true
+	}
+	s.grow(slots)
+	return s.branch(cands, slots, 0)
+}
+
+func (s *searcher) grow(slots int) {
+	for len(s.ub) <= slots {
+		s.ub = append(s.ub, make([]int, s.D))
+	}
+}
+
+// branch explores the choices of classes from cands; it returns true when
+// the search can stop (maximising: the bound of the root is met; testing
+// reachability: opt is reached).
+func (s *searcher) branch(cands []int32, slots, depth int) bool {
+	ub := s.ub[depth]
+	for d := range ub {
+		ub[d] = min(s.cur[d]+slots, s.total[d])
+	}
+	if c := CompareSpread(s.cur, s.best); c > 0 {
+		copy(s.best, s.cur)
+	}
+	if s.done() {
+		return true
+	}
+	if slots == 0 || CompareSpread(ub, s.best) <= 0 || (s.reach && CompareSpread(ub, s.opt) < 0) {
+		return false
+	}
+	if slots == 1 {
+		s.lastSlot(s.last)
+		if CompareSpread(s.last, s.best) > 0 {
+			copy(s.best, s.last)
+		}
+		return s.done()
+	}
+	for i, q := range cands {
+		if !s.isAvail(q) || !s.gains(q) {
+			continue
+		}
+		s.add(q)
+		stop := s.branch(cands[i+1:], slots-1, depth+1)
+		s.remove(q)
+		if stop {
+			return true
+		}
+	}
+	return false
+}
+
+// done reports whether best has met the goal: opt when testing
+// reachability; when maximising, the bound no choice can beat.
+func (s *searcher) done() bool {
+	if s.reach {
+		return CompareSpread(s.best, s.opt) >= 0
+	}
+	return CompareSpread(s.best, s.root) >= 0
+}
+
+func (s *searcher) isAvail(q int32) bool { return s.avail[q/64]&(1<<(q%64)) != 0 }
+
+// order returns the available classes that bring a new value to the current
+// base, the most novel first (lexicographically by which dimensions gain),
+// then by class number.
+func (s *searcher) order(dst []int32) []int32 {
+	dst = dst[:0]
+	for k := 0; k < s.K; k++ {
+		if s.isAvail(int32(k)) && s.gains(int32(k)) {
+			dst = append(dst, int32(k))
+		}
+	}
+	novelty := func(q int32) uint64 {
+		var x uint64
+		for d, v := range s.m.classVals[q] {
+			x <<= 1
+			if s.cnt[d][v] == 0 {
+				x |= 1
+			}
+		}
+		return x
+	}
+	sort.SliceStable(dst, func(i, j int) bool { return novelty(dst[i]) > novelty(dst[j]) })
+	return dst
+}
+
+// popcount of a bitset.
+func popcount(b []uint64) int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
