@@ -226,14 +226,21 @@ func (m *model) indexState() error {
 				role[t] = l.name
 			}
 		}
+		bad, found := 0, false // report the smallest bad task: map order is random
 		for t, lag := range cl.Lags {
+			if (t < 0 || t >= T || lag < 0) && (!found || t < bad) {
+				bad, found = t, true
+			}
+		}
+		if found {
+			t, lag := bad, cl.Lags[bad]
 			ff := f + ".lags[\"" + strconv.Itoa(t) + "\"]"
 			if t < 0 || t >= T {
 				return fieldErr(ff, "task %d out of range [0, %d)", t, T)
 			}
-			if lag < 0 {
-				return fieldErr(ff, "lag must be at least 0, got %d", lag)
-			}
+			return fieldErr(ff, "lag must be at least 0, got %d", lag)
+		}
+		for t, lag := range cl.Lags {
 			hs = append(hs, holding{int32(t), int32(c), lag})
 		}
 		for t := range role {

@@ -1,0 +1,187 @@
+package assignor
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// DecodeInput decodes a scenario from JSON in either of two shapes:
+//
+//   - the scenario document of Input, where "tasks" is a count. Decoding is
+//     strict: an unknown field is an error naming it, so that a typo such
+//     as "num_standbys" does not pass silently;
+//   - a /v1/metadata document (a Plan superset: "generation", "self",
+//     clients with "endpoint", "status" with "lags"), where "tasks" is an
+//     array. Its placement becomes the previous plan: each client's active,
+//     standby and warmup tasks its previous roles, status.lags its lags.
+//     The settings come from the document's own scenario fields when it has
+//     them, else num_standby_replicas is the most standbys any task has and
+//     rack_aware_assignment_tags the tags of quality.dimensions, in order.
+//     Unknown fields are ignored: the document grows over time.
+//
+// Absent fields take their defaults (see Input). The result is not yet
+// validated: Assign does that.
+func DecodeInput(data []byte) (Input, error) {
+	var probe struct {
+		Tasks json.RawMessage `json:"tasks"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Input{}, fmt.Errorf("decode scenario: %w", err)
+	}
+	if t := bytes.TrimSpace(probe.Tasks); len(t) > 0 && t[0] == '[' {
+		return decodeMetadata(data)
+	}
+	type plain Input // no UnmarshalJSON: DisallowUnknownFields reaches the fields
+	in := plain{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas}
+	var raw struct {
+		plain
+		Clients []json.RawMessage `json:"clients"`
+	}
+	raw.plain = in
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return Input{}, fmt.Errorf("decode scenario: %w", err)
+	}
+	if len(probe.Tasks) == 0 {
+		return Input{}, fieldErr("tasks", "required")
+	}
+	if raw.Clients == nil {
+		return Input{}, fieldErr("clients", "required")
+	}
+	out := Input(raw.plain)
+	out.Clients = make([]Client, len(raw.Clients))
+	type plainClient Client
+	for i, rc := range raw.Clients {
+		c := plainClient{Capacity: 1}
+		dec := json.NewDecoder(bytes.NewReader(rc))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return Input{}, fmt.Errorf("decode scenario: clients[%d]: %w", i, err)
+		}
+		if c.Tags == nil {
+			return Input{}, fieldErr("clients["+strconv.Itoa(i)+"].tags", "required (use {} for none)")
+		}
+		out.Clients[i] = Client(c)
+	}
+	return out, nil
+}
+
+// metadataDoc is the part of a /v1/metadata document that a scenario needs.
+type metadataDoc struct {
+	NumStandbyReplicas      *int     `json:"num_standby_replicas"`
+	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
+	AcceptableRecoveryLag   *int64   `json:"acceptable_recovery_lag"`
+	MaxWarmupReplicas       *int     `json:"max_warmup_replicas"`
+	Clients                 []struct {
+		ID       string            `json:"id"`
+		Tags     map[string]string `json:"tags"`
+		Capacity *int              `json:"capacity"`
+	} `json:"clients"`
+	Tasks   []TaskPlacement `json:"tasks"`
+	Quality struct {
+		Dimensions []DimensionQuality `json:"dimensions"`
+	} `json:"quality"`
+	Status struct {
+		Lags []struct {
+			Task   int    `json:"task"`
+			Client string `json:"client"`
+			Lag    int64  `json:"lag"`
+		} `json:"lags"`
+	} `json:"status"`
+}
+
+func decodeMetadata(data []byte) (Input, error) {
+	var doc metadataDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return Input{}, fmt.Errorf("decode metadata document: %w", err)
+	}
+	in := Input{
+		AcceptableRecoveryLag:   DefaultAcceptableRecoveryLag,
+		MaxWarmupReplicas:       DefaultMaxWarmupReplicas,
+		RackAwareAssignmentTags: doc.RackAwareAssignmentTags,
+		Clients:                 make([]Client, len(doc.Clients)),
+	}
+	if doc.AcceptableRecoveryLag != nil {
+		in.AcceptableRecoveryLag = *doc.AcceptableRecoveryLag
+	}
+	if doc.MaxWarmupReplicas != nil {
+		in.MaxWarmupReplicas = *doc.MaxWarmupReplicas
+	}
+	if in.RackAwareAssignmentTags == nil {
+		for _, d := range doc.Quality.Dimensions {
+			in.RackAwareAssignmentTags = append(in.RackAwareAssignmentTags, d.Tag)
+		}
+	}
+	byID := make(map[string]int, len(doc.Clients))
+	for i, c := range doc.Clients {
+		if c.ID == "" {
+			return Input{}, fieldErr("clients["+strconv.Itoa(i)+"].id", "required")
+		}
+		if j, dup := byID[c.ID]; dup {
+			return Input{}, fieldErr("clients["+strconv.Itoa(i)+"].id", "duplicate id %q (also clients[%d])", c.ID, j)
+		}
+		byID[c.ID] = i
+		in.Clients[i] = Client{ID: c.ID, Tags: c.Tags, Capacity: 1}
+		if c.Capacity != nil {
+			in.Clients[i].Capacity = *c.Capacity
+		}
+	}
+	maxStandbys := 0
+	client := func(field, id string) (*Client, error) {
+		i, ok := byID[id]
+		if !ok {
+			return nil, fieldErr(field, "unknown client %q (not in clients)", id)
+		}
+		return &in.Clients[i], nil
+	}
+	for i, tp := range doc.Tasks {
+		f := "tasks[" + strconv.Itoa(i) + "]"
+		if tp.Task < 0 {
+			return Input{}, fieldErr(f+".task", "must be at least 0, got %d", tp.Task)
+		}
+		in.Tasks = max(in.Tasks, tp.Task+1)
+		maxStandbys = max(maxStandbys, len(tp.Standby))
+		if tp.Active != "" { // a task in a cooperative hand-off has none
+			c, err := client(f+".active", tp.Active)
+			if err != nil {
+				return Input{}, err
+			}
+			c.PreviousActive = append(c.PreviousActive, tp.Task)
+		}
+		for j, id := range tp.Standby {
+			c, err := client(f+".standby["+strconv.Itoa(j)+"]", id)
+			if err != nil {
+				return Input{}, err
+			}
+			c.PreviousStandby = append(c.PreviousStandby, tp.Task)
+		}
+		for j, id := range tp.Warmup {
+			c, err := client(f+".warmup["+strconv.Itoa(j)+"]", id)
+			if err != nil {
+				return Input{}, err
+			}
+			c.PreviousWarmup = append(c.PreviousWarmup, tp.Task)
+		}
+	}
+	in.NumStandbyReplicas = maxStandbys
+	if doc.NumStandbyReplicas != nil {
+		in.NumStandbyReplicas = *doc.NumStandbyReplicas
+	}
+	for i, l := range doc.Status.Lags {
+		if l.Task < 0 || l.Task >= in.Tasks {
+			return Input{}, fieldErr("status.lags["+strconv.Itoa(i)+"].task", "task %d out of range [0, %d)", l.Task, in.Tasks)
+		}
+		c, err := client("status.lags["+strconv.Itoa(i)+"].client", l.Client)
+		if err != nil {
+			return Input{}, err
+		}
+		if c.Lags == nil {
+			c.Lags = make(map[int]int64)
+		}
+		c.Lags[l.Task] = l.Lag
+	}
+	return in, nil
+}
