@@ -1,0 +1,519 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Balancer is one member's side of Rackstream's group protocol: a
+// kgo.GroupBalancer (it balances when this member leads), the source of the
+// member's join metadata, and the keeper of the placement the member
+// receives. Create it with [New], install [Balancer.Opts] on the group's
+// kgo client, and read [Balancer.Placement] or subscribe with
+// [Settings.OnAssignment].
+type Balancer struct {
+	s   Settings
+	log *slog.Logger
+
+	rejectedMembers     atomic.Uint64
+	rejectedAssignments atomic.Uint64
+	published           atomic.Uint64
+	probes              atomic.Uint64
+	endOffsetFailures   atomic.Uint64
+	lastGenBytes        atomic.Int64
+
+	mu        sync.Mutex
+	cl        *kgo.Client
+	aux       *kgo.Client // publisher / reader of the placement topic, lazily
+	staticErr error
+	version   uint8 // the version our join metadata is written in
+	probeSeq  uint64
+	plan      lastPlan        // reported in join metadata
+	pending   *AssignmentData // parsed at sync, applied in OnPartitionsAssigned
+	cur       Assignment
+	placement *Placement
+	changed   chan struct{} // closed and replaced whenever cur changes
+	warned    map[string]bool
+	// probing state of this member
+	probedFor      map[int32]bool // warmups we already asked a probing rebalance for
+	probedDeadline int64          // the deadline we already probed for
+	retryAt        time.Time      // leader: rebalance again at this time (end offsets failed)
+	loopStop       chan struct{}
+	loopDone       chan struct{}
+}
+
+// lastPlan is this member's share of the last plan it received.
+type lastPlan struct {
+	generation              int32
+	active, standby, warmup []int32
+}
+
+var (
+	_ kgo.GroupBalancer      = (*Balancer)(nil)
+	_ kgo.HookNewClient      = (*Balancer)(nil)
+	_ kgo.HookClientClosed   = (*Balancer)(nil)
+	_ kgo.IntoSyncAssignment = (*syncAssignment)(nil)
+)
+
+// New returns the balancer for one member, or an error naming every invalid
+// setting.
+func New(s Settings) (*Balancer, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	s.InputTopics = slices.Clone(s.InputTopics)
+	s.ChangelogTopics = slices.Clone(s.ChangelogTopics)
+	return &Balancer{
+		s:         s,
+		log:       s.Logger.With("group", s.ApplicationID, "process_id", s.ProcessID),
+		version:   s.wireVersion,
+		plan:      lastPlan{generation: -1},
+		changed:   make(chan struct{}),
+		warned:    make(map[string]bool),
+		probedFor: make(map[int32]bool),
+	}, nil
+}
+
+// Opts returns the kgo options that make a client a member of the group
+// with this balancer: the group id, the input topics, the balancer itself,
+// the heartbeat interval, an OnPartitionsAssigned hook and the client hooks
+// through which the balancer learns its client. A caller that installs its
+// own OnPartitionsAssigned after these must call
+// [Balancer.OnPartitionsAssigned] first in it.
+//
+// The client must not set group.instance.id: see [ErrStaticMembership].
+func (b *Balancer) Opts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.ConsumerGroup(b.s.ApplicationID),
+		kgo.ConsumeTopics(b.s.InputTopics...),
+		kgo.Balancers(b),
+		kgo.HeartbeatInterval(b.s.HeartbeatInterval),
+		kgo.OnPartitionsAssigned(b.OnPartitionsAssigned),
+		kgo.WithHooks(b),
+	}
+}
+
+// PlacementTopic is the topic large groups publish their placement to.
+func (b *Balancer) PlacementTopic() string { return b.s.ApplicationID + "-placement" }
+
+// Placement returns the latest placement this member knows, nil before the
+// first.
+func (b *Balancer) Placement() *Placement {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.placement
+}
+
+// Assignment returns this member's latest assignment and a channel that is
+// closed when a newer one replaces it.
+func (b *Balancer) Assignment() (Assignment, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur, b.changed
+}
+
+// Stats returns the balancer's counters.
+func (b *Balancer) Stats() Stats {
+	return Stats{
+		RejectedMembers:     b.rejectedMembers.Load(),
+		RejectedAssignments: b.rejectedAssignments.Load(),
+		PlacementsPublished: b.published.Load(),
+		ProbingRebalances:   b.probes.Load(),
+		EndOffsetFailures:   b.endOffsetFailures.Load(),
+		LastGenerationBytes: int(b.lastGenBytes.Load()),
+	}
+}
+
+// Err returns ErrStaticMembership if the client was configured with
+// group.instance.id (the balancer then refuses every assignment), else nil.
+func (b *Balancer) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.staticErr
+}
+
+// OnNewClient implements kgo.HookNewClient: the balancer learns its client
+// and starts its probing loop.
+func (b *Balancer) OnNewClient(cl *kgo.Client) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cl != nil {
+		return
+	}
+	b.cl = cl
+	if vs := cl.OptValues(kgo.InstanceID); len(vs) == 2 && vs[1] == true {
+		b.staticErr = ErrStaticMembership
+		b.log.Error("refusing to balance or accept assignments", "err", ErrStaticMembership)
+		return
+	}
+	b.loopStop = make(chan struct{})
+	b.loopDone = make(chan struct{})
+	go b.loop(b.loopStop, b.loopDone)
+}
+
+// OnClientClosed implements kgo.HookClientClosed: it stops the probing loop
+// and closes the balancer's own clients.
+func (b *Balancer) OnClientClosed(*kgo.Client) {
+	b.mu.Lock()
+	stop, done, aux := b.loopStop, b.loopDone, b.aux
+	b.loopStop, b.aux = nil, nil
+	b.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	if aux != nil {
+		aux.Close()
+	}
+}
+
+// ProtocolName implements kgo.GroupBalancer.
+func (*Balancer) ProtocolName() string { return ProtocolName }
+
+// IsCooperative implements kgo.GroupBalancer: partitions move by revoke,
+// then assign in a follow-up rebalance (KIP-429).
+func (*Balancer) IsCooperative() bool { return true }
+
+// JoinGroupMetadata implements kgo.GroupBalancer: a ConsumerMemberMetadata
+// whose UserData is this member's [Subscription].
+func (b *Balancer) JoinGroupMetadata(topics []string, current map[string][]int32, generation int32) []byte {
+	sub := b.subscription()
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 2 // owned partitions and generation; kgo bumps it to 3 to add a rack
+	meta.Topics = topics
+	meta.UserData = sub.AppendTo(nil)
+	for _, t := range slices.Sorted(maps.Keys(current)) {
+		owned := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		owned.Topic = t
+		owned.Partitions = current[t]
+		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
+	}
+	meta.Generation = generation
+	return meta.AppendTo(nil)
+}
+
+// subscription returns this member's join metadata as of now.
+func (b *Balancer) subscription() Subscription {
+	var cps map[int32]int64
+	if b.s.Checkpoints != nil {
+		cps = b.s.Checkpoints()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sub := Subscription{
+		Version:         b.version,
+		LatestSupported: b.s.wireVersion,
+		ProcessID:       b.s.ProcessID,
+		Endpoint:        b.s.Endpoint,
+		Tags:            b.s.Tags,
+		Capacity:        b.s.Capacity,
+		PlanGeneration:  b.plan.generation,
+		PlanActive:      b.plan.active,
+		PlanStandby:     b.plan.standby,
+		PlanWarmup:      b.plan.warmup,
+		ProbeSeq:        b.probeSeq,
+		Build:           Build,
+	}
+	for _, t := range slices.Sorted(maps.Keys(cps)) {
+		if t >= 0 && t < maxTask && cps[t] >= 0 {
+			sub.Checkpoints = append(sub.Checkpoints, Checkpoint{Task: t, Offset: cps[t]})
+		}
+	}
+	return sub
+}
+
+// Build is the build string members of wire version 2 and up announce.
+var Build = "rackstream-dev"
+
+// ParseSyncAssignment implements kgo.GroupBalancer. It validates the
+// assignment's user data (an error makes kgo fail the sync and rejoin) and
+// keeps it for OnPartitionsAssigned.
+func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	assigned, a, err := b.parseSync(assignment)
+	if err != nil {
+		b.rejectedAssignments.Add(1)
+		b.log.Warn("rejecting the leader's assignment; rejoining", "err", err)
+		return nil, fmt.Errorf("rackstream assignment: %w", err)
+	}
+	b.mu.Lock()
+	b.pending = &a
+	b.plan = lastPlan{
+		generation: a.Generation,
+		active:     mergeTasks(a.Active, a.Pending),
+		standby:    a.Standby,
+		warmup:     a.Warmup,
+	}
+	b.mu.Unlock()
+	return assigned, nil
+}
+
+// parseSync decodes and checks one assignment.
+func (b *Balancer) parseSync(assignment []byte) (map[string][]int32, AssignmentData, error) {
+	var ka kmsg.ConsumerMemberAssignment
+	if err := ka.ReadFrom(assignment); err != nil {
+		return nil, AssignmentData{}, fmt.Errorf("not a consumer member assignment: %w", err)
+	}
+	a, err := DecodeAssignment(ka.UserData, b.s.wireVersion, b.s.ProcessID)
+	if err != nil {
+		return nil, a, err
+	}
+	// The partitions must be exactly those of the active tasks, in topics
+	// we consume.
+	want := make(map[int32]bool, len(a.Active))
+	for _, t := range a.Active {
+		want[t] = true
+	}
+	assigned := make(map[string][]int32, len(ka.Topics))
+	for _, t := range ka.Topics {
+		if !slices.Contains(b.s.InputTopics, t.Topic) {
+			return nil, a, fmt.Errorf("assignment gives partitions of %q, not an input topic", t.Topic)
+		}
+		if _, dup := assigned[t.Topic]; dup {
+			return nil, a, fmt.Errorf("assignment lists topic %q twice", t.Topic)
+		}
+		ps := slices.Clone(t.Partitions)
+		slices.Sort(ps)
+		for i, p := range ps {
+			if !want[p] {
+				return nil, a, fmt.Errorf("assignment gives partition %s/%d, but task %d is not among its active tasks %v", t.Topic, p, p, a.Active)
+			}
+			if i > 0 && ps[i-1] == p {
+				return nil, a, fmt.Errorf("assignment gives partition %s/%d twice", t.Topic, p)
+			}
+		}
+		assigned[t.Topic] = ps
+	}
+	for _, task := range a.Active {
+		found := false
+		for _, ps := range assigned {
+			if _, ok := slices.BinarySearch(ps, task); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, a, fmt.Errorf("assignment makes task %d active without any of its partitions", task)
+		}
+	}
+	return assigned, a, nil
+}
+
+// OnPartitionsAssigned applies the assignment parsed at this generation's
+// sync: it reads a published placement if need be, makes the placement
+// current, calls Settings.OnAssignment, and rejoins when the group's wire
+// version changed for this member.
+func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+	b.mu.Lock()
+	a := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	if a == nil {
+		return
+	}
+	p := a.Placement
+	if a.Ref != nil {
+		var err error
+		if p, err = b.readPlacement(ctx, a); err != nil {
+			b.log.Error("cannot read the published placement; keeping the previous one", "generation", a.Generation, "err", err)
+		}
+	}
+	if p != nil && a.ProbingDeadline > 0 {
+		p.ProbingDeadline = time.UnixMilli(a.ProbingDeadline)
+	}
+	asg := Assignment{
+		Generation: a.Generation,
+		Active:     a.Active,
+		Pending:    a.Pending,
+		Standby:    a.Standby,
+		Warmup:     a.Warmup,
+		Placement:  p,
+	}
+	want := min(a.CommonVersion, b.s.wireVersion)
+	b.mu.Lock()
+	b.cur = asg
+	if p != nil {
+		b.placement = p
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+	for t := range b.probedFor {
+		if !slices.Contains(a.Warmup, t) {
+			delete(b.probedFor, t)
+		}
+	}
+	rejoin := a.Rejoin
+	if want != b.version {
+		b.log.Info("switching wire version and rejoining", "from", b.version, "to", want, "generation", a.Generation)
+		b.version = want
+		rejoin = true
+	}
+	b.mu.Unlock()
+	if b.s.OnAssignment != nil {
+		b.s.OnAssignment(asg)
+	}
+	if rejoin {
+		cl.ForceRebalance()
+	}
+}
+
+// loop asks for probing rebalances: when a warmup of ours has caught up, when
+// the plan's probing deadline passes while we hold warmups, and when the
+// leader must retry a plan made without end offsets.
+func (b *Balancer) loop(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(b.s.WarmupCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if why := b.probeReason(stop); why != "" {
+			b.probes.Add(1)
+			b.log.Info("asking for a probing rebalance", "why", why)
+			b.mu.Lock()
+			b.probeSeq++
+			cl := b.cl
+			b.mu.Unlock()
+			cl.ForceRebalance()
+		}
+	}
+}
+
+// probeReason returns why a probing rebalance is due, or "".
+func (b *Balancer) probeReason(stop chan struct{}) string {
+	b.mu.Lock()
+	cur := b.cur
+	retry := !b.retryAt.IsZero() && time.Now().After(b.retryAt)
+	if retry {
+		b.retryAt = time.Time{}
+	}
+	b.mu.Unlock()
+	if retry {
+		return "retrying a plan made without changelog end offsets"
+	}
+	if len(cur.Warmup) == 0 {
+		return ""
+	}
+	if p := cur.Placement; p != nil && !p.ProbingDeadline.IsZero() && time.Now().After(p.ProbingDeadline) {
+		b.mu.Lock()
+		first := b.probedDeadline != p.ProbingDeadline.UnixMilli()
+		b.probedDeadline = p.ProbingDeadline.UnixMilli()
+		b.mu.Unlock()
+		if first {
+			return "probing.rebalance.interval.ms elapsed with warmups pending"
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndOffsetsTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	ends, err := b.endOffsets(ctx)
+	if err != nil {
+		b.log.Debug("warmup check: end offsets unavailable", "err", err)
+		return ""
+	}
+	var cps map[int32]int64
+	if b.s.Checkpoints != nil {
+		cps = b.s.Checkpoints()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range cur.Warmup {
+		if b.probedFor[t] {
+			continue
+		}
+		if lag := max(0, ends.sum(t)-cps[t]); lag <= b.s.AcceptableRecoveryLag {
+			b.probedFor[t] = true
+			return fmt.Sprintf("warmup task %d caught up (lag %d <= acceptable.recovery.lag %d)", t, lag, b.s.AcceptableRecoveryLag)
+		}
+	}
+	return ""
+}
+
+// endSums holds, per task, the sum of its changelog partitions' end offsets.
+type endSums map[int32]int64
+
+func (e endSums) sum(t int32) int64 { return e[t] }
+
+// endOffsets fetches the changelog end offsets and sums them per task.
+func (b *Balancer) endOffsets(ctx context.Context) (endSums, error) {
+	if len(b.s.ChangelogTopics) == 0 {
+		return endSums{}, nil
+	}
+	var ends map[string]map[int32]int64
+	var err error
+	if b.s.EndOffsets != nil {
+		ends, err = b.s.EndOffsets(ctx, b.s.ChangelogTopics)
+	} else {
+		b.mu.Lock()
+		cl := b.cl
+		b.mu.Unlock()
+		if cl == nil {
+			return nil, errors.New("the balancer has no client yet")
+		}
+		ends, err = kadmEndOffsets(ctx, cl, b.s.ChangelogTopics)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sums := make(endSums)
+	for _, t := range b.s.ChangelogTopics {
+		ps, ok := ends[t]
+		if !ok {
+			return nil, fmt.Errorf("no end offsets for changelog %s", t)
+		}
+		for p, o := range ps {
+			sums[p] += max(0, o)
+		}
+	}
+	return sums, nil
+}
+
+func kadmEndOffsets(ctx context.Context, cl *kgo.Client, topics []string) (map[string]map[int32]int64, error) {
+	los, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
+	}
+	if err := los.Error(); err != nil {
+		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
+	}
+	out := make(map[string]map[int32]int64, len(topics))
+	los.Each(func(o kadm.ListedOffset) {
+		if out[o.Topic] == nil {
+			out[o.Topic] = make(map[int32]int64)
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out, nil
+}
+
+// mergeTasks returns the sorted union of two sorted task lists.
+func mergeTasks(a, b []int32) []int32 {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

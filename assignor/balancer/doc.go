@@ -1,0 +1,51 @@
+// Package balancer carries Rackstream's placement over Kafka's classic
+// consumer-group protocol: it is the kgo.GroupBalancer that every instance
+// installs, the wire formats its members exchange, and the view of the whole
+// placement every member keeps.
+//
+// # How a rebalance runs
+//
+// Every member joins with protocol type "consumer" (so that kadm and Kafka's
+// tools can still describe the group) and protocol name [ProtocolName]. Its
+// kmsg.ConsumerMemberMetadata carries the input topics, the partitions it
+// owns (cooperative rebalancing, KIP-429) and, in UserData, a
+// [Subscription]: process id, query endpoint, client tags, capacity, the
+// member's last plan and a checkpoint per task whose state it holds.
+//
+// The coordinator picks one member as leader. The leader decodes every
+// member's metadata itself before anything else (a member whose bytes do not
+// decode gets an empty assignment, one warning and a counted rejection,
+// instead of failing kgo.NewConsumerBalancer and wedging the group), fetches
+// the changelog end offsets to turn checkpoints into lags, runs the pure
+// placement of package assignor, hands each member the input partitions of
+// its active tasks, and lets kgo's AdjustCooperative hold back partitions
+// that must first be revoked by their current owner. Each member's
+// assignment UserData is an [AssignmentData]: its own standby and warmup
+// tasks and the whole placement (every task's active and standbys, every
+// member's process id, endpoint and tags, and the plan's quality), or, when
+// the group is too large for that to fit in the broker's group-metadata
+// record, a reference to the placement the leader published once to the
+// compacted topic <application.id>-placement.
+//
+// Members validate what they receive (a leader's garbage is rejected and the
+// member rejoins), keep the placement per generation and apply it when kgo
+// calls OnPartitionsAssigned. [Balancer.Placement] and
+// [Settings.OnAssignment] expose it.
+//
+// # Versions
+//
+// Both formats start with a version byte and the latest version the writer
+// understands. A leader reads every version up to its own; a member that
+// joins with a newer version than the leader understands gets an empty
+// assignment in the leader's version, falls back to it and rejoins. Once
+// every member understands a newer version, the leader says so in the
+// assignment and members step up (Kafka Streams' version probing, KIP-268,
+// kept simple). Version 2 adds the member's build string to both formats.
+//
+// # Static membership
+//
+// group.instance.id is rejected by [New]: a restarted static leader gets
+// SkipAssignment from the coordinator and franz-go skips custom balancing
+// (KIP-814), which would leave the group on a stale placement. Rackstream
+// uses dynamic membership with a short heartbeat and LeaveGroup on shutdown.
+package balancer

@@ -1,0 +1,458 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rackstream/rackstream/assignor"
+)
+
+// memberOverheadBytes is what the broker stores per member besides its
+// subscription and assignment (member id, client id and host, timeouts),
+// counted generously when deciding whether the placement fits inline.
+const memberOverheadBytes = 256
+
+// memberState is the leader's reading of one member's join metadata.
+type memberState struct {
+	id     string
+	sub    *Subscription // nil: rejected or newer than the leader
+	future bool          // joined with a version newer than the leader's
+	reason string        // why it was rejected
+}
+
+// groupBalancer is the leader's balancer of one generation.
+type groupBalancer struct {
+	b       *Balancer
+	cb      *kgo.ConsumerBalancer
+	members map[string]*memberState
+	order   []string // member ids as the coordinator listed them
+	rawSize int      // bytes of every member's join metadata
+}
+
+// MemberBalancer implements kgo.GroupBalancer. It decodes every member's
+// metadata before kgo.NewConsumerBalancer sees it: a member whose metadata
+// is not a ConsumerMemberMetadata, whose UserData is not a Subscription, or
+// whose process id another member already uses is replaced by an empty
+// ConsumerMemberMetadata (no topics, no owned partitions), so that it gets
+// an empty assignment, its claims cause no revocation, and the group goes on.
+func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	if err := b.Err(); err != nil {
+		return nil, nil, err
+	}
+	g := &groupBalancer{b: b, members: make(map[string]*memberState, len(members))}
+	sanitized := make([]kmsg.JoinGroupResponseMember, 0, len(members))
+	byProcess := make(map[string]string)
+	empty := kmsg.NewConsumerMemberMetadata()
+	emptyBytes := empty.AppendTo(nil)
+	// Members arrive sorted by member id; the first of a duplicated
+	// process id keeps it.
+	for _, m := range members {
+		if _, dup := g.members[m.MemberID]; dup {
+			continue // kgo drops repeated member ids too
+		}
+		g.rawSize += len(m.ProtocolMetadata) + memberOverheadBytes
+		st := &memberState{id: m.MemberID}
+		g.members[m.MemberID] = st
+		g.order = append(g.order, m.MemberID)
+		meta := kmsg.NewConsumerMemberMetadata()
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			st.reason = fmt.Sprintf("join metadata is not a consumer member metadata (%d bytes): %v", len(m.ProtocolMetadata), err)
+		} else if sub, err := DecodeSubscription(meta.UserData, b.s.wireVersion); errors.Is(err, ErrNewerVersion) {
+			st.future = true
+			st.sub = nil
+			b.log.Info("member joined with a newer wire version; answering in ours so that it rejoins in it",
+				"member_id", m.MemberID, "its_version", sub.Version, "our_version", b.s.wireVersion)
+		} else if err != nil {
+			st.reason = err.Error()
+		} else if other, dup := byProcess[sub.ProcessID]; dup {
+			st.reason = fmt.Sprintf("process id %q is already used by member %s", sub.ProcessID, other)
+		} else if missing := b.missingKeys(&sub); missing != "" {
+			st.reason = fmt.Sprintf("process %q lacks the client tag %q that rack.aware.assignment.tags names", sub.ProcessID, missing)
+		} else {
+			byProcess[sub.ProcessID] = m.MemberID
+			st.sub = &sub
+		}
+		if st.sub == nil {
+			m.ProtocolMetadata = emptyBytes
+		}
+		sanitized = append(sanitized, m)
+	}
+	b.warnRejected(g)
+	cb, err := kgo.NewConsumerBalancer(g, sanitized)
+	if err != nil { // unreachable: every metadata decodes
+		return nil, nil, fmt.Errorf("rackstream balancer: %w", err)
+	}
+	g.cb = cb
+	topics := maps.Clone(cb.MemberTopics())
+	if topics == nil {
+		topics = make(map[string]struct{})
+	}
+	for _, t := range b.s.InputTopics {
+		topics[t] = struct{}{}
+	}
+	return cb, topics, nil
+}
+
+// missingKeys returns a rack-aware key the subscription's tags lack, or "".
+func (b *Balancer) missingKeys(sub *Subscription) string {
+	for _, k := range b.s.RackAwareTags {
+		if _, ok := sub.Tags.Get(k); !ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// warnRejected logs one warning and counts once per rejected member id.
+func (b *Balancer) warnRejected(g *groupBalancer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.warned {
+		if _, ok := g.members[id]; !ok {
+			delete(b.warned, id)
+		}
+	}
+	for _, id := range g.order {
+		st := g.members[id]
+		if st.sub != nil || st.future || b.warned[id] {
+			continue
+		}
+		b.warned[id] = true
+		b.rejectedMembers.Add(1)
+		b.log.Warn("member's join metadata is unusable: it gets an empty assignment and its owned-partition claims are ignored",
+			"member_id", id, "reason", st.reason)
+	}
+}
+
+// Balance implements kgo.ConsumerBalancerBalance; errors go to cb.SetError.
+func (g *groupBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+	into, err := g.balance(cb, topics)
+	if err != nil {
+		g.b.log.Error("balance failed", "err", err)
+		cb.SetError(err)
+		return nil
+	}
+	return into
+}
+
+func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int32) (kgo.IntoSyncAssignment, error) {
+	b := g.b
+	s := &b.s
+	generation := cb.Info().Generation
+
+	numTasks := 0
+	for _, t := range s.InputTopics {
+		numTasks = max(numTasks, int(topics[t]))
+	}
+	for _, t := range s.InputTopics {
+		if int(topics[t]) != numTasks {
+			b.log.Error("input topics are not co-partitioned; tasks beyond a topic's partition count get no partition of it",
+				"topic", t, "partitions", topics[t], "tasks", numTasks)
+		}
+	}
+
+	// The usable members, in process-id order.
+	var subs []*Subscription
+	memberOf := make(map[string]string) // process id -> member id
+	common := s.wireVersion
+	for _, id := range g.order {
+		if st := g.members[id]; st.sub != nil {
+			subs = append(subs, st.sub)
+			memberOf[st.sub.ProcessID] = id
+			common = min(common, st.sub.LatestSupported)
+		}
+	}
+	slices.SortFunc(subs, func(a, b *Subscription) int { return cmpString(a.ProcessID, b.ProcessID) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndOffsetsTimeout)
+	ends, endErr := b.endOffsets(ctx)
+	cancel()
+	if endErr != nil {
+		b.endOffsetFailures.Add(1)
+		b.log.Warn("cannot fetch changelog end offsets; keeping the previous placement and retrying", "err", endErr)
+		b.mu.Lock()
+		b.retryAt = time.Now().Add(time.Second)
+		b.mu.Unlock()
+	}
+
+	in := g.input(subs, numTasks, ends, endErr == nil)
+	plan, err := s.assign(in)
+	if err != nil {
+		return nil, fmt.Errorf("placement of generation %d: %w", generation, err)
+	}
+
+	// Partitions of each task go to its active; AdjustCooperative then
+	// holds back those their current owner must first revoke.
+	bp := cb.NewPlan()
+	byID := make(map[string]*kmsg.JoinGroupResponseMember)
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, _ *kmsg.ConsumerMemberMetadata) { byID[m.MemberID] = m })
+	for _, tp := range plan.Tasks {
+		m := byID[memberOf[tp.Active]]
+		if m == nil {
+			continue
+		}
+		for _, t := range s.InputTopics {
+			if int32(tp.Task) < topics[t] {
+				bp.AddPartition(m, t, int32(tp.Task))
+			}
+		}
+	}
+	bp.AdjustCooperative(cb)
+	held := make(map[int]bool) // tasks in transit
+	asMap := bp.AsMemberIDMap()
+	for _, tp := range plan.Tasks {
+		mid := memberOf[tp.Active]
+		for _, t := range s.InputTopics {
+			if int32(tp.Task) < topics[t] && !slices.Contains(asMap[mid][t], int32(tp.Task)) {
+				held[tp.Task] = true
+			}
+		}
+	}
+	for mid, ts := range asMap { // a task moves whole: hold all its partitions
+		for t, ps := range ts {
+			ts[t] = slices.DeleteFunc(ps, func(p int32) bool { return held[int(p)] && memberOf[activeOf(plan, int(p))] == mid })
+		}
+	}
+
+	p := g.placement(plan, subs, held, generation, numTasks)
+	var deadline int64
+	if plan.ProbingRebalanceNeeded {
+		deadline = time.Now().Add(s.ProbingInterval).UnixMilli()
+		p.ProbingDeadline = time.UnixMilli(deadline)
+	}
+
+	out := &syncAssignment{plan: asMap, userData: make(map[string][]byte, len(g.order))}
+	own := func(id string) AssignmentData {
+		a := AssignmentData{Version: common, CommonVersion: common, Generation: generation, ProbingDeadline: deadline}
+		st := g.members[id]
+		if st.sub == nil {
+			a.Rejoin = st.future
+			return a
+		}
+		me := p.MemberIndex(st.sub.ProcessID)
+		for t, r := range p.Tasks {
+			switch {
+			case r.Active == me:
+				a.Active = append(a.Active, int32(t))
+			case held[t] && memberOf[activeOf(plan, t)] == id:
+				a.Pending = append(a.Pending, int32(t))
+			case slices.Contains(r.Standbys, me):
+				a.Standby = append(a.Standby, int32(t))
+			case slices.Contains(r.Warmups, me):
+				a.Warmup = append(a.Warmup, int32(t))
+			}
+		}
+		return a
+	}
+	total := g.rawSize
+	for _, id := range g.order {
+		a := own(id)
+		a.Placement = p
+		ud := a.AppendTo(nil)
+		out.userData[id] = ud
+		total += len(ud) + partitionsBytes(asMap[id])
+	}
+	if total > s.MaxInlineBytes {
+		ref, err := b.publish(p, common)
+		if err != nil {
+			b.log.Error("cannot publish the placement; members keep their previous one this generation",
+				"generation", generation, "err", err)
+		}
+		total = g.rawSize
+		for _, id := range g.order {
+			a := own(id)
+			a.Ref = ref
+			ud := a.AppendTo(nil)
+			out.userData[id] = ud
+			total += len(ud) + partitionsBytes(asMap[id])
+		}
+	}
+	b.lastGenBytes.Store(int64(total))
+	return out, nil
+}
+
+func activeOf(plan *assignor.Plan, task int) string {
+	if task < len(plan.Tasks) {
+		return plan.Tasks[task].Active
+	}
+	return ""
+}
+
+// partitionsBytes estimates the consumer-protocol bytes of an assignment's
+// topic partitions.
+func partitionsBytes(ts map[string][]int32) int {
+	n := 16
+	for t, ps := range ts {
+		n += 8 + len(t) + 4*len(ps)
+	}
+	return n
+}
+
+// input builds the assignor's input from the members' subscriptions.
+func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, haveEnds bool) assignor.Input {
+	s := &g.b.s
+	in := assignor.Input{
+		NumStandbyReplicas:      s.NumStandbys,
+		RackAwareAssignmentTags: []string(s.RackAwareTags),
+		Tasks:                   numTasks,
+		AcceptableRecoveryLag:   s.AcceptableRecoveryLag,
+		MaxWarmupReplicas:       s.MaxWarmups,
+	}
+	// A task's previous active is the claim of the newest plan.
+	type claim struct {
+		gen int32
+		pid string
+	}
+	actives := make(map[int32]claim)
+	for _, sub := range subs {
+		for _, t := range sub.PlanActive {
+			if c, ok := actives[t]; !ok || sub.PlanGeneration > c.gen {
+				actives[t] = claim{sub.PlanGeneration, sub.ProcessID}
+			}
+		}
+	}
+	stateless := len(s.ChangelogTopics) == 0
+	for _, sub := range subs {
+		c := assignor.Client{
+			ID:       sub.ProcessID,
+			Tags:     sub.Tags.Map(),
+			Capacity: sub.Capacity,
+			Lags:     make(map[int]int64),
+		}
+		roles := make(map[int32]bool)
+		for _, t := range sub.PlanActive {
+			if int(t) < numTasks && actives[t].pid == sub.ProcessID {
+				c.PreviousActive = append(c.PreviousActive, int(t))
+				roles[t] = true
+			}
+		}
+		for _, t := range sub.PlanStandby {
+			if int(t) < numTasks && !roles[t] {
+				c.PreviousStandby = append(c.PreviousStandby, int(t))
+				roles[t] = true
+			}
+		}
+		for _, t := range sub.PlanWarmup {
+			if int(t) < numTasks && !roles[t] {
+				c.PreviousWarmup = append(c.PreviousWarmup, int(t))
+				roles[t] = true
+			}
+		}
+		switch {
+		case stateless:
+			for t := range numTasks {
+				c.Lags[t] = 0
+			}
+		case haveEnds:
+			for t := range numTasks {
+				if ends.sum(int32(t)) == 0 { // nothing to restore: caught up anywhere
+					c.Lags[t] = 0
+				}
+			}
+			for _, cp := range sub.Checkpoints {
+				if int(cp.Task) < numTasks {
+					c.Lags[int(cp.Task)] = max(0, ends.sum(cp.Task)-cp.Offset)
+				}
+			}
+		default: // no end offsets: what each member held counts as caught up
+			for _, t := range c.PreviousActive {
+				c.Lags[t] = 0
+			}
+			for _, t := range c.PreviousStandby {
+				c.Lags[t] = 0
+			}
+		}
+		in.Clients = append(in.Clients, c)
+	}
+	return in
+}
+
+// placement turns the plan into the wire placement after the hand-off.
+func (g *groupBalancer) placement(plan *assignor.Plan, subs []*Subscription, held map[int]bool, generation int32, numTasks int) *Placement {
+	p := &Placement{Generation: generation, Quality: plan.Quality}
+	idx := make(map[string]int, len(subs))
+	for i, sub := range subs {
+		idx[sub.ProcessID] = i
+		p.Members = append(p.Members, Member{
+			ProcessID: sub.ProcessID,
+			Endpoint:  sub.Endpoint,
+			Tags:      sub.Tags,
+			Capacity:  sub.Capacity,
+			Build:     sub.Build,
+		})
+	}
+	if numTasks > 0 {
+		p.Tasks = make([]Replicas, numTasks)
+	}
+	for i := range p.Tasks {
+		p.Tasks[i].Active = NoMember
+	}
+	for _, tp := range plan.Tasks {
+		if tp.Task < 0 || tp.Task >= numTasks {
+			continue
+		}
+		r := &p.Tasks[tp.Task]
+		if a, ok := idx[tp.Active]; ok && !held[tp.Task] {
+			r.Active = a
+		}
+		for _, id := range tp.Standby {
+			r.Standbys = append(r.Standbys, idx[id])
+		}
+		for _, id := range tp.Warmup {
+			r.Warmups = append(r.Warmups, idx[id])
+		}
+		slices.Sort(r.Standbys)
+		slices.Sort(r.Warmups)
+	}
+	return p
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// syncAssignment is the leader's answer: kgo's consumer assignments with our
+// user data, one for every member (a member left out would get nil bytes).
+type syncAssignment struct {
+	plan     map[string]map[string][]int32
+	userData map[string][]byte
+}
+
+// IntoSyncAssignment implements kgo.IntoSyncAssignment.
+func (s *syncAssignment) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	ids := slices.Sorted(maps.Keys(s.userData))
+	out := make([]kmsg.SyncGroupRequestGroupAssignment, 0, len(ids))
+	for _, id := range ids {
+		var ka kmsg.ConsumerMemberAssignment
+		for _, t := range slices.Sorted(maps.Keys(s.plan[id])) {
+			ps := s.plan[id][t]
+			if len(ps) == 0 {
+				continue
+			}
+			slices.Sort(ps)
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic = t
+			at.Partitions = ps
+			ka.Topics = append(ka.Topics, at)
+		}
+		ka.UserData = s.userData[id]
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = id
+		sa.MemberAssignment = ka.AppendTo(nil)
+		out = append(out, sa)
+	}
+	return out
+}

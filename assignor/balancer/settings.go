@@ -1,0 +1,201 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/tags"
+)
+
+// ProtocolName is the group protocol name every Rackstream member offers.
+const ProtocolName = "rackstream"
+
+// Defaults of Settings' zero values.
+const (
+	DefaultProbingInterval     = 10 * time.Minute
+	MinProbingInterval         = time.Minute
+	DefaultHeartbeatInterval   = time.Second
+	DefaultWarmupCheckInterval = time.Second
+	DefaultEndOffsetsTimeout   = 5 * time.Second
+	// DefaultMaxInlineBytes is how many bytes of subscriptions plus
+	// assignments a generation may take before the placement is published
+	// to the placement topic instead of being copied into every assignment:
+	// half the broker's default 1 MiB group-metadata record, for margin.
+	DefaultMaxInlineBytes = 512 << 10
+)
+
+// Settings configure one member's balancer. They are plain values so that
+// package assignor/balancer depends on nothing but assignor and tags; the
+// processor builds them from its configuration.
+type Settings struct {
+	// ApplicationID is application.id: the group id and the prefix of the
+	// placement topic, <ApplicationID>-placement. Required.
+	ApplicationID string
+	// ProcessID identifies this instance across restarts (persisted in
+	// state.dir). Required, unique in the group, at most 255 bytes.
+	ProcessID string
+	// Endpoint is application.server, host:port for queries. May be empty.
+	Endpoint string
+	// Tags are the client tags (client.tag.<key>=<value>).
+	Tags tags.Set
+	// Capacity is the instance's weight in placement (num.stream.threads);
+	// 0 means 1.
+	Capacity int
+	// InputTopics are the co-partitioned input topics: task i is partition
+	// i of each. Required.
+	InputTopics []string
+	// ChangelogTopics are the stores' changelogs: task i's state is
+	// partition i of each. A task's lag is the sum over them of end offset
+	// minus checkpoint.
+	ChangelogTopics []string
+	// NumStandbys is num.standby.replicas.
+	NumStandbys int
+	// RackAwareTags is rack.aware.assignment.tags, highest priority first.
+	RackAwareTags tags.Keys
+	// AcceptableRecoveryLag is acceptable.recovery.lag. Negative means the
+	// default, 10000 (0 is a legal setting: only fully caught-up replicas).
+	AcceptableRecoveryLag int64
+	// MaxWarmups is max.warmup.replicas; 0 means the default, 2.
+	MaxWarmups int
+	// ProbingInterval is probing.rebalance.interval.ms: while the plan has
+	// warmups, a probing rebalance runs at least this often. 0 means 10
+	// minutes; less than a minute is an error, as in Kafka Streams.
+	ProbingInterval time.Duration
+
+	// Checkpoints returns, for every task whose state this instance holds,
+	// its checkpoint: the sum over the task's changelog partitions of the
+	// next offset to read (Kafka Streams' task offset sum). It is called
+	// on every join and every warmup check; it must be cheap and safe for
+	// concurrent use. Nil means no state.
+	Checkpoints func() map[int32]int64
+	// EndOffsets returns the end offsets (high watermarks, or last stable
+	// offsets under read_committed) of every partition of the given topics.
+	// Nil means kadm.ListEndOffsets on the group's own client. Tests
+	// substitute their own.
+	EndOffsets func(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+
+	// ClientOpts are connection options (seed brokers, TLS, SASL, dialer)
+	// for the balancer's own short-lived clients: the leader's publisher and
+	// the members' reader of the placement topic. Nil means the seed
+	// brokers and dialer of the group's client.
+	ClientOpts []kgo.Opt
+	// PlacementReplicationFactor is the replication factor the leader
+	// creates the placement topic with; 0 or -1 means the broker default.
+	PlacementReplicationFactor int16
+	// MaxInlineBytes is the size of subscriptions plus assignments above
+	// which the placement is published to the placement topic; 0 means
+	// DefaultMaxInlineBytes. Tests lower it to force the published path.
+	MaxInlineBytes int
+
+	// HeartbeatInterval is the group heartbeat interval [Balancer.Opts]
+	// installs; 0 means 1 s, so that a clean leave is acted on within a
+	// second.
+	HeartbeatInterval time.Duration
+	// WarmupCheckInterval is how often a member with warmup tasks compares
+	// its checkpoints to the end offsets; 0 means 1 s.
+	WarmupCheckInterval time.Duration
+
+	// OnAssignment, if set, is called with every generation's assignment
+	// once its placement is known, from kgo's OnPartitionsAssigned
+	// goroutine (before the processor's own hook if that calls
+	// [Balancer.OnPartitionsAssigned] first). It must not block for long.
+	OnAssignment func(Assignment)
+
+	// Logger receives the balancer's logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	// wireVersion, when non-zero, caps the versions this member speaks:
+	// tests use it to play an older release in a rolling upgrade.
+	wireVersion uint8
+	// assign replaces assignor.Assign in tests that need a hand-made plan.
+	assign func(assignor.Input) (*assignor.Plan, error)
+}
+
+// validate checks s and fills in defaults.
+func (s *Settings) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.ApplicationID == "" {
+		bad("balancer: application.id is required")
+	}
+	switch {
+	case s.ProcessID == "":
+		bad("balancer: process id is required")
+	case len(s.ProcessID) > maxIDBytes || !utf8.ValidString(s.ProcessID):
+		bad("balancer: process id %q must be valid UTF-8 of at most %d bytes", s.ProcessID, maxIDBytes)
+	}
+	if len(s.Endpoint) > maxEndpointBytes || !utf8.ValidString(s.Endpoint) {
+		bad("balancer: application.server %q must be valid UTF-8 of at most %d bytes", s.Endpoint, maxEndpointBytes)
+	}
+	if s.Capacity < 0 || s.Capacity > maxCapacity {
+		bad("balancer: capacity (num.stream.threads) %d: Value must be at least 1 and at most %d", s.Capacity, maxCapacity)
+	}
+	if s.Capacity == 0 {
+		s.Capacity = 1
+	}
+	if len(s.InputTopics) == 0 {
+		bad("balancer: at least one input topic is required")
+	}
+	for _, t := range append(append([]string(nil), s.InputTopics...), s.ChangelogTopics...) {
+		if strings.TrimSpace(t) == "" {
+			bad("balancer: empty topic name in input or changelog topics")
+		}
+	}
+	if s.NumStandbys < 0 {
+		bad("balancer: num.standby.replicas %d: Value must be at least 0", s.NumStandbys)
+	}
+	for _, k := range s.RackAwareTags {
+		if _, ok := s.Tags.Get(k); !ok {
+			bad("balancer: rack.aware.assignment.tags names %q, which is not a client tag of this instance (client.tag.%s)", k, k)
+		}
+	}
+	if s.AcceptableRecoveryLag < 0 {
+		s.AcceptableRecoveryLag = assignor.DefaultAcceptableRecoveryLag
+	}
+	switch {
+	case s.MaxWarmups < 0:
+		bad("balancer: max.warmup.replicas %d: Value must be at least 1", s.MaxWarmups)
+	case s.MaxWarmups == 0:
+		s.MaxWarmups = assignor.DefaultMaxWarmupReplicas
+	}
+	switch {
+	case s.ProbingInterval == 0:
+		s.ProbingInterval = DefaultProbingInterval
+	case s.ProbingInterval < MinProbingInterval:
+		bad("balancer: probing.rebalance.interval.ms %d: Value must be at least %d", s.ProbingInterval.Milliseconds(), MinProbingInterval.Milliseconds())
+	}
+	if s.MaxInlineBytes <= 0 {
+		s.MaxInlineBytes = DefaultMaxInlineBytes
+	}
+	if s.HeartbeatInterval <= 0 {
+		s.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if s.WarmupCheckInterval <= 0 {
+		s.WarmupCheckInterval = DefaultWarmupCheckInterval
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	if s.wireVersion == 0 || s.wireVersion > LatestVersion {
+		s.wireVersion = LatestVersion
+	}
+	if s.assign == nil {
+		s.assign = assignor.Assign
+	}
+	return errors.Join(errs...)
+}
+
+// ErrStaticMembership is returned by [Balancer.CheckClient] for a client
+// configured with group.instance.id.
+var ErrStaticMembership = errors.New("group.instance.id (static membership) is not supported by Rackstream: " +
+	"a restarted static group leader is told by the coordinator to skip assignment (KIP-814), so the custom " +
+	"balancer that computes the placement never runs and members would keep a stale placement; " +
+	"remove group.instance.id (Rackstream leaves the group on shutdown and uses a 1 s heartbeat, so moves are prompt without it)")
