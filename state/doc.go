@@ -1,4 +1,57 @@
-// Package state owns local state: LevelDB stores per task, their changelog
-// topics, checkpoints written atomically with the data, restore from the
-// changelog and standby tailing.
+// Package state owns a Rackstream instance's local state: one LevelDB
+// database per store and task, the compacted changelog topic behind every
+// store, checkpoints written atomically with the data, restore from the
+// changelog, standby tailing, and the state directory that holds it all.
+//
+// # Layout
+//
+// A Manager owns one application's state directory,
+// state.dir/<application.id>, and holds an exclusive flock on its LOCK file
+// (the holder's pid is written into it) for as long as it is open: a second
+// Manager on the same directory, in this process or another, fails with an
+// error naming the directory and the holder's pid. Each task (partition slot
+// i) has a directory state.dir/<application.id>/<i>, and each of its stores a
+// LevelDB database state.dir/<application.id>/<i>/<store>.
+//
+// # Keys and checkpoints
+//
+// Inside a database, user keys live under one prefix byte and metadata under
+// another, so no user key can collide with the checkpoint. The checkpoint is
+// the next changelog offset to read (the last applied offset + 1) and is
+// written in the same LevelDB batch as the data it covers: after a crash the
+// data and the checkpoint always agree, and restore resumes from it.
+//
+// # Write path of an active task
+//
+// A handler's Put and Delete go to the task's write buffer (Get and Scan on
+// the Store see it) and are produced to the store's changelog partition
+// through the kgo client given to Task.Activate (the transactional client
+// under exactly-once). At a commit point the caller flushes that client (or
+// commits its transaction) and then calls Task.Commit, which writes, per
+// store, one LevelDB batch with the buffered writes and the new checkpoint.
+// Task.Abort drops the buffer instead (an aborted transaction). No fsync:
+// the changelog is the durable copy and LevelDB's lost tail is restored
+// from it. Readers on other goroutines (HTTP queries) use Store.View, which
+// sees only what Commit wrote.
+//
+// # Restore and standbys
+//
+// Restore and standby tailing share one apply path: a single consumer per
+// Manager reads the changelog partitions of every restoring or standby task
+// from their checkpoints and applies them in large LevelDB batches, each
+// carrying its new checkpoint. Control records and compaction gaps only move
+// the checkpoint. Task.Restore catches up to the end offset captured when it
+// starts (the last stable offset under read_committed) and reports progress
+// in logs and metrics; a task is not ready until it has caught up.
+// Task.StartStandby tails continuously; Task.Promote catches a standby up and
+// makes it active without reopening its stores; Task.Demote turns an active
+// task back into a standby.
+//
+// # Failures
+//
+// A corrupted database is moved aside (<store>.corrupt-<unix-nanos>) and
+// rebuilt from the changelog, with one error-level log line. A write that
+// fails (a full disk) is returned to the caller, recorded as the task's Err,
+// and loses nothing: the batch was not applied, the checkpoint did not move,
+// and the changelog still has every acknowledged record.
 package state

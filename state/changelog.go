@@ -1,0 +1,196 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ChangelogError is a changelog topic that exists but cannot serve as one:
+// its partition count differs from the tasks', or it is not compacted.
+// Startup must stop on it: re-mapping keys silently would lose state.
+type ChangelogError struct {
+	Topic string
+	// Partitions is the topic's partition count; Want the number of tasks.
+	Partitions, Want int32
+	// CleanupPolicy is the topic's cleanup.policy when it lacks "compact".
+	CleanupPolicy string
+}
+
+func (e *ChangelogError) Error() string {
+	if e.Partitions != e.Want {
+		return fmt.Sprintf("changelog topic %s has %d partitions, but the application has %d tasks (input partitions): they must be equal; recreate the changelog or fix the inputs",
+			e.Topic, e.Partitions, e.Want)
+	}
+	return fmt.Sprintf("changelog topic %s has cleanup.policy=%s: a changelog must be compacted (cleanup.policy=compact)", e.Topic, e.CleanupPolicy)
+}
+
+// EnsureChangelogs creates the missing changelog topics with partitions
+// partitions, cleanup.policy=compact and replicationFactor (-1: the broker's
+// default), setting min.insync.replicas to the replication factor - 1 where
+// that is at least 1 (so that losing one zone's broker loses no acknowledged
+// write), and validates the existing ones: every mismatch is returned as a
+// *ChangelogError, joined.
+func EnsureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
+	if partitions <= 0 {
+		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)
+	}
+	topics = slices.Compact(slices.Sorted(slices.Values(topics)))
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("state: list changelog topics: %w", err)
+	}
+	var missing, existing []string
+	for _, topic := range topics {
+		d, ok := details[topic]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, topic)
+		case d.Err != nil:
+			return fmt.Errorf("state: describe changelog topic %s: %w", topic, d.Err)
+		default:
+			existing = append(existing, topic)
+		}
+	}
+	for _, topic := range missing {
+		created, err := createChangelog(ctx, adm, topic, partitions, replicationFactor)
+		if err != nil {
+			return err
+		}
+		if !created { // another instance created it first: validate it
+			existing = append(existing, topic)
+		}
+	}
+	if len(existing) == 0 {
+		return nil
+	}
+	return validateChangelogs(ctx, adm, partitions, existing)
+}
+
+// createChangelog creates topic; false with no error when it already exists.
+func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16) (bool, error) {
+	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	if rf-1 >= 1 {
+		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(rf - 1)))
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("state: create changelog topic %s (%d partitions, replication factor %d): %w", topic, partitions, rf, err)
+	}
+	if rf >= 1 {
+		return true, nil
+	}
+	// The broker chose the replication factor: read it back and set
+	// min.insync.replicas from it.
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return true, fmt.Errorf("state: describe new changelog topic %s: %w", topic, err)
+	}
+	n := 0
+	if d, ok := details[topic]; ok && d.Err == nil {
+		for _, p := range d.Partitions {
+			n = max(n, len(p.Replicas))
+		}
+	}
+	if n-1 >= 1 {
+		v := strconv.Itoa(n - 1)
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: &v}}, topic)
+		if err == nil {
+			for _, r := range rs {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			return true, fmt.Errorf("state: set min.insync.replicas=%s on changelog topic %s: %w", v, topic, err)
+		}
+	}
+	return true, nil
+}
+
+func validateChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, topics []string) error {
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("state: list changelog topics: %w", err)
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("state: describe changelog topic configs: %w", err)
+	}
+	policy := make(map[string]string, len(topics))
+	for _, rc := range configs {
+		if rc.Err != nil {
+			return fmt.Errorf("state: describe configs of changelog topic %s: %w", rc.Name, rc.Err)
+		}
+		policy[rc.Name] = "delete" // Kafka's default when unset
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				policy[rc.Name] = *c.Value
+			}
+		}
+	}
+	var errs []error
+	for _, topic := range topics {
+		d := details[topic]
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("state: describe changelog topic %s: %w", topic, d.Err))
+			continue
+		}
+		if n := int32(len(d.Partitions)); n != partitions {
+			errs = append(errs, &ChangelogError{Topic: topic, Partitions: n, Want: partitions})
+			continue
+		}
+		if p := policy[topic]; !slices.Contains(strings.Split(strings.ReplaceAll(p, " ", ""), ","), "compact") {
+			errs = append(errs, &ChangelogError{Topic: topic, Partitions: partitions, Want: partitions, CleanupPolicy: p})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ChangelogTopics returns the changelog topics of specs under appID, in
+// order, defaults filled in.
+func ChangelogTopics(appID string, specs []StoreSpec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Changelog
+		if out[i] == "" {
+			out[i] = ChangelogTopic(appID, s.Name)
+		}
+	}
+	return out
+}
+
+// ChangelogPartitioner returns a partitioner that keeps Record.Partition
+// as set for topics where isChangelog is true (a store's changelog records
+// must land in their task's partition whatever their key hashes to) and
+// defers to fallback for the rest.
+func ChangelogPartitioner(isChangelog func(topic string) bool, fallback kgo.Partitioner) kgo.Partitioner {
+	return &changelogPartitioner{isChangelog: isChangelog, fallback: fallback, manual: kgo.ManualPartitioner()}
+}
+
+type changelogPartitioner struct {
+	isChangelog func(string) bool
+	fallback    kgo.Partitioner
+	manual      kgo.Partitioner
+}
+
+func (p *changelogPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.isChangelog(topic) {
+		return p.manual.ForTopic(topic)
+	}
+	return p.fallback.ForTopic(topic)
+}

@@ -1,0 +1,372 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/storage"
+)
+
+// Manager owns one application's state directory: its lock, its tasks'
+// stores, and the consumer that restores and tails changelogs. It is safe
+// for concurrent use.
+type Manager struct {
+	opts Options
+	root string // Dir/ApplicationID
+	lock *dirLock
+	log  *slog.Logger
+	met  *metrics
+	rep  *replicator
+	pid  string
+
+	mu     sync.Mutex
+	tasks  map[int32]*Task
+	closed bool
+}
+
+// Open locks and opens the state directory Dir/ApplicationID, creating it
+// if needed. It fails with a *LockedError when another process or another
+// Manager of this process holds it.
+func Open(opts Options) (*Manager, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("state: Options.Dir (state.dir) is required")
+	}
+	if err := checkName("application id", opts.ApplicationID); err != nil {
+		return nil, err
+	}
+	opts.LevelDB = opts.LevelDB.withDefaults()
+	if opts.RestoreBatchBytes <= 0 {
+		opts.RestoreBatchBytes = defaultRestoreBatch
+	}
+	if opts.FetchMaxBytes <= 0 {
+		opts.FetchMaxBytes = defaultFetchMaxBytes
+	}
+	if opts.CleanupDelay <= 0 {
+		opts.CleanupDelay = defaultCleanupDelay
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	root := filepath.Join(opts.Dir, opts.ApplicationID)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("state: create state directory: %w", err)
+	}
+	lock, err := lockDir(root)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		opts:  opts,
+		root:  root,
+		lock:  lock,
+		log:   opts.Logger.With("app", opts.ApplicationID),
+		met:   newMetrics(opts.Registerer),
+		tasks: make(map[int32]*Task),
+	}
+	if m.pid, err = loadProcessID(root); err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	m.rep = newReplicator(m)
+	return m, nil
+}
+
+// Dir returns the application's state directory, Dir/ApplicationID.
+func (m *Manager) Dir() string { return m.root }
+
+// ProcessID returns the instance's stable process id: random on the first
+// Open of a state directory, then read back from its process.id file, so
+// that a restarted instance is recognised as the same client.
+func (m *Manager) ProcessID() string { return m.pid }
+
+// OpenTask opens (creating if needed) the stores of task id under
+// Dir/ApplicationID/<id>/<store>. A corrupted store is moved aside and
+// reopened empty, to be rebuilt by Restore. The task starts idle; Restore
+// it, or StartStandby. A task can be open once at a time.
+func (m *Manager) OpenTask(id int32, stores []StoreSpec) (*Task, error) {
+	if id < 0 {
+		return nil, fmt.Errorf("state: open task %d: negative task id", id)
+	}
+	if len(stores) == 0 {
+		return nil, fmt.Errorf("state: open task %d: no stores", id)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("state: manager closed")
+	}
+	if _, ok := m.tasks[id]; ok {
+		return nil, fmt.Errorf("state: open task %d: already open", id)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Task{
+		m:      m,
+		id:     id,
+		dir:    filepath.Join(m.root, strconv.Itoa(int(id))),
+		byName: make(map[string]*Store, len(stores)),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	for _, spec := range stores {
+		if err := checkName("store name", spec.Name); err != nil {
+			cancel()
+			return nil, err
+		}
+		if _, dup := t.byName[spec.Name]; dup {
+			cancel()
+			return nil, fmt.Errorf("state: open task %d: store %q declared twice", id, spec.Name)
+		}
+		s, err := m.openStore(t, spec)
+		if err != nil {
+			for _, s := range t.stores {
+				s.close()
+			}
+			cancel()
+			return nil, err
+		}
+		t.stores = append(t.stores, s)
+		t.byName[s.name] = s
+	}
+	m.tasks[id] = t
+	return t, nil
+}
+
+// Task returns the open task id, or nil.
+func (m *Manager) Task(id int32) *Task {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tasks[id]
+}
+
+// Err returns the error of an unhealthy open task (the lowest task id
+// first), nil when all are healthy: an instance with an error is not ready.
+func (m *Manager) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var worst *Task
+	for _, t := range m.tasks {
+		if t.Err() != nil && (worst == nil || t.id < worst.id) {
+			worst = t
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	return worst.Err()
+}
+
+// Checkpoints returns the checkpoint of every store this instance holds:
+// the live value of open stores, and for the rest what ScanCheckpoints
+// reads from disk. The group leader turns these into lags.
+func (m *Manager) Checkpoints() (map[int32]map[string]int64, error) {
+	out, err := ScanCheckpoints(m.opts.Dir, m.opts.ApplicationID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, t := range m.tasks {
+		out[id] = t.Checkpoints()
+	}
+	return out, err
+}
+
+// Close closes every open task and the restore consumer, and releases the
+// directory lock.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	tasks := make([]*Task, 0, len(m.tasks))
+	for _, t := range m.tasks {
+		tasks = append(tasks, t)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, t := range tasks {
+		errs = append(errs, t.Close())
+	}
+	m.rep.close()
+	errs = append(errs, m.lock.unlock())
+	return errors.Join(errs...)
+}
+
+func (m *Manager) taskClosed(t *Task) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tasks[t.id] == t {
+		delete(m.tasks, t.id)
+	}
+}
+
+// openStore opens one store's database, moving a corrupted one aside.
+func (m *Manager) openStore(t *Task, spec StoreSpec) (*Store, error) {
+	s := &Store{
+		task:      t,
+		name:      spec.Name,
+		changelog: spec.Changelog,
+		partition: t.id,
+		path:      filepath.Join(t.dir, spec.Name),
+		ldb:       m.opts.LevelDB,
+	}
+	if s.changelog == "" {
+		s.changelog = ChangelogTopic(m.opts.ApplicationID, spec.Name)
+	}
+	if spec.LevelDB != nil {
+		s.ldb = spec.LevelDB.withDefaults()
+	}
+	s.view.s = s
+	s.promise = s.onProduced
+	s.end.Store(-1)
+	s.maxAcked.Store(-1)
+	s.rep.init(s)
+
+	err := s.open(m.opts.WrapStorage)
+	if err != nil && lerrors.IsCorrupted(err) {
+		aside := fmt.Sprintf("%s.corrupt-%d", s.path, time.Now().UnixNano())
+		if rerr := os.Rename(s.path, aside); rerr != nil {
+			return nil, fmt.Errorf("state: store %s of task %d is corrupted (%v) and could not be moved aside: %w", s.name, t.id, err, rerr)
+		}
+		m.met.corrupted.WithLabelValues(s.labels()...).Inc()
+		m.log.Error("state: CORRUPTED STORE moved aside; rebuilding it from the changelog",
+			"task", t.id, "store", s.name, "path", s.path, "moved_to", aside, "changelog", s.changelog, "err", err)
+		err = s.open(m.opts.WrapStorage)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: open store %s of task %d at %s: %w", s.name, t.id, s.path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
+	if err := os.MkdirAll(s.path, 0o755); err != nil {
+		return err
+	}
+	stor, err := storage.OpenFile(s.path, false)
+	if err != nil {
+		return err
+	}
+	if wrap != nil {
+		stor = wrap(s.path, stor)
+	}
+	o := &opt.Options{
+		BlockCacheCapacity: s.ldb.BlockCacheBytes,
+		WriteBuffer:        s.ldb.WriteBufferBytes,
+		// Restore writes large batches: let L0 grow before slowing writes.
+		CompactionTableSize: 4 << 20,
+		WriteL0SlowdownTrigger: 16,
+		WriteL0PauseTrigger:    24,
+	}
+	if s.ldb.BloomBits > 0 {
+		o.Filter = filter.NewBloomFilter(s.ldb.BloomBits)
+	}
+	if s.ldb.Compression == CompressionNone {
+		o.Compression = opt.NoCompression
+	}
+	db, err := leveldb.Open(stor, o)
+	if err != nil {
+		stor.Close()
+		return err
+	}
+	ck, err := readCheckpoint(db)
+	if err != nil {
+		db.Close()
+		stor.Close()
+		return err
+	}
+	s.db, s.stor = db, stor
+	s.checkpoint.Store(ck)
+	return nil
+}
+
+func readCheckpoint(db *leveldb.DB) (int64, error) {
+	v, err := db.Get(checkpointKey, nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ck, ok := decodeOffset(v)
+	if !ok || ck < 0 {
+		return 0, lerrors.NewErrCorrupted(storage.FileDesc{}, fmt.Errorf("checkpoint value %x is not an offset", v))
+	}
+	return ck, nil
+}
+
+func (s *Store) close() error {
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	if cerr := s.stor.Close(); err == nil {
+		err = cerr
+	}
+	s.db = nil
+	return err
+}
+
+func (s *Store) labels() []string {
+	return []string{strconv.Itoa(int(s.partition)), s.name}
+}
+
+// checkName rejects names that are not one path element.
+func checkName(what, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00") {
+		return fmt.Errorf("state: %s %q must be a non-empty single path element", what, name)
+	}
+	return nil
+}
+
+// loadProcessID reads root/process.id, creating it on first use.
+func loadProcessID(root string) (string, error) {
+	path := filepath.Join(root, "process.id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("state: read process id: %w", err)
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // UUID v4
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	id := h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("state: write process id: %w", err)
+	}
+	return id, nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// EnsureChangelogs creates or validates the changelog topics of specs
+// (see the function EnsureChangelogs) with the Manager's Kafka client.
+func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replicationFactor int16, specs []StoreSpec) error {
+	if err := m.rep.start(); err != nil {
+		return err
+	}
+	return EnsureChangelogs(ctx, m.rep.adm, partitions, replicationFactor, ChangelogTopics(m.opts.ApplicationID, specs)...)
+}

@@ -1,0 +1,151 @@
+package state
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/syndtr/goleveldb/leveldb/storage"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Compression is the block compression of a LevelDB store.
+type Compression int8
+
+const (
+	// CompressionSnappy compresses blocks with snappy (LevelDB's default).
+	CompressionSnappy Compression = iota
+	// CompressionNone stores blocks uncompressed.
+	CompressionNone
+)
+
+// String returns the configuration spelling: "snappy" or "none".
+func (c Compression) String() string {
+	switch c {
+	case CompressionSnappy:
+		return "snappy"
+	case CompressionNone:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", int8(c))
+}
+
+// ParseCompression parses the value of state.leveldb.compression: "snappy"
+// or "none" (case-insensitive; "" means snappy).
+func ParseCompression(s string) (Compression, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "snappy":
+		return CompressionSnappy, nil
+	case "none", "no":
+		return CompressionNone, nil
+	}
+	return 0, fmt.Errorf("state: compression %q: want snappy or none", s)
+}
+
+// LevelDBOptions are the LevelDB settings that matter for a store. Zero
+// fields take the defaults listed.
+type LevelDBOptions struct {
+	// BlockCacheBytes is the block cache of each store
+	// (state.leveldb.block.cache.bytes) [8 MiB].
+	BlockCacheBytes int
+	// WriteBufferBytes is the memtable size of each store
+	// (state.leveldb.write.buffer.bytes) [16 MiB]. Larger buffers restore
+	// faster at the cost of memory per open store.
+	WriteBufferBytes int
+	// BloomBits is the bloom filter's bits per key (state.leveldb.bloom.bits)
+	// [10]; negative disables the filter.
+	BloomBits int
+	// Compression is the block compression (state.leveldb.compression)
+	// [snappy].
+	Compression Compression
+}
+
+const (
+	defaultBlockCacheBytes  = 8 << 20
+	defaultWriteBufferBytes = 16 << 20
+	defaultBloomBits        = 10
+	defaultRestoreBatch     = 4 << 20
+	defaultFetchMaxBytes    = 16 << 20
+	defaultCleanupDelay     = 10 * time.Minute
+)
+
+func (o LevelDBOptions) withDefaults() LevelDBOptions {
+	if o.BlockCacheBytes <= 0 {
+		o.BlockCacheBytes = defaultBlockCacheBytes
+	}
+	if o.WriteBufferBytes <= 0 {
+		o.WriteBufferBytes = defaultWriteBufferBytes
+	}
+	if o.BloomBits == 0 {
+		o.BloomBits = defaultBloomBits
+	}
+	return o
+}
+
+// Options configure a Manager. Dir and ApplicationID are required; the
+// rest have defaults. It is state's own struct, filled by the caller from
+// its configuration, so that state does not depend on how that is parsed.
+type Options struct {
+	// Dir is the root state directory (state.dir). The Manager works in
+	// Dir/<ApplicationID>, created if missing.
+	Dir string
+	// ApplicationID is the application's id (application.id): the name of
+	// its directory and the prefix of default changelog names.
+	ApplicationID string
+
+	// LevelDB are the default options of every store; a StoreSpec may
+	// override them.
+	LevelDB LevelDBOptions
+
+	// ClientOpts say how to reach Kafka (seed brokers, TLS, SASL, client
+	// id...). The Manager builds its own restore consumer from them; it
+	// never joins a group.
+	ClientOpts []kgo.Opt
+	// ReadCommitted makes restore and standby tailing read with
+	// read_committed and catch up to the last stable offset: set it under
+	// exactly-once, so that aborted changelog records are never applied.
+	ReadCommitted bool
+	// RestoreBatchBytes is the size at which the apply path writes a
+	// LevelDB batch [4 MiB]. It bounds restore memory together with
+	// FetchMaxBytes.
+	RestoreBatchBytes int
+	// FetchMaxBytes bounds one fetch response of the restore consumer
+	// [16 MiB].
+	FetchMaxBytes int32
+
+	// CleanupDelay is how long the stores of a task that is not open stay
+	// on disk before CleanupUnassigned deletes them
+	// (state.cleanup.delay.ms) [10 minutes].
+	CleanupDelay time.Duration
+
+	// Logger receives the package's structured logs [slog.Default()].
+	Logger *slog.Logger
+	// Registerer receives the package's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+
+	// WrapStorage, when set, wraps the goleveldb storage of every store
+	// as it is opened: path is the store's directory. It exists for fault
+	// injection (a full disk in tests) and instrumentation.
+	WrapStorage func(path string, s storage.Storage) storage.Storage
+}
+
+// StoreSpec declares one store of a task.
+type StoreSpec struct {
+	// Name is the store's name: its directory under the task's and part
+	// of its default changelog name. It must be a non-empty path element.
+	Name string
+	// Changelog is the changelog topic [<application.id>-<Name>-changelog].
+	// Set it to adopt an existing compacted topic (e.g. a goka group table).
+	Changelog string
+	// LevelDB overrides the Manager's LevelDB options for this store when
+	// non-nil.
+	LevelDB *LevelDBOptions
+}
+
+// ChangelogTopic returns the default changelog topic of a store:
+// <appID>-<store>-changelog, Kafka Streams' naming.
+func ChangelogTopic(appID, store string) string {
+	return appID + "-" + store + "-changelog"
+}

@@ -1,0 +1,533 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// progressEvery is how often a running restore logs its progress.
+const progressEvery = 5 * time.Second
+
+// unknownTopicPatience is how long a changelog may look unknown before
+// restore gives up on it.
+const unknownTopicPatience = 15 * time.Second
+
+// pollRecords bounds one poll of the restore consumer.
+const pollRecords = 64 << 10
+
+// replicator is the apply path shared by restore and standby tailing: one
+// direct (groupless) consumer per Manager reading the changelog partitions
+// of every subscribed store, applying them in LevelDB batches that each carry
+// their checkpoint.
+type replicator struct {
+	m *Manager
+
+	initOnce sync.Once
+	initErr  error
+	cl       *kgo.Client
+	adm      *kadm.Client
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	// applyMu is held while a poll's records are applied; unsubscribe takes
+	// it so that a store is never written after it leaves.
+	applyMu sync.Mutex
+	mu      sync.Mutex
+	subs    map[topicPartition]*Store
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// replicaState is a store's apply-path state. Fields are guarded by the
+// replicator's applyMu, except target and waiter (its mu).
+type replicaState struct {
+	batch   *leveldb.Batch
+	next    int64 // next offset to apply: checkpoint + records in batch
+	target  int64 // catch-up target, -1 when tailing without one
+	waiter  chan error
+	pending int64 // records in batch
+
+	// restore progress
+	started     time.Time
+	startNext   int64
+	applied     int64
+	remaining   int64
+	lastLog     time.Time
+}
+
+func (r *replicaState) init(s *Store) {
+	r.target = -1
+}
+
+// batchFor returns the store's reusable batch.
+func (r *replicaState) batchFor() *leveldb.Batch {
+	if r.batch == nil {
+		r.batch = new(leveldb.Batch)
+	}
+	return r.batch
+}
+
+func newReplicator(m *Manager) *replicator {
+	return &replicator{m: m, subs: make(map[topicPartition]*Store)}
+}
+
+// start creates the consumer and the poll goroutine on first use.
+func (r *replicator) start() error {
+	r.initOnce.Do(func() {
+		o := r.m.opts
+		iso := kgo.ReadUncommitted()
+		if o.ReadCommitted {
+			iso = kgo.ReadCommitted()
+		}
+		opts := append([]kgo.Opt{}, o.ClientOpts...)
+		opts = append(opts,
+			kgo.FetchIsolationLevel(iso),
+			kgo.KeepControlRecords(), // they move the checkpoint past transaction markers
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxBytes(o.FetchMaxBytes),
+			kgo.FetchMaxPartitionBytes(o.FetchMaxBytes),
+			kgo.FetchMaxWait(250*time.Millisecond), // new subscriptions join the next fetch quickly
+		)
+		r.cl, r.initErr = kgo.NewClient(opts...)
+		if r.initErr != nil {
+			r.initErr = fmt.Errorf("state: restore consumer: %w", r.initErr)
+			return
+		}
+		r.adm = kadm.NewClient(r.cl)
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		r.done = make(chan struct{})
+		go r.run()
+	})
+	return r.initErr
+}
+
+func (r *replicator) close() {
+	if r.cl == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+	r.cl.Close()
+}
+
+// keepTarget tells subscribe to keep the targets catchUp set.
+const keepTarget = -2
+
+// subscribe starts feeding t's stores from their checkpoints; target >= 0
+// makes each store signal its waiter when its checkpoint reaches it.
+func (r *replicator) subscribe(t *Task, target int64) error {
+	if err := r.start(); err != nil {
+		return err
+	}
+	add := make(map[string]map[int32]kgo.Offset)
+	r.applyMu.Lock()
+	r.mu.Lock()
+	for _, s := range t.stores {
+		tp := topicPartition{s.changelog, s.partition}
+		if r.subs[tp] == s {
+			continue
+		}
+		if other := r.subs[tp]; other != nil {
+			r.mu.Unlock()
+			r.applyMu.Unlock()
+			return fmt.Errorf("state: changelog %s/%d is already fed to task %d store %s", tp.topic, tp.partition, other.task.id, other.name)
+		}
+		s.rep.next = s.Checkpoint()
+		if target != keepTarget {
+			s.rep.target = target
+		}
+		s.rep.pending = 0
+		r.subs[tp] = s
+		if add[tp.topic] == nil {
+			add[tp.topic] = make(map[int32]kgo.Offset)
+		}
+		add[tp.topic][tp.partition] = kgo.NewOffset().At(s.rep.next)
+	}
+	r.mu.Unlock()
+	r.applyMu.Unlock()
+	r.cl.AddConsumePartitions(add)
+	return nil
+}
+
+// unsubscribe stops feeding t's stores, writing what their batches hold.
+func (r *replicator) unsubscribe(t *Task) {
+	if r.cl == nil {
+		return
+	}
+	rm := make(map[string][]int32)
+	r.applyMu.Lock()
+	r.mu.Lock()
+	for _, s := range t.stores {
+		tp := topicPartition{s.changelog, s.partition}
+		if r.subs[tp] != s {
+			continue
+		}
+		delete(r.subs, tp)
+		rm[tp.topic] = append(rm[tp.topic], tp.partition)
+		s.rep.target = -1
+		if s.rep.waiter != nil {
+			s.rep.waiter <- ErrTaskClosed
+			s.rep.waiter = nil
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range t.stores {
+		if s.rep.pending > 0 && t.Err() == nil && s.db != nil {
+			r.flush(s)
+		}
+		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+	}
+	r.applyMu.Unlock()
+	r.cl.RemoveConsumePartitions(rm)
+}
+
+// endOffsets returns, for t's stores, the log start offsets, the high
+// watermarks and the catch-up targets (the last stable offsets under
+// read_committed, else the high watermarks).
+func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*Store]int64, err error) {
+	topics := make([]string, 0, len(t.stores))
+	for _, s := range t.stores {
+		topics = append(topics, s.changelog)
+	}
+	began := time.Now()
+	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[*Store]int64, error) {
+		var lo kadm.ListedOffsets
+		// A topic created a moment ago may be unknown to cached metadata
+		// (ours or a broker's): retry that for a while.
+		for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			lo, err = fn(ctx, topics...)
+			if err != nil {
+				return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, err)
+			}
+			if lo.Error() == nil || !errors.Is(lo.Error(), kerr.UnknownTopicOrPartition) || time.Since(began) > unknownTopicPatience {
+				break
+			}
+			r.cl.ForceMetadataRefresh()
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+		out := make(map[*Store]int64, len(t.stores))
+		for _, s := range t.stores {
+			o, ok := lo.Lookup(s.changelog, s.partition)
+			if !ok {
+				return nil, fmt.Errorf("state: changelog %s has no partition %d (task %d store %s): create the changelog with as many partitions as tasks", s.changelog, s.partition, t.id, s.name)
+			}
+			if o.Err != nil {
+				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+					return nil, fmt.Errorf("state: changelog %s/%d of task %d store %s does not exist: %w", s.changelog, s.partition, t.id, s.name, o.Err)
+				}
+				return nil, fmt.Errorf("state: list %s offset of changelog %s/%d: %w", what, s.changelog, s.partition, o.Err)
+			}
+			out[s] = o.Offset
+		}
+		return out, nil
+	}
+	if start, err = list("start", r.adm.ListStartOffsets); err != nil {
+		return
+	}
+	if hwm, err = list("end", r.adm.ListEndOffsets); err != nil {
+		return
+	}
+	target = hwm
+	if r.m.opts.ReadCommitted {
+		target, err = list("last stable", r.adm.ListCommittedOffsets)
+	}
+	return
+}
+
+// catchUp applies t's changelogs up to their end offsets as of now and
+// returns when every store has reached them. Stores already subscribed (a
+// standby being promoted) keep their subscription; the caller unsubscribes.
+func (r *replicator) catchUp(ctx context.Context, t *Task) error {
+	if err := r.start(); err != nil {
+		return err
+	}
+	startOff, hwm, target, err := r.endOffsets(ctx, t)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	var total int64
+	waiters := make(map[*Store]chan error)
+	// Targets and waiters are set under applyMu: the poll loop cannot pass
+	// a target between our reading the checkpoint and its waiter existing.
+	r.applyMu.Lock()
+	for _, s := range t.stores {
+		ck := s.Checkpoint()
+		if reason := staleReason(ck, startOff[s], hwm[s]); reason != "" && !r.subscribed(s) {
+			r.m.log.Warn("state: store does not match its changelog; wiping it and restoring from the start",
+				"task", t.id, "store", s.name, "changelog", s.changelog, "checkpoint", ck,
+				"log_start", startOff[s], "log_end", hwm[s], "reason", reason)
+			if err := s.wipe(); err != nil {
+				r.applyMu.Unlock()
+				return t.storageErr(s, "wipe", err)
+			}
+			ck = 0
+		}
+		s.end.Store(hwm[s])
+		if ck >= target[s] {
+			r.m.met.lag.WithLabelValues(s.labels()...).Set(float64(s.Lag()))
+			continue
+		}
+		w := make(chan error, 1)
+		waiters[s] = w
+		from := max(ck, startOff[s])
+		total += target[s] - from
+		s.rep.started, s.rep.lastLog = time.Now(), time.Now()
+		s.rep.startNext, s.rep.applied = from, 0
+		s.rep.remaining = target[s] - from
+		r.m.met.remaining.WithLabelValues(s.labels()...).Set(float64(target[s] - from))
+		r.mu.Lock()
+		s.rep.target = target[s]
+		s.rep.waiter = w
+		r.mu.Unlock()
+	}
+	r.applyMu.Unlock()
+	if len(waiters) == 0 {
+		return nil
+	}
+	r.m.log.Info("state: restoring task", "task", t.id, "stores", len(waiters), "records", total)
+	if err := r.subscribe(t, keepTarget); err != nil {
+		return err
+	}
+	for s, w := range waiters {
+		select {
+		case err := <-w:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("state: restore task %d store %s: %w", t.id, s.name, ctx.Err())
+		}
+	}
+	el := time.Since(began)
+	r.m.log.Info("state: task restored", "task", t.id, "records", total, "took", el.Round(time.Millisecond),
+		"records_per_sec", math.Round(float64(total)/max(el.Seconds(), 1e-9)))
+	r.m.writeSidecars(t)
+	return nil
+}
+
+func (r *replicator) subscribed(s *Store) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.subs[topicPartition{s.changelog, s.partition}] == s
+}
+
+// staleReason says why a store's data cannot be continued from the
+// changelog, "" when it can.
+func staleReason(ck, start, hwm int64) string {
+	switch {
+	case ck > hwm:
+		return "checkpoint is past the changelog's end (the topic was recreated or truncated)"
+	case ck > 0 && ck < start:
+		return "records after the checkpoint were deleted from the changelog"
+	}
+	return ""
+}
+
+// wipe deletes the store's data and reopens it empty.
+func (s *Store) wipe() error {
+	if err := s.close(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.path); err != nil {
+		return err
+	}
+	s.count = approxCount{}
+	return s.open(s.task.m.opts.WrapStorage)
+}
+
+// run is the poll loop.
+func (r *replicator) run() {
+	defer close(r.done)
+	dirty := make(map[*Store]struct{})
+	for {
+		fs := r.cl.PollRecords(r.ctx, pollRecords)
+		if r.ctx.Err() != nil || fs.IsClientClosed() {
+			return
+		}
+		r.applyMu.Lock()
+		fs.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			r.m.log.Warn("state: changelog fetch error", "topic", topic, "partition", p, "err", err)
+		})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			r.mu.Lock()
+			s := r.subs[topicPartition{p.Topic, p.Partition}]
+			r.mu.Unlock()
+			if s == nil || s.db == nil {
+				return
+			}
+			r.apply(s, &p)
+			dirty[s] = struct{}{}
+		})
+		idle := r.cl.BufferedFetchRecords() == 0
+		for s := range dirty {
+			if !r.isSub(s) {
+				delete(dirty, s)
+				continue
+			}
+			// apply writes full batches; the rest is written once the
+			// consumer has nothing buffered, or a restore reached its end.
+			if idle || r.reached(s) {
+				r.flush(s)
+				delete(dirty, s)
+			}
+		}
+		r.applyMu.Unlock()
+	}
+}
+
+func (r *replicator) isSub(s *Store) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.subs[topicPartition{s.changelog, s.partition}] == s
+}
+
+func (r *replicator) reached(s *Store) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.rep.target >= 0 && s.rep.next >= s.rep.target
+}
+
+// apply adds one fetched partition's records to the store's batch. It
+// allocates nothing per record: keys are prefixed into a reused scratch
+// buffer and the batch copies them.
+func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
+	b := s.rep.batchFor()
+	var n int64
+	for _, rec := range p.Records {
+		if rec.Offset < s.rep.next {
+			continue // already applied (a re-fetch after resubscribing)
+		}
+		s.rep.next = rec.Offset + 1
+		if rec.Attrs.IsControl() {
+			continue
+		}
+		s.scratch = appendDataKey(s.scratch[:0], rec.Key)
+		if rec.Value == nil {
+			b.Delete(s.scratch)
+		} else {
+			b.Put(s.scratch, rec.Value)
+		}
+		n++
+	}
+	s.rep.pending += n
+	s.rep.applied += n
+	end := p.HighWatermark
+	if r.m.opts.ReadCommitted {
+		end = p.LastStableOffset
+	}
+	if end >= 0 {
+		s.end.Store(end)
+	}
+	if n > 0 {
+		r.m.met.restored.WithLabelValues(s.labels()...).Add(float64(n))
+	}
+	if len(b.Dump()) >= r.m.opts.RestoreBatchBytes {
+		r.flush(s)
+	}
+}
+
+// flush writes the store's batch with its checkpoint, then signals a
+// waiting restore that has reached its target.
+func (r *replicator) flush(s *Store) {
+	b := s.rep.batchFor()
+	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
+		if err := s.writeBatch(b, s.rep.next); err != nil {
+			err = s.task.storageErr(s, "apply changelog batch to", err)
+			r.finish(s, err)
+			return
+		}
+		s.count.add(s.rep.pending)
+		s.rep.pending = 0
+	}
+	r.progress(s)
+	r.mu.Lock()
+	reached := s.rep.target >= 0 && s.Checkpoint() >= s.rep.target
+	r.mu.Unlock()
+	if reached {
+		r.finish(s, nil)
+	}
+}
+
+// finish ends a store's catch-up, passing err to its waiter.
+func (r *replicator) finish(s *Store, err error) {
+	r.mu.Lock()
+	w := s.rep.waiter
+	s.rep.waiter = nil
+	s.rep.target = -1
+	r.mu.Unlock()
+	if err != nil {
+		// A failing store leaves the consumer: nothing more is applied
+		// to it; its checkpoint is where the changelog resumes.
+		tp := topicPartition{s.changelog, s.partition}
+		r.mu.Lock()
+		if r.subs[tp] == s {
+			delete(r.subs, tp)
+		}
+		r.mu.Unlock()
+		go r.cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.partition}})
+	}
+	if w != nil {
+		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+		w <- err
+	}
+}
+
+// progress updates the store's metrics and logs a running restore's
+// progress every progressEvery.
+func (r *replicator) progress(s *Store) {
+	lbl := s.labels()
+	lag := s.Lag()
+	if lag >= 0 {
+		r.m.met.lag.WithLabelValues(lbl...).Set(float64(lag))
+	}
+	r.m.met.checkpoint.WithLabelValues(lbl...).Set(float64(s.Checkpoint()))
+	r.mu.Lock()
+	target := s.rep.target
+	r.mu.Unlock()
+	if target < 0 {
+		if s.task.Role() == RoleStandby {
+			r.m.maybeWriteSidecars(s.task)
+		}
+		return
+	}
+	if left := max(0, target-s.Checkpoint()); left < s.rep.remaining {
+		s.rep.remaining = left
+		r.m.met.remaining.WithLabelValues(lbl...).Set(float64(left))
+	}
+	el := time.Since(s.rep.started).Seconds()
+	rate := float64(s.rep.applied) / max(el, 1e-9)
+	eta := 0.0
+	if rate > 0 {
+		eta = float64(s.rep.remaining) / rate
+	}
+	r.m.met.rate.WithLabelValues(lbl...).Set(rate)
+	r.m.met.eta.WithLabelValues(lbl...).Set(eta)
+	if time.Since(s.rep.lastLog) >= progressEvery {
+		s.rep.lastLog = time.Now()
+		r.m.log.Info("state: restore progress", "task", s.partition, "store", s.name,
+			"records_left", s.rep.remaining, "records_per_sec", math.Round(rate),
+			"eta", (time.Duration(eta) * time.Second).Round(time.Second), "checkpoint", s.Checkpoint(), "target", target)
+	}
+}

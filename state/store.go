@@ -1,0 +1,325 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/comparer"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/memdb"
+	"github.com/syndtr/goleveldb/leveldb/storage"
+	"github.com/syndtr/goleveldb/leveldb/util"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Buffered values carry a one-byte tag: a delete is buffered as a tombstone
+// so that it hides the key in LevelDB until Commit.
+const (
+	bufTombstone byte = 0
+	bufValue     byte = 1
+)
+
+// Store is one key-value store of one task: a LevelDB database, its
+// changelog partition, and (while the task is active) the task's write
+// buffer for it.
+//
+// Get, Put, Delete and Scan belong to the task's goroutine: they see the
+// write buffer and are not safe for concurrent use. Other goroutines read
+// through View, which is safe for concurrent use and sees committed data
+// only. Keys and values passed in are copied; values returned by Get are
+// the caller's.
+type Store struct {
+	task      *Task
+	name      string
+	changelog string
+	partition int32
+	path      string
+	ldb       LevelDBOptions
+
+	db   *leveldb.DB
+	stor storage.Storage
+	view View
+
+	// checkpoint is the next changelog offset to read, as written to
+	// LevelDB with the data it covers.
+	checkpoint atomic.Int64
+	// end is the last known end offset of the changelog partition (high
+	// watermark, or last stable offset under read_committed); -1 unknown.
+	end atomic.Int64
+
+	// Active write path, owned by the task goroutine.
+	buf     *memdb.DB
+	scratch []byte
+	// Producer side, touched by kgo's promise goroutine too.
+	pending  atomic.Int64 // records produced and not yet acknowledged
+	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
+	prodMu   sync.Mutex
+	prodErr  error
+	promise  func(*kgo.Record, error)
+
+	// Apply path state, owned by the replicator goroutine while the store
+	// is subscribed there (see replicator.go).
+	rep replicaState
+
+	count approxCount
+}
+
+// Name returns the store's name.
+func (s *Store) Name() string { return s.name }
+
+// Task returns the id (partition slot) of the store's task.
+func (s *Store) Task() int32 { return s.partition }
+
+// Changelog returns the store's changelog topic; the store's partition of
+// it is Task().
+func (s *Store) Changelog() string { return s.changelog }
+
+// Path returns the store's LevelDB directory.
+func (s *Store) Path() string { return s.path }
+
+// Checkpoint returns the next changelog offset this store will read: the
+// last offset applied to LevelDB + 1 (0 for an empty store).
+func (s *Store) Checkpoint() int64 { return s.checkpoint.Load() }
+
+// Lag returns how many offsets the store is behind the last end offset seen
+// for its changelog partition (never negative), or -1 when no end offset has
+// been seen yet (the store has not restored or tailed since it was opened).
+func (s *Store) Lag() int64 {
+	end := s.end.Load()
+	if end < 0 {
+		return -1
+	}
+	return max(0, end-s.checkpoint.Load())
+}
+
+// View returns a read-only view of the store's committed data, safe for
+// concurrent use (HTTP queries, metrics).
+func (s *Store) View() *View { return &s.view }
+
+// Get returns the value of key, seeing the task's uncommitted writes.
+func (s *Store) Get(key []byte) (value []byte, found bool, err error) {
+	if s.buf != nil && s.buf.Len() > 0 {
+		if v, err := s.buf.Get(key); err == nil {
+			if v[0] == bufTombstone {
+				return nil, false, nil
+			}
+			return append([]byte(nil), v[1:]...), true, nil
+		}
+	}
+	s.scratch = appendDataKey(s.scratch[:0], key)
+	v, err := s.db.Get(s.scratch, nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.task.storageErr(s, "get", err)
+	}
+	return v, true, nil
+}
+
+// Put sets key to value: in the write buffer, and as a record produced to
+// the changelog. The task must be active.
+func (s *Store) Put(key, value []byte) error {
+	if value == nil {
+		value = []byte{} // nil is the changelog's tombstone
+	}
+	return s.write(key, value)
+}
+
+// Delete removes key: a tombstone in the write buffer and in the changelog.
+// The task must be active.
+func (s *Store) Delete(key []byte) error { return s.write(key, nil) }
+
+func (s *Store) write(key, value []byte) error {
+	t := s.task
+	if t.producer == nil {
+		return fmt.Errorf("state: write to store %s of task %d: task is %s, not active", s.name, s.partition, t.Role())
+	}
+	if err := t.Err(); err != nil {
+		return err
+	}
+	// One allocation holds the record's key and value: the record outlives
+	// this call until the producer acknowledges it.
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	copy(kv[len(key):], value)
+	r := &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: kv[:len(key):len(key)]}
+	s.scratch = append(s.scratch[:0], bufValue)
+	if value != nil {
+		r.Value = kv[len(key):]
+		s.scratch = append(s.scratch, value...)
+	} else {
+		s.scratch[0] = bufTombstone
+	}
+	if err := s.buf.Put(key, s.scratch); err != nil {
+		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
+	}
+	s.pending.Add(1)
+	t.producer.Produce(t.ctx, r, s.promise)
+	return nil
+}
+
+// onProduced is the changelog records' promise.
+func (s *Store) onProduced(r *kgo.Record, err error) {
+	if err != nil {
+		s.prodMu.Lock()
+		if s.prodErr == nil {
+			s.prodErr = fmt.Errorf("state: produce to changelog %s/%d: %w", s.changelog, s.partition, err)
+		}
+		s.prodMu.Unlock()
+	} else {
+		for {
+			cur := s.maxAcked.Load()
+			if r.Offset <= cur || s.maxAcked.CompareAndSwap(cur, r.Offset) {
+				break
+			}
+		}
+	}
+	s.pending.Add(-1)
+}
+
+func (s *Store) produceErr() error {
+	s.prodMu.Lock()
+	defer s.prodMu.Unlock()
+	return s.prodErr
+}
+
+// commit writes the buffer and the new checkpoint in one LevelDB batch.
+// The buffer is kept when the write fails, so nothing is lost and a later
+// commit can retry.
+func (s *Store) commit() error {
+	if n := s.pending.Load(); n != 0 {
+		return fmt.Errorf("state: commit store %s of task %d: %d changelog records not yet acknowledged (flush the producer first)", s.name, s.partition, n)
+	}
+	if err := s.produceErr(); err != nil {
+		return err
+	}
+	next := s.maxAcked.Load() + 1
+	if s.buf.Len() == 0 && next <= s.checkpoint.Load() {
+		return nil
+	}
+	b := s.rep.batchFor()
+	it := s.buf.NewIterator(nil)
+	var puts, dels int64
+	for it.Next() {
+		k, v := it.Key(), it.Value()
+		s.scratch = appendDataKey(s.scratch[:0], k)
+		if v[0] == bufTombstone {
+			b.Delete(s.scratch)
+			dels++
+		} else {
+			b.Put(s.scratch, v[1:])
+			puts++
+		}
+	}
+	it.Release()
+	if err := s.writeBatch(b, max(next, s.checkpoint.Load())); err != nil {
+		return s.task.storageErr(s, "commit", err)
+	}
+	s.count.add(puts - dels)
+	s.buf.Reset()
+	return nil
+}
+
+// abort drops the write buffer.
+func (s *Store) abort() {
+	if s.buf != nil {
+		s.buf.Reset()
+	}
+	s.prodMu.Lock()
+	s.prodErr = nil
+	s.prodMu.Unlock()
+}
+
+// writeBatch adds the checkpoint to b, writes it, resets b, and publishes
+// the checkpoint. It is the one place data reaches LevelDB.
+func (s *Store) writeBatch(b *leveldb.Batch, checkpoint int64) error {
+	var ck [8]byte
+	b.Put(checkpointKey, encodeOffset(ck[:0], checkpoint))
+	err := s.db.Write(b, nil)
+	// On failure the batch is dropped too: the checkpoint did not move, so
+	// its records are still ahead of it (in the write buffer, or in the
+	// changelog for the apply path).
+	b.Reset()
+	if err != nil {
+		return err
+	}
+	s.checkpoint.Store(checkpoint)
+	return nil
+}
+
+// Scan calls fn for each key in [start, end) in key order (nil bounds are
+// open), seeing the task's uncommitted writes, until fn returns false. The
+// slices passed to fn are valid only during the call.
+func (s *Store) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
+	defer dbIt.Release()
+	if s.buf == nil || s.buf.Len() == 0 {
+		return s.view.scanIter(dbIt, fn)
+	}
+	bufIt := s.buf.NewIterator(&util.Range{Start: start, Limit: end})
+	defer bufIt.Release()
+	if err := mergeScan(dbIt, bufIt, fn); err != nil {
+		return s.task.storageErr(s, "scan", err)
+	}
+	return nil
+}
+
+// ScanPrefix calls fn for each key starting with prefix, in key order,
+// seeing the task's uncommitted writes, until fn returns false.
+func (s *Store) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
+	return s.Scan(prefix, prefixEnd(prefix), fn)
+}
+
+// ApproximateCount returns an estimate of the number of keys, including
+// uncommitted writes. See View.ApproximateCount.
+func (s *Store) ApproximateCount() int64 {
+	n := s.view.ApproximateCount()
+	if s.buf != nil {
+		n += int64(s.buf.Len())
+	}
+	return n
+}
+
+// mergeScan walks LevelDB (keys with dataPrefix) and the write buffer (bare
+// keys, tagged values) together; the buffer wins on equal keys.
+func mergeScan(dbIt, bufIt iterator.Iterator, fn func(k, v []byte) bool) error {
+	dbOK, bufOK := dbIt.Next(), bufIt.Next()
+	for dbOK || bufOK {
+		var c int
+		switch {
+		case !dbOK:
+			c = 1
+		case !bufOK:
+			c = -1
+		default:
+			c = bytes.Compare(dbIt.Key()[1:], bufIt.Key())
+		}
+		if c < 0 {
+			if !fn(dbIt.Key()[1:], dbIt.Value()) {
+				return nil
+			}
+			dbOK = dbIt.Next()
+			continue
+		}
+		if c == 0 {
+			dbOK = dbIt.Next()
+		}
+		if v := bufIt.Value(); v[0] != bufTombstone {
+			if !fn(bufIt.Key(), v[1:]) {
+				return nil
+			}
+		}
+		bufOK = bufIt.Next()
+	}
+	if err := dbIt.Error(); err != nil {
+		return err
+	}
+	return bufIt.Error()
+}
+
+func newBuffer() *memdb.DB { return memdb.New(comparer.DefaultComparer, 1<<16) }

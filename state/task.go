@@ -1,0 +1,294 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Role is what a task's stores are doing.
+type Role int32
+
+const (
+	// RoleIdle: opened, neither restoring, tailing nor active.
+	RoleIdle Role = iota
+	// RoleRestoring: catching up to the end offset captured when Restore
+	// (or Promote) started. Not ready.
+	RoleRestoring
+	// RoleStandby: tailing the changelogs continuously.
+	RoleStandby
+	// RoleActive: caught up; writes go through the write buffer and the
+	// changelog producer.
+	RoleActive
+	// RoleClosed: closed.
+	RoleClosed
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleIdle:
+		return "idle"
+	case RoleRestoring:
+		return "restoring"
+	case RoleStandby:
+		return "standby"
+	case RoleActive:
+		return "active"
+	case RoleClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("Role(%d)", int32(r))
+}
+
+// ErrTaskClosed is returned by operations on a closed task.
+var ErrTaskClosed = errors.New("state: task closed")
+
+// Task is the local state of one partition slot: its stores, opened
+// together. Restore, StartStandby, Promote, Demote, Activate, Commit, Abort
+// and Close are called by the one goroutine that runs the task; Role, Ready,
+// Err, Lag and Checkpoints may be called from any goroutine.
+type Task struct {
+	m      *Manager
+	id     int32
+	dir    string
+	stores []*Store
+	byName map[string]*Store
+
+	ctx    context.Context // cancelled by Close: ends produces and waits
+	cancel context.CancelFunc
+
+	role      atomic.Int32
+	producer  *kgo.Client
+	sidecarAt atomic.Int64 // unix nanos of the last sidecar write
+
+	errMu sync.Mutex
+	err   error
+}
+
+// ID returns the task's partition slot.
+func (t *Task) ID() int32 { return t.id }
+
+// Dir returns the task's directory.
+func (t *Task) Dir() string { return t.dir }
+
+// Store returns the named store, nil if the task has none by that name.
+func (t *Task) Store(name string) *Store { return t.byName[name] }
+
+// Stores returns the task's stores in the order they were declared.
+func (t *Task) Stores() []*Store { return t.stores }
+
+// Role returns what the task is doing.
+func (t *Task) Role() Role { return Role(t.role.Load()) }
+
+// Ready reports whether the task is active, caught up and healthy: it may
+// process records and answer queries.
+func (t *Task) Ready() bool { return t.Role() == RoleActive && t.Err() == nil }
+
+// Err returns the storage or changelog error that made the task unhealthy,
+// nil while it is healthy. An unhealthy task keeps its data and checkpoints;
+// close and reopen it (restoring from the changelog) to recover.
+func (t *Task) Err() error {
+	t.errMu.Lock()
+	defer t.errMu.Unlock()
+	return t.err
+}
+
+// fail records err as the task's error (the first one sticks) and counts it.
+func (t *Task) fail(s *Store, err error) {
+	t.errMu.Lock()
+	first := t.err == nil
+	if first {
+		t.err = err
+	}
+	t.errMu.Unlock()
+	if first {
+		t.m.log.Error("state: task unhealthy", "task", t.id, "store", s.name, "err", err)
+	}
+	t.m.met.storeErrors.WithLabelValues(s.labels()...).Inc()
+}
+
+// storageErr wraps a LevelDB error of store s with context and marks the
+// task unhealthy.
+func (t *Task) storageErr(s *Store, op string, err error) error {
+	err = fmt.Errorf("state: %s store %s of task %d (%s): %w", op, s.name, t.id, s.path, err)
+	t.fail(s, err)
+	return err
+}
+
+// Checkpoints returns each store's checkpoint (next changelog offset to
+// read) by store name.
+func (t *Task) Checkpoints() map[string]int64 {
+	out := make(map[string]int64, len(t.stores))
+	for _, s := range t.stores {
+		out[s.name] = s.Checkpoint()
+	}
+	return out
+}
+
+// Lag returns each store's lag behind the last end offset seen for its
+// changelog (-1 when none was seen yet), by store name.
+func (t *Task) Lag() map[string]int64 {
+	out := make(map[string]int64, len(t.stores))
+	for _, s := range t.stores {
+		out[s.name] = s.Lag()
+	}
+	return out
+}
+
+// Restore catches every store up to the end of its changelog partition as
+// captured when Restore starts (the last stable offset under read_committed)
+// and returns when all are caught up, ctx is done, or a store fails. Progress
+// is logged and exported as metrics. The task is left idle: Activate it, or
+// StartStandby.
+func (t *Task) Restore(ctx context.Context) error {
+	if err := t.setRole(RoleRestoring, RoleIdle); err != nil {
+		return err
+	}
+	err := t.m.rep.catchUp(ctx, t)
+	t.m.rep.unsubscribe(t)
+	t.role.Store(int32(RoleIdle))
+	return err
+}
+
+// Activate makes a caught-up idle task active: from now on its stores'
+// Put and Delete buffer writes and produce changelog records through
+// producer, which the caller owns (under exactly-once, its transactional
+// client). The producer must leave Record.Partition as set (see
+// ChangelogPartitioner) and should use acks=all.
+func (t *Task) Activate(producer *kgo.Client) error {
+	if producer == nil {
+		return errors.New("state: activate: nil producer")
+	}
+	if err := t.setRole(RoleActive, RoleIdle); err != nil {
+		return err
+	}
+	t.producer = producer
+	for _, s := range t.stores {
+		s.buf = newBuffer()
+		s.maxAcked.Store(s.Checkpoint() - 1)
+	}
+	t.m.writeSidecars(t)
+	return nil
+}
+
+// StartStandby starts tailing every store's changelog from its checkpoint
+// in the background, through the same apply path as Restore. The task must
+// be idle.
+func (t *Task) StartStandby() error {
+	if err := t.setRole(RoleStandby, RoleIdle); err != nil {
+		return err
+	}
+	return t.m.rep.subscribe(t, -1)
+}
+
+// Promote turns a standby (or idle) task active without reopening its
+// stores: it captures the changelogs' end offsets, applies the records up to
+// them, stops tailing and activates with producer. On error the task is
+// idle (or still a standby when ctx ended first).
+func (t *Task) Promote(ctx context.Context, producer *kgo.Client) error {
+	switch r := t.Role(); r {
+	case RoleStandby:
+		t.role.Store(int32(RoleRestoring))
+		err := t.m.rep.catchUp(ctx, t)
+		t.m.rep.unsubscribe(t)
+		t.role.Store(int32(RoleIdle))
+		if err != nil {
+			return err
+		}
+	case RoleIdle:
+		if err := t.Restore(ctx); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("state: promote task %d: task is %s", t.id, r)
+	}
+	return t.Activate(producer)
+}
+
+// Demote turns an active task into a standby: uncommitted writes are
+// dropped (Commit first to keep them), the producer is forgotten, and the
+// stores start tailing their changelogs from their checkpoints.
+func (t *Task) Demote() error {
+	if err := t.setRole(RoleIdle, RoleActive); err != nil {
+		return err
+	}
+	t.dropActive()
+	return t.StartStandby()
+}
+
+func (t *Task) dropActive() {
+	for _, s := range t.stores {
+		s.abort()
+		s.buf = nil
+	}
+	t.producer = nil
+}
+
+// Commit writes, per store, one LevelDB batch with the buffered writes and
+// the new checkpoint (the last acknowledged changelog offset + 1). Call it
+// after the producer is flushed (at-least-once) or the transaction committed
+// (exactly-once). It fails, changing nothing, while changelog records are
+// unacknowledged or when a produce failed; a LevelDB error marks the task
+// unhealthy and keeps the buffer (nothing is lost).
+func (t *Task) Commit() error {
+	if r := t.Role(); r != RoleActive {
+		return fmt.Errorf("state: commit task %d: task is %s, not active", t.id, r)
+	}
+	var errs []error
+	for _, s := range t.stores {
+		if err := s.commit(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		t.m.maybeWriteSidecars(t)
+	}
+	return errors.Join(errs...)
+}
+
+// Abort drops the write buffer of every store (an aborted transaction, or
+// a failed produce). LevelDB keeps the last committed state; records of the
+// aborted batch that did reach the changelog are re-applied by the next
+// Restore. After Abort, the caller should Demote or Close and Restore the
+// task before writing again when produces may have failed.
+func (t *Task) Abort() {
+	for _, s := range t.stores {
+		s.abort()
+	}
+}
+
+// Close stops any tailing, drops uncommitted writes, writes the checkpoint
+// sidecar files and closes the stores. The task's directory stays.
+func (t *Task) Close() error {
+	if t.Role() == RoleClosed {
+		return nil
+	}
+	t.m.rep.unsubscribe(t)
+	t.role.Store(int32(RoleClosed))
+	t.cancel()
+	t.dropActive()
+	t.m.writeSidecars(t)
+	var errs []error
+	for _, s := range t.stores {
+		errs = append(errs, s.close())
+	}
+	t.m.taskClosed(t)
+	return errors.Join(errs...)
+}
+
+func (t *Task) setRole(to Role, from ...Role) error {
+	cur := t.Role()
+	for _, f := range from {
+		if t.role.CompareAndSwap(int32(f), int32(to)) {
+			return nil
+		}
+	}
+	if cur == RoleClosed {
+		return ErrTaskClosed
+	}
+	return fmt.Errorf("state: task %d is %s, cannot become %s", t.id, cur, to)
+}
