@@ -267,7 +267,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 		BlockCacheCapacity: s.ldb.BlockCacheBytes,
 		WriteBuffer:        s.ldb.WriteBufferBytes,
 		// Restore writes large batches: let L0 grow before slowing writes.
-		CompactionTableSize: 4 << 20,
+		CompactionTableSize:    4 << 20,
 		WriteL0SlowdownTrigger: 16,
 		WriteL0PauseTrigger:    24,
 	}

@@ -62,11 +62,11 @@ type replicaState struct {
 	pending int64 // records in batch
 
 	// restore progress
-	started     time.Time
-	startNext   int64
-	applied     int64
-	remaining   int64
-	lastLog     time.Time
+	started   time.Time
+	startNext int64
+	applied   int64
+	remaining int64
+	lastLog   time.Time
 }
 
 func (r *replicaState) init(s *Store) {
