@@ -1,0 +1,448 @@
+package assignor
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// kip708NineNodes is KIP-708's first example: 9 clients in 3 clusters x 3
+// zones, one per (cluster, zone).
+func kip708NineNodes(tasks int) []Client {
+	var cs []Client
+	for cl := 1; cl <= 3; cl++ {
+		for z := 1; z <= 3; z++ {
+			cs = append(cs, client(fmt.Sprintf("c%d-z%d", cl, z), fmt.Sprintf("cluster=k8s-cluster%d", cl), fmt.Sprintf("zone=eu-central-1%c", 'a'+z-1)))
+		}
+	}
+	return cs
+}
+
+// TestStandbySpread pins, scenario by scenario, the spread every task's
+// replicas reach: Kafka's own KIP-708 examples and the cases around them.
+func TestStandbySpread(t *testing.T) {
+	zc := []string{"zone", "cluster"}
+	tests := []struct {
+		name string
+		in   Input
+		// want is the distinct values per rack-aware key that every task's
+		// replicas must have.
+		want []int
+		// wantShortfall is the plan's standby_shortfall.
+		wantShortfall int
+	}{
+		{
+			name: "KIP-708 nine nodes in 3 clusters x 3 zones: every task in 3 zones and 3 clusters",
+			in:   input(18, 2, zc, kip708NineNodes(18)...),
+			want: []int{3, 3},
+		},
+		{
+			name: "KIP-708 six nodes in 2 clusters x 3 zones: 3 zones and both clusters",
+			in: input(12, 2, zc,
+				client("n1", "cluster=k1", "zone=a"), client("n2", "cluster=k1", "zone=b"), client("n3", "cluster=k1", "zone=c"),
+				client("n4", "cluster=k2", "zone=a"), client("n5", "cluster=k2", "zone=b"), client("n6", "cluster=k2", "zone=c")),
+			want: []int{3, 2},
+		},
+		{
+			name: "cluster first in priority: 2 clusters x 3 zones still gives both clusters and 3 zones",
+			in: input(12, 2, []string{"cluster", "zone"},
+				client("n1", "cluster=k1", "zone=a"), client("n2", "cluster=k1", "zone=b"), client("n3", "cluster=k1", "zone=c"),
+				client("n4", "cluster=k2", "zone=a"), client("n5", "cluster=k2", "zone=b"), client("n6", "cluster=k2", "zone=c")),
+			want: []int{2, 3},
+		},
+		{
+			name: "actives all in one zone: standbys go to the other two zones",
+			in: input(6, 2, []string{"zone"},
+				withActive(client("a1", "zone=a"), 0, 1, 2), withActive(client("a2", "zone=a"), 3, 4, 5),
+				client("b1", "zone=b"), client("b2", "zone=b"), client("c1", "zone=c")),
+			want: []int{3},
+		},
+		{
+			name: "uneven zones: 4 clients in one zone, 1 in each other: 3 zones per task",
+			in: input(12, 2, []string{"zone"},
+				client("a1", "zone=a"), client("a2", "zone=a"), client("a3", "zone=a"), client("a4", "zone=a"),
+				client("b1", "zone=b"), client("c1", "zone=c")),
+			want: []int{3},
+		},
+		{
+			name: "fewer clients than replicas: every other client is a standby, shortfall reported",
+			in:   input(4, 3, []string{"zone"}, client("a", "zone=a"), client("b", "zone=b")),
+			want: []int{2}, wantShortfall: 4 * 2,
+		},
+		{
+			name: "a tag key with a single value neither blocks nor counts as repeating",
+			in: input(9, 2, zc,
+				client("n1", "cluster=only", "zone=a"), client("n2", "cluster=only", "zone=b"), client("n3", "cluster=only", "zone=c"),
+				client("n4", "cluster=only", "zone=a")),
+			want: []int{3, 1},
+		},
+		{
+			name: "more standbys than zones: zones repeat only once all are used",
+			in: input(8, 3, []string{"zone"},
+				client("a1", "zone=a"), client("a2", "zone=a"), client("b1", "zone=b"), client("b2", "zone=b")),
+			want: []int{2},
+		},
+		{
+			name: "no tags: standbys still placed, one per client at most",
+			in:   input(10, 2, nil, client("a"), client("b"), client("c"), client("d")),
+			want: []int{},
+		},
+		{
+			name: "Kafka's greedy pick beaten: z2/c3 and z3/c2 give 3 zones and 3 clusters",
+			in: input(1, 2, zc,
+				withActive(client("a", "zone=z1", "cluster=c1"), 0),
+				client("b", "zone=z2", "cluster=c2"), client("c", "zone=z2", "cluster=c3"), client("d", "zone=z3", "cluster=c2")),
+			want: []int{3, 3},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustAssign(t, tt.in)
+			for _, tp := range p.Tasks {
+				for d, key := range tt.in.RackAwareAssignmentTags {
+					if got := distinct(tt.in, tp, key); got != tt.want[d] {
+						t.Errorf("task %d (%s %v): %d distinct %s, want %d", tp.Task, tp.Active, tp.Standby, got, key, tt.want[d])
+					}
+				}
+				if sp := bruteBestSpread(tt.in, tp.Active); CompareSpread(sp, tt.want) != 0 {
+					t.Errorf("task %d: brute force says the best spread is %v, the table says %v", tp.Task, sp, tt.want)
+				}
+			}
+			if p.Quality.StandbyShortfall != tt.wantShortfall {
+				t.Errorf("standby_shortfall = %d, want %d", p.Quality.StandbyShortfall, tt.wantShortfall)
+			}
+			for _, dq := range p.Quality.Dimensions {
+				if dq.TasksRepeating != 0 && tt.name != "more standbys than zones: zones repeat only once all are used" {
+					t.Errorf("dimension %s: %d tasks repeating, want 0", dq.Tag, dq.TasksRepeating)
+				}
+			}
+		})
+	}
+}
+
+func TestGreedyChoiceIsBeaten(t *testing.T) {
+	// Kafka picks the least-loaded client with a new zone and a new cluster
+	// first; b is the least loaded by id order and ends with two clusters.
+	in := input(1, 2, []string{"zone", "cluster"},
+		withActive(client("a", "zone=z1", "cluster=c1"), 0),
+		client("b", "zone=z2", "cluster=c2"), client("c", "zone=z2", "cluster=c3"), client("d", "zone=z3", "cluster=c2"))
+	p := mustAssign(t, in)
+	if got := p.Tasks[0].Standby; !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("standbys = %v, want [c d]", got)
+	}
+	sp, err := Spread(in, p.Tasks[0])
+	if err != nil || !slices.Equal(sp, []int{3, 3}) {
+		t.Fatalf("Spread = %v, %v; want [3 3]", sp, err)
+	}
+	greedy := TaskPlacement{Task: 0, Active: "a", Standby: []string{"b", "c"}}
+	gs, _ := Spread(in, greedy)
+	if CompareSpread(sp, gs) <= 0 {
+		t.Fatalf("our spread %v does not beat greedy's %v", sp, gs)
+	}
+}
+
+func TestZeroStandbysMeansNone(t *testing.T) {
+	p := mustAssign(t, input(6, 0, []string{"zone"}, client("a", "zone=a"), client("b", "zone=b"), client("c", "zone=c")))
+	for _, tp := range p.Tasks {
+		if len(tp.Standby) != 0 {
+			t.Fatalf("task %d has standbys %v with num_standby_replicas=0", tp.Task, tp.Standby)
+		}
+	}
+}
+
+func TestTagsNotListedAreIgnored(t *testing.T) {
+	// cluster is a client tag but not rack-aware: b shares the active's
+	// cluster and still wins on id, as nothing about cluster counts.
+	in := input(1, 1, []string{"zone"},
+		withActive(client("a", "zone=z1", "cluster=k1"), 0),
+		client("b", "zone=z2", "cluster=k1"), client("c", "zone=z2", "cluster=k2"))
+	p := mustAssign(t, in)
+	if got := p.Tasks[0].Standby; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("standby = %v, want [b]", got)
+	}
+	if len(p.Quality.Dimensions) != 1 || p.Quality.Dimensions[0].Tag != "zone" {
+		t.Fatalf("dimensions = %+v, want zone only", p.Quality.Dimensions)
+	}
+}
+
+func TestStandbyPreferences(t *testing.T) {
+	zone := []string{"zone"}
+	tests := []struct {
+		name string
+		in   Input
+		want []string // task 0's standbys
+	}{
+		{
+			name: "prefers the holder of the task's state among equally good clients",
+			in: input(1, 1, zone, withActive(client("a", "zone=z1"), 0),
+				client("b", "zone=z2"), withLags(client("c", "zone=z2"), map[int]int64{0: 50})),
+			want: []string{"c"},
+		},
+		{
+			name: "prefers the holder with the least lag",
+			in: input(1, 1, zone, withActive(client("a", "zone=z1"), 0),
+				withLags(client("b", "zone=z2"), map[int]int64{0: 900}), withLags(client("c", "zone=z2"), map[int]int64{0: 50})),
+			want: []string{"c"},
+		},
+		{
+			name: "a previous standby without a reported lag is still a holder",
+			in: input(1, 1, zone, withActive(client("a", "zone=z1"), 0),
+				client("b", "zone=z2"), withStandby(client("c", "zone=z2"), 0)),
+			want: []string{"c"},
+		},
+		{
+			name: "never trades spread for state: a holder in the active's zone loses",
+			in: input(1, 1, zone, withActive(client("a", "zone=z1"), 0),
+				withLags(client("b", "zone=z1"), map[int]int64{0: 0}), client("c", "zone=z2")),
+			want: []string{"c"},
+		},
+		{
+			name: "without state, the least loaded client wins",
+			in: input(2, 1, zone, withActive(client("a", "zone=z1"), 0), withActive(client("b", "zone=z2"), 1),
+				client("c", "zone=z2")),
+			want: []string{"c"},
+		},
+		{
+			name: "no tags: sticky standby kept although another client is lighter",
+			in: input(3, 1, nil, withActive(client("a"), 0), withActive(client("b"), 1, 2),
+				withStandby(withLags(client("b2"), map[int]int64{0: 10}), 0), client("c")),
+			want: []string{"b2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustAssign(t, tt.in)
+			if got := p.Tasks[0].Standby; !slices.Equal(got, tt.want) {
+				t.Fatalf("task 0 standbys = %v, want %v (%s)", got, tt.want, describe(p))
+			}
+		})
+	}
+}
+
+func TestStandbyRoundsSpreadLoad(t *testing.T) {
+	// 3 clients, 6 tasks, 1 standby each, no tags: replica load must be even
+	// (each client 2 actives + 2 standbys).
+	p := mustAssign(t, input(6, 1, nil, client("a"), client("b"), client("c")))
+	if q := p.Quality.ReplicaLoad; q.Min != 4 || q.Max != 4 {
+		t.Fatalf("replica_load = %+v, want 4..4 (%s)", q, describe(p))
+	}
+	// Scarcity: 2 standbys per task but only 2 clients: every task gets its
+	// one possible standby, none gets more (Kafka's fill is task by task).
+	p = mustAssign(t, input(4, 2, nil, client("a"), client("b")))
+	for _, tp := range p.Tasks {
+		if len(tp.Standby) != 1 {
+			t.Fatalf("task %d: %d standbys, want 1", tp.Task, len(tp.Standby))
+		}
+	}
+}
+
+func TestActives(t *testing.T) {
+	lag := func(c Client, kv map[int]int64) Client { return withLags(c, kv) }
+	tests := []struct {
+		name        string
+		in          Input
+		wantActive  []string // per task
+		wantWarmup  map[int][]string
+		wantProbing bool
+	}{
+		{
+			name:        "sticky: tasks stay with their live previous actives even when a cold client is idle",
+			in:          input(3, 0, nil, withActive(client("a"), 0, 2), withActive(client("b"), 1), client("c")),
+			wantActive:  []string{"a", "b", "a"},
+			wantWarmup:  map[int][]string{0: {"c"}},
+			wantProbing: true,
+		},
+		{
+			name: "orphan goes to the least-loaded caught-up client",
+			in: input(3, 0, nil, withActive(client("a"), 0), withActive(client("b"), 1),
+				lag(client("c"), map[int]int64{2: 20000}), lag(client("d"), map[int]int64{2: 10})),
+			wantActive: []string{"a", "b", "d"},
+		},
+		{
+			name: "orphan with nobody caught up goes to the least lag",
+			in: input(1, 0, nil, client("a"),
+				lag(client("b"), map[int]int64{0: 50000}), lag(client("c"), map[int]int64{0: 20000})),
+			wantActive: []string{"c"},
+		},
+		{
+			name:       "orphans without state anywhere go to the least loaded",
+			in:         input(4, 0, nil, withActive(client("a"), 0, 1), client("b"), client("c")),
+			wantActive: []string{"a", "a", "b", "c"},
+		},
+		{
+			name: "balance moves a task to a caught-up client",
+			in: input(4, 0, nil, withActive(lag(client("a"), map[int]int64{0: 0, 1: 0, 2: 0, 3: 0}), 0, 1, 2, 3),
+				lag(client("b"), map[int]int64{2: 5, 3: 0})),
+			wantActive: []string{"a", "a", "b", "b"},
+		},
+		{
+			name: "balance toward a cold client: the task stays, the client gets a warmup and probing is asked",
+			in: input(4, 0, nil, withActive(lag(client("a"), map[int]int64{0: 0, 1: 0, 2: 0, 3: 0}), 0, 1, 2, 3),
+				client("b")),
+			wantActive:  []string{"a", "a", "a", "a"},
+			wantWarmup:  map[int][]string{0: {"b"}, 1: {"b"}},
+			wantProbing: true,
+		},
+		{
+			name: "warmups are capped by max_warmup_replicas and the partly restored task is warmed first",
+			in: func() Input {
+				in := input(7, 0, nil, withActive(client("a"), 0, 1, 2, 3, 4, 5), withActive(client("b"), 6), lag(client("c"), map[int]int64{4: 50000}))
+				in.MaxWarmupReplicas = 1
+				return in
+			}(),
+			wantActive:  []string{"a", "a", "a", "a", "a", "a", "b"},
+			wantWarmup:  map[int][]string{4: {"c"}},
+			wantProbing: true,
+		},
+		{
+			name: "capacity: a client with 3 threads takes 3 of 4 orphans",
+			in: func() Input {
+				in := input(4, 0, nil, client("a"), client("b"))
+				in.Clients[1].Capacity = 3
+				return in
+			}(),
+			wantActive: []string{"a", "b", "b", "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustAssign(t, tt.in)
+			for task, want := range tt.wantActive {
+				if got := p.Tasks[task].Active; got != want {
+					t.Fatalf("task %d active = %s, want %s (%s)", task, got, want, describe(p))
+				}
+			}
+			for _, tp := range p.Tasks {
+				if want := tt.wantWarmup[tp.Task]; !slices.Equal(tp.Warmup, want) && !(len(want) == 0 && len(tp.Warmup) == 0) {
+					t.Fatalf("task %d warmup = %v, want %v (%s)", tp.Task, tp.Warmup, want, describe(p))
+				}
+			}
+			if p.ProbingRebalanceNeeded != tt.wantProbing {
+				t.Fatalf("probing_rebalance_needed = %v, want %v", p.ProbingRebalanceNeeded, tt.wantProbing)
+			}
+		})
+	}
+}
+
+func TestWarmupNeverOnAReplicaHolder(t *testing.T) {
+	// b is the only possible standby of every task, and balance wants to
+	// move actives to b, which is cold: a warmup would land on a standby
+	// holder, so there is none (b's standbys will catch up instead).
+	in := input(4, 1, nil, withActive(client("a"), 0, 1, 2, 3), client("b"))
+	p := mustAssign(t, in)
+	for _, tp := range p.Tasks {
+		if len(tp.Warmup) != 0 {
+			t.Fatalf("task %d: warmup %v on a standby holder", tp.Task, tp.Warmup)
+		}
+	}
+}
+
+func TestWarmupConvergesToBalance(t *testing.T) {
+	in := input(8, 1, []string{"zone"}, withActive(client("a", "zone=x"), 0, 1, 2, 3, 4, 5, 6, 7),
+		client("b", "zone=y"), client("c", "zone=z"))
+	in.Clients[0].Lags = map[int]int64{0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0}
+	p := mustAssign(t, in)
+	rounds := 0
+	for ; p.ProbingRebalanceNeeded; rounds++ {
+		if rounds > 20 {
+			t.Fatalf("no convergence after %d rounds: %s", rounds, describe(p))
+		}
+		in = feedBack(in, p)
+		p = mustAssign(t, in)
+	}
+	if lo, hi := activeLoads(in, p); hi-lo > 1 {
+		t.Fatalf("after %d rounds active load %v..%v differs by more than 1: %s", rounds, lo, hi, describe(p))
+	}
+}
+
+func TestQuality(t *testing.T) {
+	// Two clients in two zones, 1 standby: each holds one active and the
+	// other's standby.
+	in := input(2, 1, []string{"zone"}, withActive(client("a1", "zone=a", "host=h1"), 0), withActive(client("b1", "zone=b", "host=h2"), 1))
+	p := mustAssign(t, in)
+	q := p.Quality
+	if len(q.Dimensions) != 1 || q.Dimensions[0] != (DimensionQuality{Tag: "zone", Values: 2, TasksRepeating: 0}) {
+		t.Fatalf("dimensions = %+v", q.Dimensions)
+	}
+	if q.ActiveLoad != (LoadRange{1, 1}) || q.ReplicaLoad != (LoadRange{2, 2}) {
+		t.Fatalf("loads = %+v %+v", q.ActiveLoad, q.ReplicaLoad)
+	}
+	// Losing a zone leaves every task a replica: exposure lists every value
+	// of every key (zone first as rack-aware, then host) with no tasks.
+	want := []Exposure{{"zone", "a", []int{}}, {"zone", "b", []int{}}, {"host", "h1", []int{}}, {"host", "h2", []int{}}}
+	if fmt.Sprint(q.Exposure) != fmt.Sprint(want) {
+		t.Fatalf("exposure = %v, want %v", q.Exposure, want)
+	}
+
+	// A plan given from outside: both replicas of task 0 in zone a.
+	in3 := input(2, 1, []string{"zone"}, client("a1", "zone=a"), client("a2", "zone=a"), client("b1", "zone=b"))
+	given := &Plan{Tasks: []TaskPlacement{{Task: 0, Active: "a1", Standby: []string{"a2"}}, {Task: 1, Active: "b1", Standby: []string{"a1"}}}}
+	q, err := Measure(in3, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Dimensions[0].TasksRepeating != 1 {
+		t.Fatalf("tasks_repeating = %d, want 1", q.Dimensions[0].TasksRepeating)
+	}
+	if fmt.Sprint(q.Exposure) != fmt.Sprint([]Exposure{{"zone", "a", []int{0}}, {"zone", "b", []int{}}}) {
+		t.Fatalf("exposure = %v", q.Exposure)
+	}
+	if q.ActiveLoad != (LoadRange{0, 1}) || q.ReplicaLoad != (LoadRange{1, 2}) {
+		t.Fatalf("loads = %+v %+v", q.ActiveLoad, q.ReplicaLoad)
+	}
+}
+
+func TestInvalidScenarioNamesTheField(t *testing.T) {
+	ok := func() Input {
+		return input(4, 1, []string{"zone"}, client("a", "zone=x"), client("b", "zone=y"))
+	}
+	tests := []struct {
+		name  string
+		edit  func(*Input)
+		field string
+	}{
+		{"negative task count", func(in *Input) { in.Tasks = -1 }, "tasks"},
+		{"negative standbys", func(in *Input) { in.NumStandbyReplicas = -2 }, "num_standby_replicas"},
+		{"negative acceptable lag", func(in *Input) { in.AcceptableRecoveryLag = -1 }, "acceptable_recovery_lag"},
+		{"no warmups allowed", func(in *Input) { in.MaxWarmupReplicas = 0 }, "max_warmup_replicas"},
+		{"duplicate rack-aware key", func(in *Input) { in.RackAwareAssignmentTags = []string{"zone", "zone"} }, "rack_aware_assignment_tags[1]"},
+		{"duplicate client id", func(in *Input) { in.Clients[1].ID = "a" }, "clients[1].id"},
+		{"empty client id", func(in *Input) { in.Clients[0].ID = "" }, "clients[0].id"},
+		{"client lacks a rack-aware key", func(in *Input) { delete(in.Clients[1].Tags, "zone") }, "clients[1].tags"},
+		{"negative capacity", func(in *Input) { in.Clients[0].Capacity = -1 }, "clients[0].capacity"},
+		{"lag for an unknown task", func(in *Input) { in.Clients[1].Lags = map[int]int64{9: 1} }, `clients[1].lags["9"]`},
+		{"negative lag", func(in *Input) { in.Clients[0].Lags = map[int]int64{2: -5} }, `clients[0].lags["2"]`},
+		{"previous active out of range", func(in *Input) { in.Clients[0].PreviousActive = []int{0, 4} }, "clients[0].previous_active[1]"},
+		{"task twice for one client", func(in *Input) {
+			in.Clients[0].PreviousActive = []int{1}
+			in.Clients[0].PreviousStandby = []int{1}
+		}, "clients[0].previous_standby[0]"},
+		{"tasks but no clients", func(in *Input) { in.Clients = nil }, "clients"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := ok()
+			tt.edit(&in)
+			_, err := Assign(in)
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Assign: err = %v, want a *FieldError", err)
+			}
+			if fe.Field != tt.field {
+				t.Fatalf("field = %q, want %q (%v)", fe.Field, tt.field, err)
+			}
+		})
+	}
+}
+
+func TestEmptyScenarios(t *testing.T) {
+	p := mustAssign(t, input(0, 2, []string{"zone"}))
+	if len(p.Tasks) != 0 || len(p.Clients) != 0 {
+		t.Fatalf("plan = %+v", p)
+	}
+	p = mustAssign(t, input(3, 2, []string{"zone"}, client("solo", "zone=a")))
+	if p.Quality.StandbyShortfall != 6 {
+		t.Fatalf("shortfall = %d, want 6", p.Quality.StandbyShortfall)
+	}
+}

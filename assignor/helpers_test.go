@@ -1,0 +1,263 @@
+package assignor
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// client builds a test client with tags given as "key=value" pairs.
+func client(id string, kv ...string) Client {
+	tg := make(map[string]string, len(kv))
+	for _, p := range kv {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '=' {
+				tg[p[:i]] = p[i+1:]
+				break
+			}
+		}
+	}
+	return Client{ID: id, Tags: tg, Capacity: 1}
+}
+
+func withActive(c Client, tasks ...int) Client  { c.PreviousActive = tasks; return c }
+func withStandby(c Client, tasks ...int) Client { c.PreviousStandby = tasks; return c }
+func withLags(c Client, kv map[int]int64) Client {
+	c.Lags = kv
+	return c
+}
+
+func input(tasks, standbys int, dims []string, clients ...Client) Input {
+	return Input{
+		NumStandbyReplicas:      standbys,
+		RackAwareAssignmentTags: dims,
+		Tasks:                   tasks,
+		AcceptableRecoveryLag:   DefaultAcceptableRecoveryLag,
+		MaxWarmupReplicas:       DefaultMaxWarmupReplicas,
+		Clients:                 clients,
+	}
+}
+
+func mustAssign(t testing.TB, in Input) *Plan {
+	t.Helper()
+	p, err := Assign(in)
+	if err != nil {
+		t.Fatalf("Assign: %v", err)
+	}
+	checkInvariants(t, in, p)
+	return p
+}
+
+func tagsOf(in Input) map[string]map[string]string {
+	m := make(map[string]map[string]string, len(in.Clients))
+	for _, c := range in.Clients {
+		m[c.ID] = c.Tags
+	}
+	return m
+}
+
+// distinct counts the distinct values of key among the task's replicas
+// (active and standbys).
+func distinct(in Input, tp TaskPlacement, key string) int {
+	tg := tagsOf(in)
+	seen := map[string]bool{tg[tp.Active][key]: true}
+	for _, s := range tp.Standby {
+		seen[tg[s][key]] = true
+	}
+	return len(seen)
+}
+
+// checkInvariants asserts what every plan must satisfy, whatever the input.
+func checkInvariants(t testing.TB, in Input, p *Plan) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, c := range in.Clients {
+		ids[c.ID] = true
+	}
+	if len(p.Tasks) != in.Tasks {
+		t.Fatalf("plan has %d tasks, want %d", len(p.Tasks), in.Tasks)
+	}
+	wantStandbys := min(in.NumStandbyReplicas, len(in.Clients)-1)
+	warmups, shortfall := 0, 0
+	perClient := map[string][3][]int{}
+	for i, tp := range p.Tasks {
+		if tp.Task != i {
+			t.Fatalf("tasks[%d].task = %d: tasks out of order", i, tp.Task)
+		}
+		if !ids[tp.Active] {
+			t.Fatalf("task %d: active %q is not a live client", i, tp.Active)
+		}
+		holders := map[string]bool{tp.Active: true}
+		if len(tp.Standby) != wantStandbys {
+			t.Fatalf("task %d: %d standbys, want %d", i, len(tp.Standby), wantStandbys)
+		}
+		if !sort.StringsAreSorted(tp.Standby) || !sort.StringsAreSorted(tp.Warmup) {
+			t.Fatalf("task %d: lists not sorted: %v %v", i, tp.Standby, tp.Warmup)
+		}
+		for _, s := range tp.Standby {
+			if !ids[s] || holders[s] {
+				t.Fatalf("task %d: standby %q unknown or holds another replica (%+v)", i, s, tp)
+			}
+			holders[s] = true
+		}
+		for _, w := range tp.Warmup {
+			if !ids[w] || holders[w] {
+				t.Fatalf("task %d: warmup %q unknown or on a replica holder (%+v)", i, w, tp)
+			}
+			holders[w] = true
+		}
+		warmups += len(tp.Warmup)
+		shortfall += in.NumStandbyReplicas - len(tp.Standby)
+		e := perClient[tp.Active]
+		e[0] = append(e[0], i)
+		perClient[tp.Active] = e
+		for _, s := range tp.Standby {
+			e := perClient[s]
+			e[1] = append(e[1], i)
+			perClient[s] = e
+		}
+		for _, w := range tp.Warmup {
+			e := perClient[w]
+			e[2] = append(e[2], i)
+			perClient[w] = e
+		}
+	}
+	if warmups > in.MaxWarmupReplicas {
+		t.Fatalf("%d warmups, max %d", warmups, in.MaxWarmupReplicas)
+	}
+	if (warmups > 0) != p.ProbingRebalanceNeeded {
+		t.Fatalf("%d warmups but probing_rebalance_needed=%v", warmups, p.ProbingRebalanceNeeded)
+	}
+	if p.Quality.StandbyShortfall != shortfall {
+		t.Fatalf("standby_shortfall = %d, want %d", p.Quality.StandbyShortfall, shortfall)
+	}
+	if len(p.Clients) != len(in.Clients) {
+		t.Fatalf("plan has %d clients, want %d", len(p.Clients), len(in.Clients))
+	}
+	for i, cp := range p.Clients {
+		if i > 0 && p.Clients[i-1].ID >= cp.ID {
+			t.Fatalf("clients not sorted by id: %q then %q", p.Clients[i-1].ID, cp.ID)
+		}
+		e := perClient[cp.ID]
+		if !slices.Equal(nz(cp.Active), nz(e[0])) || !slices.Equal(nz(cp.Standby), nz(e[1])) || !slices.Equal(nz(cp.Warmup), nz(e[2])) {
+			t.Fatalf("client %s: lists %v/%v/%v disagree with the task view %v", cp.ID, cp.Active, cp.Standby, cp.Warmup, e)
+		}
+	}
+	q, err := Measure(in, p)
+	if err != nil {
+		t.Fatalf("Measure(plan): %v", err)
+	}
+	a, _ := json.Marshal(q)
+	b, _ := json.Marshal(p.Quality)
+	if string(a) != string(b) {
+		t.Fatalf("Measure disagrees with the plan's quality:\n%s\n%s", a, b)
+	}
+}
+
+func nz(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return s
+}
+
+// bruteBestSpread returns the best spread over every choice of
+// min(standbys, clients-1) standbys besides the active: exhaustive.
+func bruteBestSpread(in Input, active string) []int {
+	var others []Client
+	var act Client
+	for _, c := range in.Clients {
+		if c.ID == active {
+			act = c
+		} else {
+			others = append(others, c)
+		}
+	}
+	k := min(in.NumStandbyReplicas, len(others))
+	best := make([]int, len(in.RackAwareAssignmentTags))
+	chosen := []Client{act}
+	var rec func(start int)
+	rec = func(start int) {
+		if len(chosen) == k+1 {
+			sp := make([]int, len(in.RackAwareAssignmentTags))
+			for d, key := range in.RackAwareAssignmentTags {
+				seen := map[string]bool{}
+				for _, c := range chosen {
+					seen[c.Tags[key]] = true
+				}
+				sp[d] = len(seen)
+			}
+			if CompareSpread(sp, best) > 0 {
+				best = sp
+			}
+			return
+		}
+		for i := start; i < len(others); i++ {
+			chosen = append(chosen, others[i])
+			rec(i + 1)
+			chosen = chosen[:len(chosen)-1]
+		}
+	}
+	rec(0)
+	return best
+}
+
+func planJSON(t testing.TB, p *Plan) string {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// feedBack turns a plan into the next input: the same clients and settings,
+// the plan's roles as previous roles, lag 0 for every replica and warmup.
+func feedBack(in Input, p *Plan) Input {
+	next := in
+	next.Clients = make([]Client, len(in.Clients))
+	byID := map[string]ClientPlacement{}
+	for _, cp := range p.Clients {
+		byID[cp.ID] = cp
+	}
+	for i, c := range in.Clients {
+		cp := byID[c.ID]
+		nc := Client{ID: c.ID, Tags: c.Tags, Capacity: c.Capacity,
+			PreviousActive: cp.Active, PreviousStandby: cp.Standby, PreviousWarmup: cp.Warmup,
+			Lags: map[int]int64{}}
+		for _, l := range [][]int{cp.Active, cp.Standby, cp.Warmup} {
+			for _, task := range l {
+				nc.Lags[task] = 0
+			}
+		}
+		next.Clients[i] = nc
+	}
+	return next
+}
+
+func activeLoads(in Input, p *Plan) (lo, hi float64) {
+	capa := map[string]float64{}
+	for _, c := range in.Clients {
+		capa[c.ID] = float64(max(c.Capacity, 1))
+	}
+	for i, cp := range p.Clients {
+		l := float64(len(cp.Active)) / capa[cp.ID]
+		if i == 0 || l < lo {
+			lo = l
+		}
+		if i == 0 || l > hi {
+			hi = l
+		}
+	}
+	return lo, hi
+}
+
+func describe(p *Plan) string {
+	s := ""
+	for _, tp := range p.Tasks {
+		s += fmt.Sprintf("%d:%s%v%v ", tp.Task, tp.Active, tp.Standby, tp.Warmup)
+	}
+	return s
+}
