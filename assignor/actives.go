@@ -4,9 +4,14 @@ import "sort"
 
 // run computes the whole placement: actives, then standbys, then warmups
 // (warmups last, so that they avoid every client holding a replica).
+//
+// A plan whose actives are still unbalanced asks for a probing rebalance:
+// the moves left wait for a receiver to catch up, on a warmup or on a
+// standby it already has, and the next plan makes them.
 func (pl *placement) run() {
 	pl.placeActives()
 	pl.balanceActives()
+	pl.probing = pl.unbalanced()
 	pl.placeStandbys()
 	pl.placeWarmups()
 }

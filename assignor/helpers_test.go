@@ -127,7 +127,7 @@ func checkInvariants(t testing.TB, in Input, p *Plan) {
 	if warmups > in.MaxWarmupReplicas {
 		t.Fatalf("%d warmups, max %d", warmups, in.MaxWarmupReplicas)
 	}
-	if (warmups > 0) != p.ProbingRebalanceNeeded {
+	if warmups > 0 && !p.ProbingRebalanceNeeded {
 		t.Fatalf("%d warmups but probing_rebalance_needed=%v", warmups, p.ProbingRebalanceNeeded)
 	}
 	if p.Quality.StandbyShortfall != shortfall {

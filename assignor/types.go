@@ -79,10 +79,14 @@ type Client struct {
 // Tasks are in task order, Clients in id order, every list sorted (standby
 // lists of a task by id).
 type Plan struct {
-	Tasks                  []TaskPlacement   `json:"tasks"`
-	Clients                []ClientPlacement `json:"clients"`
-	ProbingRebalanceNeeded bool              `json:"probing_rebalance_needed"`
-	Quality                Quality           `json:"quality"`
+	Tasks   []TaskPlacement   `json:"tasks"`
+	Clients []ClientPlacement `json:"clients"`
+	// ProbingRebalanceNeeded is set when balance still wants moves that wait
+	// for a receiver to catch up (on a warmup, or on a standby it has): the
+	// group should rebalance again once it has, or after
+	// probing.rebalance.interval.ms.
+	ProbingRebalanceNeeded bool    `json:"probing_rebalance_needed"`
+	Quality                Quality `json:"quality"`
 }
 
 // TaskPlacement is where one task's replicas are: client ids.
