@@ -29,7 +29,7 @@ type model struct {
 	capa   []int64 // capacity, >= 1
 	inIdx  []int   // index of each client in in.Clients
 	byID   map[string]int32
-	dims   []string  // rack-aware keys in priority order
+	dims   []string   // rack-aware keys in priority order
 	values [][]string // values[d]: the distinct values of dims[d], sorted
 	val    [][]int32  // val[d][c]: client c's value index of dims[d]
 

@@ -151,7 +151,7 @@ func (pl *placement) plan() *Plan {
 		cp.ID, cp.Tags = m.ids[c], m.tags[c]
 		cp.Active = tasks[aAt[c]:aAt[c]:sAt[c]]
 		cp.Standby = tasks[sAt[c]:sAt[c]:wAt[c]]
-		cp.Warmup = tasks[wAt[c]:wAt[c] : wAt[c]+int(pl.warmupN[c])]
+		cp.Warmup = tasks[wAt[c] : wAt[c] : wAt[c]+int(pl.warmupN[c])]
 	}
 	at = 0
 	for t := 0; t < T; t++ {
