@@ -1,0 +1,124 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Context is what a handler sees of the record it handles and of its task.
+// It is valid only during the handler call that received it.
+type Context struct {
+	ctx     context.Context
+	topo    *Topology
+	rec     *kgo.Record
+	attempt int
+	be      backend
+	writes  []write
+}
+
+// write is one staged effect of a handler call: a store put or delete, or
+// an emit to an output. Effects are applied together when the handler
+// returns nil, and dropped when it fails.
+type write struct {
+	store   *storeSpec // a store write, or
+	output  *outputSpec
+	key     []byte
+	value   []byte
+	del     bool
+	headers []kgo.RecordHeader
+}
+
+// Context returns the context of the task: cancelled when the task stops
+// (revoked, lost, shut down). Pass it to blocking calls a handler makes.
+func (c *Context) Context() context.Context { return c.ctx }
+
+// Topic returns the record's topic.
+func (c *Context) Topic() string { return c.rec.Topic }
+
+// Partition returns the record's partition, which is also the task's slot.
+func (c *Context) Partition() int32 { return c.rec.Partition }
+
+// Offset returns the record's offset.
+func (c *Context) Offset() int64 { return c.rec.Offset }
+
+// Timestamp returns the record's timestamp.
+func (c *Context) Timestamp() time.Time { return c.rec.Timestamp }
+
+// Headers returns the record's headers. Do not modify them.
+func (c *Context) Headers() []kgo.RecordHeader { return c.rec.Headers }
+
+// Header returns the value of the record's last header named key.
+func (c *Context) Header(key string) (value []byte, ok bool) {
+	for i := len(c.rec.Headers) - 1; i >= 0; i-- {
+		if c.rec.Headers[i].Key == key {
+			return c.rec.Headers[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Key returns the record's key as it arrived (undecoded). Do not modify it.
+func (c *Context) Key() []byte { return c.rec.Key }
+
+// Value returns the record's value as it arrived (undecoded); nil for a
+// tombstone. Do not modify it.
+func (c *Context) Value() []byte { return c.rec.Value }
+
+// Tombstone reports whether the record has no value (a delete).
+func (c *Context) Tombstone() bool { return c.rec.Value == nil }
+
+// Attempt returns 0 on the first call for a record and n on its n-th retry.
+func (c *Context) Attempt() int { return c.attempt }
+
+func (c *Context) get(t *Topology, s *storeSpec, key []byte) ([]byte, bool, error) {
+	if t != c.topo {
+		return nil, false, fmt.Errorf("store %s belongs to topology %s, not to %s", s.name, t.appID, c.topo.appID)
+	}
+	for i := len(c.writes) - 1; i >= 0; i-- {
+		w := &c.writes[i]
+		if w.store == s && bytes.Equal(w.key, key) {
+			return w.value, !w.del, nil
+		}
+	}
+	return c.be.get(c.rec.Partition, s, key)
+}
+
+func (c *Context) stage(t *Topology, w write) error {
+	if t != c.topo {
+		name := w.output.topicOrStore(w.store)
+		return fmt.Errorf("%s belongs to topology %s, not to %s", name, t.appID, c.topo.appID)
+	}
+	c.writes = append(c.writes, w)
+	return nil
+}
+
+func (o *outputSpec) topicOrStore(s *storeSpec) string {
+	if s != nil {
+		return "store " + s.name
+	}
+	return "output " + o.topic
+}
+
+// Permanent marks err as not worth retrying: the record goes to the error
+// policy (dead letter, skip or fail) at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func isPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
