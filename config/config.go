@@ -1,0 +1,299 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/rackstream/rackstream/tags"
+)
+
+// Config is the effective configuration of one Rackstream instance. [Load]
+// builds it from defaults, a properties file, the environment and flags; the
+// fields are typed and already validated. Durations are the *.ms keys.
+//
+// Config masks its secrets wherever it is printed or logged: String,
+// GoString and LogValue (it is a slog.LogValuer) never show them, and secret
+// fields have the type [Secret], which masks itself too.
+type Config struct {
+	ApplicationID    string   // application.id
+	BootstrapServers []string // bootstrap.servers
+
+	ClientTags               tags.Set      // client.tag.<key>
+	RackAwareAssignmentTags  tags.Keys     // rack.aware.assignment.tags
+	NumStandbyReplicas       int           // num.standby.replicas
+	AcceptableRecoveryLag    int64         // acceptable.recovery.lag
+	MaxWarmupReplicas        int           // max.warmup.replicas
+	ProbingRebalanceInterval time.Duration // probing.rebalance.interval.ms
+	NumStreamThreads         int           // num.stream.threads
+	ApplicationServer        string        // application.server (host:port)
+	ClientRackTag            string        // client.rack.tag
+
+	StateDir                string        // state.dir
+	StateCleanupDelay       time.Duration // state.cleanup.delay.ms
+	LevelDB                 LevelDB
+	StatestoreCacheMaxBytes int64 // statestore.cache.max.bytes
+
+	CommitInterval             time.Duration    // commit.interval.ms
+	ProcessingGuarantee        Guarantee        // processing.guarantee
+	ReplicationFactor          int              // replication.factor
+	SessionTimeout             time.Duration    // session.timeout.ms
+	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
+	Partitioner                Partitioner      // partitioner
+	ProcessingExceptionHandler ExceptionHandler // processing.exception.handler
+	DeadLetterQueueTopic       string           // errors.dead.letter.queue.topic.name
+
+	Security  Security
+	HTTP      HTTP
+	LogFormat LogFormat  // log.format
+	LogLevel  slog.Level // log.level
+	Processor Processor
+
+	sources  map[string]Source // every set key's source, client tags included
+	warnings []string
+}
+
+// LevelDB holds the state stores' LevelDB options (state.leveldb.*).
+type LevelDB struct {
+	BlockCacheBytes  int64       // state.leveldb.block.cache.bytes
+	WriteBufferBytes int64       // state.leveldb.write.buffer.bytes
+	BloomBits        int         // state.leveldb.bloom.bits; 0 = no bloom filter
+	Compression      Compression // state.leveldb.compression
+}
+
+// Security holds the Kafka clients' security settings.
+type Security struct {
+	Protocol               SecurityProtocol // security.protocol
+	SASLMechanism          SASLMechanism    // sasl.mechanism
+	SASLUsername           string           // sasl.username
+	SASLPassword           Secret           // sasl.password
+	SSLCALocation          string           // ssl.ca.location
+	SSLCertificateLocation string           // ssl.certificate.location
+	SSLKeyLocation         string           // ssl.key.location
+}
+
+// UsesSASL reports whether the protocol authenticates with SASL.
+func (s Security) UsesSASL() bool {
+	return s.Protocol == SASLPlaintext || s.Protocol == SASLSSL
+}
+
+// UsesTLS reports whether the protocol encrypts with TLS.
+func (s Security) UsesTLS() bool { return s.Protocol == SSL || s.Protocol == SASLSSL }
+
+// HTTP holds the query server's and peer forwarding's settings (http.*).
+type HTTP struct {
+	Listen    string // http.listen
+	AuthToken Secret // http.auth.token
+	TLSCert   string // http.tls.cert
+	TLSKey    string // http.tls.key
+	TLSCA     string // http.tls.ca
+}
+
+// Processor holds the built-in processor's settings (processor.*).
+type Processor struct {
+	Type           ProcessorType // processor.type; "" = none (library use)
+	InputTopic     string        // processor.input.topic
+	OutputTopic    string        // processor.output.topic
+	SumField       string        // processor.sum.field
+	ChangelogTopic string        // processor.changelog.topic
+}
+
+// Guarantee is processing.guarantee.
+type Guarantee string
+
+const (
+	AtLeastOnce   Guarantee = "at_least_once"
+	ExactlyOnceV2 Guarantee = "exactly_once_v2"
+)
+
+// Partitioner is the function that maps a key to its partition slot.
+type Partitioner string
+
+const (
+	Murmur2 Partitioner = "murmur2" // Kafka's Java clients, franz-go
+	FNV1a   Partitioner = "fnv1a"   // goka, sarama
+	CRC32   Partitioner = "crc32"   // librdkafka's consistent
+)
+
+// ExceptionHandler is what happens to a record that fails to decode or process.
+type ExceptionHandler string
+
+const (
+	HandlerDLQ  ExceptionHandler = "dlq"  // send it to the dead-letter topic
+	HandlerSkip ExceptionHandler = "skip" // log, count and go on ("continue" is an alias)
+	HandlerFail ExceptionHandler = "fail" // stop the task, mark the instance not ready
+)
+
+// SecurityProtocol is security.protocol.
+type SecurityProtocol string
+
+const (
+	Plaintext     SecurityProtocol = "PLAINTEXT"
+	SSL           SecurityProtocol = "SSL"
+	SASLPlaintext SecurityProtocol = "SASL_PLAINTEXT"
+	SASLSSL       SecurityProtocol = "SASL_SSL"
+)
+
+// SASLMechanism is sasl.mechanism.
+type SASLMechanism string
+
+const (
+	Plain       SASLMechanism = "PLAIN"
+	ScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	ScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+)
+
+// Compression is state.leveldb.compression.
+type Compression string
+
+const (
+	CompressionSnappy Compression = "snappy"
+	CompressionNone   Compression = "none"
+)
+
+// LogFormat is log.format.
+type LogFormat string
+
+const (
+	LogText LogFormat = "text"
+	LogJSON LogFormat = "json"
+)
+
+// ProcessorType is processor.type: a built-in processor of `rackstream run`.
+type ProcessorType string
+
+const (
+	ProcessorLatest ProcessorType = "latest" // last value per key
+	ProcessorCount  ProcessorType = "count"  // records per key
+	ProcessorSum    ProcessorType = "sum"    // sum of a number per key
+)
+
+// Secret is a configuration value that must not be shown: it prints, logs
+// and marshals as "[hidden]" (as Kafka prints its passwords) unless it is
+// empty. Reveal returns the value itself.
+type Secret string
+
+const masked = "[hidden]"
+
+// Reveal returns the secret value, for the one place that needs it.
+func (s Secret) Reveal() string { return string(s) }
+
+func (s Secret) mask() string {
+	if s == "" {
+		return ""
+	}
+	return masked
+}
+
+func (s Secret) String() string               { return s.mask() }
+func (s Secret) GoString() string             { return fmt.Sprintf("%q", s.mask()) }
+func (s Secret) LogValue() slog.Value         { return slog.StringValue(s.mask()) }
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.mask()), nil }
+
+// IsSecret reports whether a key's value must never be shown: sasl.password,
+// any key containing "password", and any key ending in ".token".
+func IsSecret(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "password") || strings.HasSuffix(k, ".token")
+}
+
+// ExactlyOnce reports whether processing.guarantee is exactly_once_v2.
+func (c *Config) ExactlyOnce() bool { return c.ProcessingGuarantee == ExactlyOnceV2 }
+
+// ClientRack returns the Kafka client.rack (KIP-392) of this instance: the
+// value of the client tag named by client.rack.tag, or "" when there is none.
+func (c *Config) ClientRack() string {
+	if c.ClientRackTag == "" {
+		return ""
+	}
+	return c.ClientTags.Value(c.ClientRackTag)
+}
+
+// Source returns where key's effective value came from. Keys that were
+// never set, client tags included, come from the default.
+func (c *Config) Source(key string) Source {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return Source{}
+}
+
+// SourceKind says which layer a value came from.
+type SourceKind uint8
+
+const (
+	FromDefault SourceKind = iota
+	FromFile
+	FromEnv
+	FromFlag
+)
+
+// Source is where a value came from: a default, a line of a file, an
+// environment variable or a --set flag.
+type Source struct {
+	Kind SourceKind
+	File string // FromFile: the path
+	Line int    // FromFile: the line, from 1
+	Env  string // FromEnv: the variable's name
+	// Note explains a default that depends on other keys:
+	// "under processing.guarantee=exactly_once_v2".
+	Note string
+}
+
+// String returns "default", "FILE:LINE", "env NAME" or "flag --set".
+func (s Source) String() string {
+	switch s.Kind {
+	case FromFile:
+		return fmt.Sprintf("%s:%d", s.File, s.Line)
+	case FromEnv:
+		return "env " + s.Env
+	case FromFlag:
+		return "flag --set"
+	}
+	if s.Note != "" {
+		return "default (" + s.Note + ")"
+	}
+	return "default"
+}
+
+// Error is one problem with the configuration: the key at fault, where its
+// value came from, and what is wrong. Msg names the key (in Kafka's words
+// where Kafka has a message) and, for a bad value, the value and what is
+// allowed; secret values are masked.
+type Error struct {
+	Key    string
+	Source Source
+	Msg    string
+}
+
+// Error returns "FILE:LINE: message", "env NAME: message", "flag --set:
+// message", or the message alone for a key that was not set.
+func (e *Error) Error() string {
+	if e.Source.Kind == FromDefault {
+		return e.Msg
+	}
+	return e.Source.String() + ": " + e.Msg
+}
+
+// Errors is every problem [Load] found, in the order of the sources (file
+// lines, environment, flags) and then the checks across keys.
+type Errors []*Error
+
+// Error lists the errors one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the individual errors, for errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}

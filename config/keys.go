@@ -1,0 +1,396 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rackstream/rackstream/tags"
+)
+
+// keyDef defines one configuration key. The table of them, keys, is the one
+// place a key is described: parsing, validation, the printed effective
+// configuration and the README reference are all derived from it.
+type keyDef struct {
+	name string
+	doc  string
+	// def is the default in its textual form, parsed like any value. When
+	// derived is set, def is only what the reference shows.
+	def      string
+	required bool // no default: must be set, and not empty
+	nonEmpty bool // has a default, but may not be set to ""
+	// enum lists the allowed values. aliases maps further accepted spellings
+	// to one of them; fold accepts any letter case.
+	enum    []string
+	aliases map[string]string
+	fold    bool
+	min     int64 // for numbers, with hasMin
+	hasMin  bool
+	max     int64 // for numbers, with hasMax
+	hasMax  bool
+	// field returns a pointer to the key's field in c: *string (enum types
+	// and Secret as their underlying string), *int, *int64, *time.Duration
+	// (milliseconds), *[]string (a list), *tags.Keys or *slog.Level.
+	field func(c *Config) any
+	// derived computes the default from other keys, after every set value is
+	// in c; note says why, for the source.
+	derived func(c *Config) (value, note string)
+	// check validates a set value beyond type and range; it returns what is
+	// allowed, as the rest of "Invalid value V for configuration K: ...".
+	check func(v string) string
+}
+
+// keys is the table of every configuration key but the client.tag.<key>
+// family, sorted by name (a test keeps it sorted).
+var keys = []*keyDef{
+	{name: "acceptable.recovery.lag", def: "10000", min: 0, hasMin: true,
+		doc:   "The largest lag (in changelog records) at which a replica counts as caught up and may take over a task as active without a warmup (KIP-441).",
+		field: func(c *Config) any { return &c.AcceptableRecoveryLag }},
+	{name: "application.id", required: true, check: checkTopicChars,
+		doc:   "Identifies the application: the consumer group id and the prefix of internal topics (`<application.id>-<store>-changelog`, `<application.id>-dlq`). Letters, digits, `.`, `_` and `-`.",
+		field: func(c *Config) any { return &c.ApplicationID }},
+	{name: "application.server", check: checkHostPort,
+		doc:   "The `host:port` at which other instances and clients reach this instance's HTTP server; announced to the group for query routing.",
+		field: func(c *Config) any { return &c.ApplicationServer }},
+	{name: "bootstrap.servers", required: true, check: checkServers,
+		doc:   "Comma-separated `host:port` list of Kafka brokers to bootstrap from.",
+		field: func(c *Config) any { return &c.BootstrapServers }},
+	{name: "client.rack.tag", def: "zone",
+		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
+		field: func(c *Config) any { return &c.ClientRackTag }},
+	{name: "commit.interval.ms", def: "`30000`; `100` under `exactly_once_v2`", min: 0, hasMin: true,
+		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets.",
+		field: func(c *Config) any { return &c.CommitInterval },
+		derived: func(c *Config) (string, string) {
+			if c.ProcessingGuarantee == ExactlyOnceV2 {
+				return "100", "under processing.guarantee=exactly_once_v2"
+			}
+			return "30000", ""
+		}},
+	{name: "errors.dead.letter.queue.topic.name", def: "`<application.id>-dlq`",
+		doc:   "The dead-letter topic for records that fail to decode or process under `processing.exception.handler=dlq` (Kafka Streams' KIP-1034 name).",
+		field: func(c *Config) any { return &c.DeadLetterQueueTopic },
+		derived: func(c *Config) (string, string) {
+			if c.ApplicationID == "" {
+				return "", ""
+			}
+			return c.ApplicationID + "-dlq", "<application.id>-dlq"
+		}},
+	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every request but `/healthz`, `/readyz` and `/metrics`, and sends when forwarding a query to a peer. Empty for none. Secret.",
+		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
+	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,
+		doc:   "The `host:port` the HTTP server (queries, metrics, health) listens on.",
+		field: func(c *Config) any { return &c.HTTP.Listen }},
+	{name: "http.tls.ca", doc: "PEM file of the certificate authorities that verify peers when a query is forwarded over HTTPS. Verification is never skipped.",
+		field: func(c *Config) any { return &c.HTTP.TLSCA }},
+	{name: "http.tls.cert", doc: "PEM certificate file: the HTTP server serves HTTPS when set (with `http.tls.key`).",
+		field: func(c *Config) any { return &c.HTTP.TLSCert }},
+	{name: "http.tls.key", doc: "PEM private key file of `http.tls.cert`.",
+		field: func(c *Config) any { return &c.HTTP.TLSKey }},
+	{name: "log.format", def: "text", enum: []string{"text", "json"},
+		doc:   "Log output format (log/slog handlers).",
+		field: func(c *Config) any { return (*string)(&c.LogFormat) }},
+	{name: "log.level", def: "info", enum: []string{"debug", "info", "warn", "error"}, fold: true,
+		doc:   "The lowest level logged.",
+		field: func(c *Config) any { return &c.LogLevel }},
+	{name: "max.warmup.replicas", def: "2", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
+		doc:   "The most warmup replicas (extra standbys that restore a task before it moves to a caught-up owner) the group may have at once (KIP-441).",
+		field: func(c *Config) any { return &c.MaxWarmupReplicas }},
+	{name: "num.standby.replicas", def: "0", min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
+		doc:   "Standby replicas per task, spread over the `rack.aware.assignment.tags` dimensions. 0 means none.",
+		field: func(c *Config) any { return &c.NumStandbyReplicas }},
+	{name: "num.stream.threads", def: "the number of CPUs", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
+		doc:   "Tasks processed in parallel; also this instance's capacity weight in placement, as in Kafka Streams.",
+		field: func(c *Config) any { return &c.NumStreamThreads },
+		derived: func(*Config) (string, string) {
+			return strconv.Itoa(runtime.NumCPU()), "the number of CPUs"
+		}},
+	{name: "partitioner", def: "murmur2", enum: []string{"murmur2", "fnv1a", "crc32"},
+		doc:   "The function that maps a key to its partition slot, for every producer, the HTTP router and the startup check: `murmur2` (Kafka's Java clients, franz-go), `fnv1a` (goka, sarama), `crc32` (librdkafka's `consistent`).",
+		field: func(c *Config) any { return (*string)(&c.Partitioner) }},
+	{name: "probing.rebalance.interval.ms", def: "600000", min: 60000, hasMin: true,
+		doc:   "How long, in milliseconds, to wait before a probing rebalance that checks whether warmups have caught up (KIP-441).",
+		field: func(c *Config) any { return &c.ProbingRebalanceInterval }},
+	{name: "processing.exception.handler", def: "dlq", enum: []string{"dlq", "skip", "fail"}, aliases: map[string]string{"continue": "skip"},
+		doc:   "What happens to a record that fails to decode or whose handler fails after retries: `dlq` sends it to the dead-letter topic, `skip` (alias `continue`) logs and counts it, `fail` stops the task and marks the instance not ready.",
+		field: func(c *Config) any { return (*string)(&c.ProcessingExceptionHandler) }},
+	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2"},
+		doc:   "`at_least_once`, or `exactly_once_v2` for Kafka transactions around each commit.",
+		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
+	{name: "processor.changelog.topic", doc: "The built-in processor's changelog topic; empty for `<application.id>-<processor.type>-changelog`.",
+		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
+	{name: "processor.input.topic", doc: "The built-in processor's input topic (required with `processor.type`).",
+		field: func(c *Config) any { return &c.Processor.InputTopic }},
+	{name: "processor.output.topic", doc: "The topic receiving each updated value per key; empty for none.",
+		field: func(c *Config) any { return &c.Processor.OutputTopic }},
+	{name: "processor.sum.field", doc: "For `processor.type=sum`: the JSON field holding the number; empty when the value itself is a decimal number.",
+		field: func(c *Config) any { return &c.Processor.SumField }},
+	{name: "processor.type", enum: []string{"", "latest", "count", "sum"},
+		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key). Empty when Rackstream is used as a library.",
+		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
+	{name: "rack.aware.assignment.tags",
+		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
+		field: func(c *Config) any { return &c.RackAwareAssignmentTags }},
+	{name: "replication.factor", def: "-1", min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
+		doc:   "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
+		field: func(c *Config) any { return &c.ReplicationFactor },
+		check: func(v string) string {
+			if strings.TrimSpace(v) == "0" {
+				return "Value must be -1 (the broker's default) or at least 1"
+			}
+			return ""
+		}},
+	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, fold: true,
+		doc:   "The SASL mechanism under `security.protocol` SASL_PLAINTEXT or SASL_SSL.",
+		field: func(c *Config) any { return (*string)(&c.Security.SASLMechanism) }},
+	{name: "sasl.password", doc: "The SASL password. Secret.",
+		field: func(c *Config) any { return (*string)(&c.Security.SASLPassword) }},
+	{name: "sasl.username", doc: "The SASL user name.",
+		field: func(c *Config) any { return &c.Security.SASLUsername }},
+	{name: "security.protocol", def: "PLAINTEXT", enum: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, fold: true,
+		doc:   "How the Kafka clients talk to the brokers.",
+		field: func(c *Config) any { return (*string)(&c.Security.Protocol) }},
+	{name: "session.timeout.ms", def: "10000", min: 1, hasMin: true,
+		doc:   "The consumer group session timeout in milliseconds: how long until a silent instance is considered gone.",
+		field: func(c *Config) any { return &c.SessionTimeout }},
+	{name: "shutdown.timeout.ms", def: "30000", min: 0, hasMin: true,
+		doc:   "The bound, in milliseconds, on a graceful shutdown: finish in-flight records, flush, commit, leave the group, close stores.",
+		field: func(c *Config) any { return &c.ShutdownTimeout }},
+	{name: "ssl.ca.location", doc: "PEM file of the certificate authorities that verify the brokers; empty for the system's.",
+		field: func(c *Config) any { return &c.Security.SSLCALocation }},
+	{name: "ssl.certificate.location", doc: "PEM client certificate file for TLS client authentication (with `ssl.key.location`).",
+		field: func(c *Config) any { return &c.Security.SSLCertificateLocation }},
+	{name: "ssl.key.location", doc: "PEM private key file of `ssl.certificate.location`.",
+		field: func(c *Config) any { return &c.Security.SSLKeyLocation }},
+	{name: "state.cleanup.delay.ms", def: "600000", min: 0, hasMin: true,
+		doc:   "How long, in milliseconds, the local state of a task this instance no longer holds is kept before it is deleted.",
+		field: func(c *Config) any { return &c.StateCleanupDelay }},
+	{name: "state.dir", def: "/var/lib/rackstream", nonEmpty: true,
+		doc:   "Directory of the local state: the process id and one LevelDB per task and store.",
+		field: func(c *Config) any { return &c.StateDir }},
+	{name: "state.leveldb.block.cache.bytes", def: "8388608", min: 0, hasMin: true,
+		doc:   "LevelDB block cache per store, in bytes.",
+		field: func(c *Config) any { return &c.LevelDB.BlockCacheBytes }},
+	{name: "state.leveldb.bloom.bits", def: "10", min: 0, hasMin: true, max: 64, hasMax: true,
+		doc:   "Bloom filter bits per key of LevelDB tables; 0 for no filter.",
+		field: func(c *Config) any { return &c.LevelDB.BloomBits }},
+	{name: "state.leveldb.compression", def: "snappy", enum: []string{"snappy", "none"},
+		doc:   "LevelDB block compression.",
+		field: func(c *Config) any { return (*string)(&c.LevelDB.Compression) }},
+	{name: "state.leveldb.write.buffer.bytes", def: "4194304", min: 0, hasMin: true,
+		doc:   "LevelDB memtable size per store, in bytes.",
+		field: func(c *Config) any { return &c.LevelDB.WriteBufferBytes }},
+	{name: "statestore.cache.max.bytes", def: "10485760", min: 0, hasMin: true,
+		doc:   "Record cache per instance, in bytes: writes to one key within a commit interval may be merged before they reach the changelog and outputs. 0 turns merging off.",
+		field: func(c *Config) any { return &c.StatestoreCacheMaxBytes }},
+}
+
+// clientTagDoc describes the client.tag.<key> family in the reference.
+const clientTagDoc = "A client tag: where this instance runs, e.g. `client.tag.zone=eu-central-1a`. At most 5; key at most 20 characters, value at most 30 (counted in characters), neither empty."
+
+// draftNames are KIP-708's draft names for rack.aware.assignment.tags.
+var draftNames = []string{"task.assignment.rack.awareness", "taskrack.aware.assignment.rack.awarenesstags"}
+
+func lookup(name string) *keyDef {
+	i, ok := slices.BinarySearchFunc(keys, name, func(d *keyDef, n string) int { return strings.Compare(d.name, n) })
+	if !ok {
+		return nil
+	}
+	return keys[i]
+}
+
+// allowed describes the allowed values of an enum, in Kafka's words.
+func (d *keyDef) allowed() string {
+	var vs []string
+	for _, v := range d.enum {
+		if v == "" {
+			v = `""`
+		}
+		for a, to := range d.aliases {
+			if to == v {
+				v += " (alias " + a + ")"
+			}
+		}
+		vs = append(vs, v)
+	}
+	return "String must be one of: " + strings.Join(vs, ", ")
+}
+
+// set parses v into d's field of c. It returns the reason v is not allowed,
+// as the end of Kafka's "Invalid value V for configuration K: REASON", or "".
+func (d *keyDef) set(c *Config, v string) string {
+	v = strings.TrimSpace(v) // as Kafka's ConfigDef.parseType
+	if v == "" && (d.required || d.nonEmpty) {
+		return "Value must not be empty"
+	}
+	if d.enum != nil {
+		canon, ok := d.canonical(v)
+		if !ok {
+			return d.allowed()
+		}
+		v = canon
+	}
+	if d.check != nil && v != "" {
+		if why := d.check(v); why != "" {
+			return why
+		}
+	}
+	switch p := d.field(c).(type) {
+	case *string:
+		*p = v
+	case *int:
+		n, why := d.integer(v, "INT", 32)
+		if why != "" {
+			return why
+		}
+		*p = int(n)
+	case *int64:
+		n, why := d.integer(v, "LONG", 64)
+		if why != "" {
+			return why
+		}
+		*p = n
+	case *time.Duration:
+		n, why := d.integer(v, "LONG", 64)
+		if why != "" {
+			return why
+		}
+		if n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+			return fmt.Sprintf("Value must be no more than %d", math.MaxInt64/int64(time.Millisecond))
+		}
+		*p = time.Duration(n) * time.Millisecond
+	case *[]string:
+		*p = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				*p = append(*p, s)
+			}
+		}
+		if len(*p) == 0 && d.required {
+			return "Value must not be empty"
+		}
+	case *tags.Keys:
+		*p = tags.ParseKeys(v) // checked with the client tags by tags.Check
+	case *slog.Level:
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(v)); err != nil {
+			return d.allowed()
+		}
+		*p = l
+	default:
+		panic(fmt.Sprintf("config: key %s has a field of unsupported type %T", d.name, p))
+	}
+	return ""
+}
+
+func (d *keyDef) canonical(v string) (string, bool) {
+	if to, ok := d.aliases[v]; ok {
+		return to, true
+	}
+	for _, e := range d.enum {
+		if v == e || (d.fold && strings.EqualFold(v, e)) {
+			return e, true
+		}
+	}
+	return "", false
+}
+
+func (d *keyDef) integer(v, typ string, bits int) (int64, string) {
+	n, err := strconv.ParseInt(v, 10, bits)
+	if err != nil {
+		return 0, "Not a number of type " + typ
+	}
+	if d.hasMin && n < d.min {
+		return 0, fmt.Sprintf("Value must be at least %d", d.min)
+	}
+	if d.hasMax && n > d.max {
+		return 0, fmt.Sprintf("Value must be no more than %d", d.max)
+	}
+	return n, ""
+}
+
+// format returns the value of d's field in c as text, secrets unmasked.
+func (d *keyDef) format(c *Config) string {
+	switch p := d.field(c).(type) {
+	case *string:
+		return *p
+	case *int:
+		return strconv.Itoa(*p)
+	case *int64:
+		return strconv.FormatInt(*p, 10)
+	case *time.Duration:
+		return strconv.FormatInt(p.Milliseconds(), 10)
+	case *[]string:
+		return strings.Join(*p, ",")
+	case *tags.Keys:
+		return p.String()
+	case *slog.Level:
+		return strings.ToLower(p.String())
+	}
+	panic(fmt.Sprintf("config: key %s has a field of unsupported type %T", d.name, d.field(c)))
+}
+
+// rangeDoc describes d's allowed values for the reference, or "".
+func (d *keyDef) rangeDoc() string {
+	switch {
+	case d.enum != nil:
+		var vs []string
+		for _, v := range d.enum {
+			if v != "" {
+				vs = append(vs, "`"+v+"`")
+			}
+		}
+		return "One of " + strings.Join(vs, ", ") + "."
+	case d.hasMin && d.hasMax && d.max <= 1000: // a real bound, not the type's
+		return fmt.Sprintf("From %d to %d.", d.min, d.max)
+	case d.hasMin:
+		return fmt.Sprintf("At least %d.", d.min)
+	}
+	return ""
+}
+
+func checkHostPort(v string) string {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || port == "" || strings.ContainsAny(host, " /") {
+		return "Value must be host:port"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "Value must be host:port with a port from 0 to 65535"
+	}
+	return ""
+}
+
+func checkServers(v string) string {
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if checkHostPort(s) != "" {
+			return "Invalid url in bootstrap.servers: " + s
+		}
+		if host, _, _ := net.SplitHostPort(s); host == "" {
+			return "Invalid url in bootstrap.servers: " + s
+		}
+	}
+	return ""
+}
+
+// checkTopicChars allows what Kafka allows in topic names: [a-zA-Z0-9._-].
+func checkTopicChars(v string) string {
+	for _, r := range v {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("Value may contain only letters, digits, '.', '_' and '-' (it prefixes topic names), not %q", r)
+		}
+	}
+	if len(v) > 200 {
+		return "Value must be at most 200 characters (it prefixes topic names of at most 249)"
+	}
+	return ""
+}

@@ -1,0 +1,361 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/rackstream/rackstream/tags"
+)
+
+// EnvPrefix starts every environment variable that sets a key.
+const EnvPrefix = "RACKSTREAM_"
+
+// envTagPrefix starts the variables that set client tags.
+const envTagPrefix = EnvPrefix + "CLIENT_TAG_"
+
+// EnvName returns the environment variable that sets key: RACKSTREAM_, then
+// the key upper-cased with dots and dashes as underscores
+// (commit.interval.ms: RACKSTREAM_COMMIT_INTERVAL_MS; client.tag.zone:
+// RACKSTREAM_CLIENT_TAG_ZONE).
+func EnvName(key string) string {
+	return EnvPrefix + strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(key))
+}
+
+// KeyForEnv returns the key an environment variable sets, and false when
+// the variable sets none. RACKSTREAM_CLIENT_TAG_<KEY> sets client.tag.<key>
+// with <KEY> lower-cased (so a tag key with upper-case letters or dots can
+// be set only in the file or with --set); any other variable sets the key
+// whose EnvName it is.
+func KeyForEnv(name string) (string, bool) {
+	if tag, ok := strings.CutPrefix(name, envTagPrefix); ok {
+		return tags.Prefix + strings.ToLower(tag), true
+	}
+	if !strings.HasPrefix(name, EnvPrefix) {
+		return "", false
+	}
+	for _, d := range keys {
+		if EnvName(d.name) == name {
+			return d.name, true
+		}
+	}
+	return "", false
+}
+
+// Sources are the layers of a configuration, each overriding the one before:
+// the defaults, a properties file, the environment, and --set flags.
+type Sources struct {
+	// File is the path of a Java properties file (UTF-8); "" for none.
+	File string
+	// Env is the environment as os.Environ returns it: "NAME=value"
+	// strings. Only RACKSTREAM_ variables are read: see EnvName and
+	// KeyForEnv. Pass os.Environ() in a program and a literal in tests.
+	Env []string
+	// Set holds "key=value" pairs from --set flags, in command-line order;
+	// a later pair wins.
+	Set []string
+}
+
+// setting is one key's value from one source.
+type setting struct {
+	key, value string
+	src        Source
+}
+
+// Load reads the sources, validates the result and returns the effective
+// configuration. On failure it returns every problem found as [Errors]:
+// unreadable lines, unknown keys (with the nearest known key), bad values
+// (with the value and what is allowed), missing required keys and
+// inconsistent combinations, each with the file and line, variable or flag
+// it came from.
+//
+// Unknown RACKSTREAM_ variables are not errors (scripts and tests use the
+// prefix for their own settings), but one that is a near miss of a real
+// variable is reported by [Config.Warnings].
+func Load(src Sources) (*Config, error) {
+	var (
+		settings []setting
+		errs     Errors
+		warnings []string
+	)
+	if src.File != "" {
+		data, err := os.ReadFile(src.File)
+		if err != nil {
+			return nil, Errors{{Msg: fmt.Sprintf("read configuration: %v", err)}}
+		}
+		props, syntax := ParseProperties(data)
+		for _, e := range syntax {
+			errs = append(errs, &Error{Source: Source{Kind: FromFile, File: src.File, Line: e.Line}, Msg: e.Msg})
+		}
+		for _, p := range props {
+			settings = append(settings, setting{p.Key, p.Value, Source{Kind: FromFile, File: src.File, Line: p.Line}})
+		}
+	}
+
+	env := environment(src.Env)
+	for _, name := range sortedKeys(env) {
+		key, ok := KeyForEnv(name)
+		if !ok {
+			if near := nearestEnv(name); near != "" {
+				warnings = append(warnings, fmt.Sprintf("env %s: not a configuration variable; did you mean %s?", name, near))
+			}
+			continue
+		}
+		settings = append(settings, setting{key, env[name], Source{Kind: FromEnv, Env: name}})
+	}
+
+	for _, kv := range src.Set {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			errs = append(errs, &Error{Source: Source{Kind: FromFlag}, Msg: fmt.Sprintf("--set %q: want key=value", maskUnparsed(kv))})
+			continue
+		}
+		settings = append(settings, setting{strings.TrimSpace(key), value, Source{Kind: FromFlag}})
+	}
+
+	c, more := build(settings)
+	errs = append(errs, more...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	c.warnings = warnings
+	return c, nil
+}
+
+// build applies settings in order over the defaults and validates the result.
+func build(settings []setting) (*Config, Errors) {
+	c := &Config{sources: make(map[string]Source)}
+	var errs Errors
+	fail := func(key string, src Source, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Source: src, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	// The last setting of each key wins; client tags keep the order in which
+	// they first appear, which decides which one is "the sixth".
+	last := make(map[string]int, len(settings))
+	var tagKeys []string
+	for i, s := range settings {
+		switch {
+		case strings.HasPrefix(s.key, tags.Prefix):
+			if _, seen := last[s.key]; !seen {
+				tagKeys = append(tagKeys, s.key)
+			}
+		case lookup(s.key) == nil:
+			fail(s.key, s.src, "%s", unknownKey(s.key))
+			continue
+		}
+		last[s.key] = i
+	}
+
+	for i, s := range settings {
+		if last[s.key] != i || strings.HasPrefix(s.key, tags.Prefix) {
+			continue
+		}
+		d := lookup(s.key)
+		if d == nil {
+			continue
+		}
+		c.sources[d.name] = s.src
+		if why := d.set(c, s.value); why != "" {
+			fail(d.name, s.src, "Invalid value %s for configuration %s: %s", showValue(d.name, s.value), d.name, why)
+		}
+	}
+
+	// Defaults: the static ones first, then those derived from other keys.
+	for _, d := range keys {
+		if _, ok := c.sources[d.name]; ok {
+			continue
+		}
+		if d.required {
+			fail(d.name, Source{}, "Missing required configuration %q which has no default value.", d.name)
+			continue
+		}
+		if d.derived == nil {
+			if why := d.set(c, d.def); why != "" {
+				panic(fmt.Sprintf("config: default %q of %s: %s", d.def, d.name, why))
+			}
+		}
+	}
+	for _, d := range keys {
+		if _, ok := c.sources[d.name]; ok || d.derived == nil {
+			continue
+		}
+		v, note := d.derived(c)
+		if why := d.set(c, v); why != "" {
+			panic(fmt.Sprintf("config: derived default %q of %s: %s", v, d.name, why))
+		}
+		if note != "" {
+			c.sources[d.name] = Source{Note: note}
+		}
+	}
+
+	// Client tags, checked with rack.aware.assignment.tags against Kafka's limits.
+	ts := make([]tags.Tag, len(tagKeys))
+	for i, k := range tagKeys {
+		s := settings[last[k]]
+		c.sources[k] = s.src
+		ts[i] = tags.Tag{Key: strings.TrimPrefix(k, tags.Prefix), Value: strings.TrimSpace(s.value)}
+	}
+	if terrs := tags.Check(ts, c.RackAwareAssignmentTags); terrs != nil {
+		for _, e := range terrs {
+			fail(e.Config, c.Source(e.Config), "%s", e.Msg)
+		}
+	} else if set, err := tags.NewSet(ts...); err != nil {
+		fail(tags.Prefix, Source{}, "%v", err) // not reachable: keys are unique
+	} else {
+		c.ClientTags = set
+	}
+
+	errs = append(errs, c.crossCheck()...)
+	return c, errs
+}
+
+// crossCheck validates combinations of keys.
+func (c *Config) crossCheck() Errors {
+	var errs Errors
+	fail := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Source: c.Source(key), Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Security.UsesSASL() {
+		var missing []string
+		if c.Security.SASLUsername == "" {
+			missing = append(missing, "sasl.username")
+		}
+		if c.Security.SASLPassword == "" {
+			missing = append(missing, "sasl.password")
+		}
+		if len(missing) > 0 {
+			fail("security.protocol", "security.protocol=%s requires %s", c.Security.Protocol, strings.Join(missing, " and "))
+		}
+	}
+	pair := func(a, b, va, vb string) {
+		switch {
+		case va != "" && vb == "":
+			fail(a, "%s is set but %s is not: both or neither", a, b)
+		case va == "" && vb != "":
+			fail(b, "%s is set but %s is not: both or neither", b, a)
+		}
+	}
+	pair("ssl.certificate.location", "ssl.key.location", c.Security.SSLCertificateLocation, c.Security.SSLKeyLocation)
+	pair("http.tls.cert", "http.tls.key", c.HTTP.TLSCert, c.HTTP.TLSKey)
+	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
+		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
+	}
+	return errs
+}
+
+// Warnings returns what Load noticed but did not reject: environment
+// variables that look like misspelt configuration variables.
+func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
+
+// environment turns "NAME=value" strings into a map of the RACKSTREAM_
+// variables; a later duplicate wins, as in os/exec.
+func environment(kvs []string) map[string]string {
+	m := make(map[string]string)
+	for _, kv := range kvs {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(name, EnvPrefix) {
+			m[name] = value
+		}
+	}
+	return m
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// showValue renders a value for a message: quoted when empty or padded,
+// masked when secret.
+func showValue(key, v string) string {
+	if IsSecret(key) {
+		return masked
+	}
+	if v == "" || strings.TrimSpace(v) != v {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}
+
+// maskUnparsed masks a --set argument that has no '=' when it looks secret.
+func maskUnparsed(kv string) string {
+	if IsSecret(kv) {
+		return masked
+	}
+	return kv
+}
+
+// unknownKey explains an unknown key, suggesting the nearest known one.
+func unknownKey(key string) string {
+	if slices.Contains(draftNames, key) {
+		return fmt.Sprintf("unknown configuration key %q: it is a draft name from KIP-708 that Kafka never shipped; use rack.aware.assignment.tags (the comma-separated client.tag. keys to spread standbys over)", key)
+	}
+	if near := nearestKey(key); near != "" {
+		return fmt.Sprintf("unknown configuration key %q; did you mean %q?", key, near)
+	}
+	return fmt.Sprintf("unknown configuration key %q", key)
+}
+
+// nearestKey returns the known key closest to key in edit distance, or ""
+// when none is close enough to be a plausible typo. A misspelt client.tag.
+// prefix is suggested with the tag key kept.
+func nearestKey(key string) string {
+	best, bestD := "", maxTypo(key)+1
+	for _, d := range keys {
+		if dist := levenshtein(key, d.name); dist < bestD {
+			best, bestD = d.name, dist
+		}
+	}
+	// client.tags.zone, clienttag.zone, client_tag.zone ...
+	for i := 1; i < len(key); i++ {
+		if key[i-1] != '.' {
+			continue
+		}
+		if dist := levenshtein(key[:i], tags.Prefix); dist < bestD && dist <= 2 {
+			best, bestD = tags.Prefix+key[i:], dist
+		}
+	}
+	return best
+}
+
+// nearestEnv returns the configuration variable closest to name, if name is
+// a plausible misspelling of one.
+func nearestEnv(name string) string {
+	best, bestD := "", 3
+	for _, d := range keys {
+		if dist := levenshtein(name, EnvName(d.name)); dist < bestD {
+			best, bestD = EnvName(d.name), dist
+		}
+	}
+	return best
+}
+
+// maxTypo is how many edits a misspelling of a key this long may have.
+func maxTypo(key string) int { return max(2, len(key)/4) }
+
+// levenshtein returns the edit distance of a and b, in bytes.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
