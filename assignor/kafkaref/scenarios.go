@@ -29,15 +29,15 @@ type Client struct {
 	ID             string            `json:"id"`
 	Tags           map[string]string `json:"tags"`
 	Capacity       int               `json:"capacity"`
-	PreviousActive []int             `json:"previous_active"`
+	PreviousActive []int             `json:"previous_active,omitempty"`
 	Lags           map[string]int64  `json:"lags,omitempty"`
 }
 
 // ScenarioSeed and ScenarioCount define the committed scenario list,
 // testdata/scenarios.jsonl. Changing either, or the generator, changes the
-// list; the differential test fails until the file is regenerated (go test
-// -run TestScenarioFileIsTheGeneratorsOutput -regenerate), and the change
-// shows in review. A scenario is never dropped for its result.
+// list; TestScenarioFileIsTheGeneratorsOutput fails until the file is
+// regenerated (go test ./assignor/kafkaref/ -run TestScenarioFile -regenerate),
+// and the change shows in review. A scenario is never dropped for its result.
 const (
 	ScenarioSeed  = 708
 	ScenarioCount = 300
