@@ -13,7 +13,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache_root="${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafkaref"
+cache_root="${RACKSTREAM_CACHE:-${HOME:-/tmp}/.cache/rackstream}/kafkaref"
 
 for tool in java mvn; do
 	if ! command -v "$tool" >/dev/null 2>&1; then

@@ -86,6 +86,9 @@ type Plan struct {
 	// ElapsedNanos is the JVM's time for building Kafka's view of the
 	// scenario and assigning standbys, without JSON.
 	ElapsedNanos int64 `json:"elapsed_ns"`
+	// CPUNanos is the CPU time of the same, on the JVM's one working thread:
+	// on a shared machine it is the steadier figure.
+	CPUNanos int64 `json:"cpu_ns"`
 	// Raw is the whole line, for decoding into the assignor's own plan type.
 	Raw json.RawMessage `json:"-"`
 }

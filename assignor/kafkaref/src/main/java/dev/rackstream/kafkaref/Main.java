@@ -17,6 +17,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -42,12 +44,13 @@ import java.util.TreeSet;
  * <p>Output: Rackstream's plan shape ({@code tasks}, {@code clients},
  * {@code probing_rebalance_needed}) without {@code quality}, which the caller
  * computes the same way for both plans, plus {@code name} and
- * {@code elapsed_ns} (time spent building the state and assigning, excluding
- * JSON). A scenario that cannot be run yields {@code {"name":...,"error":"..."}}
+ * {@code elapsed_ns} and {@code cpu_ns} (wall and CPU time of building Kafka's
+ * view of the scenario and assigning, without JSON). A scenario that cannot be run yields {@code {"name":...,"error":"..."}}
  * and the program goes on with the next line.
  */
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private Main() {}
 
@@ -88,6 +91,7 @@ public final class Main {
     /** Places the scenario's standbys with Kafka's utility and renders the plan. */
     static ObjectNode plan(final Scenario scenario) {
         final long start = System.nanoTime();
+        final long cpuStart = THREADS.getCurrentThreadCpuTime();
         final ScenarioState state = new ScenarioState(scenario);
         final Map<ProcessId, KafkaStreamsAssignment> assignments = new TreeMap<>();
         for (int c = 0; c < scenario.clients.size(); c++) {
@@ -105,13 +109,16 @@ public final class Main {
             TaskAssignmentUtils.defaultStandbyTaskAssignment(state, assignments);
         }
         final long elapsed = System.nanoTime() - start;
-        return render(scenario, state, assignments, elapsed);
+        final long cpu = THREADS.getCurrentThreadCpuTime() - cpuStart;
+        final ObjectNode plan = render(scenario, state, assignments);
+        plan.put("elapsed_ns", elapsed);
+        plan.put("cpu_ns", cpu);
+        return plan;
     }
 
     private static ObjectNode render(final Scenario scenario,
                                      final ScenarioState state,
-                                     final Map<ProcessId, KafkaStreamsAssignment> assignments,
-                                     final long elapsedNanos) {
+                                     final Map<ProcessId, KafkaStreamsAssignment> assignments) {
         final String[] active = new String[scenario.tasks];
         final List<TreeSet<String>> standbys = new ArrayList<>(scenario.tasks);
         for (int t = 0; t < scenario.tasks; t++) {
@@ -152,7 +159,6 @@ public final class Main {
         }
         plan.set("clients", clients);
         plan.put("probing_rebalance_needed", false);
-        plan.put("elapsed_ns", elapsedNanos);
         return plan;
     }
 }
