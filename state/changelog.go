@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,12 +124,33 @@ func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partit
 }
 
 func validateChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, topics []string) error {
-	details, err := adm.ListTopics(ctx, topics...)
-	if err != nil {
+	var details kadm.TopicDetails
+	// A topic created a moment ago may still be unknown to cached metadata
+	// (the client's or a broker's): retry that for a while.
+	err := retryUnknownTopic(ctx, func() error {
+		var err error
+		if details, err = adm.ListTopics(ctx, topics...); err != nil {
+			return err
+		}
+		return details.Error()
+	})
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("state: list changelog topics: %w", err)
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, topics...)
-	if err != nil {
+	var configs kadm.ResourceConfigs
+	err = retryUnknownTopic(ctx, func() error {
+		var err error
+		if configs, err = adm.DescribeTopicConfigs(ctx, topics...); err != nil {
+			return err
+		}
+		for _, rc := range configs {
+			if rc.Err != nil {
+				return rc.Err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("state: describe changelog topic configs: %w", err)
 	}
 	policy := make(map[string]string, len(topics))
@@ -193,4 +215,21 @@ func (p *changelogPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
 		return p.manual.ForTopic(topic)
 	}
 	return p.fallback.ForTopic(topic)
+}
+
+// retryUnknownTopic calls fn until it returns something other than
+// UnknownTopicOrPartition, or unknownTopicPatience has passed.
+func retryUnknownTopic(ctx context.Context, fn func() error) error {
+	began := time.Now()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := fn()
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Since(began) > unknownTopicPatience {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }

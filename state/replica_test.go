@@ -1,0 +1,291 @@
+package state
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestStandbyEqualsActiveAfterActiveStopsWriting: a standby on another
+// instance tails the changelog while the active writes over several
+// commits; once the active stops, the standby's store equals the active's
+// and its lag is 0. Then the standby is promoted without reopening its
+// store and continues from where the active stopped.
+func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
+	e := newEnv(t, 2, "s", "t")
+	reg := prometheus.NewRegistry()
+	active := e.open(t.TempDir())
+	standby := e.open(t.TempDir(), func(o *Options) { o.Registerer = reg })
+	p := e.producer()
+	at := e.activeTask(active, 1, p)
+
+	st, err := standby.OpenTask(1, e.stores)
+	must(t, err)
+	must(t, st.StartStandby())
+	if st.Role() != RoleStandby || st.Ready() {
+		t.Fatalf("standby role %s ready %v", st.Role(), st.Ready())
+	}
+
+	for round := range 5 {
+		for i := range 300 {
+			k := []byte("k" + strconv.Itoa((round*97+i)%500))
+			must(t, at.Store("s").Put(k, []byte("r"+strconv.Itoa(round))))
+			if i%7 == 0 {
+				must(t, at.Store("t").Delete(k))
+			} else {
+				must(t, at.Store("t").Put(k, []byte(strings.Repeat("x", i))))
+			}
+		}
+		e.commit(at, p)
+	}
+	for _, name := range []string{"s", "t"} {
+		as, ss := at.Store(name), st.Store(name)
+		kafkatest.Eventually(t, time.Minute, "standby store "+name+" caught up", func() bool {
+			return ss.Checkpoint() >= as.Checkpoint() && ss.Lag() == 0
+		})
+		if got, want := viewContent(t, ss.View()), viewContent(t, as.View()); !maps.Equal(got, want) {
+			t.Fatalf("standby store %s (%d keys) differs from the active's (%d keys)", name, len(got), len(want))
+		}
+	}
+	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1500 {
+		t.Fatalf("standby applied %v records of store s, want 1500", n)
+	}
+
+	// The active writes a little more and goes away; the standby is
+	// promoted: it applies just those records, keeps its store open, and
+	// continues writing.
+	for i := range 10 {
+		must(t, at.Store("s").Put([]byte("late"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(at, p)
+	want := viewContent(t, at.Store("s").View())
+	must(t, active.Close())
+	sBefore := st.Store("s")
+	p2 := e.producer()
+	must(t, st.Promote(e.ctx(), p2))
+	if st.Store("s") != sBefore || !st.Ready() || st.Role() != RoleActive {
+		t.Fatalf("after promotion: same store %v, ready %v, role %s", st.Store("s") == sBefore, st.Ready(), st.Role())
+	}
+	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("promoted store (%d keys) differs from the old active's (%d keys)", len(got), len(want))
+	}
+	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1510 {
+		t.Fatalf("records applied to store s through promotion = %v, want 1510: promotion replays only the lag", n)
+	}
+	must(t, st.Store("s").Put([]byte("after"), []byte("promotion")))
+	e.commit(st, p2)
+	if got := e.changelogContent(st.Store("s").Changelog(), 1); !maps.Equal(got, viewContent(t, st.Store("s").View())) {
+		t.Fatal("changelog differs from the promoted store after its first commit")
+	}
+
+	// Demotion keeps the store and tails again.
+	must(t, st.Demote())
+	if st.Role() != RoleStandby || st.Store("s") != sBefore {
+		t.Fatalf("after demotion: role %s, same store %v", st.Role(), st.Store("s") == sBefore)
+	}
+	if err := st.Store("s").Put([]byte("x"), []byte("y")); err == nil {
+		t.Fatal("Put on a demoted task succeeded")
+	}
+	p3 := e.producer()
+	other := e.open(t.TempDir())
+	ot := e.activeTask(other, 1, p3)
+	must(t, ot.Store("s").Put([]byte("from"), []byte("new active")))
+	e.commit(ot, p3)
+	kafkatest.Eventually(t, time.Minute, "demoted task tails the new active's writes", func() bool {
+		v, ok, _ := st.Store("s").View().Get([]byte("from"))
+		return ok && string(v) == "new active"
+	})
+}
+
+// TestRestoreAcrossCompactedGaps compacts the changelog (kfake's
+// Cluster.Compact) so that it has holes, and restores a fresh store from it
+// and an old store from its checkpoint in the middle of a hole.
+func TestRestoreAcrossCompactedGaps(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	if e.c.Fake == nil {
+		t.Skip("compaction on demand needs kfake's Cluster.Compact; the real broker's cleaner runs on its own schedule (transaction gaps are tested on both)")
+	}
+	dir := t.TempDir()
+	m := e.open(dir)
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	s := task.Store("s")
+	// Each commit is its own produce batch; many keys are overwritten
+	// later, so compaction leaves gaps.
+	for round := range 20 {
+		for i := range 50 {
+			must(t, s.Put([]byte("k"+strconv.Itoa((round*13+i)%200)), []byte("r"+strconv.Itoa(round))))
+		}
+		if round%4 == 0 {
+			must(t, s.Delete([]byte("k"+strconv.Itoa(round))))
+		}
+		e.commit(task, p)
+		if round == 9 {
+			must(t, task.Close())
+			task, _ = m.OpenTask(0, e.stores)
+			must(t, task.Restore(e.ctx()))
+			must(t, task.Activate(p))
+			s = task.Store("s")
+		}
+	}
+	must(t, m.Close())
+	before := e.changelogContent(s.Changelog(), 0)
+	e.c.Fake.Compact()
+
+	// Count what compaction removed, to be sure there are gaps.
+	cl := e.c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Changelog(): {0: kgo.NewOffset().AtStart()}}))
+	var kept int
+	for kept == 0 || kept < 0 {
+		fs := cl.PollFetches(e.ctx())
+		kept += fs.NumRecords()
+		if fs.NumRecords() == 0 {
+			break
+		}
+		ends, _ := e.c.Admin().ListEndOffsets(e.ctx(), s.Changelog())
+		end, _ := ends.Lookup(s.Changelog(), 0)
+		var last int64
+		fs.EachRecord(func(r *kgo.Record) { last = r.Offset })
+		if last+1 < end.Offset {
+			kept = -kept
+		}
+	}
+	if kept >= 1000 {
+		t.Fatalf("compaction kept %d of 1000+ records: no gaps to restore across", kept)
+	}
+	t.Logf("after compaction the changelog keeps %d records", kept)
+
+	fresh := e.open(t.TempDir())
+	ft, err := fresh.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, ft.Restore(e.ctx()))
+	if got := viewContent(t, ft.Store("s").View()); !maps.Equal(got, before) {
+		t.Fatalf("fresh restore after compaction: %d keys, want %d", len(got), len(before))
+	}
+	if lag := ft.Store("s").Lag(); lag != 0 {
+		t.Fatalf("lag after restore = %d, want 0", lag)
+	}
+}
+
+// TestRestoreReadCommittedSkipsAbortedRecordsAndMarkers writes the
+// changelog with transactions, committed and aborted: a read_committed
+// restore applies only committed records, moves past the markers and ends
+// caught up (checkpoint = last stable offset, lag 0).
+func TestRestoreReadCommittedSkipsAbortedRecordsAndMarkers(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir(), func(o *Options) { o.ReadCommitted = true })
+	p := e.producer(kgo.TransactionalID(e.c.Name("txn")), kgo.TransactionTimeout(10*time.Second))
+	task := e.activeTask(m, 0, p)
+	s := task.Store("s")
+	for round := range 6 {
+		must(t, p.BeginTransaction())
+		for i := range 20 {
+			must(t, s.Put([]byte("k"+strconv.Itoa(i)), []byte("r"+strconv.Itoa(round))))
+		}
+		must(t, p.Flush(e.ctx()))
+		commit := round%2 == 0
+		must(t, p.EndTransaction(e.ctx(), kgo.TransactionEndTry(commit)))
+		if commit {
+			must(t, task.Commit())
+		} else {
+			task.Abort()
+		}
+	}
+	want := map[string]string{}
+	for i := range 20 {
+		want["k"+strconv.Itoa(i)] = "r4"
+	}
+	if got := viewContent(t, s.View()); !maps.Equal(got, want) {
+		t.Fatalf("active store after commits and aborts = %v", got)
+	}
+	fresh := e.open(t.TempDir(), func(o *Options) { o.ReadCommitted = true })
+	ft, err := fresh.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, ft.Restore(e.ctx()))
+	if got := viewContent(t, ft.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("read_committed restore = %v, want only committed r4 values", got)
+	}
+	ends, err := e.c.Admin().ListEndOffsets(e.ctx(), s.Changelog())
+	must(t, err)
+	end, _ := ends.Lookup(s.Changelog(), 0)
+	// 6 transactions of 20 records, each followed by its marker.
+	if ck := ft.Store("s").Checkpoint(); ck != end.Offset || ck != 126 {
+		t.Fatalf("checkpoint after restore = %d, end offset %d; want both 126 (past the last marker)", ck, end.Offset)
+	}
+	if lag := ft.Store("s").Lag(); lag != 0 {
+		t.Fatalf("lag = %d, want 0", lag)
+	}
+}
+
+// TestChangelogValidation: a missing changelog is created compacted with
+// the task count; an existing one with another partition count, or not
+// compacted, stops startup with an error naming the topic and both counts.
+func TestChangelogValidation(t *testing.T) {
+	c := kafkatest.New(t)
+	ctx := newEnv(t, 1).ctx()
+	adm := c.Admin()
+	good, wrong, deleting := c.Name("good-changelog"), c.Name("wrong-changelog"), c.Name("delete-changelog")
+	c.CreateTopic(wrong, 3, map[string]*string{"cleanup.policy": ptr("compact")})
+	c.CreateTopic(deleting, 4, map[string]*string{"cleanup.policy": ptr("delete")})
+
+	must(t, EnsureChangelogs(ctx, adm, 4, -1, good))
+	var policy string
+	kafkatest.Eventually(t, 30*time.Second, "created changelog's configs are described", func() bool {
+		cfgs, err := adm.DescribeTopicConfigs(ctx, good)
+		if err != nil {
+			return false
+		}
+		rc, err := cfgs.On(good, nil)
+		if err != nil || rc.Err != nil {
+			return false
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				policy = *c.Value
+			}
+		}
+		return true
+	})
+	if policy != "compact" {
+		t.Fatalf("created changelog has cleanup.policy=%q, want compact", policy)
+	}
+	must(t, EnsureChangelogs(ctx, adm, 4, -1, good)) // idempotent
+
+	err := EnsureChangelogs(ctx, adm, 4, -1, wrong)
+	var ce *ChangelogError
+	if !errors.As(err, &ce) || ce.Partitions != 3 || ce.Want != 4 {
+		t.Fatalf("wrong partition count: err = %v, want *ChangelogError 3 vs 4", err)
+	}
+	for _, want := range []string{wrong, "3 partitions", "4 tasks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not contain %q", err, want)
+		}
+	}
+	err = EnsureChangelogs(ctx, adm, 4, -1, deleting)
+	if !errors.As(err, &ce) || ce.CleanupPolicy != "delete" || !strings.Contains(err.Error(), deleting) || !strings.Contains(err.Error(), "compact") {
+		t.Fatalf("not compacted: err = %v", err)
+	}
+
+	// A task on a changelog without its partition fails to restore with a
+	// message naming the changelog and partition.
+	e := newEnv(t, 3, "s")
+	e.c = c
+	e.stores = []StoreSpec{{Name: "s", Changelog: wrong}}
+	m, err := Open(Options{Dir: t.TempDir(), ApplicationID: e.app, ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, Logger: testLogger(t)})
+	must(t, err)
+	defer m.Close()
+	task, err := m.OpenTask(3, e.stores)
+	must(t, err)
+	if err := task.Restore(ctx); err == nil || !strings.Contains(err.Error(), wrong) || !strings.Contains(err.Error(), "partition 3") {
+		t.Fatalf("restore of task 3 on a 3-partition changelog = %v", err)
+	}
+}
+
+func ptr(s string) *string { return &s }
