@@ -124,31 +124,13 @@ func TestStandbysAtLeastAsWellSpreadAsKafkas(t *testing.T) {
 
 		better := false
 		for task := range s.Tasks {
-			o, k := plan.Tasks[task], kplan.Tasks[task]
-			// The premise: both placed standbys around the same actives.
-			if o.Active != k.Active {
-				t.Errorf("%s task %d: active on %s in our plan, on %s in Kafka's (actives are fixed by the scenario)", s.Name, task, o.Active, k.Active)
-				continue
+			c, problems := compareTask(s, in, plan.Tasks[task], kplan.Tasks[task])
+			for _, p := range problems {
+				t.Errorf("%s task %d: %s", s.Name, task, p)
 			}
-			ourSpread, err := assignor.Spread(in, o)
-			if err != nil {
-				t.Fatalf("%s task %d: our spread: %v", s.Name, task, err)
-			}
-			kafkaSpread, err := assignor.Spread(in, k)
-			if err != nil {
-				t.Fatalf("%s task %d: Kafka's spread: %v", s.Name, task, err)
-			}
-			switch c := assignor.CompareSpread(ourSpread, kafkaSpread); {
-			case c < 0:
-				t.Errorf("%s task %d: our spread %v over %v is worse than Kafka's %v: ours %s+%v %s, Kafka's %s+%v %s",
-					s.Name, task, ourSpread, s.RackAwareAssignmentTags, kafkaSpread,
-					o.Active, o.Standby, describeTags(s, o), k.Active, k.Standby, describeTags(s, k))
-			case c > 0:
+			if c > 0 {
 				tasksBetter++
 				better = true
-			}
-			if len(o.Standby) < len(k.Standby) {
-				t.Errorf("%s task %d: %d standbys in our plan (%v), %d in Kafka's (%v)", s.Name, task, len(o.Standby), o.Standby, len(k.Standby), k.Standby)
 			}
 			tasksTotal++
 		}
@@ -220,6 +202,35 @@ func TestStandbysAtLeastAsWellSpreadAsKafkas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// compareTask compares one task's placement in our plan and in Kafka's: c
+// is CompareSpread of our spread against Kafka's, and problems says what
+// breaks the differential's rules (a worse spread, fewer standbys, or a
+// different active, which would void the comparison).
+func compareTask(s Scenario, in assignor.Input, ours, kafka assignor.TaskPlacement) (c int, problems []string) {
+	if ours.Active != kafka.Active {
+		return 0, []string{fmt.Sprintf("active on %s in our plan, on %s in Kafka's (actives are fixed by the scenario)", ours.Active, kafka.Active)}
+	}
+	ourSpread, err := assignor.Spread(in, ours)
+	if err != nil {
+		return 0, []string{fmt.Sprintf("our spread: %v", err)}
+	}
+	kafkaSpread, err := assignor.Spread(in, kafka)
+	if err != nil {
+		return 0, []string{fmt.Sprintf("Kafka's spread: %v", err)}
+	}
+	c = assignor.CompareSpread(ourSpread, kafkaSpread)
+	if c < 0 {
+		problems = append(problems, fmt.Sprintf("our spread %v over %v is worse than Kafka's %v: ours %s+%v %s, Kafka's %s+%v %s",
+			ourSpread, s.RackAwareAssignmentTags, kafkaSpread,
+			ours.Active, ours.Standby, describeTags(s, ours), kafka.Active, kafka.Standby, describeTags(s, kafka)))
+	}
+	if len(ours.Standby) < len(kafka.Standby) {
+		problems = append(problems, fmt.Sprintf("%d standbys in our plan (%v), %d in Kafka's (%v)",
+			len(ours.Standby), ours.Standby, len(kafka.Standby), kafka.Standby))
+	}
+	return c, problems
 }
 
 func at(xs []int, i int) int {

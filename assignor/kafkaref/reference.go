@@ -26,8 +26,17 @@ func Build(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("kafkaref: locate build.sh: %w", err)
 	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%w: %s not found on PATH", ErrNoToolchain, tool)
+		}
+	}
+	shell := "/bin/bash"
+	if p, err := exec.LookPath("bash"); err == nil {
+		shell = p
+	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd := exec.CommandContext(ctx, shell, script)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
