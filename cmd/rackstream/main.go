@@ -31,6 +31,7 @@ type command struct {
 // commands lists the subcommands in the order --help shows them.
 func commands() []command {
 	return []command{
+		validateCommand(os.Environ),
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
 	}
 }

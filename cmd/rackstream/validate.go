@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rackstream/rackstream/config"
+)
+
+const validateUsage = `Usage: rackstream validate [--config FILE] [--set key=value]...
+
+Reads the configuration as 'rackstream run' does: the properties FILE, then
+RACKSTREAM_* environment variables (RACKSTREAM_ + the key upper-cased, dots
+and dashes as underscores; RACKSTREAM_CLIENT_TAG_<KEY> sets client.tag.<key>),
+then each --set. Prints every key of the effective configuration, sorted,
+with its value (secrets masked) and where it came from, and exits 0. On any
+error it prints every error, with its file and line, to stderr and exits 2.
+
+Flags:
+`
+
+// validateCommand is `rackstream validate`, reading the environment through
+// environ (os.Environ in the binary) when it runs.
+func validateCommand(environ func() []string) command {
+	return command{
+		name:    "validate",
+		summary: "check a configuration and print the effective values",
+		run: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			return runValidate(args, environ(), stdout, stderr)
+		},
+	}
+}
+
+func runValidate(args, env []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addConfigFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), validateUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rackstream validate: unexpected argument %q (the file goes after --config)\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := cf.load(env)
+	if err != nil {
+		printConfigErrors(stderr, "validate", err)
+		return 2
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "rackstream validate: warning: %s\n", w)
+	}
+	if err := cfg.WriteEffective(stdout); err != nil {
+		fmt.Fprintf(stderr, "rackstream validate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// configFlags are the flags every command that reads the service
+// configuration takes: --config FILE and repeatable --set key=value.
+type configFlags struct {
+	file string
+	sets setFlag
+}
+
+// addConfigFlags registers --config and --set on fs.
+func addConfigFlags(fs *flag.FlagSet) *configFlags {
+	cf := &configFlags{}
+	fs.StringVar(&cf.file, "config", "", "the configuration `FILE` (Java properties)")
+	fs.Var(&cf.sets, "set", "set a configuration `key=value`, overriding the file and the environment (repeatable)")
+	return cf
+}
+
+// load reads the configuration from the flags' file and sets and from env,
+// the environment as os.Environ returns it.
+func (cf *configFlags) load(env []string) (*config.Config, error) {
+	return config.Load(config.Sources{File: cf.file, Env: env, Set: cf.sets})
+}
+
+// printConfigErrors prints every configuration error, one a line.
+func printConfigErrors(w io.Writer, cmd string, err error) {
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		fmt.Fprintf(w, "rackstream %s: %v\n", cmd, err)
+		return
+	}
+	noun := "errors"
+	if len(errs) == 1 {
+		noun = "error"
+	}
+	fmt.Fprintf(w, "rackstream %s: %d configuration %s:\n", cmd, len(errs), noun)
+	for _, e := range errs {
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}
+
+// setFlag collects repeated --set key=value flags in order.
+type setFlag []string
+
+func (s *setFlag) String() string { return strings.Join(*s, " ") }
+
+func (s *setFlag) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("want key=value")
+	}
+	*s = append(*s, v)
+	return nil
+}
