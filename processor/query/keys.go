@@ -1,0 +1,272 @@
+package query
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+)
+
+// keyAnswer is the 200 body of a key lookup.
+type keyAnswer struct {
+	// Key is the key as the request gave it (base64url under
+	// key_encoding=base64url); KeyBase64URL replaces it for a key that is
+	// not valid UTF-8 without that encoding.
+	Key          string          `json:"key,omitempty"`
+	KeyBase64URL string          `json:"key_base64url,omitempty"`
+	Value        json.RawMessage `json:"value"`
+	Task         int32           `json:"task"`
+	ServedBy     string          `json:"served_by"`
+	Role         Role            `json:"role"`
+	Lag          int64           `json:"lag"`
+	Position     int64           `json:"position"`
+	Generation   int32           `json:"generation"`
+}
+
+// failure is why one candidate replica could not answer.
+type failure struct {
+	code int // 409, 503 (retry may help), 502 (it won't)
+	msg  string
+	task int32 // the task, where a failure concerns one of several
+}
+
+func taskFailure(task int32, code int, msg string) failure {
+	return failure{code: code, msg: msg, task: task}
+}
+
+// failures accumulates the candidates' failures into the final answer.
+type failures []failure
+
+func (fs failures) answer() (int, string) {
+	code := http.StatusBadGateway
+	msgs := make([]string, len(fs))
+	for i, f := range fs {
+		msgs[i] = f.msg
+		switch {
+		case f.code == http.StatusConflict:
+			code = http.StatusConflict
+		case f.code == http.StatusServiceUnavailable && code != http.StatusConflict:
+			code = http.StatusServiceUnavailable
+		}
+	}
+	return code, strings.Join(msgs, "; ")
+}
+
+// candidate is an instance that may answer for a task.
+type candidate struct {
+	member int // index in Placement.Members
+	self   bool
+	role   Role // its role in the placement: active or standby
+}
+
+// candidates returns who may answer for task, in order of preference: the
+// active when it is this instance; this instance's standby (only if
+// standbys may answer); the active elsewhere; the other standbys.
+func candidates(p *balancer.Placement, self int, task int32, standbys bool) []candidate {
+	r := p.Tasks[task]
+	out := make([]candidate, 0, 2+len(r.Standbys))
+	if r.Active != balancer.NoMember && r.Active == self {
+		out = append(out, candidate{member: self, self: true, role: RoleActive})
+	}
+	if standbys && self != balancer.NoMember && slices.Contains(r.Standbys, self) {
+		out = append(out, candidate{member: self, self: true, role: RoleStandby})
+	}
+	if r.Active != balancer.NoMember && r.Active != self {
+		out = append(out, candidate{member: r.Active, role: RoleActive})
+	}
+	if standbys {
+		for _, m := range r.Standbys {
+			if m != self {
+				out = append(out, candidate{member: m, role: RoleStandby})
+			}
+		}
+	}
+	return out
+}
+
+// key answers GET /v1/stores/{store}/keys/{key}.
+func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
+	st, ok := s.store(w, rt.store)
+	if !ok {
+		return
+	}
+	req, err := parseKeyRequest(rt.store, rt.key, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := s.rt.Placement()
+	if p == nil || len(p.Tasks) == 0 {
+		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+		return
+	}
+	task := s.opts.Partitioner.Partition(req.key, int32(len(p.Tasks)))
+	self := p.MemberIndex(s.rt.Self())
+
+	if from := r.Header.Get(HeaderForwardedBy); from != "" {
+		// One hop only: answer from the local replica or refuse.
+		ans, found, f := s.readLocal(st, &req, task, p.Generation)
+		switch {
+		case f != nil:
+			s.fail(w, f.code, f.msg)
+		case !found:
+			s.fail(w, http.StatusNotFound, notFoundMsg(&req, task))
+		default:
+			writeJSON(w, http.StatusOK, ans)
+		}
+		return
+	}
+
+	cands := candidates(p, self, task, req.maxLag >= 0)
+	if len(cands) == 0 {
+		msg := fmt.Sprintf("store %s task %d has no active instance at generation %d (it is moving between instances)", req.store, task, p.Generation)
+		if req.maxLag < 0 {
+			msg += "; pass max_lag to let a standby answer"
+		} else {
+			msg += " and no standby"
+		}
+		s.fail(w, http.StatusServiceUnavailable, msg)
+		return
+	}
+	var fs failures
+	for _, c := range cands {
+		if c.self {
+			ans, found, f := s.readLocal(st, &req, task, p.Generation)
+			switch {
+			case f != nil:
+				fs = append(fs, *f)
+				continue
+			case !found:
+				s.fail(w, http.StatusNotFound, notFoundMsg(&req, task))
+			default:
+				writeJSON(w, http.StatusOK, ans)
+			}
+			return
+		}
+		m := p.Members[c.member]
+		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, r.URL.EscapedPath(), r.URL.RawQuery, s.opts.ForwardTimeout)
+		if err != nil {
+			fs = append(fs, forwardFailure(c, err))
+			continue
+		}
+		switch a.code {
+		case http.StatusOK, http.StatusNotFound, http.StatusBadRequest:
+			writeRaw(w, a.code, a.body)
+			return
+		default:
+			fs = append(fs, peerFailure(c, m.ProcessID, a))
+		}
+	}
+	code, msg := fs.answer()
+	s.fail(w, code, fmt.Sprintf("store %s task %d: %s", req.store, task, msg))
+}
+
+func notFoundMsg(req *keyRequest, task int32) string {
+	k, _ := renderKey(req.key, req.base64)
+	return fmt.Sprintf("key %q not found in store %s (task %d)", truncate(k), req.store, task)
+}
+
+// readLocal reads key from this instance's replica of task, if that
+// replica may answer: an active one, or a standby within max_lag.
+func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
+	self := s.rt.Self()
+	rep := s.rt.Replica(req.store, task)
+	if rep == nil {
+		return nil, false, &failure{code: http.StatusServiceUnavailable,
+			msg: fmt.Sprintf("%s holds no replica of task %d (placement generation %d)", self, task, gen)}
+	}
+	stat := rep.Status()
+	if f := qualifies(self, stat, req.maxLag); f != nil {
+		return nil, false, f
+	}
+	value, found, pos, err := rep.Get(req.key)
+	if err != nil {
+		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s: read: %v", self, err)}
+	}
+	if req.minPosition >= 0 && pos < req.minPosition {
+		return nil, false, &failure{code: http.StatusConflict,
+			msg: fmt.Sprintf("%s (%s) is at position %d, behind min_position %d", self, stat.Role, pos, req.minPosition)}
+	}
+	if !found {
+		return nil, false, nil
+	}
+	ans := &keyAnswer{Task: task, ServedBy: self, Role: stat.Role, Position: pos, Generation: gen}
+	if stat.Role == RoleStandby {
+		ans.Lag = stat.Lag
+	}
+	if k, text := renderKey(req.key, req.base64); text || req.base64 {
+		ans.Key = k
+	} else {
+		ans.KeyBase64URL = k
+	}
+	if ans.Value, err = renderValue(st, value); err != nil {
+		return nil, false, &failure{code: http.StatusInternalServerError,
+			msg: fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(req.key)), req.store, err)}
+	}
+	return ans, true, nil
+}
+
+// qualifies says why a replica in this status may not answer a read that
+// allows maxLag (-1: actives only), or nil if it may.
+func qualifies(self string, stat ReplicaStatus, maxLag int64) *failure {
+	switch stat.Role {
+	case RoleActive:
+		return nil
+	case RoleStandby:
+		switch {
+		case maxLag < 0:
+			return &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s is a standby of task %d and max_lag is not set", self, stat.Task)}
+		case stat.Lag < 0:
+			return &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s is a standby of task %d whose lag is not known yet", self, stat.Task)}
+		case stat.Lag > maxLag:
+			return &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s is a standby of task %d with lag %d > max_lag %d", self, stat.Task, stat.Lag, maxLag)}
+		}
+		return nil
+	}
+	msg := fmt.Sprintf("%s's replica of task %d is %s", self, stat.Task, stat.Role)
+	if stat.Reason != "" {
+		msg += ": " + stat.Reason
+	}
+	return &failure{code: http.StatusServiceUnavailable, msg: msg}
+}
+
+// renderValue renders a stored value through the store's codec.
+func renderValue(st Store, value []byte) (json.RawMessage, error) {
+	if st.Render == nil {
+		return json.Marshal(value)
+	}
+	v, err := st.Render(value)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+func forwardFailure(c candidate, err error) failure {
+	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s", c.role, err)}
+	if fe, ok := err.(*forwardError); ok && fe.untrusted {
+		f.code = http.StatusBadGateway
+		f.msg += " (the peer's certificate is not trusted by http.tls.ca)"
+	}
+	return f
+}
+
+func peerFailure(c candidate, id string, a peerAnswer) failure {
+	var body errorBody
+	msg := string(a.body)
+	if json.Unmarshal(a.body, &body) == nil && body.Error != "" {
+		msg = body.Error
+	}
+	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s answered %d: %s", c.role, id, a.code, truncate(msg))}
+	switch a.code {
+	case http.StatusConflict:
+		f.code = http.StatusConflict
+	case http.StatusUnauthorized:
+		f.code = http.StatusBadGateway
+		f.msg += " (the instances' http.auth.token differ)"
+	}
+	return f
+}

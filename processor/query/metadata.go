@@ -1,0 +1,243 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/assignor/balancer"
+)
+
+// metadataDoc is GET /v1/metadata: the placement of the current generation
+// (a superset of `rackstream assign`'s output, identical on every instance
+// for a generation but for "self") and the live status gathered from the
+// instances.
+type metadataDoc struct {
+	Generation int32  `json:"generation"`
+	Self       string `json:"self"`
+	// Partitioner and Partitions let clients route keys themselves.
+	Partitioner            string           `json:"partitioner"`
+	Partitions             int              `json:"partitions"`
+	Clients                []clientDoc      `json:"clients"`
+	Tasks                  []taskDoc        `json:"tasks"`
+	ProbingRebalanceNeeded bool             `json:"probing_rebalance_needed"`
+	ProbingDeadline        *time.Time       `json:"probing_deadline,omitempty"`
+	Quality                assignor.Quality `json:"quality"`
+	Status                 statusDoc        `json:"status"`
+}
+
+type clientDoc struct {
+	ID       string            `json:"id"`
+	Endpoint string            `json:"endpoint"`
+	Tags     map[string]string `json:"tags"`
+	Capacity int               `json:"capacity"`
+	Build    string            `json:"build,omitempty"`
+	Active   []int32           `json:"active"`
+	Standby  []int32           `json:"standby"`
+	Warmup   []int32           `json:"warmup"`
+}
+
+type taskDoc struct {
+	Task int32 `json:"task"`
+	// Active is "" while the task moves between instances.
+	Active  string   `json:"active"`
+	Standby []string `json:"standby"`
+	Warmup  []string `json:"warmup"`
+}
+
+type statusDoc struct {
+	AsOf    string         `json:"as_of"`
+	Clients []clientStatus `json:"clients"`
+	// Lags are each replica's lag (the most of its stores'), for every
+	// replica whose lag its instance knows.
+	Lags []lagDoc `json:"lags"`
+}
+
+type clientStatus struct {
+	ID     string `json:"id"`
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason,omitempty"`
+}
+
+type lagDoc struct {
+	Task   int32  `json:"task"`
+	Client string `json:"client"`
+	Role   string `json:"role"`
+	Lag    int64  `json:"lag"`
+}
+
+// instanceStatus is GET /v1/status: this instance's readiness and its
+// replicas, what /v1/metadata gathers from every instance.
+type instanceStatus struct {
+	ID         string          `json:"id"`
+	Generation int32           `json:"generation"`
+	Ready      bool            `json:"ready"`
+	Reason     string          `json:"reason,omitempty"`
+	Replicas   []ReplicaStatus `json:"replicas"`
+}
+
+func (s *Server) localStatus() instanceStatus {
+	st := instanceStatus{ID: s.rt.Self(), Ready: true, Replicas: s.rt.Replicas()}
+	if st.Replicas == nil {
+		st.Replicas = []ReplicaStatus{}
+	}
+	if p := s.rt.Placement(); p != nil {
+		st.Generation = p.Generation
+	}
+	if err := s.rt.Ready(); err != nil {
+		st.Ready, st.Reason = false, err.Error()
+	}
+	return st
+}
+
+// placementDoc renders the placement part of /v1/metadata.
+func (s *Server) placementDoc(p *balancer.Placement) *metadataDoc {
+	doc := &metadataDoc{
+		Generation:             p.Generation,
+		Self:                   s.rt.Self(),
+		Partitioner:            s.opts.Partitioner.Name(),
+		Partitions:             len(p.Tasks),
+		Clients:                make([]clientDoc, len(p.Members)),
+		Tasks:                  make([]taskDoc, len(p.Tasks)),
+		ProbingRebalanceNeeded: !p.ProbingDeadline.IsZero(),
+		Quality:                p.Quality,
+	}
+	if !p.ProbingDeadline.IsZero() {
+		d := p.ProbingDeadline.UTC()
+		doc.ProbingDeadline = &d
+	}
+	for i, m := range p.Members {
+		doc.Clients[i] = clientDoc{ID: m.ProcessID, Endpoint: m.Endpoint, Tags: m.Tags.Map(), Capacity: m.Capacity, Build: m.Build,
+			Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
+		if doc.Clients[i].Tags == nil {
+			doc.Clients[i].Tags = map[string]string{}
+		}
+	}
+	ids := func(ms []int) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = p.Members[m].ProcessID
+		}
+		slices.Sort(out)
+		return out
+	}
+	for t, r := range p.Tasks {
+		task := int32(t)
+		td := taskDoc{Task: task, Standby: ids(r.Standbys), Warmup: ids(r.Warmups)}
+		if r.Active != balancer.NoMember {
+			td.Active = p.Members[r.Active].ProcessID
+			doc.Clients[r.Active].Active = append(doc.Clients[r.Active].Active, task)
+		}
+		for _, m := range r.Standbys {
+			doc.Clients[m].Standby = append(doc.Clients[m].Standby, task)
+		}
+		for _, m := range r.Warmups {
+			doc.Clients[m].Warmup = append(doc.Clients[m].Warmup, task)
+		}
+		doc.Tasks[t] = td
+	}
+	return doc
+}
+
+// metadata answers GET /v1/metadata.
+func (s *Server) metadata(w *statusWriter, r *http.Request) {
+	if _, err := parseQuery(r.URL.RawQuery); err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := s.rt.Placement()
+	if p == nil {
+		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+		return
+	}
+	doc := s.placementDoc(p)
+	doc.Status = s.gatherStatus(r.Context(), p)
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// gatherStatus asks every member for its status, in parallel, each within
+// StatusTimeout; a member that doesn't answer is reported not ready with
+// the reason.
+func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) statusDoc {
+	sts := make([]instanceStatus, len(p.Members))
+	self := s.rt.Self()
+	var wg sync.WaitGroup
+	for i, m := range p.Members {
+		if m.ProcessID == self {
+			sts[i] = s.localStatus()
+			continue
+		}
+		wg.Go(func() { sts[i] = s.peerStatus(ctx, p, m) })
+	}
+	wg.Wait()
+	doc := statusDoc{AsOf: time.Now().UTC().Format(time.RFC3339Nano), Clients: make([]clientStatus, len(sts)), Lags: []lagDoc{}}
+	for i, st := range sts {
+		id := p.Members[i].ProcessID
+		doc.Clients[i] = clientStatus{ID: id, Ready: st.Ready, Reason: st.Reason}
+		lags := map[int32]int64{}
+		for _, rs := range st.Replicas {
+			if rs.Lag < 0 || rs.Task < 0 || int(rs.Task) >= len(p.Tasks) {
+				continue
+			}
+			if l, ok := lags[rs.Task]; !ok || rs.Lag > l {
+				lags[rs.Task] = rs.Lag
+			}
+		}
+		for task, lag := range lags {
+			doc.Lags = append(doc.Lags, lagDoc{Task: task, Client: id, Role: placementRole(p, task, i, st.Replicas), Lag: lag})
+		}
+	}
+	slices.SortFunc(doc.Lags, func(a, b lagDoc) int {
+		return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Client, b.Client))
+	})
+	return doc
+}
+
+// placementRole is member's role for task in the placement, or, for a
+// replica the placement doesn't list, the replica's own role.
+func placementRole(p *balancer.Placement, task int32, member int, reps []ReplicaStatus) string {
+	r := p.Tasks[task]
+	switch {
+	case r.Active == member:
+		return string(RoleActive)
+	case slices.Contains(r.Standbys, member):
+		return string(RoleStandby)
+	case slices.Contains(r.Warmups, member):
+		return "warmup"
+	}
+	for _, rs := range reps {
+		if rs.Task == task {
+			return string(rs.Role)
+		}
+	}
+	return string(RoleIdle)
+}
+
+func (s *Server) peerStatus(ctx context.Context, p *balancer.Placement, m balancer.Member) instanceStatus {
+	down := func(reason string) instanceStatus {
+		return instanceStatus{ID: m.ProcessID, Ready: false, Reason: reason}
+	}
+	a, err := s.forward(ctx, routeMetadata, m, p.Generation, "/v1/status", "", s.opts.StatusTimeout)
+	if err != nil {
+		return down("unreachable: " + err.Error())
+	}
+	if a.code != http.StatusOK {
+		var eb errorBody
+		_ = json.Unmarshal(a.body, &eb)
+		return down(fmt.Sprintf("status answered %d: %s", a.code, truncate(cmp.Or(eb.Error, string(a.body)))))
+	}
+	var st instanceStatus
+	if err := json.Unmarshal(a.body, &st); err != nil {
+		return down("status does not decode: " + err.Error())
+	}
+	if st.ID != m.ProcessID {
+		return down(fmt.Sprintf("endpoint %s is instance %q, not %q", m.Endpoint, st.ID, m.ProcessID))
+	}
+	return st
+}

@@ -1,0 +1,337 @@
+package query
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+)
+
+// scanItem is one key of a scan page.
+type scanItem struct {
+	// Key is the key as text (base64url under key_encoding=base64url);
+	// KeyBase64URL replaces it for a key that is not valid UTF-8.
+	Key          *string         `json:"key,omitempty"`
+	KeyBase64URL string          `json:"key_base64url,omitempty"`
+	Value        json.RawMessage `json:"value"`
+	Task         int32           `json:"task"`
+	raw          []byte
+}
+
+// scanAnswer is the 200 body of a scan.
+type scanAnswer struct {
+	Items []scanItem `json:"items"`
+	// NextCursor continues the scan after the last item; absent on the
+	// last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	Generation int32  `json:"generation"`
+	// ServedBy maps each instance that answered to its tasks.
+	ServedBy map[string][]int32 `json:"served_by"`
+}
+
+// forwardedMaxKey bounds keys in scans forwarded between instances: their
+// bounds derive from stored keys, which no request limit constrains.
+const forwardedMaxKey = 1 << 20
+
+// scan answers GET /v1/stores/{store}/scan: the keys of every task (or of
+// those in tasks=) in key order, a page at a time. Each task is read from its
+// active (or, with max_lag, a standby, a local one first); the instances'
+// pages are merged. A key lives in one task, and a page continues strictly
+// after the previous page's last key, so every key is returned once across
+// pages.
+func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
+	st, ok := s.store(w, rt.store)
+	if !ok {
+		return
+	}
+	forwarded := r.Header.Get(HeaderForwardedBy) != ""
+	maxKey := s.opts.MaxKeyBytes
+	if forwarded {
+		maxKey = forwardedMaxKey
+	}
+	req, err := parseScanRequest(rt.store, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := s.rt.Placement()
+	if p == nil || len(p.Tasks) == 0 {
+		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+		return
+	}
+	tasks := req.tasks
+	if tasks == nil {
+		tasks = make([]int32, len(p.Tasks))
+		for i := range tasks {
+			tasks[i] = int32(i)
+		}
+	} else if last := tasks[len(tasks)-1]; int(last) >= len(p.Tasks) {
+		s.fail(w, http.StatusBadRequest, fmt.Sprintf("tasks: task %d does not exist (tasks are 0 to %d)", last, len(p.Tasks)-1))
+		return
+	}
+	ans := &scanAnswer{Items: []scanItem{}, Generation: p.Generation, ServedBy: map[string][]int32{}}
+	if req.endEmpty {
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
+
+	if forwarded {
+		items, more, fails := s.scanLocal(st, &req, tasks)
+		if len(fails) > 0 {
+			code, msg := fails.answer()
+			s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+			return
+		}
+		ans.Items = items
+		if more {
+			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
+		}
+		ans.ServedBy[s.rt.Self()] = tasks
+		s.renderItems(ans.Items, req.base64)
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
+
+	items, more, servedBy, fs := s.gather(r, p, &req, st, tasks)
+	if fs != nil {
+		code, msg := fs.answer()
+		s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+		return
+	}
+	slices.SortFunc(items, func(a, b scanItem) int { return bytes.Compare(a.raw, b.raw) })
+	if len(items) > req.limit {
+		items, more = items[:req.limit], true
+	}
+	ans.Items, ans.ServedBy = items, servedBy
+	if more && len(items) > 0 {
+		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
+	}
+	s.renderItems(ans.Items, req.base64)
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// gather reads every task's page from its best candidate, moving a task to
+// its next candidate when one fails, and returns the items unsorted.
+func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest, st Store, tasks []int32) (items []scanItem, more bool, servedBy map[string][]int32, fs failures) {
+	self := p.MemberIndex(s.rt.Self())
+	type state struct {
+		cands []candidate
+		next  int
+		fails failures
+	}
+	states := make(map[int32]*state, len(tasks))
+	for _, t := range tasks {
+		states[t] = &state{cands: candidates(p, self, t, req.maxLag >= 0)}
+	}
+	servedBy = map[string][]int32{}
+	pending := tasks
+	for len(pending) > 0 {
+		groups := map[int][]int32{} // member -> tasks
+		for _, t := range pending {
+			ts := states[t]
+			if ts.next >= len(ts.cands) {
+				if len(ts.cands) == 0 {
+					ts.fails = append(ts.fails, failure{code: http.StatusServiceUnavailable,
+						msg: fmt.Sprintf("task %d has no active instance at generation %d (it is moving between instances)", t, p.Generation)})
+				}
+				code, msg := ts.fails.answer()
+				return nil, false, nil, failures{{code: code, msg: fmt.Sprintf("task %d: %s", t, msg)}}
+			}
+			m := ts.cands[ts.next].member
+			groups[m] = append(groups[m], t)
+		}
+		type result struct {
+			member int
+			tasks  []int32
+			items  []scanItem
+			more   bool
+			failed map[int32]failure
+		}
+		results := make(chan result, len(groups))
+		var wg sync.WaitGroup
+		for m, ts := range groups {
+			wg.Go(func() {
+				res := result{member: m, tasks: ts, failed: map[int32]failure{}}
+				if m == self {
+					var fails failures
+					res.items, res.more, fails = s.scanLocal(st, req, ts)
+					for _, f := range fails {
+						res.failed[f.task] = f
+					}
+				} else {
+					var f *failure
+					res.items, res.more, f = s.scanPeer(r, p, m, req, ts, states[ts[0]].cands[states[ts[0]].next])
+					if f != nil {
+						for _, t := range ts {
+							res.failed[t] = *f
+						}
+					}
+				}
+				results <- res
+			})
+		}
+		wg.Wait()
+		close(results)
+		pending = nil
+		for res := range results {
+			id := p.Members[res.member].ProcessID
+			for _, t := range res.tasks {
+				if f, bad := res.failed[t]; bad {
+					states[t].fails = append(states[t].fails, f)
+					states[t].next++
+					pending = append(pending, t)
+				} else {
+					servedBy[id] = append(servedBy[id], t)
+				}
+			}
+			if len(res.failed) == 0 {
+				items = append(items, res.items...)
+				more = more || res.more
+			} else if len(res.failed) < len(res.tasks) {
+				// Keep the items of the tasks that answered.
+				for _, it := range res.items {
+					if _, bad := res.failed[it.Task]; !bad {
+						items = append(items, it)
+					}
+				}
+				// A task that answered may have more beyond its page; a
+				// cursor at worst returns an empty page.
+				more = more || res.more
+			}
+		}
+		slices.Sort(pending)
+	}
+	for _, ts := range servedBy {
+		slices.Sort(ts)
+	}
+	return items, more, servedBy, nil
+}
+
+// scanLocal reads up to req.limit items of tasks from local replicas, in
+// key order, and whether more remain. A task whose replica may not answer
+// is a failure (with its task).
+func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanItem, bool, failures) {
+	self := s.rt.Self()
+	var (
+		items []scanItem
+		fails failures
+	)
+	keep := req.limit + 1 // one more than a page says whether more remain
+	for _, t := range tasks {
+		rep := s.rt.Replica(req.store, t)
+		if rep == nil {
+			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s holds no replica of task %d", self, t)))
+			continue
+		}
+		if f := qualifies(self, rep.Status(), req.maxLag); f != nil {
+			fails = append(fails, taskFailure(t, f.code, f.msg))
+			continue
+		}
+		// Once keep items are held, only keys below the largest can enter.
+		var bound []byte
+		if len(items) >= keep {
+			bound = items[len(items)-1].raw
+		}
+		var renderErr error
+		n := 0
+		_, err := rep.Scan(req.start, req.end, func(k, v []byte) bool {
+			if bound != nil && bytes.Compare(k, bound) >= 0 || n >= keep {
+				return false
+			}
+			val, err := renderValue(st, v)
+			if err != nil {
+				renderErr = fmt.Errorf("value of key %q does not decode with the store's codec: %w", truncate(string(k)), err)
+				return false
+			}
+			items = append(items, scanItem{Value: val, Task: t, raw: bytes.Clone(k)})
+			n++
+			return true
+		})
+		if err == nil {
+			err = renderErr
+		}
+		if err != nil {
+			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scan task %d: %v", self, t, err)))
+			items = slices.DeleteFunc(items, func(it scanItem) bool { return it.Task == t })
+			continue
+		}
+		slices.SortFunc(items, func(a, b scanItem) int { return bytes.Compare(a.raw, b.raw) })
+		if len(items) > keep {
+			items = items[:keep]
+		}
+	}
+	more := len(items) > req.limit
+	if more {
+		items = items[:req.limit]
+	}
+	return items, more, fails
+}
+
+// scanPeer asks member for tasks' page over the effective range, keys in
+// base64url so that any key survives the trip.
+func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, req *scanRequest, tasks []int32, c candidate) ([]scanItem, bool, *failure) {
+	q := url.Values{}
+	q.Set("key_encoding", encodingBase64URL)
+	q.Set("limit", strconv.Itoa(req.limit))
+	if req.startSet {
+		q.Set("from", base64.RawURLEncoding.EncodeToString(req.start))
+	}
+	if req.end != nil {
+		q.Set("to", base64.RawURLEncoding.EncodeToString(req.end))
+	}
+	if req.maxLag >= 0 {
+		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
+	}
+	ts := make([]string, len(tasks))
+	for i, t := range tasks {
+		ts[i] = strconv.Itoa(int(t))
+	}
+	q.Set("tasks", strings.Join(ts, ","))
+	m := p.Members[member]
+	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)
+	if err != nil {
+		f := forwardFailure(c, err)
+		return nil, false, &f
+	}
+	if a.code != http.StatusOK {
+		f := peerFailure(c, m.ProcessID, a)
+		return nil, false, &f
+	}
+	var ans scanAnswer
+	if err := json.Unmarshal(a.body, &ans); err != nil {
+		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode: %v", c.role, m.ProcessID, err)}
+	}
+	for i := range ans.Items {
+		it := &ans.Items[i]
+		if it.Key == nil {
+			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan item without a key", c.role, m.ProcessID)}
+		}
+		if it.raw, err = base64.RawURLEncoding.DecodeString(*it.Key); err != nil {
+			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url: %v", c.role, m.ProcessID, err)}
+		}
+		if !slices.Contains(tasks, it.Task) {
+			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item of task %d, not asked for", c.role, m.ProcessID, it.Task)}
+		}
+	}
+	return ans.Items, ans.NextCursor != "", nil
+}
+
+// renderItems sets each item's key for the client's key encoding.
+func (s *Server) renderItems(items []scanItem, b64 bool) {
+	for i := range items {
+		k, text := renderKey(items[i].raw, b64)
+		if text || b64 {
+			items[i].Key, items[i].KeyBase64URL = &k, ""
+		} else {
+			items[i].Key, items[i].KeyBase64URL = nil, k
+		}
+	}
+}

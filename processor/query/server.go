@@ -1,0 +1,380 @@
+package query
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// Headers between instances.
+const (
+	// HeaderForwardedBy marks a request forwarded by a peer (its process
+	// id). A forwarded request is answered locally or refused, never
+	// forwarded again: at most one hop, no loops.
+	HeaderForwardedBy = "Rackstream-Forwarded-By"
+	// HeaderGeneration carries the forwarding instance's placement
+	// generation, for diagnostics.
+	HeaderGeneration = "Rackstream-Generation"
+)
+
+// Options configure a Server. Runtime is required; the rest have defaults.
+type Options struct {
+	// Runtime is the processor runtime the server reads placement, local
+	// replicas and readiness from.
+	Runtime Runtime
+	// Stores are the stores queries may name.
+	Stores []Store
+	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
+	// every producer uses.
+	Partitioner partition.Partitioner
+
+	// AuthToken, when set (http.auth.token), is required as
+	// "Authorization: Bearer <token>" on every route but /healthz and
+	// /readyz, and sent on every forwarded request.
+	AuthToken string
+	// TLS, when set, makes the server serve HTTPS (http.tls.cert and
+	// http.tls.key); LoadTLS builds it.
+	TLS *tls.Config
+	// PeerTLS, when set, makes forwarding use HTTPS with this config; its
+	// RootCAs (http.tls.ca) verify the peers. It must not skip
+	// verification. Required with TLS.
+	PeerTLS *tls.Config
+
+	// Registerer receives the HTTP metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics exposes (the runtime's registry; nil: an
+	// empty exposition).
+	Gatherer prometheus.Gatherer
+	// Logger receives the server's logs [slog.Default()].
+	Logger *slog.Logger
+
+	// Limits; zero means the default in brackets.
+	ReadHeaderTimeout time.Duration // [5s]
+	ReadTimeout       time.Duration // [10s]
+	WriteTimeout      time.Duration // [30s]
+	IdleTimeout       time.Duration // [2m]
+	MaxHeaderBytes    int           // [16 KiB]
+	// MaxKeyBytes bounds a key (and prefix, from, to) after decoding [4 KiB].
+	MaxKeyBytes int
+	// MaxScanLimit bounds a scan's page size [1000].
+	MaxScanLimit int
+	// MaxForwards bounds the forwarded requests awaiting a peer at once;
+	// beyond it requests that need a peer get 503 [256].
+	MaxForwards int
+	// ForwardTimeout bounds one forwarded request [5s].
+	ForwardTimeout time.Duration
+	// StatusTimeout bounds gathering peers' status for /v1/metadata [1s].
+	StatusTimeout time.Duration
+	// MaxForwardBodyBytes bounds a peer's answer [32 MiB].
+	MaxForwardBodyBytes int64
+	// RetryAfter is the Retry-After of 503 answers [1s].
+	RetryAfter time.Duration
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ReadHeaderTimeout, 5*time.Second)
+	def(&o.ReadTimeout, 10*time.Second)
+	def(&o.WriteTimeout, 30*time.Second)
+	def(&o.IdleTimeout, 2*time.Minute)
+	def(&o.ForwardTimeout, 5*time.Second)
+	def(&o.StatusTimeout, time.Second)
+	def(&o.RetryAfter, time.Second)
+	defInt(&o.MaxHeaderBytes, 16<<10)
+	defInt(&o.MaxKeyBytes, 4<<10)
+	defInt(&o.MaxScanLimit, 1000)
+	defInt(&o.MaxForwards, 256)
+	if o.MaxForwardBodyBytes <= 0 {
+		o.MaxForwardBodyBytes = 32 << 20
+	}
+	if o.Partitioner == nil {
+		o.Partitioner = partition.Murmur2()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Server answers state queries, metadata, health and metrics over HTTP.
+// Create it with New; serve it with Serve, or mount it (it is an
+// http.Handler) in a server of your own with comparable limits.
+type Server struct {
+	opts       Options
+	rt         Runtime
+	stores     map[string]Store
+	storeNames string
+	log        *slog.Logger
+	met        *metrics
+	metricsH   http.Handler
+	peers      *http.Client
+	scheme     string
+	forwards   chan struct{} // a slot per forward in flight
+	retryAfter string
+	token      []byte
+	srv        *http.Server
+}
+
+// New returns a server. It fails on an invalid configuration: a missing
+// runtime, TLS without a peer config, a peer config that skips
+// verification, duplicate stores, metrics already registered.
+func New(opts Options) (*Server, error) {
+	opts.defaults()
+	if opts.Runtime == nil {
+		return nil, errors.New("query: Options.Runtime is required")
+	}
+	if opts.TLS != nil && opts.PeerTLS == nil {
+		return nil, errors.New("query: TLS is set without PeerTLS: forwarding to peers needs the CA that verifies them (http.tls.ca)")
+	}
+	if opts.PeerTLS != nil && opts.PeerTLS.InsecureSkipVerify {
+		return nil, errors.New("query: PeerTLS skips certificate verification: Rackstream never forwards to an unverified peer")
+	}
+	s := &Server{
+		opts:       opts,
+		rt:         opts.Runtime,
+		stores:     make(map[string]Store, len(opts.Stores)),
+		log:        opts.Logger,
+		scheme:     "http",
+		forwards:   make(chan struct{}, opts.MaxForwards),
+		retryAfter: strconv.Itoa(max(1, int((opts.RetryAfter+time.Second-1)/time.Second))),
+	}
+	names := make([]string, 0, len(opts.Stores))
+	for _, st := range opts.Stores {
+		if err := checkStoreName(st.Name); err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		if _, dup := s.stores[st.Name]; dup {
+			return nil, fmt.Errorf("query: store %q given twice", st.Name)
+		}
+		s.stores[st.Name] = st
+		names = append(names, st.Name)
+	}
+	slices.Sort(names)
+	s.storeNames = strings.Join(names, ", ")
+	if opts.AuthToken != "" {
+		s.token = []byte("Bearer " + opts.AuthToken)
+	}
+	var err error
+	if s.met, err = newMetrics(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("query: register metrics: %w", err)
+	}
+	g := opts.Gatherer
+	if g == nil {
+		g = prometheus.NewRegistry()
+	}
+	s.metricsH = promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPrinter{opts.Logger}})
+	tr := &http.Transport{
+		Proxy:                 nil, // peers are reached directly
+		DialContext:           (&net.Dialer{Timeout: opts.ForwardTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   opts.ForwardTimeout,
+		ResponseHeaderTimeout: opts.ForwardTimeout,
+		ForceAttemptHTTP2:     opts.PeerTLS != nil,
+	}
+	if opts.PeerTLS != nil {
+		tr.TLSClientConfig = opts.PeerTLS.Clone()
+		s.scheme = "https"
+	}
+	s.peers = &http.Client{
+		Transport: tr,
+		// A peer's redirect is not followed: the answer is relayed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return s, nil
+}
+
+// Serve serves HTTP (HTTPS with Options.TLS) on l with the configured
+// timeouts and limits until Shutdown; it returns http.ErrServerClosed then.
+func (s *Server) Serve(l net.Listener) error {
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.opts.TLS != nil {
+		s.srv.TLSConfig = s.opts.TLS.Clone()
+		l = tls.NewListener(l, s.srv.TLSConfig)
+	}
+	return s.srv.Serve(l)
+}
+
+// Shutdown stops Serve gracefully: no new connections, in-flight requests
+// finish until ctx is done. Idle peer connections are closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.peers.CloseIdleConnections()
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Shutdown(ctx)
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	rt, perr := splitPath(r.URL.EscapedPath())
+	s.serve(rw, r, rt, perr)
+	s.met.requests.WithLabelValues(rt.name, s.met.code(rw.code)).Inc()
+	s.met.latency.WithLabelValues(rt.name).Observe(time.Since(start).Seconds())
+}
+
+func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: the query API is read-only (GET)", r.Method))
+		return
+	}
+	switch rt.name {
+	case routeHealthz:
+		writeJSON(w, http.StatusOK, map[string]any{"alive": true})
+		return
+	case routeReadyz:
+		s.readyz(w)
+		return
+	}
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
+		if r.Header.Get("Authorization") == "" {
+			s.fail(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <http.auth.token>")
+		} else {
+			s.fail(w, http.StatusUnauthorized, "wrong bearer token")
+		}
+		return
+	}
+	if perr != nil {
+		code := http.StatusBadRequest
+		if rt.name == routeUnknown {
+			code = http.StatusNotFound
+		}
+		s.fail(w, code, perr.Error())
+		return
+	}
+	switch rt.name {
+	case routeMetrics:
+		s.metricsH.ServeHTTP(w, r)
+	case routeMetadata:
+		s.metadata(w, r)
+	case routeStatus:
+		writeJSON(w, http.StatusOK, s.localStatus())
+	case routeKeys:
+		s.key(w, r, rt)
+	case routeScan:
+		s.scan(w, r, rt)
+	}
+}
+
+// authorized compares the token in constant time (for equal lengths:
+// subtle's compare returns early on a length mismatch, which reveals only
+// the length).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.token == nil {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), s.token) == 1
+}
+
+func (s *Server) readyz(w *statusWriter) {
+	if err := s.rt.Ready(); err != nil {
+		w.Header().Set("Retry-After", s.retryAfter)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+}
+
+// store returns the named store or answers 404 naming it.
+func (s *Server) store(w *statusWriter, name string) (Store, bool) {
+	st, ok := s.stores[name]
+	if !ok {
+		known := s.storeNames
+		if known == "" {
+			known = "none"
+		}
+		s.fail(w, http.StatusNotFound, fmt.Sprintf("unknown store %q (stores: %s)", name, known))
+	}
+	return st, ok
+}
+
+// fail answers a JSON error; 503s carry Retry-After.
+func (s *Server) fail(w *statusWriter, code int, msg string) {
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", s.retryAfter)
+	}
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "render answer: " + err.Error()})
+	}
+	writeRaw(w, code, append(b, '\n'))
+}
+
+func writeRaw(w http.ResponseWriter, code int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(body)
+}
+
+// statusWriter records the status code for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wroteHeader = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) { p.l.Error("metrics exposition", "err", fmt.Sprint(v...)) }
