@@ -112,8 +112,8 @@ func (d *dec) uvarint(field string) uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(field, "truncated or overlong varint")
+	if n <= 0 || (n > 1 && d.b[d.off+n-1] == 0) {
+		d.fail(field, "truncated, overlong or non-minimal varint")
 		return 0
 	}
 	d.off += n
@@ -125,8 +125,8 @@ func (d *dec) varint(field string) int64 {
 		return 0
 	}
 	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(field, "truncated or overlong varint")
+	if n <= 0 || (n > 1 && d.b[d.off+n-1] == 0) {
+		d.fail(field, "truncated, overlong or non-minimal varint")
 		return 0
 	}
 	d.off += n
