@@ -36,6 +36,7 @@ func (pl *placement) placeActives() {
 			orphans = append(orphans, t)
 		}
 	}
+	var light *clientHeap // built on first need: fresh groups have only orphans
 	for _, t := range orphans {
 		best := int32(-1)
 		// Caught-up holders: least loaded by capacity, then smallest id.
@@ -62,22 +63,65 @@ func (pl *placement) placeActives() {
 			}
 		}
 		if best < 0 {
-			best = pl.leastActiveLoaded()
+			if light == nil {
+				light = newClientHeap(len(m.ids), func(a, b int32) bool {
+					if lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]) {
+						return true
+					}
+					return !lessLoad(pl.actives[b], m.capa[b], pl.actives[a], m.capa[a]) && a < b
+				})
+			}
+			best = light.min()
 		}
 		pl.setActive(t, best)
+		if light != nil {
+			light.raised(best)
+		}
 	}
 }
 
-// leastActiveLoaded returns the client with the fewest actives per unit of
-// capacity, the smallest id on ties.
-func (pl *placement) leastActiveLoaded() int32 {
-	best := int32(0)
-	for c := int32(1); c < int32(len(pl.actives)); c++ {
-		if lessLoad(pl.actives[c], pl.m.capa[c], pl.actives[best], pl.m.capa[best]) {
-			best = c
-		}
+// clientHeap is a binary min-heap of all clients under a less function whose
+// keys only grow (loads during placement).
+type clientHeap struct {
+	heap []int32
+	pos  []int32
+	less func(a, b int32) bool
+}
+
+func newClientHeap(n int, less func(a, b int32) bool) *clientHeap {
+	h := &clientHeap{heap: make([]int32, n), pos: make([]int32, n), less: less}
+	for c := range h.heap {
+		h.heap[c], h.pos[c] = int32(c), int32(c)
 	}
-	return best
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	return h
+}
+
+func (h *clientHeap) min() int32 { return h.heap[0] }
+
+// raised restores the order after client c's key grew.
+func (h *clientHeap) raised(c int32) { h.down(int(h.pos[c])) }
+
+func (h *clientHeap) down(i int) {
+	hp := h.heap
+	for {
+		l := 2*i + 1
+		if l >= len(hp) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(hp) && h.less(hp[r], hp[l]) {
+			j = r
+		}
+		if !h.less(hp[j], hp[i]) {
+			return
+		}
+		hp[i], hp[j] = hp[j], hp[i]
+		h.pos[hp[i]], h.pos[hp[j]] = int32(i), int32(j)
+		i = j
+	}
 }
 
 // worthMoving reports whether one active moving from src to dst makes the

@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -195,63 +196,60 @@ func (m *model) indexState() error {
 		client int32
 		lag    int64
 	}
-	var hs []holding
+	size := 0
+	for _, cl := range m.in.Clients {
+		size += len(cl.Lags) + len(cl.PreviousActive) + len(cl.PreviousStandby) + len(cl.PreviousWarmup)
+	}
+	hs := make([]holding, 0, size)
 	m.prevActive = make([]int32, T)
 	m.prevWarmup = make([]int32, T)
 	for t := range m.prevActive {
 		m.prevActive[t] = -1
 		m.prevWarmup[t] = -1
 	}
-	prevLag := func(t int) int64 { // the lag of the current previous active
-		return m.lagOfRaw(m.in, m.prevActive[t], t)
-	}
-	role := make(map[int]string) // task -> role within one client, for duplicates
+	// stamp[t] is 1 + the client whose lists named t last, role[t] the list:
+	// a task named twice for one client is an error.
+	stamp := make([]int32, T)
+	role := make([]uint8, T)
+	roleNames := [...]string{"previous_active", "previous_standby", "previous_warmup"}
 	for c, i := range m.inIdx {
 		cl := &m.in.Clients[i]
-		f := "clients[" + strconv.Itoa(i) + "]"
-		clear(role)
-		lists := [...]struct {
-			name  string
-			tasks []int
-		}{{"previous_active", cl.PreviousActive}, {"previous_standby", cl.PreviousStandby}, {"previous_warmup", cl.PreviousWarmup}}
-		for _, l := range lists {
-			for j, t := range l.tasks {
-				ff := f + "." + l.name + "[" + strconv.Itoa(j) + "]"
+		for r, tasks := range [...][]int{cl.PreviousActive, cl.PreviousStandby, cl.PreviousWarmup} {
+			for j, t := range tasks {
 				if t < 0 || t >= T {
-					return fieldErr(ff, "task %d out of range [0, %d)", t, T)
+					return fieldErr(fmt.Sprintf("clients[%d].%s[%d]", i, roleNames[r], j), "task %d out of range [0, %d)", t, T)
 				}
-				if r, dup := role[t]; dup {
-					return fieldErr(ff, "task %d listed twice for client %q (also in %s)", t, cl.ID, r)
+				if stamp[t] == int32(c)+1 {
+					return fieldErr(fmt.Sprintf("clients[%d].%s[%d]", i, roleNames[r], j),
+						"task %d listed twice for client %q (also in %s)", t, cl.ID, roleNames[role[t]])
 				}
-				role[t] = l.name
+				stamp[t], role[t] = int32(c)+1, uint8(r)
+				if _, ok := cl.Lags[t]; !ok {
+					hs = append(hs, holding{int32(t), int32(c), unknownLag})
+				}
 			}
 		}
 		bad, found := 0, false // report the smallest bad task: map order is random
 		for t, lag := range cl.Lags {
-			if (t < 0 || t >= T || lag < 0) && (!found || t < bad) {
-				bad, found = t, true
+			if t < 0 || t >= T || lag < 0 {
+				if !found || t < bad {
+					bad, found = t, true
+				}
+				continue
 			}
-		}
-		if found {
-			t, lag := bad, cl.Lags[bad]
-			ff := f + ".lags[\"" + strconv.Itoa(t) + "\"]"
-			if t < 0 || t >= T {
-				return fieldErr(ff, "task %d out of range [0, %d)", t, T)
-			}
-			return fieldErr(ff, "lag must be at least 0, got %d", lag)
-		}
-		for t, lag := range cl.Lags {
 			hs = append(hs, holding{int32(t), int32(c), lag})
 		}
-		for t := range role {
-			if _, ok := cl.Lags[t]; !ok {
-				hs = append(hs, holding{int32(t), int32(c), unknownLag})
+		if found {
+			f := fmt.Sprintf("clients[%d].lags[\"%d\"]", i, bad)
+			if bad < 0 || bad >= T {
+				return fieldErr(f, "task %d out of range [0, %d)", bad, T)
 			}
+			return fieldErr(f, "lag must be at least 0, got %d", cl.Lags[bad])
 		}
 		for _, t := range cl.PreviousActive {
 			// Two live clients claiming one task (a zombie, a hand-off in
 			// flight): the least lag keeps it, then the smallest id.
-			if p := m.prevActive[t]; p < 0 || m.lagOfRaw(m.in, int32(c), t) < prevLag(t) {
+			if p := m.prevActive[t]; p < 0 || m.lagOfRaw(m.in, int32(c), t) < m.lagOfRaw(m.in, p, t) {
 				m.prevActive[t] = int32(c)
 			}
 		}
@@ -261,26 +259,31 @@ func (m *model) indexState() error {
 			}
 		}
 	}
-	sort.Slice(hs, func(a, b int) bool {
-		x, y := hs[a], hs[b]
-		if x.task != y.task {
-			return x.task < y.task
-		}
-		if x.lag != y.lag {
-			return x.lag < y.lag
-		}
-		return x.client < y.client
-	})
+	// Bucket by task, then order each (short) bucket by lag and client.
 	m.holderStart = make([]int32, T+1)
-	m.holderClient = make([]int32, len(hs))
-	m.holderLag = make([]int64, len(hs))
-	for i, h := range hs {
+	for _, h := range hs {
 		m.holderStart[h.task+1]++
-		m.holderClient[i] = h.client
-		m.holderLag[i] = h.lag
 	}
 	for t := 0; t < T; t++ {
 		m.holderStart[t+1] += m.holderStart[t]
+	}
+	m.holderClient = make([]int32, len(hs))
+	m.holderLag = make([]int64, len(hs))
+	next := stamp // reuse: the next free slot of each task's bucket
+	copy(next, m.holderStart[:T])
+	for _, h := range hs {
+		at := next[h.task]
+		next[h.task]++
+		m.holderClient[at], m.holderLag[at] = h.client, h.lag
+	}
+	for t := 0; t < T; t++ {
+		cs, ls := m.holderClient[m.holderStart[t]:m.holderStart[t+1]], m.holderLag[m.holderStart[t]:m.holderStart[t+1]]
+		for i := 1; i < len(cs); i++ {
+			for j := i; j > 0 && (ls[j] < ls[j-1] || ls[j] == ls[j-1] && cs[j] < cs[j-1]); j-- {
+				cs[j], cs[j-1] = cs[j-1], cs[j]
+				ls[j], ls[j-1] = ls[j-1], ls[j]
+			}
+		}
 	}
 	return nil
 }

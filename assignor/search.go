@@ -2,7 +2,7 @@ package assignor
 
 import (
 	"math/bits"
-	"sort"
+	"slices"
 )
 
 // searcher finds optimal spreads exactly, over classes of clients with
@@ -34,15 +34,17 @@ type searcher struct {
 	cnt  [][]int32 // cnt[d][v]
 	cur  []int
 
-	avail []uint64 // classes that can take another replica of the task
-	mask  []uint64 // scratch
-	seen  []uint64 // scratch
-	ub    [][]int  // scratch bound per depth
-	last  []int    // scratch spread of the last slot
-	root  []int    // bound at the root of a maximisation
-	best  []int
-	opt   []int
-	reach bool // testing reachability of opt rather than maximising
+	avail    []uint64   // classes that can take another replica of the task
+	mask     []uint64   // scratch
+	seen     []uint64   // scratch
+	ub       [][]int    // scratch bound per depth
+	last     []int      // scratch spread of the last slot
+	root     []int      // bound at the root of a maximisation
+	keys     []uint64   // scratch for order
+	seenBase [][]uint64 // per dimension: classes whose value is in the base
+	best     []int
+	opt      []int
+	reach    bool // testing reachability of opt rather than maximising
 }
 
 func newSearcher(m *model) *searcher {
@@ -152,6 +154,73 @@ func (s *searcher) lastSlot(out []int) {
 	}
 }
 
+// reachesWith reports whether adding class q to the base gives spread opt.
+func (s *searcher) reachesWith(q int32, opt []int) bool {
+	for d, v := range s.m.classVals[q] {
+		c := s.cur[d]
+		if s.cnt[d][v] == 0 {
+			c++
+		}
+		if c != opt[d] {
+			return false // opt is the maximum: below it on d means below it
+		}
+	}
+	return true
+}
+
+// prepareSeen computes, per dimension, the classes whose value is already
+// in the base (for reachesWithOneMore).
+func (s *searcher) prepareSeen() {
+	if len(s.seenBase) < s.D {
+		s.seenBase = make([][]uint64, s.D)
+		for d := range s.seenBase {
+			s.seenBase[d] = make([]uint64, s.words)
+		}
+	}
+	for d := 0; d < s.D; d++ {
+		sb := s.seenBase[d]
+		clear(sb)
+		for _, q := range s.base {
+			h := s.has[d][s.m.classVals[q][d]]
+			for w := range sb {
+				sb[w] |= h[w]
+			}
+		}
+	}
+}
+
+// reachesWithOneMore reports whether adding class q and then the best single
+// class to the base gives spread opt: lastSlot specialised, after
+// prepareSeen, without touching the base.
+func (s *searcher) reachesWithOneMore(q int32, opt []int) bool {
+	copy(s.mask, s.avail)
+	for d := 0; d < s.D; d++ {
+		v := s.m.classVals[q][d]
+		c := s.cur[d]
+		if s.cnt[d][v] == 0 {
+			c++
+		}
+		sb, h := s.seenBase[d], s.has[d][v]
+		fresh := false
+		for w := range s.mask {
+			if s.mask[w]&^(sb[w]|h[w]) != 0 {
+				fresh = true
+				break
+			}
+		}
+		if fresh {
+			c++
+			for w := range s.mask {
+				s.mask[w] &^= sb[w] | h[w]
+			}
+		}
+		if c != opt[d] {
+			return false
+		}
+	}
+	return true
+}
+
 // maximise returns the best spread reachable by adding at most slots
 // classes to the current base.
 func (s *searcher) maximise(cands []int32, slots int) []int {
@@ -235,25 +304,38 @@ func (s *searcher) isAvail(q int32) bool { return s.avail[q/64]&(1<<(q%64)) != 0
 
 // order returns the available classes that bring a new value to the current
 // base, the most novel first (lexicographically by which dimensions gain),
-// then by class number.
+// then by class number. keys is scratch.
 func (s *searcher) order(dst []int32) []int32 {
-	dst = dst[:0]
+	keys := s.keys[:0]
 	for k := 0; k < s.K; k++ {
-		if s.isAvail(int32(k)) && s.gains(int32(k)) {
-			dst = append(dst, int32(k))
+		q := int32(k)
+		if !s.isAvail(q) {
+			continue
 		}
-	}
-	novelty := func(q int32) uint64 {
-		var x uint64
+		var novelty uint64 // the first 31 dimensions rank; any gain qualifies
+		gains := false
 		for d, v := range s.m.classVals[q] {
-			x <<= 1
-			if s.cnt[d][v] == 0 {
-				x |= 1
+			fresh := s.cnt[d][v] == 0
+			gains = gains || fresh
+			if d < 31 {
+				novelty <<= 1
+				if fresh {
+					novelty |= 1
+				}
 			}
 		}
-		return x
+		if gains {
+			// Ascending sort of (novelty, ^class) reversed: most novel first,
+			// smallest class first among equals.
+			keys = append(keys, novelty<<32|uint64(^uint32(q)))
+		}
 	}
-	sort.SliceStable(dst, func(i, j int) bool { return novelty(dst[i]) > novelty(dst[j]) })
+	slices.Sort(keys)
+	s.keys = keys
+	dst = dst[:0]
+	for i := len(keys) - 1; i >= 0; i-- {
+		dst = append(dst, int32(^uint32(keys[i])))
+	}
 	return dst
 }
 

@@ -76,16 +76,27 @@ func (pl *placement) placeStandbys() {
 func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, cands *[]int32) *allowedSet {
 	s.reset(base)
 	al := &allowedSet{bits: make([]uint64, s.words)}
-	*cands = s.order(*cands)
+	if slots >= 3 { // with at most one slot after this one, no branching
+		*cands = s.order(*cands)
+	}
 	// If opt is reachable with one slot to spare, the next standby may come
 	// from any class: it can be padding.
 	padding := s.reachable(*cands, slots-1, opt)
+	if !padding && slots == 2 {
+		s.prepareSeen()
+	}
 	for q := int32(0); q < int32(s.K); q++ {
 		if !s.isAvail(q) {
 			continue
 		}
 		ok := padding
-		if !ok {
+		switch {
+		case ok:
+		case slots == 1:
+			ok = s.reachesWith(q, opt)
+		case slots == 2:
+			ok = s.reachesWithOneMore(q, opt)
+		default:
 			s.add(q)
 			ok = s.reachable(*cands, slots-1, opt)
 			s.remove(q)
