@@ -44,6 +44,8 @@ type keyDef struct {
 	// check validates a set value beyond type and range; it returns what is
 	// allowed, as the rest of "Invalid value V for configuration K: ...".
 	check func(v string) string
+	// rangeText replaces the generated range in the reference.
+	rangeText string
 }
 
 // keys is the table of every configuration key but the client.tag.<key>
@@ -138,8 +140,9 @@ var keys = []*keyDef{
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
 		field: func(c *Config) any { return &c.RackAwareAssignmentTags }},
 	{name: "replication.factor", def: "-1", min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
-		doc:   "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
-		field: func(c *Config) any { return &c.ReplicationFactor },
+		doc:       "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
+		rangeText: "-1, or from 1 to 32767.",
+		field:     func(c *Config) any { return &c.ReplicationFactor },
 		check: func(v string) string {
 			if strings.TrimSpace(v) == "0" {
 				return "Value must be -1 (the broker's default) or at least 1"
@@ -339,6 +342,8 @@ func (d *keyDef) format(c *Config) string {
 // rangeDoc describes d's allowed values for the reference, or "".
 func (d *keyDef) rangeDoc() string {
 	switch {
+	case d.rangeText != "":
+		return d.rangeText
 	case d.enum != nil:
 		var vs []string
 		for _, v := range d.enum {
