@@ -130,6 +130,8 @@ type recordProcessor struct {
 	dlqTopic string
 	log      *slog.Logger
 	c        Context
+	// lastStage is the stage of the last poison record, for metrics.
+	lastStage string
 }
 
 func newRecordProcessor(topo *Topology, policy ErrorPolicy, retry Retry, dlqTopic string, log *slog.Logger, be backend) *recordProcessor {
@@ -197,6 +199,7 @@ func (p *recordProcessor) clear() {
 }
 
 func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries int) (outcome, error) {
+	p.lastStage = stage
 	attrs := []any{
 		slog.String("topic", r.Topic), slog.Int("partition", int(r.Partition)), slog.Int64("offset", r.Offset),
 		slog.String("stage", stage), slog.Int("attempts", tries), slog.Any("err", err),

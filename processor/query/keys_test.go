@@ -1,0 +1,237 @@
+package query
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func keyPath(store string, key []byte) string {
+	return "/v1/stores/" + store + "/keys/" + url.PathEscape(string(key))
+}
+
+func TestKeyIsReadFromTheActiveThroughEveryInstance(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("user-42")
+	c.put(storeCounts, key, []byte("17"))
+	owner := c.owner(key)
+	for _, n := range c.nodes {
+		a := c.get(n, keyPath(storeCounts, key))
+		if a.code != http.StatusOK {
+			t.Fatalf("via %s: %s", n.id, a)
+		}
+		if a.json["value"] != float64(17) || a.json["key"] != "user-42" || a.json["served_by"] != owner.id ||
+			a.json["role"] != "active" || a.json["lag"] != float64(0) || a.json["task"] != float64(c.task(key)) ||
+			a.json["position"] != float64(1) || a.json["generation"] != float64(7) {
+			t.Errorf("via %s: %s", n.id, a)
+		}
+	}
+}
+
+func TestValuesRenderThroughTheStoreCodec(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("k")
+	c.put(storeDocs, key, []byte(`{"n":1,"tags":["a"]}`))
+	c.put(storeNames, key, []byte(`plain text`))
+	c.put(storeRaw, key, []byte{0, 1, 0xff})
+	for _, tc := range []struct{ store, want string }{
+		{storeDocs, `"value":{"n":1,"tags":["a"]}`},
+		{storeNames, `"value":"plain text"`},
+		{storeRaw, `"value":"AAH/"`},
+	} {
+		a := c.get(c.nodes[0], keyPath(tc.store, key))
+		if a.code != http.StatusOK || !strings.Contains(string(a.body), tc.want) {
+			t.Errorf("%s: got %s, want %s", tc.store, a, tc.want)
+		}
+	}
+}
+
+func TestBinaryKeysTravelAsBase64URL(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte{0xff, 0xfe, '/', 0, '?'}
+	c.put(storeCounts, key, []byte("5"))
+	enc := base64.RawURLEncoding.EncodeToString(key)
+	for _, n := range c.nodes {
+		for _, path := range []string{
+			"/v1/stores/counts/keys/" + enc + "?key_encoding=base64url",
+			"/v1/stores/counts/keys/" + base64.URLEncoding.EncodeToString(key) + "?key_encoding=base64url", // padded
+		} {
+			a := c.get(n, path)
+			if a.code != http.StatusOK || a.json["key"] != enc || a.json["value"] != float64(5) {
+				t.Errorf("via %s %s: %s", n.id, path, a)
+			}
+		}
+	}
+	// A key with '/' escaped in the path, and one that is not valid UTF-8
+	// without base64url: echoed as key_base64url.
+	slash := []byte("a/b c")
+	c.put(storeCounts, slash, []byte("6"))
+	if a := c.get(c.nodes[0], keyPath(storeCounts, slash)); a.code != http.StatusOK || a.json["key"] != "a/b c" {
+		t.Errorf("escaped slash: %s", a)
+	}
+	if a := c.get(c.nodes[0], "/v1/stores/counts/keys/a/b%20c"); a.code != http.StatusOK || a.json["key"] != "a/b c" {
+		t.Errorf("raw slash: %s", a)
+	}
+	if a := c.get(c.nodes[0], "/v1/stores/counts/keys/%FF%FE%2F%00%3F"); a.code != http.StatusOK || a.json["key_base64url"] != enc {
+		t.Errorf("non-UTF-8 key: %s", a)
+	}
+}
+
+func TestAbsentKeyIs404ThroughEveryInstance(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	for _, n := range c.nodes {
+		a := c.get(n, keyPath(storeCounts, []byte("nobody")))
+		if a.code != http.StatusNotFound || !strings.Contains(a.errMsg(), `key "nobody" not found in store counts`) {
+			t.Errorf("via %s: %s", n.id, a)
+		}
+	}
+}
+
+func TestForwardedRequestIsAnsweredLocallyOrRefusedNeverForwardedAgain(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("hop")
+	c.put(storeCounts, key, []byte("1"))
+	other := c.other(key)
+	a := c.do(other, keyPath(storeCounts, key), func(r *http.Request) { r.Header.Set(HeaderForwardedBy, "n9") })
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), other.id+" holds no replica of task") || a.header.Get("Retry-After") == "" {
+		t.Fatalf("forwarded to a non-owner: %s", a)
+	}
+	if n := forwards(t, other, routeKeys, resultOK) + forwards(t, other, routeKeys, resultError); n != 0 {
+		t.Errorf("the non-owner forwarded %v requests", n)
+	}
+	// The owner answers a forwarded request itself.
+	if a := c.do(c.owner(key), keyPath(storeCounts, key), func(r *http.Request) { r.Header.Set(HeaderForwardedBy, "n9") }); a.code != http.StatusOK {
+		t.Errorf("forwarded to the owner: %s", a)
+	}
+	// A normal request through the non-owner takes exactly one forward.
+	if a := c.get(other, keyPath(storeCounts, key)); a.code != http.StatusOK {
+		t.Fatal(a)
+	}
+	if n := forwards(t, other, routeKeys, resultOK); n != 1 {
+		t.Errorf("forwards = %v, want 1", n)
+	}
+}
+
+func TestMaxLagPrefersTheLocalStandby(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("near")
+	c.put(storeCounts, key, []byte("3"))
+	sb := c.standby(key)
+	sb.rt.replica(storeCounts, c.task(key)).set(func(s *ReplicaStatus) { s.Lag = 4 })
+	a := c.get(sb, keyPath(storeCounts, key)+"?max_lag=4")
+	if a.code != http.StatusOK || a.json["served_by"] != sb.id || a.json["role"] != "standby" || a.json["lag"] != float64(4) {
+		t.Fatalf("%s", a)
+	}
+	// Without max_lag the standby forwards to the active.
+	a = c.get(sb, keyPath(storeCounts, key))
+	if a.code != http.StatusOK || a.json["served_by"] != c.owner(key).id || a.json["role"] != "active" {
+		t.Fatalf("%s", a)
+	}
+	// A standby behind max_lag forwards to the active too.
+	a = c.get(sb, keyPath(storeCounts, key)+"?max_lag=3")
+	if a.code != http.StatusOK || a.json["served_by"] != c.owner(key).id {
+		t.Fatalf("%s", a)
+	}
+}
+
+func TestOwnerDownStandbyAnswersWithinMaxLagElse503(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("failover")
+	c.put(storeCounts, key, []byte("9"))
+	owner, sb, other := c.owner(key), c.standby(key), c.other(key)
+	sb.rt.replica(storeCounts, c.task(key)).set(func(s *ReplicaStatus) { s.Lag = 2 })
+	owner.stop()
+
+	a := c.get(other, keyPath(storeCounts, key))
+	if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") != "1" ||
+		!strings.Contains(a.errMsg(), "active forward to "+owner.id) || !strings.Contains(a.errMsg(), "connect") {
+		t.Fatalf("owner down, no max_lag: %s", a)
+	}
+	a = c.get(other, keyPath(storeCounts, key)+"?max_lag=5")
+	if a.code != http.StatusOK || a.json["served_by"] != sb.id || a.json["role"] != "standby" || a.json["lag"] != float64(2) {
+		t.Fatalf("owner down, max_lag=5: %s", a)
+	}
+	a = c.get(other, keyPath(storeCounts, key)+"?max_lag=1")
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "lag 2 > max_lag 1") {
+		t.Fatalf("owner down, standby too far behind: %s", a)
+	}
+}
+
+func TestRestoringOrMovingTaskAnswers503WithRetryAfter(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("restoring")
+	owner := c.owner(key)
+	owner.rt.replica(storeCounts, c.task(key)).set(func(s *ReplicaStatus) {
+		s.Role, s.Reason = RoleRestoring, "restoring from the changelog"
+	})
+	for _, n := range c.nodes {
+		a := c.get(n, keyPath(storeCounts, key))
+		if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" ||
+			!strings.Contains(a.errMsg(), fmt.Sprintf("%s's replica of task %d is restoring: restoring from the changelog", owner.id, c.task(key))) {
+			t.Errorf("via %s: %s", n.id, a)
+		}
+	}
+	// A task in transit has no active.
+	p := *c.p
+	p.Tasks = append(p.Tasks[:0:0], p.Tasks...)
+	p.Tasks[c.task(key)].Active = -1
+	c.nodes[0].rt.mu.Lock()
+	c.nodes[0].rt.p = &p
+	c.nodes[0].rt.mu.Unlock()
+	a := c.get(c.nodes[0], keyPath(storeCounts, key))
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "has no active instance at generation 7") || a.header.Get("Retry-After") == "" {
+		t.Errorf("in transit: %s", a)
+	}
+}
+
+func TestMinPositionRefusesALaggingReplica(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("mono")
+	for i := range 5 {
+		c.put(storeCounts, key, []byte(fmt.Sprint(i)))
+	}
+	owner, sb := c.owner(key), c.standby(key)
+	// The standby is two records behind the active.
+	sb.rt.replica(storeCounts, c.task(key)).set(func(s *ReplicaStatus) { s.Position, s.Lag = 3, 2 })
+
+	a := c.get(sb, keyPath(storeCounts, key)+"?max_lag=10")
+	if a.code != http.StatusOK || a.json["position"] != float64(3) || a.json["served_by"] != sb.id {
+		t.Fatalf("standby read: %s", a)
+	}
+	// Switching to a replica that is behind what the client saw: the
+	// local standby refuses, the active answers.
+	a = c.get(sb, keyPath(storeCounts, key)+"?max_lag=10&min_position=5")
+	if a.code != http.StatusOK || a.json["served_by"] != owner.id || a.json["position"] != float64(5) {
+		t.Fatalf("min_position=5: %s", a)
+	}
+	// Nobody has reached 6: 409 from every instance.
+	for _, n := range c.nodes {
+		a = c.get(n, keyPath(storeCounts, key)+"?max_lag=10&min_position=6")
+		if a.code != http.StatusConflict || !strings.Contains(a.errMsg(), "behind min_position 6") {
+			t.Errorf("via %s: min_position=6: %s", n.id, a)
+		}
+	}
+	// The owner down, the lagging standby refuses.
+	owner.stop()
+	a = c.get(c.other(key), keyPath(storeCounts, key)+"?max_lag=10&min_position=4")
+	if a.code != http.StatusConflict || !strings.Contains(a.errMsg(), sb.id+" (standby) is at position 3, behind min_position 4") {
+		t.Errorf("owner down: %s", a)
+	}
+}
+
+func TestNoPlacementYetIs503(t *testing.T) {
+	c := newCluster(t, clusterOpts{members: 1})
+	n := c.nodes[0]
+	n.rt.mu.Lock()
+	n.rt.p = nil
+	n.rt.mu.Unlock()
+	for _, path := range []string{"/v1/stores/counts/keys/a", "/v1/stores/counts/scan", "/v1/metadata"} {
+		a := c.get(n, path)
+		if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "no placement yet") || a.header.Get("Retry-After") == "" {
+			t.Errorf("%s: %s", path, a)
+		}
+	}
+}

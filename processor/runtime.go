@@ -1,0 +1,398 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/state"
+	"github.com/rackstream/rackstream/tags"
+)
+
+// Options configure a Runtime. Brokers and StateDir are required; the zero
+// values of the rest are the defaults in brackets (configuration keys in
+// parentheses).
+type Options struct {
+	// Brokers are the seed brokers (bootstrap.servers).
+	Brokers []string
+	// ClientOpts are added to every Kafka client the runtime makes (group
+	// member, restore consumer, admin): TLS, SASL, a dialer, a client id.
+	ClientOpts []kgo.Opt
+
+	// StateDir is the state directory (state.dir); the application's
+	// stores live in StateDir/<application.id>.
+	StateDir string
+	// LevelDB are the stores' LevelDB options.
+	LevelDB state.LevelDBOptions
+
+	// Endpoint is this instance's host:port for queries (application.server).
+	Endpoint string
+	// Tags are the client tags (client.tag.<key>).
+	Tags tags.Set
+	// RackAwareTags are the tag keys standbys spread over, in priority
+	// order (rack.aware.assignment.tags).
+	RackAwareTags tags.Keys
+	// NumStandbys is num.standby.replicas [0].
+	NumStandbys int
+	// Capacity is the instance's weight in placement (num.stream.threads)
+	// [number of CPUs]. Tasks always run in parallel, one goroutine each.
+	Capacity int
+	// AcceptableRecoveryLag is acceptable.recovery.lag; negative means the
+	// default 10000, 0 accepts only fully caught-up replicas.
+	AcceptableRecoveryLag int64
+	// MaxWarmups is max.warmup.replicas [2].
+	MaxWarmups int
+	// ProbingInterval is probing.rebalance.interval.ms [10 minutes].
+	ProbingInterval time.Duration
+
+	// Partitioner maps keys to partitions for emits and dead letters
+	// (partitioner) [murmur2].
+	Partitioner partition.Partitioner
+	// CommitInterval is commit.interval.ms [30s].
+	CommitInterval time.Duration
+	// ErrorPolicy is processing.exception.handler [dlq].
+	ErrorPolicy ErrorPolicy
+	// Retry bounds the retries of a failing handler [3 attempts, 100ms
+	// doubling to 2s].
+	Retry Retry
+	// DLQTopic is errors.dead.letter.queue.topic.name [<application.id>-dlq].
+	// It is created, with the inputs' partition count, if missing.
+	DLQTopic string
+	// ReplicationFactor of the changelog and dead-letter topics the runtime
+	// creates (replication.factor) [-1: the broker's default].
+	ReplicationFactor int16
+
+	// SessionTimeout is session.timeout.ms [10s].
+	SessionTimeout time.Duration
+	// HeartbeatInterval is the group heartbeat [1s].
+	HeartbeatInterval time.Duration
+	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms) [30s].
+	ShutdownTimeout time.Duration
+	// RebuildBackoff is the first wait before rebuilding a Kafka client
+	// after a fatal error [1s]; it doubles per consecutive failure up to
+	// MaxRebuildBackoff [30s].
+	RebuildBackoff    time.Duration
+	MaxRebuildBackoff time.Duration
+	// MaxPollRecords bounds the records taken per poll [10000].
+	MaxPollRecords int
+	// TaskQueue is how many fetched batches may wait per task [64].
+	TaskQueue int
+
+	// Logger receives structured logs [slog.Default()].
+	Logger *slog.Logger
+	// Registerer receives the runtime's and the stores' metrics (nil: none).
+	Registerer prometheus.Registerer
+}
+
+func (o Options) withDefaults(appID string) Options {
+	if o.Capacity <= 0 {
+		o.Capacity = runtime.NumCPU()
+	}
+	if o.Partitioner == nil {
+		o.Partitioner = partition.Murmur2()
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 30 * time.Second
+	}
+	if o.ErrorPolicy == "" {
+		o.ErrorPolicy = PolicyDeadLetter
+	}
+	o.Retry = o.Retry.withDefaults()
+	if o.DLQTopic == "" {
+		o.DLQTopic = appID + "-dlq"
+	}
+	if o.ReplicationFactor == 0 {
+		o.ReplicationFactor = -1
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 10 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = time.Second
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	if o.RebuildBackoff <= 0 {
+		o.RebuildBackoff = time.Second
+	}
+	if o.MaxRebuildBackoff <= 0 {
+		o.MaxRebuildBackoff = 30 * time.Second
+	}
+	if o.MaxPollRecords <= 0 {
+		o.MaxPollRecords = 10000
+	}
+	if o.TaskQueue <= 0 {
+		o.TaskQueue = 64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Runtime runs a topology as one instance of its processor group: a member
+// of the consumer group <application.id> with Rackstream's balancer, one
+// task per assigned partition slot (partition i of every input and
+// changelog), each on its own goroutine handling its records in offset
+// order; standby and warmup tasks tailing changelogs; commits at the
+// processed watermark.
+//
+// # Delivery
+//
+// Every CommitInterval, on revoke and on shutdown, the runtime pauses its
+// tasks between records, flushes the producer (changelog records, outputs
+// and dead letters acknowledged by the brokers), writes each task's stores
+// in one LevelDB batch with their changelog checkpoints, and commits, per
+// input partition, the offset after the last record whose processing
+// finished. A crash between any two steps loses nothing; records after the
+// last commit are processed again (at-least-once). Partitions lost (a
+// session expired, fenced) are dropped without committing.
+type Runtime struct {
+	topo *Topology
+	opts Options
+	log  *slog.Logger
+	met  *metrics
+
+	mu        sync.Mutex
+	mgr       *state.Manager
+	sess      *session
+	ready     bool
+	notReady  string
+	fatal     error // a task stopped by error policy fail, or a broken topology
+	processID string
+	tasks     int32
+}
+
+// NewRuntime returns a runtime for t. Run starts it.
+func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if len(opts.Brokers) == 0 {
+		return nil, errors.New("processor: no brokers (bootstrap.servers)")
+	}
+	if opts.StateDir == "" {
+		return nil, errors.New("processor: no state directory (state.dir)")
+	}
+	if opts.ErrorPolicy != "" {
+		if _, err := ParseErrorPolicy(string(opts.ErrorPolicy)); err != nil {
+			return nil, fmt.Errorf("processor: %w", err)
+		}
+	}
+	opts = opts.withDefaults(t.appID)
+	return &Runtime{
+		topo:     t,
+		opts:     opts,
+		log:      opts.Logger.With("group", t.appID),
+		met:      newMetrics(opts.Registerer),
+		notReady: "starting",
+	}, nil
+}
+
+// Topology returns the runtime's topology.
+func (r *Runtime) Topology() *Topology { return r.topo }
+
+// Partitioner returns the partitioner keys are mapped with.
+func (r *Runtime) Partitioner() partition.Partitioner { return r.opts.Partitioner }
+
+// ProcessID returns the instance's stable process id (persisted in the state
+// directory), empty before Run has opened it.
+func (r *Runtime) ProcessID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.processID
+}
+
+// Tasks returns the number of tasks (the inputs' partition count), 0 before
+// Run has checked the topology.
+func (r *Runtime) Tasks() int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks
+}
+
+// Ready reports whether the instance is ready: it is a member of the group
+// with an assignment, every active task is restored and running, and no
+// task has failed. When not ready, reason says why.
+func (r *Runtime) Ready() (ready bool, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fatal != nil {
+		return false, r.fatal.Error()
+	}
+	if r.sess == nil {
+		return false, r.notReady
+	}
+	return r.sess.readiness()
+}
+
+// Placement returns the latest placement of the group this instance knows,
+// nil before the first assignment.
+func (r *Runtime) Placement() *balancer.Placement {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.bal.Placement()
+}
+
+// Replica is this instance's copy of one task's state, for queries.
+type Replica struct {
+	Task int32
+	// Role is state.RoleActive for a running task; standby and warmup
+	// replicas are state.RoleStandby (RoleRestoring while catching up).
+	Role state.Role
+	// Stores are the task's stores by name; read them through View.
+	Stores map[string]*state.Store
+}
+
+// Replica returns this instance's replica of task, if it has one.
+func (r *Runtime) Replica(task int32) (Replica, bool) {
+	r.mu.Lock()
+	mgr := r.mgr
+	r.mu.Unlock()
+	if mgr == nil {
+		return Replica{}, false
+	}
+	st := mgr.Task(task)
+	if st == nil {
+		return Replica{}, false
+	}
+	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.Store)}
+	for _, s := range st.Stores() {
+		rep.Stores[s.Name()] = s
+	}
+	return rep, true
+}
+
+func (r *Runtime) setFatal(err error) {
+	r.mu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+	}
+	r.mu.Unlock()
+}
+
+// Run runs the instance until ctx is cancelled, then shuts down gracefully
+// within ShutdownTimeout: finishes in-flight records, commits, leaves the
+// group and closes the stores. It returns nil after a graceful shutdown,
+// or the error that prevented the start (the topology check, the state
+// directory). Fatal Kafka client errors do not end Run: the client is
+// rebuilt with bounded exponential backoff.
+func (r *Runtime) Run(ctx context.Context) error {
+	mgr, err := state.Open(state.Options{
+		Dir:           r.opts.StateDir,
+		ApplicationID: r.topo.appID,
+		LevelDB:       r.opts.LevelDB,
+		ClientOpts:    r.clientOpts(),
+		Logger:        r.opts.Logger,
+		Registerer:    r.opts.Registerer,
+	})
+	if err != nil {
+		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
+	}
+	defer func() {
+		if err := mgr.Close(); err != nil {
+			r.log.Error("closing the state directory", "err", err)
+		}
+	}()
+	r.mu.Lock()
+	r.mgr = mgr
+	r.processID = mgr.ProcessID()
+	r.mu.Unlock()
+	r.log = r.log.With("process_id", mgr.ProcessID())
+
+	n, err := r.prepareTopics(ctx, mgr)
+	if err != nil {
+		r.setFatal(err)
+		return err
+	}
+	r.mu.Lock()
+	r.tasks = n
+	r.mu.Unlock()
+	r.log.Info("starting", "inputs", r.topo.InputTopics(), "tasks", n, "endpoint", r.opts.Endpoint,
+		"tags", r.opts.Tags.String(), "standbys", r.opts.NumStandbys)
+
+	backoff := r.opts.RebuildBackoff
+	for {
+		started := time.Now()
+		err := r.runSession(ctx, mgr, n)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(started) > 2*r.opts.MaxRebuildBackoff {
+			backoff = r.opts.RebuildBackoff // the session was healthy for a while
+		}
+		r.met.rebuilds.Inc()
+		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", backoff)
+		r.mu.Lock()
+		r.notReady = fmt.Sprintf("rebuilding the Kafka client after: %v", err)
+		r.mu.Unlock()
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		r.log.Info("rebuilding the kafka client", "after", backoff)
+		backoff = min(2*backoff, r.opts.MaxRebuildBackoff)
+	}
+}
+
+func (r *Runtime) clientOpts() []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...)}, r.opts.ClientOpts...)
+}
+
+// prepareTopics checks the partition counts, creates missing changelogs and
+// the dead-letter topic, and returns the task count.
+func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32, error) {
+	cl, err := kgo.NewClient(r.clientOpts()...)
+	if err != nil {
+		return 0, fmt.Errorf("processor %s: admin client: %w", r.topo.appID, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	n, err := CheckTopology(ctx, adm, r.topo)
+	if err != nil {
+		return 0, err
+	}
+	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.storeSpecs()); err != nil {
+		return 0, fmt.Errorf("processor %s: changelogs: %w", r.topo.appID, err)
+	}
+	if r.opts.ErrorPolicy == PolicyDeadLetter {
+		resp, err := adm.CreateTopic(ctx, n, r.opts.ReplicationFactor, nil, r.opts.DLQTopic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return 0, fmt.Errorf("processor %s: create dead-letter topic %s: %w", r.topo.appID, r.opts.DLQTopic, err)
+		}
+	}
+	return n, nil
+}
+
+func (r *Runtime) storeSpecs() []state.StoreSpec {
+	specs := make([]state.StoreSpec, len(r.topo.stores))
+	for i, s := range r.topo.stores {
+		specs[i] = state.StoreSpec{Name: s.name, Changelog: s.changelog}
+	}
+	return specs
+}
+
+func taskLabel(t int32) string { return strconv.Itoa(int(t)) }

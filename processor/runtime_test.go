@@ -1,0 +1,327 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/tags"
+)
+
+// countApp is the integration tests' processor group: a per-key count of
+// records whose values are per-key sequence numbers. The handler records
+// every (key, sequence) it sees, so that a test can prove no record was
+// lost and count the duplicates at-least-once allows.
+type countApp struct {
+	c        *kafkatest.Cluster
+	appID    string
+	input    string
+	output   string
+	parts    int32
+	produced map[string]int // key -> records produced (valid ones)
+	poison   int
+
+	mu   sync.Mutex
+	seen map[string]map[int64]int // key -> seq -> times handled
+}
+
+func newCountApp(t *testing.T, c *kafkatest.Cluster, parts int32) *countApp {
+	a := &countApp{
+		c: c, appID: c.Name("count"), input: c.Name("count-in"), output: c.Name("count-out"), parts: parts,
+		produced: make(map[string]int), seen: make(map[string]map[int64]int),
+	}
+	c.CreateTopic(a.input, parts, nil)
+	c.CreateTopic(a.output, parts, nil)
+	return a
+}
+
+func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int64]) {
+	topo := processor.New(a.appID)
+	counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
+	out := processor.NewOutput(topo, a.output, codec.String(), codec.Int64())
+	processor.NewInput(topo, a.input, codec.String(), codec.Int64(), func(ctx *processor.Context, key string, seq int64) error {
+		n, _, err := counts.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		n++
+		if err := counts.Put(ctx, key, n); err != nil {
+			return err
+		}
+		if err := out.Emit(ctx, key, n); err != nil {
+			return err
+		}
+		a.mu.Lock()
+		if a.seen[key] == nil {
+			a.seen[key] = make(map[int64]int)
+		}
+		a.seen[key][seq]++
+		a.mu.Unlock()
+		return nil
+	})
+	return topo, counts
+}
+
+// produce writes records keyed key-0..key-(keys-1) round robin, values the
+// per-key sequence number; every poisonEvery-th record (0: none) has an
+// undecodable value instead.
+func (a *countApp) produce(t *testing.T, records, keys, poisonEvery int) {
+	t.Helper()
+	cl := a.c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())), kgo.DefaultProduceTopic(a.input))
+	var recs []*kgo.Record
+	for i := 0; i < records; i++ {
+		key := "key-" + strconv.Itoa(i%keys)
+		if poisonEvery > 0 && i%poisonEvery == poisonEvery-1 {
+			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte("not-a-number"),
+				Headers: []kgo.RecordHeader{{Key: "poison", Value: []byte(strconv.Itoa(i))}}})
+			a.poison++
+			continue
+		}
+		recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(strconv.Itoa(a.produced[key]))})
+		a.produced[key]++
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce %d records: %v", records, err)
+	}
+}
+
+// missing returns how many produced sequence numbers were never handled,
+// and how many handlings were duplicates.
+func (a *countApp) missing() (missing, dups int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, n := range a.produced {
+		for seq := 0; seq < n; seq++ {
+			switch c := a.seen[key][int64(seq)]; {
+			case c == 0:
+				missing++
+			case c > 1:
+				dups += c - 1
+			}
+		}
+	}
+	return missing, dups
+}
+
+type instance struct {
+	rt     *processor.Runtime
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
+	name   string
+}
+
+func (a *countApp) options(t *testing.T, name string, zone string) processor.Options {
+	return processor.Options{
+		Brokers:           a.c.Brokers,
+		StateDir:          t.TempDir(),
+		Endpoint:          name + ".test:8080",
+		Tags:              mustTags(t, "zone", zone),
+		RackAwareTags:     tags.Keys{"zone"},
+		Capacity:          1,
+		CommitInterval:    200 * time.Millisecond,
+		SessionTimeout:    3 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		ShutdownTimeout:   20 * time.Second,
+		Retry:             processor.Retry{Attempts: 2, Backoff: time.Millisecond},
+		Logger:            testLogger(t, name),
+	}
+}
+
+func mustTags(t *testing.T, kv ...string) tags.Set {
+	t.Helper()
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	s, err := tags.FromMap(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testLogger(t *testing.T, name string) *slog.Logger {
+	level := slog.LevelError
+	if os.Getenv("RACKSTREAM_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("instance", name)
+}
+
+func (a *countApp) start(t *testing.T, name string, opts processor.Options) *instance {
+	t.Helper()
+	topo, _ := a.topology()
+	reg := prometheus.NewRegistry()
+	opts.Registerer = reg
+	rt, err := processor.NewRuntime(topo, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{rt: rt, reg: reg, cancel: cancel, done: make(chan error, 1), name: name}
+	go func() { in.done <- rt.Run(ctx) }()
+	t.Cleanup(func() { in.stop(t) })
+	return in
+}
+
+func (in *instance) stop(t *testing.T) {
+	in.cancel()
+	select {
+	case err := <-in.done:
+		if err != nil {
+			t.Errorf("%s: Run: %v", in.name, err)
+		}
+		in.done <- nil // later stops return at once
+	case <-time.After(60 * time.Second):
+		t.Errorf("%s: did not shut down within 60s", in.name)
+	}
+}
+
+// waitCommitted waits until the group's committed offsets reach the input's
+// end offsets: every record processed and its effects durable.
+func (a *countApp) waitCommitted(t *testing.T, deadline time.Duration) {
+	t.Helper()
+	adm := a.c.Admin()
+	kafkatest.Eventually(t, deadline, "committed offsets reach the end of "+a.input, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, a.input)
+		if err != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(ctx, a.appID)
+		if err != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(o.Topic, o.Partition)
+			if o.Offset > 0 && (!ok || c.At < o.Offset) {
+				done = false
+			}
+		})
+		return done
+	})
+}
+
+// lastValues reads topic from the start and returns each key's last value.
+func lastValues(t *testing.T, c *kafkatest.Cluster, topic string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := c.Admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	cl := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[int32]int64{}
+	last := map[string]string{}
+	for {
+		doneAll := true
+		for p, end := range want {
+			if got[p] < end {
+				doneAll = false
+			}
+		}
+		if doneAll {
+			return last
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = r.Offset + 1
+			if r.Value == nil {
+				delete(last, string(r.Key))
+			} else {
+				last[string(r.Key)] = string(r.Value)
+			}
+		})
+	}
+}
+
+func TestRuntimeCountsEveryRecordOnOneInstance(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 4)
+	a.produce(t, 2000, 50, 100)
+	in := a.start(t, "solo", a.options(t, "solo", "a"))
+	kafkatest.Eventually(t, 60*time.Second, "instance ready", func() bool { ok, _ := in.rt.Ready(); return ok })
+	a.waitCommitted(t, 60*time.Second)
+	if missing, dups := a.missing(); missing != 0 {
+		t.Fatalf("%d records never handled (%d duplicates)", missing, dups)
+	}
+	in.stop(t)
+
+	changelog := lastValues(t, c, a.appID+"-counts-changelog")
+	output := lastValues(t, c, a.output)
+	for key, n := range a.produced {
+		if changelog[key] != strconv.Itoa(n) {
+			t.Errorf("key %s: store (changelog) count %s, produced %d", key, changelog[key], n)
+		}
+		if output[key] != changelog[key] {
+			t.Errorf("key %s: output's last value %s, store's %s", key, output[key], changelog[key])
+		}
+	}
+	dlq := lastValuesWithHeaders(t, c, a.appID+"-dlq")
+	if len(dlq) != a.poison {
+		t.Errorf("%d dead letters, %d poison records produced", len(dlq), a.poison)
+	}
+	for _, r := range dlq {
+		h := map[string]string{}
+		for _, x := range r.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		if h[processor.HeaderDLQTopic] != a.input || h[processor.HeaderDLQStage] != processor.StageDecodeValue ||
+			h[processor.HeaderDLQPartition] == "" || h[processor.HeaderDLQOffset] == "" || h["poison"] == "" ||
+			h[processor.HeaderDLQError] == "" {
+			t.Errorf("dead letter headers %v", h)
+			break
+		}
+	}
+}
+
+// lastValuesWithHeaders returns every record of topic.
+func lastValuesWithHeaders(t *testing.T, c *kafkatest.Cluster, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := c.Admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	cl := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	for int64(len(out)) < total {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+var _ = errors.New
+var _ = fmt.Sprint

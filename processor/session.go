@@ -1,0 +1,650 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/state"
+)
+
+// session is the life of one Kafka client: its group membership, the tasks
+// it runs and the standbys it keeps. A fatal client error ends the session
+// and the runtime starts a new one with a new client.
+type session struct {
+	r   *Runtime
+	mgr *state.Manager
+	n   int32
+	log *slog.Logger
+	bal *balancer.Balancer
+	cl  *kgo.Client
+
+	ctx    context.Context // produces and task contexts derive from it
+	cancel context.CancelFunc
+
+	changelogs map[string]bool
+
+	mu          sync.Mutex
+	active      map[int32]*task
+	standby     map[int32]*state.Task // standby and warmup replicas
+	assigned    bool                  // an assignment arrived
+	closing     bool                  // graceful shutdown: revoked tasks close
+	broken      error                 // set when the session must end; revokes then drop
+	revokeStart time.Time
+
+	commitMu sync.Mutex // one commit at a time
+
+	prodMu  sync.Mutex
+	prodErr error // the first failed produce (output or dead letter)
+
+	failCh chan error // fatal errors of tasks' helpers and the committer
+}
+
+func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) error {
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &session{
+		r: r, mgr: mgr, n: n, log: r.log,
+		ctx: sctx, cancel: cancel,
+		changelogs: make(map[string]bool),
+		active:     make(map[int32]*task),
+		standby:    make(map[int32]*state.Task),
+		failCh:     make(chan error, 1),
+	}
+	for _, c := range r.topo.ChangelogTopics() {
+		s.changelogs[c] = true
+	}
+	bal, err := balancer.New(balancer.Settings{
+		ApplicationID:         r.topo.appID,
+		ProcessID:             mgr.ProcessID(),
+		Endpoint:              r.opts.Endpoint,
+		Tags:                  r.opts.Tags,
+		Capacity:              r.opts.Capacity,
+		InputTopics:           r.topo.InputTopics(),
+		ChangelogTopics:       r.topo.ChangelogTopics(),
+		NumStandbys:           r.opts.NumStandbys,
+		RackAwareTags:         r.opts.RackAwareTags,
+		AcceptableRecoveryLag: r.opts.AcceptableRecoveryLag,
+		MaxWarmups:            r.opts.MaxWarmups,
+		ProbingInterval:       r.opts.ProbingInterval,
+		Checkpoints:           s.checkpoints,
+		ClientOpts:            r.clientOpts(),
+		PlacementReplicationFactor: r.opts.ReplicationFactor,
+		HeartbeatInterval:     r.opts.HeartbeatInterval,
+		Logger:                r.opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("balancer: %w", err)
+	}
+	s.bal = bal
+	// A task's partitions are paused while its stores restore; a short
+	// fetch wait makes their resumption prompt.
+	opts := append([]kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}, r.clientOpts()...)
+	opts = append(opts, bal.Opts()...)
+	opts = append(opts,
+		kgo.OnPartitionsAssigned(s.onAssigned),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
+		kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(r.opts.SessionTimeout),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RecordPartitioner(state.ChangelogPartitioner(func(t string) bool { return s.changelogs[t] }, partition.Kgo(r.opts.Partitioner))),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	s.cl = cl
+	r.mu.Lock()
+	r.sess = s
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.sess = nil
+		r.mu.Unlock()
+	}()
+
+	commitDone := make(chan struct{})
+	go func() {
+		defer close(commitDone)
+		s.commitLoop()
+	}()
+	err = s.poll(ctx)
+	if ctx.Err() != nil {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		s.log.Info("shutting down: finishing in-flight records, committing, leaving the group")
+	} else {
+		s.setBroken(err)
+	}
+	s.closeClient()
+	cancel()
+	<-commitDone
+	s.closeAll()
+	return err
+}
+
+// closeClient closes the client within the shutdown timeout: leaving the
+// group runs onRevoked, which commits (or drops, when broken) every task.
+func (s *session) closeClient() {
+	done := make(chan struct{})
+	go func() {
+		s.cl.Close()
+		close(done)
+	}()
+	t := time.NewTimer(s.r.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Error("closing the kafka client timed out; dropping uncommitted work", "timeout", s.r.opts.ShutdownTimeout)
+	}
+}
+
+// closeAll stops whatever the client's revoke left: tasks (dropped without
+// commit) and standbys.
+func (s *session) closeAll() {
+	s.mu.Lock()
+	tasks := slices.Collect(maps.Values(s.active))
+	clear(s.active)
+	standbys := slices.Collect(maps.Values(s.standby))
+	clear(s.standby)
+	s.mu.Unlock()
+	for _, t := range tasks {
+		t.stop()
+		t.drop()
+	}
+	for _, st := range standbys {
+		if err := st.Close(); err != nil {
+			s.log.Warn("closing standby", "task", st.ID(), "err", err)
+		}
+	}
+	s.updateTaskGauges()
+}
+
+func (s *session) setBroken(err error) {
+	if err == nil {
+		err = errors.New("session ended")
+	}
+	s.mu.Lock()
+	if s.broken == nil {
+		s.broken = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *session) fail(err error) {
+	select {
+	case s.failCh <- err:
+	default:
+	}
+}
+
+// poll fetches records and hands each partition's batch to its task until
+// ctx is done (nil) or a fatal error ends the session.
+func (s *session) poll(ctx context.Context) error {
+	for {
+		select {
+		case err := <-s.failCh:
+			return err
+		default:
+		}
+		fs := s.cl.PollRecords(ctx, s.r.opts.MaxPollRecords)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if fs.IsClientClosed() {
+			return kgo.ErrClientClosed
+		}
+		var fatal error
+		fs.EachError(func(topic string, p int32, err error) {
+			switch {
+			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			case isRetriable(err):
+				s.log.Warn("fetch error; retrying", "topic", topic, "partition", p, "err", err)
+			default:
+				if fatal == nil {
+					fatal = fmt.Errorf("fetch %s/%d: %w", topic, p, err)
+				}
+			}
+		})
+		if fatal != nil {
+			return fatal
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			last := p.Records[len(p.Records)-1].Offset
+			s.r.met.consumerLag.WithLabelValues(p.Topic, taskLabel(p.Partition)).Set(float64(max(0, p.HighWatermark-last-1)))
+			s.dispatch(p)
+		})
+	}
+}
+
+// isRetriable reports whether a fetch error is one the client recovers from
+// by itself.
+func isRetriable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	var dl *kgo.ErrDataLoss
+	var gs *kgo.ErrGroupSession
+	return errors.As(err, &dl) || errors.As(err, &gs) || kgo.IsRetryableBrokerErr(err)
+}
+
+func (s *session) dispatch(p kgo.FetchTopicPartition) {
+	s.mu.Lock()
+	t := s.active[p.Partition]
+	s.mu.Unlock()
+	if t == nil {
+		return // revoked meanwhile: its records will be fetched again by the next owner
+	}
+	select {
+	case t.queue <- p:
+	case <-t.done:
+	}
+}
+
+func (s *session) commitLoop() {
+	tick := time.NewTicker(s.r.opts.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		tasks := slices.Collect(maps.Values(s.active))
+		s.mu.Unlock()
+		if err := s.commit(s.ctx, tasks); err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			var oce *offsetCommitError
+			if errors.As(err, &oce) {
+				s.log.Warn("offset commit failed; retrying at the next commit", "err", err)
+				continue
+			}
+			s.fail(fmt.Errorf("commit: %w", err))
+			return
+		}
+	}
+}
+
+// offsetCommitError is a failed offset commit: the next commit retries it
+// (typically a rebalance in progress).
+type offsetCommitError struct{ err error }
+
+func (e *offsetCommitError) Error() string { return "commit offsets: " + e.err.Error() }
+func (e *offsetCommitError) Unwrap() error { return e.err }
+
+// commit makes the processed work of tasks durable and commits their
+// offsets: tasks pause between records, the producer is flushed, each
+// task's stores write their buffers and checkpoints, and the offsets after
+// the last processed records are committed. A task whose store write fails
+// is stopped and its offsets are not committed.
+func (s *session) commit(ctx context.Context, tasks []*task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	start := time.Now()
+	for _, t := range tasks {
+		t.mu.Lock()
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			for _, t := range tasks {
+				t.mu.Unlock()
+			}
+			locked = false
+		}
+	}
+	defer unlock()
+
+	if err := s.cl.Flush(ctx); err != nil {
+		s.r.met.commitFailures.Inc()
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := s.produceErr(); err != nil {
+		s.r.met.commitFailures.Inc()
+		return err
+	}
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	var committing []*task
+	for _, t := range tasks {
+		if !t.activated || t.err != nil {
+			continue
+		}
+		if err := t.st.Commit(); err != nil {
+			s.r.met.commitFailures.Inc()
+			t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
+			continue
+		}
+		for topic, eo := range t.next {
+			if eo.Offset > t.committed[topic] {
+				if offsets[topic] == nil {
+					offsets[topic] = make(map[int32]kgo.EpochOffset)
+				}
+				offsets[topic][t.id] = eo
+			}
+		}
+		committing = append(committing, t)
+	}
+	unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	var cerr error
+	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	if cerr != nil {
+		s.r.met.commitFailures.Inc()
+		return &offsetCommitError{cerr}
+	}
+	for _, t := range committing {
+		for topic, m := range offsets {
+			if eo, ok := m[t.id]; ok {
+				t.committed[topic] = eo.Offset
+			}
+		}
+	}
+	s.r.met.commitLatency.Observe(time.Since(start).Seconds())
+	s.log.Debug("committed", "tasks", len(committing), "took", time.Since(start))
+	return nil
+}
+
+func (s *session) produceErr() error {
+	s.prodMu.Lock()
+	defer s.prodMu.Unlock()
+	return s.prodErr
+}
+
+// promise is the callback of output and dead-letter records.
+func (s *session) promise(r *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	s.prodMu.Lock()
+	if s.prodErr == nil {
+		s.prodErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+	}
+	s.prodMu.Unlock()
+}
+
+// checkpoints sums each held task's store checkpoints for the balancer.
+func (s *session) checkpoints() map[int32]int64 {
+	cps, err := s.mgr.Checkpoints()
+	if err != nil {
+		s.log.Warn("reading checkpoints for the join metadata", "err", err)
+	}
+	out := make(map[int32]int64, len(cps))
+	for t, stores := range cps {
+		var sum int64
+		for _, o := range stores {
+			sum += o
+		}
+		out[t] = sum
+	}
+	return out
+}
+
+func tasksOf(m map[string][]int32) []int32 {
+	var out []int32
+	for _, ps := range m {
+		for _, p := range ps {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *session) partitionsOf(tasks []int32) map[string][]int32 {
+	m := make(map[string][]int32)
+	for _, topic := range s.r.topo.InputTopics() {
+		m[topic] = slices.Clone(tasks)
+	}
+	return m
+}
+
+// onAssigned starts the new active tasks (paused until their stores are
+// restored or promoted) and reconciles standbys with the plan.
+func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	s.bal.OnPartitionsAssigned(ctx, cl, assigned)
+	asg, _ := s.bal.Assignment()
+	s.r.met.rebalances.Inc()
+	newTasks := tasksOf(assigned)
+
+	s.mu.Lock()
+	if !s.revokeStart.IsZero() {
+		s.r.met.rebalanceTime.Observe(time.Since(s.revokeStart).Seconds())
+		s.revokeStart = time.Time{}
+	}
+	s.assigned = true
+	var started []*task
+	if len(newTasks) > 0 {
+		cl.PauseFetchPartitions(s.partitionsOf(newTasks))
+	}
+	for _, id := range newTasks {
+		if s.active[id] != nil {
+			continue
+		}
+		t := newTask(s, id)
+		if st := s.standby[id]; st != nil {
+			t.st = st // promoted below, without a full restore
+			delete(s.standby, id)
+		}
+		s.active[id] = t
+		started = append(started, t)
+	}
+	want := make(map[int32]bool)
+	for _, id := range append(slices.Clone(asg.Standby), asg.Warmup...) {
+		if s.active[id] == nil {
+			want[id] = true
+		}
+	}
+	var closeStandbys []*state.Task
+	for id, st := range s.standby {
+		if !want[id] {
+			closeStandbys = append(closeStandbys, st)
+			delete(s.standby, id)
+		}
+	}
+	var open []int32
+	for id := range want {
+		if s.standby[id] == nil {
+			open = append(open, id)
+		}
+	}
+	s.mu.Unlock()
+
+	for _, t := range started {
+		go t.run()
+	}
+	for _, st := range closeStandbys {
+		if err := st.Close(); err != nil {
+			s.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
+		}
+	}
+	for _, id := range open {
+		st := s.mgr.Task(id)
+		var err error
+		if st == nil {
+			st, err = s.mgr.OpenTask(id, s.r.storeSpecs())
+		}
+		if err == nil && st.Role() == state.RoleIdle {
+			err = st.StartStandby()
+		}
+		if err != nil {
+			s.log.Error("opening a standby", "task", id, "err", err)
+			continue
+		}
+		s.mu.Lock()
+		s.standby[id] = st
+		s.mu.Unlock()
+	}
+	s.log.Info("assignment", "generation", asg.Generation, "active", activeIDs(s), "new", newTasks,
+		"standby", asg.Standby, "warmup", asg.Warmup, "pending", asg.Pending)
+	s.updateTaskGauges()
+}
+
+func activeIDs(s *session) []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.active))
+}
+
+// onRevoked stops the revoked tasks after their in-flight record, commits
+// them, and keeps their stores as standbys (closed on shutdown, and closed
+// by the next assignment if the plan has no standby here).
+func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	s.mu.Lock()
+	s.revokeStart = time.Now()
+	broken, closing := s.broken, s.closing
+	var tasks []*task
+	for _, id := range tasksOf(revoked) {
+		if t := s.active[id]; t != nil {
+			tasks = append(tasks, t)
+			delete(s.active, id)
+		}
+	}
+	s.mu.Unlock()
+	if len(tasks) == 0 {
+		return
+	}
+	for _, t := range tasks {
+		t.stop()
+	}
+	if broken != nil {
+		s.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids(tasks), "err", broken)
+		for _, t := range tasks {
+			t.drop()
+		}
+		s.updateTaskGauges()
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.r.opts.ShutdownTimeout)
+	err := s.commit(cctx, tasks)
+	cancel()
+	if err != nil {
+		s.log.Error("commit on revoke failed; dropping the revoked tasks", "tasks", ids(tasks), "err", err)
+		for _, t := range tasks {
+			t.drop()
+		}
+		var oce *offsetCommitError
+		if !errors.As(err, &oce) {
+			s.fail(fmt.Errorf("commit on revoke: %w", err))
+		}
+		s.updateTaskGauges()
+		return
+	}
+	for _, t := range tasks {
+		if closing || !t.activated || t.err != nil {
+			t.drop()
+			continue
+		}
+		if err := t.st.Demote(); err != nil {
+			s.log.Warn("keeping a revoked task as standby", "task", t.id, "err", err)
+			t.drop()
+			continue
+		}
+		s.mu.Lock()
+		s.standby[t.id] = t.st
+		s.mu.Unlock()
+	}
+	s.log.Info("revoked", "tasks", ids(tasks), "closing", closing)
+	s.updateTaskGauges()
+}
+
+// onLost drops the lost tasks without committing: another member may own
+// their partitions already.
+func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	s.mu.Lock()
+	s.revokeStart = time.Now()
+	var tasks []*task
+	for _, id := range tasksOf(lost) {
+		if t := s.active[id]; t != nil {
+			tasks = append(tasks, t)
+			delete(s.active, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range tasks {
+		t.stop()
+		t.drop()
+	}
+	if len(tasks) > 0 {
+		s.log.Warn("partitions lost; tasks dropped without commit", "tasks", ids(tasks))
+	}
+	s.updateTaskGauges()
+}
+
+func ids(ts []*task) []int32 {
+	out := make([]int32, len(ts))
+	for i, t := range ts {
+		out[i] = t.id
+	}
+	return out
+}
+
+func (s *session) updateTaskGauges() {
+	asg, _ := s.bal.Assignment()
+	s.mu.Lock()
+	active := len(s.active)
+	s.mu.Unlock()
+	s.r.met.tasks.WithLabelValues("active").Set(float64(active))
+	s.r.met.tasks.WithLabelValues("standby").Set(float64(len(asg.Standby)))
+	s.r.met.tasks.WithLabelValues("warmup").Set(float64(len(asg.Warmup)))
+}
+
+func (s *session) readiness() (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil {
+		return false, "rebuilding the Kafka client: " + s.broken.Error()
+	}
+	if !s.assigned {
+		return false, "joining the group"
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.active)) {
+		t := s.active[id]
+		if err := t.getErr(); err != nil {
+			return false, err.Error()
+		}
+		if !t.running.Load() {
+			return false, fmt.Sprintf("task %d is restoring", id)
+		}
+	}
+	return true, ""
+}
