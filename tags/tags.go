@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -284,3 +285,34 @@ func javaList(ks Keys) string { return "[" + strings.Join(ks, ", ") + "]" }
 
 // ErrDecode is wrapped by every error [Decode] returns.
 var ErrDecode = errors.New("decode client tags")
+
+// MarshalJSON encodes the set as a JSON object in key order:
+// {"cluster":"k8s-cluster1","zone":"eu-central-1a"}, the form the
+// assignor's scenarios and the HTTP metadata use for tags.
+func (s Set) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, t := range s.tags {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(t.Key) // strings always marshal
+		v, _ := json.Marshal(t.Value)
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON decodes a JSON object of string values (or null, the empty
+// set) and validates it as [FromMap] does.
+func (s *Set) UnmarshalJSON(data []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("client tags: %w", err)
+	}
+	set, err := FromMap(m)
+	if err != nil {
+		return fmt.Errorf("client tags: %w", err)
+	}
+	*s = set
+	return nil
+}

@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -238,5 +239,44 @@ func TestParseKeysReadsAKafkaList(t *testing.T) {
 	}
 	if ks.String() != "zone,cluster" {
 		t.Errorf("String() = %q", ks.String())
+	}
+}
+
+func TestSetJSONIsAnObjectInKeyOrder(t *testing.T) {
+	s := MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1")
+	b, err := json.Marshal(struct{ Tags Set }{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"Tags":{"cluster":"k8s-cluster1","zone":"eu-central-1a"}}`; string(b) != want {
+		t.Errorf("json = %s, want %s", b, want)
+	}
+	var back struct{ Tags Set }
+	if err := json.Unmarshal(b, &back); err != nil || !back.Tags.Equal(s) {
+		t.Errorf("round trip: %v, %v", back.Tags, err)
+	}
+	if b, _ := json.Marshal(Set{}); string(b) != "{}" {
+		t.Errorf("empty set = %s", b)
+	}
+	q := MustSet("k\"ey", "v\\al\u00e4\x7f\x00<")
+	b, _ = json.Marshal(q)
+	var q2 Set
+	if err := json.Unmarshal(b, &q2); err != nil || !q2.Equal(q) {
+		t.Errorf("escaping round trip of %s: %v %v", b, q2, err)
+	}
+	var n Set
+	if err := json.Unmarshal([]byte("null"), &n); err != nil || n.Len() != 0 {
+		t.Errorf("null: %v %v", n, err)
+	}
+	for in, want := range map[string]string{
+		`{"zone":""}`: "Tag value must not be empty",
+		`{"zone":1}`:  "client tags: json: cannot unmarshal",
+		`["zone"]`:    "client tags: json: cannot unmarshal",
+		`{"a":"1","b":"2","c":"3","d":"4","e":"5","f":"6"}`: "At most 5 client tags",
+	} {
+		var s Set
+		if err := json.Unmarshal([]byte(in), &s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Unmarshal(%s) error = %v, want %q", in, err, want)
+		}
 	}
 }
