@@ -203,25 +203,23 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 	for _, s := range t.stores {
 		topics = append(topics, s.changelog)
 	}
-	began := time.Now()
 	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[*Store]int64, error) {
 		var lo kadm.ListedOffsets
 		// A topic created a moment ago may be unknown to cached metadata
 		// (ours or a broker's): retry that for a while.
-		for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-			lo, err = fn(ctx, topics...)
-			if err != nil {
-				return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, err)
+		err := retryUnknownTopic(ctx, func() error {
+			var err error
+			if lo, err = fn(ctx, topics...); err != nil {
+				return err
 			}
-			if lo.Error() == nil || !errors.Is(lo.Error(), kerr.UnknownTopicOrPartition) || time.Since(began) > unknownTopicPatience {
-				break
+			if err = lo.Error(); errors.Is(err, kerr.UnknownTopicOrPartition) {
+				r.cl.ForceMetadataRefresh()
+				return err
 			}
-			r.cl.ForceMetadataRefresh()
-			select {
-			case <-ctx.Done():
-				return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, ctx.Err())
-			case <-time.After(wait):
-			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, err)
 		}
 		out := make(map[*Store]int64, len(t.stores))
 		for _, s := range t.stores {

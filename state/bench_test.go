@@ -1,0 +1,203 @@
+package state
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	rtmetrics "runtime/metrics"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkRestore measures restoring one changelog partition of
+// STATE_BENCH_RECORDS records [1,000,000] with 16-byte random keys and
+// 100-byte values, beside its two ceilings: a plain franz-go consumer reading
+// the same partition and discarding it, and goleveldb loading the same
+// records in batches with no Kafka. It runs against kfake, or against the
+// real broker when RACKSTREAM_TEST_BROKERS is set. Use -benchtime=1x (or
+// 3x): one iteration restores the whole partition.
+func BenchmarkRestore(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("STATE_BENCH_RECORDS")); err == nil && v > 0 {
+		n = v
+	}
+	e := newEnv(b, 1, "bench")
+	topic := ChangelogTopic(e.app, "bench")
+	e.open(b.TempDir()).Close() // creates the changelog
+	start := time.Now()
+	produceBenchRecords(b, e, topic, n)
+	b.Logf("%s: produced %d records in %v", e.c.Kind(), n, time.Since(start).Round(time.Millisecond))
+	const recBytes = 16 + 100
+
+	report := func(b *testing.B, peak peakHeap) {
+		el := b.Elapsed().Seconds()
+		total := float64(n) * float64(b.N)
+		b.ReportMetric(total/el, "records/s")
+		b.ReportMetric(total*recBytes/el/1e6, "MB/s")
+		b.ReportMetric(float64(peak.peak)/1e6, "peak-heap-MB")
+		// With kfake the broker's log is on this heap too: the growth
+		// over the heap before the run is what the code under test used.
+		b.ReportMetric(float64(peak.peak-min(peak.peak, peak.base))/1e6, "heap-growth-MB")
+		b.ReportMetric(0, "ns/op")
+	}
+
+	b.Run("restore", func(b *testing.B) {
+		var peak peakHeap
+		for b.Loop() {
+			b.StopTimer()
+			m := e.open(b.TempDir())
+			task, err := m.OpenTask(0, e.stores)
+			must(b, err)
+			runtime.GC()
+			stop := samplePeakHeap(&peak)
+			b.StartTimer()
+			must(b, task.Restore(context.Background()))
+			b.StopTimer()
+			stop()
+			if ck := task.Store("bench").Checkpoint(); ck != int64(n) {
+				b.Fatalf("checkpoint after restore = %d, want %d", ck, n)
+			}
+			must(b, m.Close())
+			b.StartTimer()
+		}
+		report(b, peak)
+	})
+
+	b.Run("ceiling-consume", func(b *testing.B) {
+		var peak peakHeap
+		for b.Loop() {
+			b.StopTimer()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(e.c.Brokers...),
+				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+				kgo.FetchMaxBytes(defaultFetchMaxBytes), kgo.FetchMaxPartitionBytes(defaultFetchMaxBytes))
+			must(b, err)
+			runtime.GC()
+			stop := samplePeakHeap(&peak)
+			b.StartTimer()
+			var got int
+			for got < n {
+				fs := cl.PollRecords(context.Background(), pollRecords)
+				must(b, fs.Err0())
+				got += fs.NumRecords()
+			}
+			b.StopTimer()
+			stop()
+			cl.Close()
+			b.StartTimer()
+		}
+		report(b, peak)
+	})
+
+	b.Run("ceiling-leveldb", func(b *testing.B) {
+		keys, vals := benchRecords(n)
+		var peak peakHeap
+		for b.Loop() {
+			b.StopTimer()
+			o := LevelDBOptions{}.withDefaults()
+			db, err := leveldb.OpenFile(b.TempDir(), &opt.Options{
+				BlockCacheCapacity: o.BlockCacheBytes, WriteBuffer: o.WriteBufferBytes,
+				Filter: filter.NewBloomFilter(o.BloomBits), CompactionTableSize: 4 << 20,
+				WriteL0SlowdownTrigger: 16, WriteL0PauseTrigger: 24,
+			})
+			must(b, err)
+			runtime.GC()
+			stop := samplePeakHeap(&peak)
+			b.StartTimer()
+			batch := new(leveldb.Batch)
+			for i := range keys {
+				batch.Put(keys[i], vals[i])
+				if len(batch.Dump()) >= defaultRestoreBatch {
+					must(b, db.Write(batch, nil))
+					batch.Reset()
+				}
+			}
+			must(b, db.Write(batch, nil))
+			b.StopTimer()
+			stop()
+			must(b, db.Close())
+			b.StartTimer()
+		}
+		report(b, peak)
+	})
+}
+
+// benchRecords returns n deterministic records: 16-byte random keys,
+// 100-byte values.
+func benchRecords(n int) (keys, vals [][]byte) {
+	r := rand.New(rand.NewPCG(1, 2))
+	keys, vals = make([][]byte, n), make([][]byte, n)
+	buf := make([]byte, n*116)
+	for i := range n {
+		rec := buf[i*116 : (i+1)*116]
+		for j := 0; j < 116; j += 8 {
+			v := r.Uint64()
+			for k := 0; k < 8 && j+k < 116; k++ {
+				rec[j+k] = byte(v >> (8 * k))
+			}
+		}
+		keys[i], vals[i] = rec[:16:16], rec[16:]
+	}
+	return keys, vals
+}
+
+func produceBenchRecords(b *testing.B, e *env, topic string, n int) {
+	p := e.c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	keys, vals := benchRecords(n)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		p.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Key: keys[i], Value: vals[i]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("produce bench records: %v", err)
+	}
+}
+
+type peakHeap struct{ base, peak uint64 }
+
+// samplePeakHeap records the live heap before the run and its peak during
+// it (the maximum over runs) until the returned func is called.
+func samplePeakHeap(p *peakHeap) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	rtmetrics.Read(s)
+	if base := s[0].Value.Uint64(); base > p.base {
+		p.base = base
+	}
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			rtmetrics.Read(s)
+			if v := s[0].Value.Uint64(); v > p.peak {
+				p.peak = v
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}

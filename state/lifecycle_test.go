@@ -1,0 +1,219 @@
+package state
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestUserKeysCannotOverwriteTheCheckpoint writes user keys that look like
+// the metadata key space: the checkpoint is unaffected and the keys read
+// back as written.
+func TestUserKeysCannotOverwriteTheCheckpoint(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	s := task.Store("s")
+	for _, k := range [][]byte{checkpointKey, {metaPrefix}, {}, {dataPrefix}, append([]byte{dataPrefix}, checkpointKey...)} {
+		must(t, s.Put(k, []byte("user value")))
+	}
+	e.commit(task, p)
+	if ck := s.Checkpoint(); ck != 5 {
+		t.Fatalf("checkpoint = %d, want 5", ck)
+	}
+	must(t, task.Close())
+	task, err := m.OpenTask(0, e.stores)
+	must(t, err)
+	if ck := task.Store("s").Checkpoint(); ck != 5 {
+		t.Fatalf("checkpoint read back = %d, want 5", ck)
+	}
+	if v, ok, _ := task.Store("s").View().Get(checkpointKey); !ok || string(v) != "user value" {
+		t.Fatalf("user key equal to the checkpoint key = %q, %v", v, ok)
+	}
+	if n := task.Store("s").View().ApproximateCount(); n != 5 {
+		t.Fatalf("ApproximateCount = %d, want 5", n)
+	}
+}
+
+// TestCommitRefusesUnacknowledgedChangelogRecords: Commit before the
+// producer is flushed fails and changes nothing; after the flush it works.
+func TestCommitRefusesUnacknowledgedChangelogRecords(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	// A long linger keeps the record unacknowledged until Flush.
+	p := e.producer(kgo.ProducerLinger(time.Minute))
+	task := e.activeTask(m, 0, p)
+	must(t, task.Store("s").Put([]byte("k"), []byte("v")))
+	err := task.Commit()
+	if err == nil || !strings.Contains(err.Error(), "not yet acknowledged") {
+		t.Fatalf("Commit before Flush = %v, want an unacknowledged-records error", err)
+	}
+	if task.Store("s").Checkpoint() != 0 || task.Err() != nil {
+		t.Fatalf("a refused commit moved the checkpoint or failed the task")
+	}
+	e.commit(task, p)
+	if ck := task.Store("s").Checkpoint(); ck != 1 {
+		t.Fatalf("checkpoint = %d, want 1", ck)
+	}
+}
+
+// TestRestoreMetricsEndAtZeroRemaining: after a restore, remaining is 0,
+// the counter counts the records and the checkpoint gauge is the end.
+func TestRestoreMetricsEndAtZeroRemaining(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for i := range 5000 {
+		must(t, task.Store("s").Put([]byte("k"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(task, p)
+	reg := prometheus.NewRegistry()
+	m2 := e.open(t.TempDir(), func(o *Options) {
+		o.Registerer = reg
+		o.RestoreBatchBytes = 16 << 10 // many batches
+	})
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, t2.Restore(e.ctx()))
+	for name, want := range map[string]float64{
+		"rackstream_state_restore_remaining_records": 0,
+		"rackstream_state_restored_records_total":    5000,
+		"rackstream_state_checkpoint_offset":         5000,
+		"rackstream_state_lag_records":               0,
+	} {
+		got, err := testutil.GatherAndCount(reg, name)
+		must(t, err)
+		if got != 1 {
+			t.Fatalf("%s has %d series, want 1", name, got)
+		}
+		if v := gaugeValue(t, reg, name); v != want {
+			t.Fatalf("%s = %v, want %v", name, v, want)
+		}
+	}
+	if r := gaugeValue(t, reg, "rackstream_state_restore_records_per_second"); r <= 0 {
+		t.Fatalf("restore rate = %v, want > 0", r)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// TestScanCheckpointsAndCleanupUnassigned: closed tasks' checkpoints are
+// listed without opening them (from the sidecar, or from the database when
+// the sidecar is gone); tasks not open are deleted only after the cleanup
+// delay, open ones never.
+func TestScanCheckpointsAndCleanupUnassigned(t *testing.T) {
+	e := newEnv(t, 3, "s", "t")
+	dir := t.TempDir()
+	m := e.open(dir, func(o *Options) { o.CleanupDelay = time.Hour })
+	p := e.producer()
+	var tasks []*Task
+	for id := range int32(3) {
+		task := e.activeTask(m, id, p)
+		for i := range int(id+1) * 10 {
+			must(t, task.Store("s").Put([]byte(strconv.Itoa(i)), []byte("v")))
+		}
+		must(t, task.Store("t").Put([]byte("x"), []byte("y")))
+		e.commit(task, p)
+		tasks = append(tasks, task)
+	}
+	must(t, tasks[1].Close())
+	must(t, tasks[2].Close())
+	must(t, os.Remove(filepath.Join(dir, e.app, "2", "s", sidecarName)))
+
+	got, err := ScanCheckpoints(dir, e.app)
+	must(t, err)
+	want := map[int32]map[string]int64{
+		0: {"s": 0, "t": 0}, // open: its sidecar is from Activate, before any commit
+		1: {"s": 20, "t": 1},
+		2: {"s": 30, "t": 1}, // s read from the database
+	}
+	if !maps.EqualFunc(got, want, maps.Equal) {
+		t.Fatalf("ScanCheckpoints = %v, want %v", got, want)
+	}
+	live, err := m.Checkpoints()
+	must(t, err)
+	want[0] = map[string]int64{"s": 10, "t": 1}
+	if !maps.EqualFunc(live, want, maps.Equal) {
+		t.Fatalf("Manager.Checkpoints = %v, want %v", live, want)
+	}
+
+	now := time.Now()
+	removed, err := m.CleanupUnassigned(now)
+	must(t, err)
+	if len(removed) != 0 {
+		t.Fatalf("CleanupUnassigned before the delay removed %v", removed)
+	}
+	removed, err = m.CleanupUnassigned(now.Add(time.Hour + time.Minute))
+	must(t, err)
+	if !slices.Equal(removed, []int32{1, 2}) {
+		t.Fatalf("CleanupUnassigned after the delay removed %v, want [1 2]", removed)
+	}
+	for id, exists := range map[string]bool{"0": true, "1": false, "2": false} {
+		if _, err := os.Stat(filepath.Join(dir, e.app, id)); (err == nil) != exists {
+			t.Fatalf("task dir %s exists=%v, want %v", id, err == nil, exists)
+		}
+	}
+	if v, ok, _ := tasks[0].Store("s").View().Get([]byte("3")); !ok || string(v) != "v" {
+		t.Fatal("the open task lost data in cleanup")
+	}
+}
+
+// TestRestoreWipesAStoreAheadOfItsChangelog: a checkpoint past the end of
+// the changelog (the topic was recreated) wipes the store and restores the
+// new topic's content.
+func TestRestoreWipesAStoreAheadOfItsChangelog(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	dir := t.TempDir()
+	m := e.open(dir)
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for i := range 50 {
+		must(t, task.Store("s").Put([]byte("old"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(task, p)
+	must(t, m.Close())
+
+	// The store now belongs to an application whose changelog is new and
+	// shorter: adopt another topic with 3 records.
+	other := e.c.Name("recreated-changelog")
+	e.c.CreateTopic(other, 1, map[string]*string{"cleanup.policy": ptr("compact")})
+	for i := range 3 {
+		must(t, p.ProduceSync(e.ctx(), &kgo.Record{Topic: other, Key: []byte("new" + strconv.Itoa(i)), Value: []byte("w")}).FirstErr())
+	}
+	e.stores = []StoreSpec{{Name: "s", Changelog: other}}
+	m2 := e.open(dir)
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, t2.Restore(e.ctx()))
+	want := map[string]string{"new0": "w", "new1": "w", "new2": "w"}
+	if got := viewContent(t, t2.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("store after restore from a shorter changelog = %v, want %v", got, want)
+	}
+}
