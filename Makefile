@@ -1,21 +1,44 @@
-# Rackstream's build. `make test` is the README's test command and what CI runs.
+# Rackstream's build. `make test` is the README's test command and what CI
+# (.ci/run) runs: go vet, then all tests on kfake, then all tests again on a
+# real Apache Kafka 4.4.0 broker started by deploy/local/kafka.sh (see
+# deploy/local/README.md; deploy/local/test.sh does the work).
 GO ?= go
-GOTEST_TIMEOUT ?= 15m
+GOTEST_TIMEOUT ?= 10m
+PKGS ?= ./...
 
-.PHONY: all build vet test test-unit bench
+export GO GOTEST_TIMEOUT PKGS
+
+.PHONY: all build vet test test-kfake test-kafka bench kafka-start kafka-stop kafka-status
 all: build
 
 build:
 	$(GO) build ./...
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(PKGS)
 
-# Unit and kfake integration tests.
-test-unit:
-	$(GO) test -timeout $(GOTEST_TIMEOUT) ./...
+# vet, the kfake pass, and the real-broker pass (skipped with a reason when
+# the broker can't be had, except under CI=true).
+test:
+	./deploy/local/test.sh
 
-test: vet test-unit
+# Only the kfake pass: tests never see a real broker.
+test-kfake:
+	env -u RACKSTREAM_TEST_BROKERS -u RACKSTREAM_TEST_SASL_BROKERS $(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
+
+# Only the real-broker pass, on the broker `make kafka-start` left running.
+test-kafka:
+	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
+		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+
+kafka-start:
+	./deploy/local/kafka.sh start
+
+kafka-stop:
+	./deploy/local/kafka.sh stop
+
+kafka-status:
+	./deploy/local/kafka.sh status

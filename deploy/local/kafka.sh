@@ -36,7 +36,7 @@ LOG_DIR=$RUN_DIR/logs
 CONFIG=$RUN_DIR/server.properties
 
 say() { printf 'kafka.sh: %s\n' "$*"; }
-die() { printf 'kafka.sh: %s\n' "$*" >&2; exit "${2:-1}"; }
+die() { printf 'kafka.sh: %s\n' "$1" >&2; exit "${2:-1}"; }
 # unavailable: the broker can't be had on this machine (make test skips the
 # real-broker pass on exit code 2 outside CI).
 unavailable() { die "$1" 2; }

@@ -161,18 +161,45 @@ func (c *Cluster) sharedAdmin() *kadm.Client {
 }
 
 // CreateTopic creates a topic with replication factor 1 and the given
-// configs (nil for none), failing the test on error.
+// configs (nil for none), failing the test on error. It returns once the
+// broker's metadata shows every partition with a leader: a real broker
+// answers the creation before its metadata cache has the topic, and a
+// produce in that gap fails with UNKNOWN_TOPIC_OR_PARTITION.
 func (c *Cluster) CreateTopic(name string, partitions int32, configs map[string]*string) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	resp, err := c.sharedAdmin().CreateTopic(ctx, partitions, 1, configs, name)
+	adm := c.sharedAdmin()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		c.t.Fatalf("kafkatest: create topic %s (%d partitions) on %s: %v", name, partitions, c.Kind(), err)
 	}
+	for {
+		td, err := adm.ListTopics(ctx, name)
+		if err == nil && topicReady(td[name], partitions) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("kafkatest: topic %s (%d partitions) on %s created but not in metadata with leaders within %v (last error: %v)", name, partitions, c.Kind(), Timeout, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func topicReady(td kadm.TopicDetail, partitions int32) bool {
+	if td.Err != nil || int32(len(td.Partitions)) != partitions {
+		return false
+	}
+	for _, p := range td.Partitions {
+		if p.Err != nil || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Produce writes records synchronously with acks=all, failing the test on
@@ -183,12 +210,7 @@ func (c *Cluster) Produce(records ...*kgo.Record) {
 	c.t.Helper()
 	c.mu.Lock()
 	if c.producer == nil {
-		c.producer = c.Client(
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			// A missing topic is a test bug: fail fast instead of
-			// retrying until the deadline (auto-creation is off).
-			kgo.UnknownTopicRetries(3),
-		)
+		c.producer = c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
 	pr := c.producer
 	c.mu.Unlock()

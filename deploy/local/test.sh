@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# test.sh is `make test`: go vet, then every package's tests twice, first on
+# in-process kfake clusters, then on a real Apache Kafka broker that it
+# starts with deploy/local/kafka.sh (and stops again, even on failure).
+#
+# A broker already running from kafka.sh (same RACKSTREAM_KAFKA_DIR) is
+# used as it is and left running. Outside CI a machine that can't have the
+# broker (no Java, no Maven, jars not fetchable) skips the real-broker pass
+# with one line saying why; under CI=true that fails the run.
+#
+# Tests that read no broker variable are cached by go test between the two
+# passes, so the second pass reruns only the tests that touch Kafka.
+#
+# Environment: GO (go), GOTEST_TIMEOUT (10m, per package binary), PKGS (./...),
+# GOTEST_FLAGS (extra go test flags), and kafka.sh's own variables.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$HERE/../.."
+GO=${GO:-go}
+TIMEOUT=${GOTEST_TIMEOUT:-10m}
+read -r -a PKGS <<<"${PKGS:-./...}"
+read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
+KAFKA=$HERE/kafka.sh
+BROKER_VARS=(RACKSTREAM_TEST_BROKERS RACKSTREAM_TEST_SASL_BROKERS RACKSTREAM_TEST_SASL_USER
+	RACKSTREAM_TEST_SASL_PASSWORD RACKSTREAM_TEST_SASL_MECHANISM)
+
+failed=0
+summary=()
+note() { printf 'make test: %s\n' "$*"; }
+# record NAME RESULT SECONDS [DETAIL]
+record() {
+	summary+=("$(printf '%-28s %-7s %5ss  %s' "$1" "$2" "$3" "${4:-}")")
+	[[ $2 == FAIL ]] && failed=1
+	return 0
+}
+
+# suite NAME CMD...: runs one suite, prints and records its result and time.
+suite() {
+	local name=$1 t0=$SECONDS rc
+	shift
+	note "== $name: ${*#unset_broker_env }"
+	"$@"
+	rc=$?
+	local took=$((SECONDS - t0)) result=ok
+	((rc == 0)) || result=FAIL
+	note "== $name: $result in ${took}s"
+	record "$name" "$result" "$took"
+}
+
+unset_broker_env() { env "${BROKER_VARS[@]/#/-u}" "$@"; }
+
+suite "go vet" "$GO" vet "${PKGS[@]}"
+suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
+
+# The real broker.
+started=0
+stop_broker() {
+	if ((started)); then
+		started=0
+		"$KAFKA" stop || note "stopping the broker failed: see ${RACKSTREAM_KAFKA_DIR:-/tmp/rackstream-kafka}/logs"
+	fi
+}
+trap stop_broker EXIT
+trap 'stop_broker; exit 130' INT TERM
+
+skipped=""
+reused=0
+broker_log=$(mktemp)
+t0=$SECONDS
+if "$KAFKA" status >/dev/null 2>&1; then
+	note "using the broker already running ($("$KAFKA" status)); it is left running"
+	rc=0
+	reused=1
+else
+	"$KAFKA" start >"$broker_log" 2>&1
+	rc=$?
+	if ((rc == 0)); then
+		started=1
+		cat "$broker_log"
+	fi
+fi
+start_took=$((SECONDS - t0))
+version=$("$KAFKA" version 2>/dev/null || echo unknown)
+
+if ((rc == 0)); then
+	if ((reused)); then
+		record "kafka (already running)" ok 0 "Apache Kafka $version"
+	else
+		record "kafka.sh start" ok "$start_took" "Apache Kafka $version"
+	fi
+	eval "$("$KAFKA" env)"
+	export "${BROKER_VARS[@]}"
+	suite "go test (kafka $version)" "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
+	stop_broker
+else
+	why=$(grep -v '^kafka.sh: fetching' "$broker_log" | tail -n1)
+	if ((rc == 2)) && [[ ${CI:-} != true ]]; then
+		note "real-broker pass SKIPPED (outside CI): ${why#kafka.sh: }"
+		record "go test (kafka)" SKIPPED 0 "${why#kafka.sh: }"
+		skipped=${why#kafka.sh: }
+	else
+		cat "$broker_log" >&2
+		note "the real broker could not be started: ${why#kafka.sh: }"
+		((rc == 2)) && note "under CI=true the real-broker pass must run"
+		record "kafka.sh start" FAIL "$start_took" "${why#kafka.sh: }"
+		record "go test (kafka)" FAIL 0 "not run: no broker"
+	fi
+fi
+rm -f "$broker_log"
+
+echo
+note "summary"
+printf '  %s\n' "${summary[@]}"
+if ((failed)); then
+	note "FAIL"
+	exit 1
+fi
+if [[ -n $skipped ]]; then
+	note "PASS on kfake only; real-broker pass skipped: $skipped"
+else
+	note "PASS on kfake and Apache Kafka $version"
+fi
