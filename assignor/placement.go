@@ -10,7 +10,7 @@ import (
 // over a model: replicas by client index, loads by client.
 type placement struct {
 	m *model
-	k int // standby slots per task: num.standby.replicas
+	k int // standby slots per task
 
 	active  []int32 // per task
 	standby []int32 // task t's standbys are standby[t*k : t*k+k], -1 = none
@@ -24,7 +24,10 @@ type placement struct {
 }
 
 func newPlacement(m *model) *placement {
-	n, T, k := len(m.ids), m.numTasks, m.standbys
+	// Standby slots per task: never more than the other clients, however
+	// large num.standby.replicas is.
+	n, T := len(m.ids), m.numTasks
+	k := min(m.standbys, max(n-1, 0))
 	pl := &placement{
 		m:        m,
 		k:        k,
@@ -48,7 +51,7 @@ func newPlacement(m *model) *placement {
 
 // placementOf reads p's task placements back over m, checking them.
 func placementOf(m *model, p *Plan) (*placement, error) {
-	k := m.standbys
+	k := min(m.standbys, max(len(m.ids)-1, 0))
 	for _, tp := range p.Tasks {
 		k = max(k, len(tp.Standby))
 	}
