@@ -74,16 +74,24 @@ type setting struct {
 // prefix for their own settings), but one that is a near miss of a real
 // variable is reported by [Config.Warnings].
 func Load(src Sources) (*Config, error) {
+	var data []byte
+	if src.File != "" {
+		var err error
+		if data, err = os.ReadFile(src.File); err != nil {
+			return nil, Errors{{Msg: fmt.Sprintf("read configuration: %v", err)}}
+		}
+	}
+	return load(src, data)
+}
+
+// load is Load with the file's contents already read.
+func load(src Sources, data []byte) (*Config, error) {
 	var (
 		settings []setting
 		errs     Errors
 		warnings []string
 	)
 	if src.File != "" {
-		data, err := os.ReadFile(src.File)
-		if err != nil {
-			return nil, Errors{{Msg: fmt.Sprintf("read configuration: %v", err)}}
-		}
 		props, syntax := ParseProperties(data)
 		for _, e := range syntax {
 			errs = append(errs, &Error{Source: Source{Kind: FromFile, File: src.File, Line: e.Line}, Msg: e.Msg})

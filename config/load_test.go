@@ -586,3 +586,41 @@ func TestSourceStrings(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoad: any file, variable and flag is either accepted as a
+// configuration whose printed form loads back the same, or rejected with
+// errors that each say where they come from; Load never panics.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte("application.id=a\nbootstrap.servers=h:1\nclient.tag.zone=z\nrack.aware.assignment.tags=zone\n"), "num.standby.replicas=2", "RACKSTREAM_CLIENT_TAG_ZONE=y")
+	f.Add([]byte("num.standby.replica=-1\nclient.tag.=\\u00e4\n"), "log.level=loud", "RACKSTREAM_COMMIT_INTERVAL_MS=x")
+	f.Add([]byte("application.id a\nbootstrap.servers:h:1\nsecurity.protocol=SASL_SSL\n"), "sasl.password=p", "RACKSTREAM_SASL_USERNAME=u")
+	f.Fuzz(func(t *testing.T, data []byte, set, env string) {
+		src := Sources{File: "fuzz.properties", Env: []string{env}, Set: []string{set}}
+		c, err := load(src, data)
+		if err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("error %T without Errors: %v", err, err)
+			}
+			for _, e := range es {
+				if e.Msg == "" {
+					t.Fatalf("empty message in %v", es)
+				}
+				if e.Source.Kind == FromFile && (e.Source.Line < 1 || e.Source.File != "fuzz.properties") {
+					t.Fatalf("bad file source %+v", e.Source)
+				}
+			}
+			return
+		}
+		again, err := load(Sources{File: "again.properties"}, []byte(c.String()))
+		if err != nil {
+			if strings.Contains(c.String(), masked) {
+				return // masked secrets do not load back as themselves
+			}
+			t.Fatalf("printed config does not load back: %v\n%s", err, c)
+		}
+		if !strings.Contains(c.String(), masked) && again.String() != c.String() {
+			t.Fatalf("reloaded config differs:\n%s\nvs\n%s", again, c)
+		}
+	})
+}
