@@ -365,7 +365,7 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 	if b.s.OnAssignment != nil {
 		b.s.OnAssignment(asg)
 	}
-	if rejoin {
+	if rejoin && cl != nil {
 		cl.ForceRebalance()
 	}
 }

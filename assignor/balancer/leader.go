@@ -260,7 +260,11 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 		total += len(ud) + partitionsBytes(asMap[id])
 	}
 	if total > s.MaxInlineBytes {
-		ref, err := b.publish(p, common)
+		publish := b.publish
+		if s.publish != nil {
+			publish = s.publish
+		}
+		ref, err := publish(p, common)
 		if err != nil {
 			b.log.Error("cannot publish the placement; members keep their previous one this generation",
 				"generation", generation, "err", err)

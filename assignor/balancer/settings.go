@@ -117,6 +117,8 @@ type Settings struct {
 	wireVersion uint8
 	// assign replaces assignor.Assign in tests that need a hand-made plan.
 	assign func(assignor.Input) (*assignor.Plan, error)
+	// publish replaces the placement topic writer in tests without a broker.
+	publish func(*Placement, uint8) (*PlacementRef, error)
 }
 
 // validate checks s and fills in defaults.
