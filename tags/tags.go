@@ -251,24 +251,20 @@ func Check(clientTags []Tag, keys Keys) Errors {
 		seen[k] = true
 	}
 
+	// part checks a tag's key or value (what) against its length limit.
+	part := func(cfg, what, s string, maxLen int) {
+		switch {
+		case s == "":
+			add(cfg, "Invalid value \"\" for configuration %s: Tag %s must not be empty.", Prefix, what)
+		case !utf8.ValidString(s):
+			add(cfg, "Invalid value %q for configuration %s: Tag %s is not valid UTF-8.", s, Prefix, what)
+		case utf8.RuneCountInString(s) > maxLen:
+			add(cfg, "Invalid value %s for configuration %s: Tag %s exceeds maximum length of %d.", s, Prefix, what, maxLen)
+		}
+	}
 	for _, t := range clientTags {
-		cfg := Prefix + t.Key
-		switch {
-		case t.Key == "":
-			add(cfg, "Invalid value \"\" for configuration %s: Tag key must not be empty.", Prefix)
-		case !utf8.ValidString(t.Key):
-			add(cfg, "Invalid value %q for configuration %s: Tag key is not valid UTF-8.", t.Key, Prefix)
-		case utf8.RuneCountInString(t.Key) > MaxKeyLen:
-			add(cfg, "Invalid value %s for configuration %s: Tag key exceeds maximum length of %d.", t.Key, Prefix, MaxKeyLen)
-		}
-		switch {
-		case t.Value == "":
-			add(cfg, "Invalid value \"\" for configuration %s: Tag value must not be empty.", Prefix)
-		case !utf8.ValidString(t.Value):
-			add(cfg, "Invalid value %q for configuration %s: Tag value is not valid UTF-8.", t.Value, Prefix)
-		case utf8.RuneCountInString(t.Value) > MaxValueLen:
-			add(cfg, "Invalid value %s for configuration %s: Tag value exceeds maximum length of %d.", t.Value, Prefix, MaxValueLen)
-		}
+		part(Prefix+t.Key, "key", t.Key, MaxKeyLen)
+		part(Prefix+t.Key, "value", t.Value, MaxValueLen)
 	}
 
 	if len(keys) > MaxKeys {
