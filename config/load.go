@@ -207,7 +207,11 @@ func build(settings []setting) (*Config, Errors) {
 	}
 	if terrs := tags.Check(ts, c.RackAwareAssignmentTags); terrs != nil {
 		for _, e := range terrs {
-			fail(e.Config, c.Source(e.Config), "%s", e.Msg)
+			msg := e.Msg
+			if v := settings[last[e.Config]].value; IsSecret(e.Config) && strings.TrimSpace(v) != "" {
+				msg = strings.ReplaceAll(msg, strings.TrimSpace(v), masked) // Kafka's messages quote the value
+			}
+			fail(e.Config, c.Source(e.Config), "%s", msg)
 		}
 	} else if set, err := tags.NewSet(ts...); err != nil {
 		fail(tags.Prefix, Source{}, "%v", err) // not reachable: keys are unique

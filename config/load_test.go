@@ -515,8 +515,14 @@ func TestSecretsAreNeverShown(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+	// A secret tag's value is masked in Kafka's messages about it.
+	long := strings.Repeat("p", 31)
+	_, err := Load(Sources{Set: []string{"client.tag.password=" + long}})
+	if err == nil || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "Invalid value [hidden] for configuration client.tag.: Tag value exceeds maximum length of 30.") {
+		t.Errorf("error %v leaks or is missing", err)
+	}
 	// A secret in a bad --set argument is masked too.
-	_, err := Load(Sources{Set: []string{"sasl.password" + pw}})
+	_, err = Load(Sources{Set: []string{"sasl.password" + pw}})
 	if err == nil || strings.Contains(err.Error(), pw) {
 		t.Errorf("error %v leaks or is missing", err)
 	}
