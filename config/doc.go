@@ -1,4 +1,43 @@
 // Package config owns the service configuration: read from a Java
 // properties file, overridden by the environment and by flags, validated as
 // a whole with errors that name the key, the source and the line.
+//
+// # One table
+//
+// Every key is defined once, in this package's key table: its name (Kafka
+// Streams' where Kafka has one), default, type and allowed range, meaning,
+// and whether it is secret. Parsing, validation, the printed effective
+// configuration ([Config.WriteEffective], `rackstream validate`) and the
+// configuration reference in README.md ([Reference]; a test fails when the
+// README drifts) are all derived from it. The client.tag.<key> family is the
+// one key outside the table; the tags package owns its rules.
+//
+// # Sources
+//
+// [Load] applies, in order, the defaults, a properties file (read as
+// java.util.Properties reads one: [ParseProperties]), the environment, and
+// --set key=value flags; a later source wins, and each value remembers where
+// it came from ([Config.Source]). The environment is a parameter
+// ([Sources].Env), never read from the process here, so that tests are
+// hermetic. A key's variable is RACKSTREAM_ followed by the key upper-cased
+// with dots and dashes as underscores ([EnvName]); RACKSTREAM_CLIENT_TAG_<KEY>
+// sets client.tag.<key> with <KEY> lower-cased ([KeyForEnv]). Other
+// RACKSTREAM_ variables belong to scripts and tests and are ignored, but a
+// near miss of a real one is reported by [Config.Warnings].
+//
+// # Errors
+//
+// Load reports every problem at once, as [Errors]: an unknown key with the
+// nearest known key, a bad value with what is allowed (in Kafka's words:
+// "Invalid value -1 for configuration num.standby.replicas: Value must be at
+// least 0"), missing required keys, Kafka Streams' client tag limits, and
+// inconsistent combinations (SASL without credentials, a certificate
+// without its key). Each error carries the file and line, variable or flag.
+//
+// # Secrets
+//
+// sasl.password, any key containing "password" and any key ending in
+// ".token" ([IsSecret]) are never shown: secret fields have the type
+// [Secret], which prints and logs as "[hidden]", and Config's String,
+// GoString and LogValue mask them too, so logging a Config cannot leak.
 package config

@@ -84,7 +84,7 @@ var keys = []*keyDef{
 			}
 			return c.ApplicationID + "-dlq", "<application.id>-dlq"
 		}},
-	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every request but `/healthz`, `/readyz` and `/metrics`, and sends when forwarding a query to a peer. Empty for none. Secret.",
+	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none. Secret.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
 	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,
 		doc:   "The `host:port` the HTTP server (queries, metrics, health) listens on.",
@@ -125,7 +125,7 @@ var keys = []*keyDef{
 	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2"},
 		doc:   "`at_least_once`, or `exactly_once_v2` for Kafka transactions around each commit.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
-	{name: "processor.changelog.topic", doc: "The built-in processor's changelog topic; empty for `<application.id>-<processor.type>-changelog`.",
+	{name: "processor.changelog.topic", doc: "The built-in processor's store changelog topic; empty for the default `<application.id>-<store>-changelog`.",
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
 	{name: "processor.input.topic", doc: "The built-in processor's input topic (required with `processor.type`).",
 		field: func(c *Config) any { return &c.Processor.InputTopic }},
