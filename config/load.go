@@ -72,7 +72,7 @@ type setting struct {
 //
 // Unknown RACKSTREAM_ variables are not errors (scripts and tests use the
 // prefix for their own settings), but one that is a near miss of a real
-// variable is reported by [Config.Warnings].
+// variable is reported by [Config.Warnings], as is a key the file sets twice.
 func Load(src Sources) (*Config, error) {
 	var data []byte
 	if src.File != "" {
@@ -96,7 +96,13 @@ func load(src Sources, data []byte) (*Config, error) {
 		for _, e := range syntax {
 			errs = append(errs, &Error{Source: Source{Kind: FromFile, File: src.File, Line: e.Line}, Msg: e.Msg})
 		}
+		firstLine := make(map[string]int, len(props))
 		for _, p := range props {
+			if l, dup := firstLine[p.Key]; dup {
+				warnings = append(warnings, fmt.Sprintf("%s:%d: %s is also set on line %d; the later line wins", src.File, p.Line, p.Key, l))
+			} else {
+				firstLine[p.Key] = p.Line
+			}
 			settings = append(settings, setting{p.Key, p.Value, Source{Kind: FromFile, File: src.File, Line: p.Line}})
 		}
 	}
@@ -257,8 +263,9 @@ func (c *Config) crossCheck() Errors {
 	return errs
 }
 
-// Warnings returns what Load noticed but did not reject: environment
-// variables that look like misspelt configuration variables.
+// Warnings returns what Load noticed but did not reject: a key set twice in
+// the file (the later line wins, as in Java), and environment variables that
+// look like misspelt configuration variables.
 func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
 
 // environment turns "NAME=value" strings into a map of the RACKSTREAM_

@@ -630,3 +630,15 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestAKeySetTwiceInTheFileIsWarnedAndTheLaterWins(t *testing.T) {
+	file := writeFile(t, append(slices.Clone(required), "num.standby.replicas=1", "num.standby.replicas=2")...)
+	c := mustLoad(t, Sources{File: file})
+	if c.NumStandbyReplicas != 2 || c.Source("num.standby.replicas").Line != 4 {
+		t.Errorf("standbys %d from %v, want 2 from line 4", c.NumStandbyReplicas, c.Source("num.standby.replicas"))
+	}
+	want := []string{file + ":4: num.standby.replicas is also set on line 3; the later line wins"}
+	if !slices.Equal(c.Warnings(), want) {
+		t.Errorf("Warnings() = %q, want %q", c.Warnings(), want)
+	}
+}
