@@ -276,8 +276,9 @@ func (e *Error) Error() string {
 	return e.Source.String() + ": " + e.Msg
 }
 
-// Errors is every problem [Load] found, in the order of the sources (file
-// lines, environment, flags) and then the checks across keys.
+// Errors is every problem [Load] found, in the order a reader meets them:
+// file lines top to bottom, then environment variables, flags, and last the
+// keys that were not set.
 type Errors []*Error
 
 // Error lists the errors one per line.

@@ -131,6 +131,15 @@ func load(src Sources, data []byte) (*Config, error) {
 	c, more := build(settings)
 	errs = append(errs, more...)
 	if len(errs) > 0 {
+		// In the order a reader meets them: file lines top to bottom, then
+		// the environment, the flags, and keys that were not set.
+		rank := [...]int{FromFile: 0, FromEnv: 1, FromFlag: 2, FromDefault: 3}
+		slices.SortStableFunc(errs, func(a, b *Error) int {
+			if r := rank[a.Source.Kind] - rank[b.Source.Kind]; r != 0 {
+				return r
+			}
+			return a.Source.Line - b.Source.Line
+		})
 		return nil, errs
 	}
 	c.warnings = warnings
@@ -331,6 +340,15 @@ func nearestKey(key string) string {
 			best, bestD = d.name, dist
 		}
 	}
+	// A truncated or extended key: num.standbys, num.standby.replicas.count.
+	if best == "" {
+		bestP := len(key) * 3 / 5
+		for _, d := range keys {
+			if p := commonPrefix(key, d.name); p > bestP {
+				best, bestP = d.name, p
+			}
+		}
+	}
 	// client.tags.zone, clienttag.zone, client_tag.zone ...
 	for i := 1; i < len(key); i++ {
 		if key[i-1] != '.' {
@@ -353,6 +371,14 @@ func nearestEnv(name string) string {
 		}
 	}
 	return best
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // maxTypo is how many edits a misspelling of a key this long may have.

@@ -284,6 +284,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"a misspelt key suggests the nearest", "num.standby.replica=2", `:3: unknown configuration key "num.standby.replica"; did you mean "num.standby.replicas"?`},
 		{"a transposition", "comit.interval.ms=5", `:3: unknown configuration key "comit.interval.ms"; did you mean "commit.interval.ms"?`},
 		{"a misspelt tag prefix keeps the tag key", "client.tags.zone=a", `:3: unknown configuration key "client.tags.zone"; did you mean "client.tag.zone"?`},
+		{"a truncated key suggests the key it starts", "num.standbys=1", `:3: unknown configuration key "num.standbys"; did you mean "num.standby.replicas"?`},
 		{"nothing near: no suggestion", "frobnicate=1", `:3: unknown configuration key "frobnicate"`},
 		{"KIP-708 draft name", "task.assignment.rack.awareness=zone", `:3: unknown configuration key "task.assignment.rack.awareness": it is a draft name from KIP-708 that Kafka never shipped; use rack.aware.assignment.tags`},
 		{"KIP-708 other draft name", "taskrack.aware.assignment.rack.awarenesstags=zone", `unknown configuration key "taskrack.aware.assignment.rack.awarenesstags": it is a draft name from KIP-708 that Kafka never shipped; use rack.aware.assignment.tags`},
@@ -367,12 +368,25 @@ func TestValuesAreNormalised(t *testing.T) {
 	}
 }
 
+func TestErrorsComeInSourceOrder(t *testing.T) {
+	file := writeFile(t, "max.warmup.replicas=0", "application.id=app", "bootstrap.servers=127.0.0.1:9092", "client.tag.zone=", "bogus=1")
+	errs := loadErrors(t, Sources{File: file, Env: []string{"RACKSTREAM_NUM_STANDBY_REPLICAS=-1"}, Set: []string{"log.level=x"}})
+	var where []string
+	for _, e := range errs {
+		where = append(where, strings.SplitN(strings.TrimPrefix(e, file), ": ", 2)[0])
+	}
+	want := []string{":1", ":4", ":5", "env RACKSTREAM_NUM_STANDBY_REPLICAS", "flag --set"}
+	if !slices.Equal(where, want) {
+		t.Errorf("errors come from %q, want %q:\n%s", where, want, strings.Join(errs, "\n"))
+	}
+}
+
 func TestRequiredKeysAreReportedWithEveryOtherError(t *testing.T) {
 	file := writeFile(t, "num.standby.replicas=-1", "bogus.key=1")
 	errs := loadErrors(t, Sources{File: file})
 	want := []string{
-		file + `:2: unknown configuration key "bogus.key"`,
 		file + ":1: Invalid value -1 for configuration num.standby.replicas: Value must be at least 0",
+		file + `:2: unknown configuration key "bogus.key"`,
 		`Missing required configuration "application.id" which has no default value.`,
 		`Missing required configuration "bootstrap.servers" which has no default value.`,
 	}
