@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -11,6 +12,9 @@ const (
 	maxKeyBytes   = MaxKeyLen * utf8.UTFMax   // 80
 	maxValueBytes = MaxValueLen * utf8.UTFMax // 120
 )
+
+// ErrDecode is wrapped by every error [Decode] returns.
+var ErrDecode = errors.New("decode client tags")
 
 // AppendBinary appends the canonical encoding of s to b and returns the
 // extended buffer. The encoding, byte by byte:

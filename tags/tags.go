@@ -2,7 +2,6 @@ package tags
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -278,9 +277,6 @@ func Check(clientTags []Tag, keys Keys) Errors {
 
 // javaList formats a list as Java's List.toString does: [zone, cluster].
 func javaList(ks Keys) string { return "[" + strings.Join(ks, ", ") + "]" }
-
-// ErrDecode is wrapped by every error [Decode] returns.
-var ErrDecode = errors.New("decode client tags")
 
 // MarshalJSON encodes the set as a JSON object in key order:
 // {"cluster":"k8s-cluster1","zone":"eu-central-1a"}, the form the
