@@ -446,3 +446,21 @@ func TestEmptyScenarios(t *testing.T) {
 		t.Fatalf("shortfall = %d, want 6", p.Quality.StandbyShortfall)
 	}
 }
+
+func TestStandbyLoadEvenedWithinOptimalSpread(t *testing.T) {
+	// KIP-708's 6 nodes (3 zones x 2 clusters), 6 tasks, 2 standbys: the
+	// rounds alone leave some clients with 4 replicas and others with 2;
+	// moving standbys where spread stays optimal evens it to 3 each.
+	in := input(6, 2, []string{"zone", "cluster"},
+		client("n1", "cluster=k1", "zone=a"), client("n2", "cluster=k1", "zone=b"), client("n3", "cluster=k1", "zone=c"),
+		client("n4", "cluster=k2", "zone=a"), client("n5", "cluster=k2", "zone=b"), client("n6", "cluster=k2", "zone=c"))
+	p := mustAssign(t, in)
+	if q := p.Quality.ReplicaLoad; q.Min != 3 || q.Max != 3 {
+		t.Fatalf("replica_load = %+v, want 3..3 (%s)", q, describe(p))
+	}
+	for _, tp := range p.Tasks {
+		if distinct(in, tp, "zone") != 3 || distinct(in, tp, "cluster") != 2 {
+			t.Fatalf("task %d lost its spread: %+v", tp.Task, tp)
+		}
+	}
+}

@@ -11,7 +11,9 @@ func (a *allowedSet) has(q int32) bool { return a.bits[q/64]&(1<<(q%64)) != 0 }
 
 // placeStandbys gives every task min(num.standby.replicas, clients - 1)
 // standbys, in rounds: standby #1 of every task, in task order, then #2, and
-// so on, so that load and any shortage are spread over all tasks.
+// so on, so that load and any shortage are spread over all tasks. Then it
+// evens out load by moving standbys between clients where the task keeps its
+// optimal spread (see rebalance).
 //
 // Each pick is restricted to the classes from which the task can still reach
 // its optimal spread (computed exactly by the searcher, once per active class
@@ -20,52 +22,128 @@ func (a *allowedSet) has(q int32) bool { return a.bits[q/64]&(1<<(q%64)) != 0 }
 // (actives, standbys and warmups per unit of capacity), then the smallest id.
 func (pl *placement) placeStandbys() {
 	m := pl.m
-	k, n := pl.k, len(m.ids)
-	slots := min(k, n-1)
+	slots := min(pl.k, len(m.ids)-1)
 	if slots <= 0 || m.numTasks == 0 {
 		return
 	}
-	s := newSearcher(m)
-	heaps := newClassHeaps(pl)
-	opts := make(map[int32][]int)
-	cache := make(map[string]*allowedSet)
-	var key []byte
-	base := make([]int32, 0, 1+slots)
-	excl := make([]int32, 0, 1+slots)
-	var cands []int32
+	sp := &standbyPlacer{pl: pl, slots: slots, s: newSearcher(m), heaps: newClassHeaps(pl),
+		opts: make(map[int32][]int), cache: make(map[string]*allowedSet),
+		base: make([]int32, 0, 1+slots), excl: make([]int32, 0, 1+slots)}
+	k := pl.k
 	for r := 0; r < slots; r++ {
 		for t := 0; t < m.numTasks; t++ {
-			a := pl.active[t]
-			ca := m.class[a]
-			chosen := pl.standby[t*k : t*k+r]
-			base = append(base[:0], ca)
-			excl = append(excl[:0], a)
-			for _, c := range chosen {
-				base = append(base, m.class[c])
-				excl = append(excl, c)
-			}
-			sortInt32(base[1:])
-			key = key[:0]
-			for _, q := range base {
-				key = append(key, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
-			}
-			al := cache[string(key)]
-			if al == nil {
-				opt, ok := opts[ca]
-				if !ok {
-					s.reset(base[:1])
-					cands = s.order(cands)
-					opt = append([]int(nil), s.maximise(cands, slots)...)
-					opts[ca] = opt
-				}
-				al = pl.allowed(s, base, slots-r, opt, &cands)
-				cache[string(key)] = al
-			}
-			c := pl.pickStandby(t, al, heaps, excl)
+			al := sp.allowedFor(t, r, -1)
+			c := pl.pickStandby(t, al, sp.heaps, sp.excl)
 			pl.standby[t*k+r] = c
 			pl.standbyN[c]++
 			pl.replicas[c]++
-			heaps.raised(c)
+			sp.heaps.raised(c)
+		}
+	}
+	sp.rebalance()
+}
+
+// standbyPlacer holds what placing standbys reuses across tasks.
+type standbyPlacer struct {
+	pl    *placement
+	slots int // standbys per task
+	s     *searcher
+	heaps *classHeaps
+	opts  map[int32][]int        // optimal spread per active class
+	cache map[string]*allowedSet // by active class and classes chosen
+	key   []byte
+	base  []int32
+	excl  []int32 // task t's replicas considered by the last allowedFor
+	cands []int32
+}
+
+// allowedFor returns the classes task t's next standby may come from given
+// its active and its standbys in slots [0, upto) except slot skip, and sets
+// excl to those replicas.
+func (sp *standbyPlacer) allowedFor(t, upto, skip int) *allowedSet {
+	pl, m := sp.pl, sp.pl.m
+	a := pl.active[t]
+	ca := m.class[a]
+	sp.base = append(sp.base[:0], ca)
+	sp.excl = append(sp.excl[:0], a)
+	for j, c := range pl.standby[t*pl.k : t*pl.k+upto] {
+		if j != skip {
+			sp.base = append(sp.base, m.class[c])
+			sp.excl = append(sp.excl, c)
+		}
+	}
+	sortInt32(sp.base[1:])
+	sp.key = sp.key[:0]
+	for _, q := range sp.base {
+		sp.key = append(sp.key, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
+	}
+	if al := sp.cache[string(sp.key)]; al != nil {
+		return al
+	}
+	opt, ok := sp.opts[ca]
+	if !ok {
+		sp.s.reset(sp.base[:1])
+		sp.cands = sp.s.order(sp.cands)
+		opt = append([]int(nil), sp.s.maximise(sp.cands, sp.slots)...)
+		sp.opts[ca] = opt
+	}
+	al := pl.allowed(sp.s, sp.base, sp.slots-(len(sp.base)-1), opt, &sp.cands)
+	sp.cache[string(sp.key)] = al
+	return al
+}
+
+// rebalance moves a standby to a lighter client where the task keeps its
+// optimal spread and the client holds at least as much of the task's state:
+// the rounds pick greedily, and the optimal-spread constraint can leave some
+// clients with more standbys than needed. Every move lowers the load of a
+// heavier client for a lighter one's, so the passes end; a few suffice.
+func (sp *standbyPlacer) rebalance() {
+	pl, m := sp.pl, sp.pl.m
+	k := pl.k
+	// recv is the client that could take one more replica with the least
+	// load after it: a slot whose client is not heavier than that stays. It
+	// goes stale (too light) as receivers fill up, which only costs checks.
+	recv := int32(0)
+	for c := int32(1); c < int32(len(m.ids)); c++ {
+		if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
+			recv = c
+		}
+	}
+	for pass := 0; pass < 4; pass++ {
+		moved := false
+		for t := 0; t < m.numTasks; t++ {
+			for j := 0; j < sp.slots; j++ {
+				c := pl.standby[t*k+j]
+				if !lessLoad(pl.replicas[recv]+1, m.capa[recv], pl.replicas[c], m.capa[c]) {
+					continue
+				}
+				al := sp.allowedFor(t, sp.slots, j)
+				sp.excl = append(sp.excl, c)
+				best := int32(-1)
+				for _, q := range al.list {
+					if d := sp.heaps.lightest(q, sp.excl); d >= 0 && (best < 0 || pl.lighter(d, best)) {
+						best = d
+					}
+				}
+				if best < 0 || !lessLoad(pl.replicas[best]+1, m.capa[best], pl.replicas[c], m.capa[c]) ||
+					m.lagOf(t, best) > m.lagOf(t, c) {
+					continue
+				}
+				pl.standby[t*k+j] = best
+				pl.standbyN[c]--
+				pl.replicas[c]--
+				pl.standbyN[best]++
+				pl.replicas[best]++
+				sp.heaps.raised(best)
+				sp.heaps.lowered(c)
+				if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
+					recv = c
+				}
+				moved = true
+			}
+		}
+		if !moved {
+			return
 		}
 	}
 }
@@ -197,6 +275,20 @@ func newClassHeaps(pl *placement) *classHeaps {
 // raised restores the heap order after client c's load grew.
 func (h *classHeaps) raised(c int32) {
 	h.down(h.heap[h.pl.m.class[c]], int(h.pos[c]))
+}
+
+// lowered restores the heap order after client c's load shrank.
+func (h *classHeaps) lowered(c int32) {
+	hp := h.heap[h.pl.m.class[c]]
+	for i := int(h.pos[c]); i > 0; {
+		p := (i - 1) / 2
+		if !h.pl.lighter(hp[i], hp[p]) {
+			return
+		}
+		hp[i], hp[p] = hp[p], hp[i]
+		h.pos[hp[i]], h.pos[hp[p]] = int32(i), int32(p)
+		i = p
+	}
 }
 
 func (h *classHeaps) down(hp []int32, i int) {

@@ -32,6 +32,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		validateCommand(os.Environ),
+		{"assign", "compute a placement from a scenario (JSON) and print it", runAssign},
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
 	}
 }

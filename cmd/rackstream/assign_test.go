@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rackstream/rackstream/assignor"
+)
+
+const sixNodes = "../../assignor/testdata/six-nodes.json"
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(context.Background(), append([]string{"assign"}, args...), strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAssignPrintsThePlanAsJSON(t *testing.T) {
+	scenario := `{"num_standby_replicas": 1, "rack_aware_assignment_tags": ["zone"], "tasks": 4,
+	  "clients": [{"id": "b", "tags": {"zone": "z2"}}, {"id": "a", "tags": {"zone": "z1"}, "previous_active": [2]}]}`
+	code, out, errs := runCLI(t, scenario)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var p assignor.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("output is not a plan: %v\n%s", err, out)
+	}
+	if len(p.Tasks) != 4 || p.Tasks[2].Active != "a" {
+		t.Fatalf("plan = %+v", p.Tasks)
+	}
+	for i, tp := range p.Tasks {
+		if tp.Task != i || len(tp.Standby) != 1 || tp.Standby[0] == tp.Active {
+			t.Fatalf("tasks[%d] = %+v", i, tp)
+		}
+	}
+	if p.Clients[0].ID != "a" || p.Clients[1].ID != "b" {
+		t.Fatalf("clients not in id order: %+v", p.Clients)
+	}
+	for _, field := range []string{`"probing_rebalance_needed"`, `"tasks_repeating"`, `"standby_shortfall"`, `"exposure"`, `"tasks_without_replica"`} {
+		if !strings.Contains(out, field) {
+			t.Errorf("output lacks %s", field)
+		}
+	}
+	// "-" is stdin too.
+	if code, out2, _ := runCLI(t, scenario, "-"); code != 0 || out2 != out {
+		t.Fatalf("assign - differs from assign with no file (exit %d)", code)
+	}
+}
+
+func TestAssignTableShowsReplicasWithTags(t *testing.T) {
+	code, out, errs := runCLI(t, "", "--format", "table", sixNodes)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"TASK", "ACTIVE", "STANDBYS", "n1 (zone=eu-central-1a,cluster=k8s-cluster1)",
+		"spread  zone: 3 values, 0 tasks repeating a value", "standby shortfall: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Flags after the file name work as well.
+	if code, out2, _ := runCLI(t, "", sixNodes, "--format", "table"); code != 0 || out2 != out {
+		t.Fatalf("flag after file: exit %d, output differs", code)
+	}
+}
+
+func TestAssignLoseShowsTasksWithoutReplicaAndThePlanAfter(t *testing.T) {
+	tests := []struct {
+		name         string
+		lose         []string
+		wantLost     []string
+		wantOrphaned bool // some task left without any replica
+	}{
+		{"losing one zone leaves every task a replica", []string{"zone=eu-central-1b"}, []string{"n2", "n5"}, false},
+		{"losing a zone and a cluster together leaves tasks bare", []string{"zone=eu-central-1a", "cluster=k8s-cluster1"}, []string{"n1", "n2", "n3", "n4"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{}
+			for _, l := range tt.lose {
+				args = append(args, "--lose", l)
+			}
+			code, out, errs := runCLI(t, "", append(args, sixNodes)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var rep lossReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("output: %v\n%s", err, out)
+			}
+			if !slices.Equal(rep.Loss.ClientsLost, tt.wantLost) {
+				t.Fatalf("clients_lost = %v, want %v", rep.Loss.ClientsLost, tt.wantLost)
+			}
+			// Cross-check tasks_without_replica against the plan itself.
+			gone := map[string]bool{}
+			for _, id := range tt.wantLost {
+				gone[id] = true
+			}
+			var want []int
+			for _, tp := range rep.Plan.Tasks {
+				bare := gone[tp.Active]
+				for _, s := range tp.Standby {
+					bare = bare && gone[s]
+				}
+				if bare {
+					want = append(want, tp.Task)
+				}
+			}
+			if !slices.Equal(rep.Loss.TasksWithoutReplica, want) && !(len(want) == 0 && len(rep.Loss.TasksWithoutReplica) == 0) {
+				t.Fatalf("tasks_without_replica = %v, want %v", rep.Loss.TasksWithoutReplica, want)
+			}
+			if (len(want) > 0) != tt.wantOrphaned {
+				t.Fatalf("tasks without replica %v, expected some: %v", want, tt.wantOrphaned)
+			}
+			after := rep.Loss.PlanAfter
+			if after == nil || len(after.Clients) != 6-len(tt.wantLost) || len(after.Tasks) != 6 {
+				t.Fatalf("plan_after = %+v", after)
+			}
+			// Every task is taken over by a surviving replica of it, if any.
+			for i, tp := range rep.Plan.Tasks {
+				act := after.Tasks[i].Active
+				if gone[act] {
+					t.Fatalf("task %d active on lost client %s", i, act)
+				}
+				var survivors []string
+				for _, id := range append([]string{tp.Active}, tp.Standby...) {
+					if !gone[id] {
+						survivors = append(survivors, id)
+					}
+				}
+				if len(survivors) > 0 && !slices.Contains(survivors, act) {
+					t.Fatalf("task %d went to %s, not to a surviving replica %v", i, act, survivors)
+				}
+			}
+		})
+	}
+
+	code, out, _ := runCLI(t, "", "--format", "table", "--lose", "zone=eu-central-1b", sixNodes)
+	if code != 0 || !strings.Contains(out, "Losing zone=eu-central-1b: clients n2, n5") ||
+		!strings.Contains(out, "Tasks left without any replica: none") || !strings.Contains(out, "Plan after the loss:") {
+		t.Fatalf("table --lose: exit %d\n%s", code, out)
+	}
+}
+
+func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
+	tests := []struct {
+		name, stdin string
+		args        []string
+		want        string
+	}{
+		{"duplicate ids", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}, {"id": "a", "tags": {}}]}`, nil, "clients[1].id"},
+		{"tag key missing from a client", `{"tasks": 1, "rack_aware_assignment_tags": ["zone"], "clients": [{"id": "a", "tags": {"rack": "r"}}]}`, nil, "clients[0].tags"},
+		{"lag for a task that does not exist", `{"tasks": 1, "clients": [{"id": "a", "tags": {}, "lags": {"5": 1}}]}`, nil, `clients[0].lags["5"]`},
+		{"negative count", `{"tasks": 2, "num_standby_replicas": -1, "clients": [{"id": "a", "tags": {}}]}`, nil, "num_standby_replicas"},
+		{"unknown field", `{"tasks": 2, "num_standbys": 1, "clients": [{"id": "a", "tags": {}}]}`, nil, `unknown field "num_standbys"`},
+		{"missing tasks", `{"clients": [{"id": "a", "tags": {}}]}`, nil, "tasks: required"},
+		{"client without tags", `{"tasks": 1, "clients": [{"id": "a"}]}`, nil, "clients[0].tags"},
+		{"not JSON", `{"tasks": 1,`, nil, "decode scenario"},
+		{"metadata naming an unknown client", `{"tasks": [{"task": 0, "active": "ghost"}], "clients": [{"id": "a", "tags": {}}]}`, nil, "tasks[0].active"},
+		{"--lose with no such client", `{"tasks": 1, "clients": [{"id": "a", "tags": {"zone": "z"}}]}`, []string{"--lose", "zone=elsewhere"}, "zone=elsewhere"},
+		{"--lose without =", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "zone"}, "KEY=VALUE"},
+		{"unknown format", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--format", "yaml"}, "--format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tt.stdin, tt.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2 (stdout %q, stderr %q)", code, out, errs)
+			}
+			if !strings.Contains(errs, tt.want) {
+				t.Fatalf("stderr %q does not name %q", errs, tt.want)
+			}
+		})
+	}
+	if code, _, errs := runCLI(t, "", "/nonexistent/scenario.json"); code != 1 || !strings.Contains(errs, "/nonexistent/scenario.json") {
+		t.Fatalf("missing file: exit %d, %q", code, errs)
+	}
+}
+
+func TestAssignReplaysAMetadataDocument(t *testing.T) {
+	// A /v1/metadata document: its placement is the previous plan. n3 is a
+	// caught-up warmup of task 0 and n1 is overloaded, so the replay moves
+	// task 0 to n3 and keeps everything else.
+	doc := `{"generation": 12, "self": "n1",
+	  "clients": [
+	    {"id": "n1", "endpoint": "10.0.0.1:8080", "tags": {"zone": "a"}, "active": [0, 1], "standby": [2], "warmup": []},
+	    {"id": "n2", "endpoint": "10.0.0.2:8080", "tags": {"zone": "b"}, "active": [2], "standby": [0, 1], "warmup": []},
+	    {"id": "n3", "endpoint": "10.0.0.3:8080", "tags": {"zone": "c"}, "active": [], "standby": [], "warmup": [0]}],
+	  "tasks": [
+	    {"task": 0, "active": "n1", "standby": ["n2"], "warmup": ["n3"]},
+	    {"task": 1, "active": "n1", "standby": ["n2"], "warmup": []},
+	    {"task": 2, "active": "n2", "standby": ["n1"], "warmup": []}],
+	  "probing_rebalance_needed": true,
+	  "quality": {"dimensions": [{"tag": "zone", "values": 3, "tasks_repeating": 0}], "standby_shortfall": 0,
+	              "active_load": {"min": 0, "max": 2}, "replica_load": {"min": 0, "max": 3}, "exposure": []},
+	  "status": {"as_of": "2026-12-02T10:00:00Z", "clients": [{"id": "n1", "ready": true}],
+	             "lags": [{"task": 0, "client": "n3", "role": "warmup", "lag": 0},
+	                      {"task": 0, "client": "n1", "role": "active", "lag": 0},
+	                      {"task": 1, "client": "n2", "role": "standby", "lag": 40}]}}`
+	code, out, errs := runCLI(t, doc)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var p assignor.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{p.Tasks[0].Active, p.Tasks[1].Active, p.Tasks[2].Active}
+	if !slices.Equal(got, []string{"n3", "n1", "n2"}) {
+		t.Fatalf("actives = %v, want [n3 n1 n2]", got)
+	}
+	if len(p.Tasks[0].Standby) != 1 || p.Quality.StandbyShortfall != 0 {
+		t.Fatalf("num_standby_replicas not inferred from the document: %+v", p.Tasks)
+	}
+	if len(p.Quality.Dimensions) != 1 || p.Quality.Dimensions[0].Tag != "zone" {
+		t.Fatalf("rack-aware tags not taken from quality.dimensions: %+v", p.Quality.Dimensions)
+	}
+}
+
+func TestAssignHelp(t *testing.T) {
+	code, _, errs := runCLI(t, "", "--help")
+	if code != 0 || !strings.Contains(errs, "--lose") {
+		t.Fatalf("exit %d, usage %q", code, errs)
+	}
+}
