@@ -98,6 +98,9 @@ type Plan struct {
 	// CPUNanos is the CPU time of the same, on the JVM's one working thread:
 	// on a shared machine it is the steadier figure.
 	CPUNanos int64 `json:"cpu_ns"`
+	// ProcessCPUNanos is the CPU time of the whole JVM meanwhile, GC and
+	// JIT compiler threads included.
+	ProcessCPUNanos int64 `json:"process_cpu_ns"`
 	// Raw is the whole line, for decoding into the assignor's own plan type.
 	Raw json.RawMessage `json:"-"`
 }

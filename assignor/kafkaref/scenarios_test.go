@@ -28,7 +28,9 @@ func TestScenarioFileIsTheGeneratorsOutput(t *testing.T) {
 		t.Fatalf("read %s: %v (create it with -regenerate)", scenarioFile, err)
 	}
 	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("%s differs from GenerateScenarios(%d, %d); regenerate it with go test -run %s -regenerate, and commit both",
+		t.Fatalf("%s differs from GenerateScenarios(%d, %d). After a deliberate change to the generator, regenerate it "+
+			"(go test ./assignor/kafkaref/ -run %s -regenerate) and commit both; if only the Go toolchain changed "+
+			"(math/rand/v2 does not promise stable sequences across releases), pin the generator's random source instead",
 			scenarioFile, ScenarioSeed, ScenarioCount, t.Name())
 	}
 }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.management.OperatingSystemMXBean;
 
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
@@ -44,13 +45,17 @@ import java.util.TreeSet;
  * <p>Output: Rackstream's plan shape ({@code tasks}, {@code clients},
  * {@code probing_rebalance_needed}) without {@code quality}, which the caller
  * computes the same way for both plans, plus {@code name} and
- * {@code elapsed_ns} and {@code cpu_ns} (wall and CPU time of building Kafka's
- * view of the scenario and assigning, without JSON). A scenario that cannot be run yields {@code {"name":...,"error":"..."}}
+ * {@code elapsed_ns}, {@code cpu_ns} and {@code process_cpu_ns} (wall time, CPU
+ * time of the assigning thread, and CPU time of the whole JVM including GC and
+ * JIT threads, for building Kafka's view of the scenario and assigning,
+ * without JSON). A scenario that cannot be run yields {@code {"name":...,"error":"..."}}
  * and the program goes on with the next line.
  */
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    private static final OperatingSystemMXBean OS =
+        (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
     private Main() {}
 
@@ -92,6 +97,7 @@ public final class Main {
     static ObjectNode plan(final Scenario scenario) {
         final long start = System.nanoTime();
         final long cpuStart = THREADS.getCurrentThreadCpuTime();
+        final long processCpuStart = OS.getProcessCpuTime();
         final ScenarioState state = new ScenarioState(scenario);
         final Map<ProcessId, KafkaStreamsAssignment> assignments = new TreeMap<>();
         for (int c = 0; c < scenario.clients.size(); c++) {
@@ -110,9 +116,11 @@ public final class Main {
         }
         final long elapsed = System.nanoTime() - start;
         final long cpu = THREADS.getCurrentThreadCpuTime() - cpuStart;
+        final long processCpu = OS.getProcessCpuTime() - processCpuStart;
         final ObjectNode plan = render(scenario, state, assignments);
         plan.put("elapsed_ns", elapsed);
         plan.put("cpu_ns", cpu);
+        plan.put("process_cpu_ns", processCpu);
         return plan;
     }
 
