@@ -19,6 +19,10 @@ var placementKey = []byte("placement")
 // the rebalance, so it must stay well under the rebalance timeout.
 const publishTimeout = 10 * time.Second
 
+// maxRecordBytes is the placement topic's max.message.bytes, and what its
+// readers fetch at most.
+const maxRecordBytes = 64 << 20
+
 // maxPlacementBytes bounds a decompressed placement body a member accepts.
 const maxPlacementBytes = 256 << 20
 
@@ -54,7 +58,7 @@ func (b *Balancer) auxClient() (*kgo.Client, error) {
 	}
 	aux, err = kgo.NewClient(append(opts,
 		kgo.ProducerLinger(0),
-		kgo.ProducerBatchMaxBytes(64<<20),
+		kgo.ProducerBatchMaxBytes(maxRecordBytes),
 		kgo.MaxBufferedRecords(1),
 	)...)
 	if err != nil {
@@ -86,7 +90,7 @@ func (b *Balancer) publish(p *Placement, version uint8) (*PlacementRef, error) {
 		rf = -1
 	}
 	compact := "compact"
-	maxBytes := fmt.Sprint(64 << 20)
+	maxBytes := fmt.Sprint(maxRecordBytes)
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, map[string]*string{
 		"cleanup.policy":    &compact,
 		"max.message.bytes": &maxBytes,
@@ -116,8 +120,8 @@ func (b *Balancer) readPlacement(ctx context.Context, a *AssignmentData) (*Place
 	ref := a.Ref
 	cl, err := kgo.NewClient(append(opts,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{ref.Topic: {ref.Partition: kgo.NewOffset().At(ref.Offset)}}),
-		kgo.FetchMaxBytes(maxPlacementBytes),
-		kgo.FetchMaxPartitionBytes(maxPlacementBytes),
+		kgo.FetchMaxBytes(maxRecordBytes),
+		kgo.FetchMaxPartitionBytes(maxRecordBytes),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("placement reader: %w", err)

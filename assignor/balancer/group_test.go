@@ -1,0 +1,613 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/tags"
+)
+
+// These tests run real kgo clients in one process against kfake, or against
+// the real broker when RACKSTREAM_TEST_BROKERS is set.
+
+const (
+	testSession   = 2 * time.Second
+	testHeartbeat = 200 * time.Millisecond
+	waitLong      = 60 * time.Second
+)
+
+// group is a test's consumer group: its topics, its members, and a record of
+// partition ownership that fails the test when two members own a partition
+// at once.
+type group struct {
+	t         *testing.T
+	c         *kafkatest.Cluster
+	app       string
+	input     string
+	changelog string
+	tasks     int32
+	o         *offsets
+	kadmEnds  bool // use the balancer's kadm end offsets instead of o
+
+	mu         sync.Mutex
+	owner      map[int32]string   // partition -> process owning it now
+	violations []string           // double ownership seen
+	revoked    map[string][]int32 // process -> partitions it revoked
+	members    map[string]*member
+	leaves     map[string]bool // member ids whose LeaveGroup reached kfake
+	commits    map[string]bool // member ids whose OffsetCommit reached kfake
+}
+
+type member struct {
+	pid    string
+	b      *Balancer
+	cl     *kgo.Client
+	dialer *cutDialer
+	cancel context.CancelFunc
+	closed bool
+}
+
+func newGroup(t *testing.T, tasks int32) *group {
+	c := kafkatest.New(t)
+	g := &group{
+		t: t, c: c, tasks: tasks, o: newOffsets(),
+		app:     c.Name("bal"),
+		owner:   make(map[int32]string),
+		revoked: make(map[string][]int32),
+		members: make(map[string]*member),
+		leaves:  make(map[string]bool),
+		commits: make(map[string]bool),
+	}
+	g.input = g.app + "-in"
+	g.changelog = g.app + "-store-changelog"
+	c.CreateTopic(g.input, tasks, nil)
+	c.CreateTopic(g.changelog, tasks, nil)
+	if c.Fake != nil {
+		observe := func(key kmsg.Key, into map[string]bool) {
+			c.Fake.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				switch r := req.(type) {
+				case *kmsg.LeaveGroupRequest:
+					into[r.MemberID] = true
+					for _, m := range r.Members {
+						into[m.MemberID] = true
+					}
+				case *kmsg.OffsetCommitRequest:
+					into[r.MemberID] = true
+				}
+				return nil, nil, false
+			})
+		}
+		observe(kmsg.LeaveGroup, g.leaves)
+		observe(kmsg.OffsetCommit, g.commits)
+	}
+	t.Cleanup(func() {
+		for _, m := range g.all() {
+			g.close(m)
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.violations) > 0 {
+			t.Errorf("partitions owned by two members at once: %v", g.violations)
+		}
+	})
+	return g
+}
+
+func (g *group) settings(pid string, tg tags.Set) Settings {
+	s := Settings{
+		ApplicationID:     g.app,
+		ProcessID:         pid,
+		Endpoint:          pid + ":8080",
+		Tags:              tg,
+		InputTopics:       []string{g.input},
+		ChangelogTopics:   []string{g.changelog},
+		NumStandbys:       2,
+		RackAwareTags:     tags.Keys{"zone", "cluster"},
+		Checkpoints:       g.o.checkpoints(pid),
+		EndOffsets:        g.o.endOffsets,
+		HeartbeatInterval: testHeartbeat,
+		Logger:            testLogger(),
+	}
+	if g.kadmEnds {
+		s.EndOffsets = nil
+	}
+	return s
+}
+
+// start adds a member with the given settings.
+func (g *group) start(s Settings) *member {
+	g.t.Helper()
+	m := &member{pid: s.ProcessID, dialer: &cutDialer{}}
+	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.dial)}
+	b, err := New(s)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	m.b = b
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	opts := append(b.Opts(),
+		kgo.SeedBrokers(g.c.Brokers...),
+		kgo.Dialer(m.dialer.dial),
+		kgo.WithContext(ctx),
+		kgo.SessionTimeout(testSession),
+		kgo.RebalanceTimeout(20*time.Second),
+		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+			b.OnPartitionsAssigned(ctx, cl, assigned)
+			g.assigned(m, assigned[g.input])
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			g.released(m, revoked[g.input], true)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			g.released(m, lost[g.input], false)
+		}),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	m.cl = cl
+	g.mu.Lock()
+	g.members[m.pid] = m
+	g.mu.Unlock()
+	return m
+}
+
+func (g *group) assigned(m *member, ps []int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for _, p := range ps {
+		if o, ok := g.owner[p]; ok && o != m.pid {
+			g.violations = append(g.violations, fmt.Sprintf("partition %d: %s and %s", p, o, m.pid))
+		}
+		g.owner[p] = m.pid
+	}
+}
+
+func (g *group) released(m *member, ps []int32, revoke bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if revoke && len(ps) > 0 {
+		g.revoked[m.pid] = append(g.revoked[m.pid], ps...)
+	}
+	for _, p := range ps {
+		if g.owner[p] == m.pid {
+			delete(g.owner, p)
+		}
+	}
+}
+
+// kill cuts the member's connections: it can send nothing more, like a
+// process killed with SIGKILL. Its partitions are free from then on.
+func (g *group) kill(m *member) string {
+	id, _ := m.cl.GroupMetadata()
+	m.dialer.cut()
+	m.cancel()
+	g.mu.Lock()
+	m.closed = true
+	for p, o := range g.owner {
+		if o == m.pid {
+			delete(g.owner, p)
+		}
+	}
+	delete(g.members, m.pid)
+	g.mu.Unlock()
+	go m.cl.Close() // returns once its (failing) requests give up
+	return id
+}
+
+// close shuts the member down cleanly: it revokes and sends LeaveGroup.
+func (g *group) close(m *member) {
+	g.mu.Lock()
+	done := m.closed
+	m.closed = true
+	delete(g.members, m.pid)
+	g.mu.Unlock()
+	if done {
+		return
+	}
+	m.cl.Close()
+	m.cancel()
+	g.mu.Lock()
+	for p, o := range g.owner {
+		if o == m.pid {
+			delete(g.owner, p)
+		}
+	}
+	g.mu.Unlock()
+}
+
+func (g *group) all() []*member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *member) int { return cmpString(a.pid, b.pid) })
+	return out
+}
+
+func (g *group) resetRevoked() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.revoked)
+}
+
+func (g *group) revokedCopy() map[string][]int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string][]int32)
+	for k, v := range g.revoked {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// stable reports whether every live member holds the same generation's
+// placement, no hand-off is pending, every task has an active among the
+// live members, and the owners recorded by the callbacks match it.
+func (g *group) stable() (*Placement, bool) {
+	ms := g.all()
+	var ref *Placement
+	var gen int32 = -1
+	for _, m := range ms {
+		a, _ := m.b.Assignment()
+		p := a.Placement
+		if p == nil || len(a.Pending) > 0 {
+			return nil, false
+		}
+		if ref == nil {
+			ref, gen = p, a.Generation
+		} else if a.Generation != gen || !reflect.DeepEqual(p, ref) {
+			return nil, false
+		}
+	}
+	if ref == nil || len(ref.Members) != len(ms) || len(ref.Tasks) != int(g.tasks) {
+		return nil, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for task, r := range ref.Tasks {
+		if r.Active == NoMember || g.owner[int32(task)] != ref.Members[r.Active].ProcessID {
+			return nil, false
+		}
+	}
+	return ref, true
+}
+
+func (g *group) waitStable(what string) *Placement {
+	g.t.Helper()
+	var p *Placement
+	kafkatest.Eventually(g.t, waitLong, what, func() bool {
+		var ok bool
+		p, ok = g.stable()
+		return ok
+	})
+	return p
+}
+
+// cutDialer dials loopback and, once cut, closes every connection it made
+// and refuses new ones.
+type cutDialer struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	isCut bool
+	d     net.Dialer
+}
+
+func (c *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.isCut {
+		return nil, errors.New("test dialer: connections are cut")
+	}
+	conn, err := c.d.DialContext(ctx, network, host)
+	if err == nil {
+		c.conns = append(c.conns, conn)
+	}
+	return conn, err
+}
+
+func (c *cutDialer) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.isCut = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}
+
+// startSix starts six members tagged 3 zones x 2 clusters and waits until
+// they agree on a placement.
+func (g *group) startSix() *Placement {
+	for i := range 6 {
+		g.start(g.settings(fmt.Sprintf("p%d", i), zoneCluster(i)))
+	}
+	return g.waitStable("six members agree on one placement")
+}
+
+func checkSpread(t *testing.T, p *Placement) {
+	t.Helper()
+	for task, r := range p.Tasks {
+		if len(r.Standbys) != 2 {
+			t.Fatalf("task %d has standbys %v, want 2", task, r.Standbys)
+		}
+		zones, clusters := map[string]bool{}, map[string]bool{}
+		for _, i := range append([]int{r.Active}, r.Standbys...) {
+			zones[p.Members[i].Tags.Value("zone")] = true
+			clusters[p.Members[i].Tags.Value("cluster")] = true
+		}
+		if len(zones) != 3 || len(clusters) != 2 {
+			t.Fatalf("task %d's replicas span %d zones and %d clusters, want 3 and 2", task, len(zones), len(clusters))
+		}
+	}
+}
+
+func tasksOf(p *Placement, pid string) []int32 {
+	var out []int32
+	me := p.MemberIndex(pid)
+	for t, r := range p.Tasks {
+		if r.Active == me {
+			out = append(out, int32(t))
+		}
+	}
+	return out
+}
+
+func TestGroupSixMembersAgreeAndAClosingMemberMovesOnlyItsTasks(t *testing.T) {
+	g := newGroup(t, 12)
+	g.kadmEnds = true // end offsets of the real changelog topic, via kadm
+	p := g.startSix()
+	checkSpread(t, p)
+	before := make(map[string][]int32)
+	for _, m := range g.all() {
+		before[m.pid] = tasksOf(p, m.pid)
+	}
+
+	g.resetRevoked()
+	leaving := g.members["p4"]
+	leavingID, _ := leaving.cl.GroupMetadata()
+	g.close(leaving)
+	p = g.waitStable("five members agree after p4 left")
+	checkSpread(t, p)
+	if r := g.revokedCopy(); len(r) > 1 || (len(r) == 1 && r["p4"] == nil) {
+		t.Fatalf("members other than p4 revoked partitions: %v", r)
+	}
+	for pid, ts := range before {
+		if pid == "p4" {
+			continue
+		}
+		for _, task := range ts {
+			if !slices.Contains(tasksOf(p, pid), task) {
+				t.Fatalf("%s lost task %d when p4 left", pid, task)
+			}
+		}
+	}
+	if g.c.Fake != nil {
+		g.mu.Lock()
+		left := g.leaves[leavingID]
+		g.mu.Unlock()
+		if !left {
+			t.Fatal("the closing member sent no LeaveGroup")
+		}
+	}
+}
+
+// garbageBalancer is a member speaking our protocol name with bytes that are
+// not our metadata at all.
+type garbageBalancer struct {
+	meta []byte
+	mu   sync.Mutex
+	got  []map[string][]int32
+}
+
+func (*garbageBalancer) ProtocolName() string { return ProtocolName }
+func (*garbageBalancer) IsCooperative() bool  { return true }
+func (g *garbageBalancer) JoinGroupMetadata([]string, map[string][]int32, int32) []byte {
+	return g.meta
+}
+
+func (g *garbageBalancer) ParseSyncAssignment(b []byte) (map[string][]int32, error) {
+	m, err := kgo.ParseConsumerSyncAssignment(b)
+	g.mu.Lock()
+	g.got = append(g.got, m)
+	g.mu.Unlock()
+	return m, err
+}
+
+func (*garbageBalancer) MemberBalancer([]kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	return nil, nil, errors.New("the garbage member must never lead")
+}
+
+func TestGroupSeventhMemberWithGarbageMetadataGetsNothing(t *testing.T) {
+	g := newGroup(t, 12)
+	before := g.startSix()
+	g.resetRevoked()
+	leader := g.all()[0] // any member: count rejections on all of them
+	_ = leader
+	gb := &garbageBalancer{meta: []byte("\x00\x07not consumer metadata\xff\xff\xff")}
+	cl := g.c.Client(
+		kgo.ConsumerGroup(g.app),
+		kgo.ConsumeTopics(g.input),
+		kgo.Balancers(gb),
+		kgo.SessionTimeout(testSession),
+		kgo.HeartbeatInterval(testHeartbeat),
+	)
+	kafkatest.Eventually(t, waitLong, "the garbage member is synced", func() bool {
+		gb.mu.Lock()
+		defer gb.mu.Unlock()
+		return len(gb.got) > 0
+	})
+	after := g.waitStable("six members agree after the garbage member joined")
+	gb.mu.Lock()
+	for _, got := range gb.got {
+		if len(got) != 0 {
+			t.Fatalf("the garbage member was assigned %v", got)
+		}
+	}
+	gb.mu.Unlock()
+	if !reflect.DeepEqual(before.Tasks, after.Tasks) || len(after.Members) != 6 {
+		t.Fatalf("the garbage member changed the placement:\n%+v\n%+v", before, after)
+	}
+	if r := g.revokedCopy(); len(r) != 0 {
+		t.Fatalf("the six revoked partitions: %v", r)
+	}
+	var rejected uint64
+	for _, m := range g.all() {
+		rejected += m.b.Stats().RejectedMembers
+	}
+	if rejected == 0 {
+		t.Fatal("no leader counted the garbage member")
+	}
+	cl.Close()
+}
+
+func TestGroupKilledMemberIsReplacedAfterTheSessionTimeout(t *testing.T) {
+	g := newGroup(t, 12)
+	g.startSix()
+	victim := g.members["p2"]
+	victimID := g.kill(victim)
+	p := g.waitStable("five members take over after the session timeout")
+	if p.MemberIndex("p2") != NoMember {
+		t.Fatal("the killed member is still placed")
+	}
+	// Its replacement (same process id, a new client) joins.
+	g.start(g.settings("p2", zoneCluster(2)))
+	p = g.waitStable("the replacement joins")
+	checkSpread(t, p)
+	if g.c.Fake != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.leaves[victimID] || g.commits[victimID] {
+			t.Fatalf("the killed member %s reached the broker after the cut (leave %v, commit %v)", victimID, g.leaves[victimID], g.commits[victimID])
+		}
+	}
+}
+
+func TestGroupWarmupThatCatchesUpTriggersTheProbingRebalance(t *testing.T) {
+	g := newGroup(t, 4)
+	// Every task's changelog holds 1000 records; p0 has all of them.
+	for task := range int32(4) {
+		g.o.setEnd(task, 1000)
+		g.o.set("p0", task, 1000)
+	}
+	settings := func(pid string) Settings {
+		s := g.settings(pid, tags.Set{})
+		s.NumStandbys = 0
+		s.RackAwareTags = nil
+		s.AcceptableRecoveryLag = 10
+		s.WarmupCheckInterval = 100 * time.Millisecond
+		return s
+	}
+	g.start(settings("p0"))
+	g.waitStable("p0 alone owns every task")
+	cold := g.start(settings("p1"))
+	var warm []int32
+	kafkatest.Eventually(t, waitLong, "p1 gets warmups while p0 keeps every task", func() bool {
+		a, _ := cold.b.Assignment()
+		warm = a.Warmup
+		return len(warm) > 0 && len(a.Active) == 0 && a.Placement != nil && !a.Placement.ProbingDeadline.IsZero()
+	})
+	// The test is the state engine: p1 restores its warmups.
+	for _, task := range warm {
+		g.o.set("p1", task, 995)
+	}
+	kafkatest.Eventually(t, waitLong, "the caught-up warmups become p1's actives", func() bool {
+		p, ok := g.stable()
+		if !ok {
+			return false
+		}
+		for _, task := range warm {
+			if p.Tasks[task].Active != p.MemberIndex("p1") {
+				return false
+			}
+		}
+		return true
+	})
+	if cold.b.Stats().ProbingRebalances == 0 {
+		t.Fatal("the move completed without a probing rebalance from p1")
+	}
+}
+
+func TestGroupLargePlacementIsPublishedAndEveryMemberReadsIt(t *testing.T) {
+	g := newGroup(t, 12)
+	for i := range 6 {
+		s := g.settings(fmt.Sprintf("p%d", i), zoneCluster(i))
+		s.MaxInlineBytes = 1 // never inline
+		g.start(s)
+	}
+	p := g.waitStable("six members agree on a published placement")
+	checkSpread(t, p)
+	var published uint64
+	for _, m := range g.all() {
+		published += m.b.Stats().PlacementsPublished
+		a, _ := m.b.Assignment()
+		if a.Placement == nil {
+			t.Fatalf("%s has no placement", m.pid)
+		}
+	}
+	if published == 0 {
+		t.Fatal("no leader published a placement")
+	}
+	cfgs, err := g.c.Admin().DescribeTopicConfigs(context.Background(), g.app+"-placement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cfgs.On(g.app+"-placement", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compacted := false
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" && c.Value != nil && *c.Value == "compact" {
+			compacted = true
+		}
+	}
+	if !compacted {
+		t.Fatal("the placement topic is not compacted")
+	}
+}
+
+func TestGroupStaticMembershipIsRefusedWithAReason(t *testing.T) {
+	g := newGroup(t, 2)
+	s := g.settings("p0", zoneCluster(0))
+	b, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := g.c.Client(append(b.Opts(), kgo.InstanceID("static-1"), kgo.SessionTimeout(testSession))...)
+	_ = cl
+	if !errors.Is(b.Err(), ErrStaticMembership) {
+		t.Fatalf("Err() = %v, want ErrStaticMembership", b.Err())
+	}
+	if _, err := b.ParseSyncAssignment(nil); !errors.Is(err, ErrStaticMembership) {
+		t.Fatalf("ParseSyncAssignment accepted an assignment on a static member: %v", err)
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("BALANCER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return quietLogger()
+}
