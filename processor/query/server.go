@@ -204,23 +204,25 @@ func New(opts Options) (*Server, error) {
 		// A peer's redirect is not followed: the answer is relayed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+	}
+	if opts.TLS != nil {
+		s.srv.TLSConfig = opts.TLS.Clone()
+	}
 	return s, nil
 }
 
 // Serve serves HTTP (HTTPS with Options.TLS) on l with the configured
 // timeouts and limits until Shutdown; it returns http.ErrServerClosed then.
 func (s *Server) Serve(l net.Listener) error {
-	s.srv = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
-		ReadTimeout:       s.opts.ReadTimeout,
-		WriteTimeout:      s.opts.WriteTimeout,
-		IdleTimeout:       s.opts.IdleTimeout,
-		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
 	if s.opts.TLS != nil {
-		s.srv.TLSConfig = s.opts.TLS.Clone()
 		l = tls.NewListener(l, s.srv.TLSConfig)
 	}
 	return s.srv.Serve(l)
@@ -230,9 +232,6 @@ func (s *Server) Serve(l net.Listener) error {
 // finish until ctx is done. Idle peer connections are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	defer s.peers.CloseIdleConnections()
-	if s.srv == nil {
-		return nil
-	}
 	return s.srv.Shutdown(ctx)
 }
 
