@@ -38,7 +38,9 @@ func (e *ChangelogError) Error() string {
 // default), setting min.insync.replicas to the replication factor - 1 where
 // that is at least 1 (so that losing one zone's broker loses no acknowledged
 // write), and validates the existing ones: every mismatch is returned as a
-// *ChangelogError, joined.
+// *ChangelogError, joined. Metadata of a topic created a moment ago may be
+// unknown for the client's metadata min age (kgo's default is 5 s): that is
+// retried for up to 15 s.
 func EnsureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)

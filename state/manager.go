@@ -288,7 +288,9 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 		stor.Close()
 		return err
 	}
+	s.dbMu.Lock()
 	s.db, s.stor = db, stor
+	s.dbMu.Unlock()
 	s.checkpoint.Store(ck)
 	return nil
 }
@@ -309,6 +311,8 @@ func readCheckpoint(db *leveldb.DB) (int64, error) {
 }
 
 func (s *Store) close() error {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
 	if s.db == nil {
 		return nil
 	}
@@ -354,12 +358,24 @@ func loadProcessID(root string) (string, error) {
 	return id, nil
 }
 
+// writeFileAtomic replaces path with b through a uniquely named temporary
+// file, so that concurrent writers never expose a partial file.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // EnsureChangelogs creates or validates the changelog topics of specs

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -230,7 +231,7 @@ func TestRestoreReadCommittedSkipsAbortedRecordsAndMarkers(t *testing.T) {
 func TestChangelogValidation(t *testing.T) {
 	c := kafkatest.New(t)
 	ctx := newEnv(t, 1).ctx()
-	adm := c.Admin()
+	adm := kadm.NewClient(c.Client(kgo.MetadataMinAge(100 * time.Millisecond)))
 	good, wrong, deleting := c.Name("good-changelog"), c.Name("wrong-changelog"), c.Name("delete-changelog")
 	c.CreateTopic(wrong, 3, map[string]*string{"cleanup.policy": ptr("compact")})
 	c.CreateTopic(deleting, 4, map[string]*string{"cleanup.policy": ptr("delete")})

@@ -93,7 +93,10 @@ func (r *replicator) start() error {
 		if o.ReadCommitted {
 			iso = kgo.ReadCommitted()
 		}
-		opts := append([]kgo.Opt{}, o.ClientOpts...)
+		// A short metadata min age lets a just-created changelog become
+		// known quickly (cached "unknown topic" answers last that long);
+		// ClientOpts may override it.
+		opts := append([]kgo.Opt{kgo.MetadataMinAge(time.Second)}, o.ClientOpts...)
 		opts = append(opts,
 			kgo.FetchIsolationLevel(iso),
 			kgo.KeepControlRecords(), // they move the checkpoint past transaction markers

@@ -40,6 +40,10 @@ type Store struct {
 	path      string
 	ldb       LevelDBOptions
 
+	// dbMu guards db against View readers on other goroutines while the
+	// task's goroutine closes or wipes the store; the task's own methods
+	// and the apply path never race with those.
+	dbMu sync.RWMutex
 	db   *leveldb.DB
 	stor storage.Storage
 	view View
@@ -109,6 +113,9 @@ func (s *Store) Get(key []byte) (value []byte, found bool, err error) {
 			}
 			return append([]byte(nil), v[1:]...), true, nil
 		}
+	}
+	if s.db == nil {
+		return nil, false, ErrTaskClosed
 	}
 	s.scratch = appendDataKey(s.scratch[:0], key)
 	v, err := s.db.Get(s.scratch, nil)
@@ -256,6 +263,9 @@ func (s *Store) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 // open), seeing the task's uncommitted writes, until fn returns false. The
 // slices passed to fn are valid only during the call.
 func (s *Store) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	if s.db == nil {
+		return ErrTaskClosed
+	}
 	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer dbIt.Release()
 	if s.buf == nil || s.buf.Len() == 0 {

@@ -18,6 +18,11 @@ type View struct {
 
 // Get returns the committed value of key.
 func (v *View) Get(key []byte) (value []byte, found bool, err error) {
+	v.s.dbMu.RLock()
+	defer v.s.dbMu.RUnlock()
+	if v.s.db == nil {
+		return nil, false, ErrTaskClosed
+	}
 	k := appendDataKey(make([]byte, 0, len(key)+1), key)
 	val, err := v.s.db.Get(k, nil)
 	if errors.Is(err, leveldb.ErrNotFound) {
@@ -33,6 +38,11 @@ func (v *View) Get(key []byte) (value []byte, found bool, err error) {
 // bounds are open) until fn returns false. The slices are valid only during
 // the call. It reads a consistent snapshot.
 func (v *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	v.s.dbMu.RLock()
+	defer v.s.dbMu.RUnlock()
+	if v.s.db == nil {
+		return ErrTaskClosed
+	}
 	it := v.s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer it.Release()
 	return v.scanIter(it, fn)
@@ -62,6 +72,11 @@ func (v *View) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
 // estimate drift upward, and it is recounted when the drift may exceed about
 // an eighth of the count.
 func (v *View) ApproximateCount() int64 {
+	v.s.dbMu.RLock()
+	defer v.s.dbMu.RUnlock()
+	if v.s.db == nil {
+		return 0
+	}
 	return v.s.count.get(v.s)
 }
 
