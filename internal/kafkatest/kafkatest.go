@@ -247,7 +247,11 @@ func (c *Cluster) EndOffsets(topic string) map[int32]int64 {
 // (no transaction markers) ordered by partition, then offset. It fails the
 // test if the ends are not reached within Timeout: with read_committed
 // (pass kgo.FetchIsolationLevel(kgo.ReadCommitted())) that includes an open
-// transaction that never finishes. opts are added to the consumer's options.
+// transaction that never finishes. Right after a transaction ends its marker
+// may not be written yet (the coordinator writes markers after EndTransaction
+// returns): the end read here may then stop short of it, and read_committed
+// waits for the marker before it returns the transaction's records. opts are
+// added to the consumer's options.
 //
 // The end is detected by offset, counting transaction markers, so it works
 // on transactional topics. One case never ends: a compacted topic whose last

@@ -143,8 +143,14 @@ func TestConsumeAllReadCommittedSkipsAbortedRecords(t *testing.T) {
 		}
 	}
 
-	// Two data records, each followed by its transaction marker.
-	if end := c.EndOffsets(topic)[0]; end != 4 {
+	// Two data records, each followed by its transaction marker. The
+	// coordinator writes markers after EndTransaction returns, so wait.
+	var end int64
+	kafkatest.Eventually(t, kafkatest.Timeout, "both transaction markers written on "+c.Kind(), func() bool {
+		end = c.EndOffsets(topic)[0]
+		return end >= 4
+	})
+	if end != 4 {
 		t.Fatalf("end offset of %s on %s = %d, want 4 (two records, two markers)", topic, c.Kind(), end)
 	}
 	if got := values(c.ConsumeAll(topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()))); !slices.Equal(got, []string{"committed"}) {
