@@ -17,14 +17,24 @@ func randomInput(r *rand.Rand, maxClients, maxTasks int) Input {
 	for d := range nvals {
 		nvals[d] = 1 + r.Intn(4)
 	}
+	// Sometimes a rack-aware key unique to each client (a host name): the
+	// search's mirror-image reduction at work.
+	uniqueHost := r.Intn(4) == 0
+	if uniqueHost {
+		dims = append(dims, "host")
+	}
 	total := 1 + r.Intn(maxClients+2)
 	all := make([]Client, total)
 	for i := range all {
-		c := Client{ID: fmt.Sprintf("p%02d", i), Tags: map[string]string{"host": fmt.Sprintf("h%d", r.Intn(3))}, Capacity: 1}
+		host := fmt.Sprintf("h%d", r.Intn(3))
+		if uniqueHost {
+			host = fmt.Sprintf("h%d", i)
+		}
+		c := Client{ID: fmt.Sprintf("p%02d", i), Tags: map[string]string{"host": host}, Capacity: 1}
 		if r.Intn(4) == 0 {
 			c.Capacity = 1 + r.Intn(3)
 		}
-		for d, k := range dims {
+		for d, k := range dims[:len(nvals)] {
 			// Skewed values: uneven zones.
 			v := r.Intn(nvals[d])
 			if r.Intn(3) == 0 {

@@ -40,7 +40,11 @@ type searcher struct {
 	ub       [][]int    // scratch bound per depth
 	last     []int      // scratch spread of the last slot
 	root     []int      // bound at the root of a maximisation
-	keys     []uint64   // scratch for order
+	sig      []int32    // per class: its symmetry signature (see signatures)
+	sigs     int        // number of signatures
+	memoBuf  []int8     // scratch for allowed
+	perSig   []int32    // scratch for order
+	order_   []ordered  // scratch for order
 	seenBase [][]uint64 // per dimension: classes whose value is in the base
 	best     []int
 	opt      []int
@@ -67,7 +71,39 @@ func newSearcher(m *model) *searcher {
 			s.has[d][tuple[d]][k/64] |= 1 << (k % 64)
 		}
 	}
+	s.signatures()
 	return s
+}
+
+// signatures numbers the classes by symmetry: a value that only one class
+// has is interchangeable with any other such value, so two classes that
+// agree on every shared value and have unique values in the same dimensions
+// are mirror images (renaming their unique values swaps them). Neither
+// being in the base, whatever one of them can complete, the other can too:
+// the search tries one class per signature among siblings, and allowed
+// tests one class per signature. With a tag unique to each client (a host
+// name as a rack-aware key) this turns K classes into a handful.
+func (s *searcher) signatures() {
+	m := s.m
+	s.sig = make([]int32, s.K)
+	ids := make(map[string]int32)
+	var key []byte
+	for k, tuple := range m.classVals {
+		key = key[:0]
+		for d, v := range tuple {
+			if popcount(s.has[d][v]) == 1 {
+				v = -1
+			}
+			key = append(key, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+		}
+		id, ok := ids[string(key)]
+		if !ok {
+			id = int32(len(ids))
+			ids[string(key)] = id
+		}
+		s.sig[k] = id
+	}
+	s.sigs = len(ids)
 }
 
 // reset empties the base and sets the classes available to a task whose
@@ -277,10 +313,12 @@ func (s *searcher) branch(cands []int32, slots, depth int) bool {
 		}
 		return s.done()
 	}
+	lastSig := int32(-1)
 	for i, q := range cands {
-		if !s.isAvail(q) || !s.gains(q) {
-			continue
+		if !s.isAvail(q) || !s.gains(q) || s.sig[q] == lastSig {
+			continue // a sibling mirroring q was tried already
 		}
+		lastSig = s.sig[q]
 		s.add(q)
 		stop := s.branch(cands[i+1:], slots-1, depth+1)
 		s.remove(q)
@@ -302,22 +340,34 @@ func (s *searcher) done() bool {
 
 func (s *searcher) isAvail(q int32) bool { return s.avail[q/64]&(1<<(q%64)) != 0 }
 
+// ordered is a candidate class with its sort keys.
+type ordered struct {
+	novelty uint64
+	sig, q  int32
+}
+
 // order returns the available classes that bring a new value to the current
 // base, the most novel first (lexicographically by which dimensions gain),
-// then by class number. keys is scratch.
-func (s *searcher) order(dst []int32) []int32 {
-	keys := s.keys[:0]
+// then by signature (so that mirror images are adjacent), then by class. Of
+// mirror images it keeps the first slots: a choice of at most slots classes
+// never needs more of them.
+func (s *searcher) order(dst []int32, slots int) []int32 {
+	os := s.order_[:0]
+	if len(s.perSig) < s.sigs {
+		s.perSig = make([]int32, s.sigs)
+	}
+	clear(s.perSig)
 	for k := 0; k < s.K; k++ {
 		q := int32(k)
-		if !s.isAvail(q) {
+		if !s.isAvail(q) || s.perSig[s.sig[q]] >= int32(slots) {
 			continue
 		}
-		var novelty uint64 // the first 31 dimensions rank; any gain qualifies
+		var novelty uint64 // the first 64 dimensions rank; any gain qualifies
 		gains := false
 		for d, v := range s.m.classVals[q] {
 			fresh := s.cnt[d][v] == 0
 			gains = gains || fresh
-			if d < 31 {
+			if d < 64 {
 				novelty <<= 1
 				if fresh {
 					novelty |= 1
@@ -325,18 +375,37 @@ func (s *searcher) order(dst []int32) []int32 {
 			}
 		}
 		if gains {
-			// Ascending sort of (novelty, ^class) reversed: most novel first,
-			// smallest class first among equals.
-			keys = append(keys, novelty<<32|uint64(^uint32(q)))
+			os = append(os, ordered{novelty, s.sig[q], q})
+			s.perSig[s.sig[q]]++
 		}
 	}
-	slices.Sort(keys)
-	s.keys = keys
+	slices.SortFunc(os, func(a, b ordered) int {
+		switch {
+		case a.novelty != b.novelty:
+			if a.novelty > b.novelty {
+				return -1
+			}
+			return 1
+		case a.sig != b.sig:
+			return int(a.sig - b.sig)
+		}
+		return int(a.q - b.q)
+	})
+	s.order_ = os
 	dst = dst[:0]
-	for i := len(keys) - 1; i >= 0; i-- {
-		dst = append(dst, int32(^uint32(keys[i])))
+	for _, o := range os {
+		dst = append(dst, o.q)
 	}
 	return dst
+}
+
+// memo returns the per-signature scratch of allowed, cleared.
+func (s *searcher) memo() []int8 {
+	if len(s.memoBuf) < s.sigs {
+		s.memoBuf = make([]int8, s.sigs)
+	}
+	clear(s.memoBuf)
+	return s.memoBuf
 }
 
 // popcount of a bitset.

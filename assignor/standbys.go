@@ -3,8 +3,12 @@ package assignor
 // allowedSet is the classes a task's next standby may come from while its
 // replicas can still reach the optimal spread.
 type allowedSet struct {
-	bits []uint64
-	list []int32
+	bits []uint64 // by class
+	// sigs are the allowed classes grouped by signature (see
+	// searcher.signatures): every class of these signatures but those in
+	// skip (the task's replicas' classes, when they cannot be padding).
+	sigs []int32
+	skip []int32
 }
 
 func (a *allowedSet) has(q int32) bool { return a.bits[q/64]&(1<<(q%64)) != 0 }
@@ -26,9 +30,10 @@ func (pl *placement) placeStandbys() {
 	if slots <= 0 || m.numTasks == 0 {
 		return
 	}
-	sp := &standbyPlacer{pl: pl, slots: slots, s: newSearcher(m), heaps: newClassHeaps(pl),
+	sp := &standbyPlacer{pl: pl, slots: slots, s: newSearcher(m), heaps: nil,
 		opts: make(map[int32][]int), cache: make(map[string]*allowedSet),
 		base: make([]int32, 0, 1+slots), excl: make([]int32, 0, 1+slots)}
+	sp.heaps = newGroupHeaps(pl, sp.s.sig, sp.s.sigs)
 	k := pl.k
 	for r := 0; r < slots; r++ {
 		for t := 0; t < m.numTasks; t++ {
@@ -48,7 +53,7 @@ type standbyPlacer struct {
 	pl    *placement
 	slots int // standbys per task
 	s     *searcher
-	heaps *classHeaps
+	heaps *groupHeaps
 	opts  map[int32][]int        // optimal spread per active class
 	cache map[string]*allowedSet // by active class and classes chosen
 	key   []byte
@@ -83,7 +88,7 @@ func (sp *standbyPlacer) allowedFor(t, upto, skip int) *allowedSet {
 	opt, ok := sp.opts[ca]
 	if !ok {
 		sp.s.reset(sp.base[:1])
-		sp.cands = sp.s.order(sp.cands)
+		sp.cands = sp.s.order(sp.cands, sp.slots)
 		opt = append([]int(nil), sp.s.maximise(sp.cands, sp.slots)...)
 		sp.opts[ca] = opt
 	}
@@ -120,8 +125,8 @@ func (sp *standbyPlacer) rebalance() {
 				al := sp.allowedFor(t, sp.slots, j)
 				sp.excl = append(sp.excl, c)
 				best := int32(-1)
-				for _, q := range al.list {
-					if d := sp.heaps.lightest(q, sp.excl); d >= 0 && (best < 0 || pl.lighter(d, best)) {
+				for _, g := range al.sigs {
+					if d := sp.heaps.lightest(g, sp.excl, al.skip); d >= 0 && (best < 0 || pl.lighter(d, best)) {
 						best = d
 					}
 				}
@@ -155,7 +160,7 @@ func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, ca
 	s.reset(base)
 	al := &allowedSet{bits: make([]uint64, s.words)}
 	if slots >= 3 { // with at most one slot after this one, no branching
-		*cands = s.order(*cands)
+		*cands = s.order(*cands, slots-1)
 	}
 	// If opt is reachable with one slot to spare, the next standby may come
 	// from any class: it can be padding.
@@ -163,33 +168,50 @@ func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, ca
 	if !padding && slots == 2 {
 		s.prepareSeen()
 	}
+	// memo[sig] is 1 + whether a class of that signature, not in the base,
+	// is allowed: mirror images answer alike.
+	memo := s.memo()
 	for q := int32(0); q < int32(s.K); q++ {
 		if !s.isAvail(q) {
 			continue
 		}
-		ok := padding
-		switch {
-		case ok:
-		case slots == 1:
-			ok = s.reachesWith(q, opt)
-		case slots == 2:
-			ok = s.reachesWithOneMore(q, opt)
-		default:
-			s.add(q)
-			ok = s.reachable(*cands, slots-1, opt)
-			s.remove(q)
+		inBase := contains(base, q)
+		if inBase && !padding {
+			continue // adds nothing, and no slot is spare for padding
 		}
-		if ok {
+		g := s.sig[q]
+		if memo[g] == 0 {
+			ok := padding
+			switch {
+			case ok:
+			case slots == 1:
+				ok = s.reachesWith(q, opt)
+			case slots == 2:
+				ok = s.reachesWithOneMore(q, opt)
+			default:
+				s.add(q)
+				ok = s.reachable(*cands, slots-1, opt)
+				s.remove(q)
+			}
+			memo[g] = 1
+			if ok {
+				memo[g] = 2
+				al.sigs = append(al.sigs, g)
+			}
+		}
+		if memo[g] == 2 {
 			al.bits[q/64] |= 1 << (q % 64)
-			al.list = append(al.list, q)
 		}
+	}
+	if !padding {
+		al.skip = append([]int32(nil), base...)
 	}
 	return al
 }
 
 // pickStandby chooses task t's next standby from the allowed classes,
 // excluding the clients in excl (its replicas so far).
-func (pl *placement) pickStandby(t int, al *allowedSet, heaps *classHeaps, excl []int32) int32 {
+func (pl *placement) pickStandby(t int, al *allowedSet, heaps *groupHeaps, excl []int32) int32 {
 	m := pl.m
 	best, bestLag := int32(-1), int64(0)
 	for i := m.holderStart[t]; i < m.holderStart[t+1]; i++ {
@@ -207,8 +229,8 @@ func (pl *placement) pickStandby(t int, al *allowedSet, heaps *classHeaps, excl 
 	if best >= 0 {
 		return best
 	}
-	for _, q := range al.list {
-		if c := heaps.lightest(q, excl); c >= 0 && (best < 0 || pl.lighter(c, best)) {
+	for _, g := range al.sigs {
+		if c := heaps.lightest(g, excl, al.skip); c >= 0 && (best < 0 || pl.lighter(c, best)) {
 			best = c
 		}
 	}
@@ -243,28 +265,35 @@ func contains(s []int32, x int32) bool {
 	return false
 }
 
-// classHeaps keeps each class's members in a binary min-heap by load (see
-// placement.lighter), so the lightest available member of a class is found
-// in a few steps.
-type classHeaps struct {
-	pl   *placement
-	heap [][]int32 // per class
-	pos  []int32   // per client: its index in its class's heap
+// groupHeaps keeps the clients of each group of classes (a signature) in a
+// binary min-heap by load (see placement.lighter), so that the lightest
+// eligible client of a group is found in a few steps.
+type groupHeaps struct {
+	pl    *placement
+	group []int32   // per class: its group
+	heap  [][]int32 // per group
+	pos   []int32   // per client: its index in its group's heap
+	front []int32   // scratch for lightest
 }
 
-func newClassHeaps(pl *placement) *classHeaps {
+func newGroupHeaps(pl *placement, group []int32, groups int) *groupHeaps {
 	m := pl.m
-	h := &classHeaps{pl: pl, heap: make([][]int32, len(m.classes)), pos: make([]int32, len(m.ids))}
+	h := &groupHeaps{pl: pl, group: group, heap: make([][]int32, groups), pos: make([]int32, len(m.ids))}
+	size := make([]int, groups)
+	for c := range m.ids {
+		size[group[m.class[c]]]++
+	}
 	flat := make([]int32, len(m.ids))
-	at := 0
-	for q, members := range m.classes {
-		hp := flat[at : at+len(members)]
-		at += len(members)
-		copy(hp, members)
-		h.heap[q] = hp
-		for i, c := range hp {
-			h.pos[c] = int32(i)
-		}
+	for g, at := 0, 0; g < groups; g++ {
+		h.heap[g] = flat[at : at : at+size[g]]
+		at += size[g]
+	}
+	for c := range m.ids {
+		g := group[m.class[c]]
+		h.pos[c] = int32(len(h.heap[g]))
+		h.heap[g] = append(h.heap[g], int32(c))
+	}
+	for _, hp := range h.heap {
 		for i := len(hp)/2 - 1; i >= 0; i-- {
 			h.down(hp, i)
 		}
@@ -273,13 +302,13 @@ func newClassHeaps(pl *placement) *classHeaps {
 }
 
 // raised restores the heap order after client c's load grew.
-func (h *classHeaps) raised(c int32) {
-	h.down(h.heap[h.pl.m.class[c]], int(h.pos[c]))
+func (h *groupHeaps) raised(c int32) {
+	h.down(h.heap[h.group[h.pl.m.class[c]]], int(h.pos[c]))
 }
 
 // lowered restores the heap order after client c's load shrank.
-func (h *classHeaps) lowered(c int32) {
-	hp := h.heap[h.pl.m.class[c]]
+func (h *groupHeaps) lowered(c int32) {
+	hp := h.heap[h.group[h.pl.m.class[c]]]
 	for i := int(h.pos[c]); i > 0; {
 		p := (i - 1) / 2
 		if !h.pl.lighter(hp[i], hp[p]) {
@@ -291,7 +320,7 @@ func (h *classHeaps) lowered(c int32) {
 	}
 }
 
-func (h *classHeaps) down(hp []int32, i int) {
+func (h *groupHeaps) down(hp []int32, i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(hp) {
@@ -310,24 +339,16 @@ func (h *classHeaps) down(hp []int32, i int) {
 	}
 }
 
-// lightest returns the least-loaded member of class q not in excl, or -1.
-// It walks the heap best-first, expanding only excluded nodes.
-func (h *classHeaps) lightest(q int32, excl []int32) int32 {
-	hp := h.heap[q]
+// lightest returns the least-loaded client of group g that is not in excl
+// and whose class is not in skip, or -1. It walks the heap best-first,
+// expanding only the nodes it must pass over.
+func (h *groupHeaps) lightest(g int32, excl, skip []int32) int32 {
+	hp := h.heap[g]
 	if len(hp) == 0 {
 		return -1
 	}
-	if len(excl) > 8 {
-		best := int32(-1)
-		for _, c := range hp {
-			if !contains(excl, c) && (best < 0 || h.pl.lighter(c, best)) {
-				best = c
-			}
-		}
-		return best
-	}
-	var buf [20]int32
-	front := append(buf[:0], 0)
+	m := h.pl.m
+	front := append(h.front[:0], 0)
 	for len(front) > 0 {
 		bi := 0
 		for i := 1; i < len(front); i++ {
@@ -336,7 +357,8 @@ func (h *classHeaps) lightest(q int32, excl []int32) int32 {
 			}
 		}
 		at := front[bi]
-		if c := hp[at]; !contains(excl, c) {
+		if c := hp[at]; !contains(excl, c) && !contains(skip, m.class[c]) {
+			h.front = front[:0]
 			return c
 		}
 		front[bi] = front[len(front)-1]
@@ -347,5 +369,6 @@ func (h *classHeaps) lightest(q int32, excl []int32) int32 {
 			}
 		}
 	}
+	h.front = front[:0]
 	return -1
 }
