@@ -5,6 +5,7 @@
 #
 #   deploy/local/kafka.sh start    fetch (once), format, start, wait until it answers
 #   deploy/local/kafka.sh stop     SIGTERM, wait, SIGKILL after a deadline
+#   deploy/local/kafka.sh restart  stop, then start afresh
 #   deploy/local/kafka.sh status   exit 0 when it runs
 #   deploy/local/kafka.sh env      print the test variables as shell exports
 #   deploy/local/kafka.sh fetch    only fetch the jars into the cache
@@ -49,6 +50,17 @@ case $RUN_DIR in
 *) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR must be an absolute path" ;;
 esac
 
+# lock FD FILE: hold an exclusive lock on FILE through descriptor FD until
+# the script exits, so that two kafka.sh runs (two make tests) don't fetch,
+# format or stop over each other. Fd 8 guards the run dir, fd 9 the cache;
+# the broker must not inherit either.
+lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	mkdir -p "$(dirname "$2")"
+	eval "exec $1>\"\$2\""
+	flock -w 600 "$1" || die "waited 600s for the lock $2"
+}
+
 need_java() {
 	command -v java >/dev/null 2>&1 || unavailable "java not found: the broker needs Java 17 or newer (apt-get install openjdk-17-jre-headless)"
 	local v
@@ -66,6 +78,10 @@ fetch() {
 		return 0
 	fi
 	command -v mvn >/dev/null 2>&1 || unavailable "mvn not found: Maven fetches the broker's jars (apt-get install maven)"
+	lock 9 "$HOME_DIR.lock"
+	if [[ -f $stamp && $(cat "$stamp") == "$want" && -d $LIBS ]]; then
+		return 0 # fetched by the run we waited for
+	fi
 	mkdir -p "$HOME_DIR"
 	local tmp=$HOME_DIR/libs.tmp.$$ log=$HOME_DIR/fetch.log
 	rm -rf "$tmp"
@@ -181,7 +197,7 @@ start() {
 	# setsid: the broker outlives the shell (and make) that started it.
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
-		</dev/null >"$LOG_DIR/stdout.log" 2>&1 &
+		</dev/null >"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
 	# Wait for the pid file the child writes before exec.
 	local i
 	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
@@ -251,14 +267,15 @@ EOF
 }
 
 case ${1:-} in
-start) start ;;
-stop) stop ;;
+start) lock 8 "$RUN_DIR.lock" && start ;;
+stop) lock 8 "$RUN_DIR.lock" && stop ;;
+restart) lock 8 "$RUN_DIR.lock" && stop && start ;;
 status) status ;;
 env) print_env ;;
 fetch) need_java && fetch && say "jars in $LIBS" ;;
 version) cat "$RUN_DIR/version" 2>/dev/null || echo unknown ;;
 *)
-	echo "usage: $0 start|stop|status|env|fetch|version" >&2
+	echo "usage: $0 start|stop|restart|status|env|fetch|version" >&2
 	exit 1
 	;;
 esac
