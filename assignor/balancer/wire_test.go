@@ -120,7 +120,7 @@ func TestDecodeSubscriptionRejects(t *testing.T) {
 		{"plan generation below -1", enc(func(s *Subscription) { s.PlanGeneration = -2 }), "plan_generation", false},
 		{"task id beyond the limit", enc(func(s *Subscription) { s.PlanActive = []int32{maxTask} }), "plan_active", false},
 		{"absurd task count", append(hexBytes("010102703100000101"), 0xff, 0xff, 0xff, 0xff, 0x0f), "plan_active", false},
-		{"checkpoint offset out of range", append(hexBytes("01010270310000010100000000" + "0100"), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "checkpoints", false},
+		{"checkpoint offset out of range", append(hexBytes("01010270310000010100000000"+"0100"), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "checkpoints", false},
 		{"trailing bytes", append(enc(func(*Subscription) {}), 0), "trailing", false},
 		{"truncated build", enc(func(*Subscription) {})[:len(enc(func(*Subscription) {}))-1], "build", false},
 	} {
