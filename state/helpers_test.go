@@ -124,21 +124,28 @@ func viewContent(t testing.TB, v *View) map[string]string {
 // changelogContent reads a changelog partition to its end and folds it
 // into the key-value content it describes.
 func (e *env) changelogContent(topic string, partition int32) map[string]string {
+	content, _, _ := e.readChangelog(topic, partition)
+	return content
+}
+
+// readChangelog reads a changelog partition to its end offset (read
+// committed), returning the content it describes, how many data records it
+// holds, and the end offset.
+func (e *env) readChangelog(topic string, partition int32) (content map[string]string, records int, end int64) {
 	e.t.Helper()
 	ctx := e.ctx()
-	adm := e.c.Admin()
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := e.c.Admin().ListEndOffsets(ctx, topic)
 	if err != nil {
 		e.t.Fatalf("list end offsets: %v", err)
 	}
-	end, _ := ends.Lookup(topic, partition)
-	out := make(map[string]string)
-	if end.Offset == 0 {
-		return out
+	lo, _ := ends.Lookup(topic, partition)
+	content = make(map[string]string)
+	if lo.Offset == 0 {
+		return content, 0, 0
 	}
 	cl := e.c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		topic: {partition: kgo.NewOffset().AtStart()},
-	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	defer cl.Close()
 	for {
 		fs := cl.PollFetches(ctx)
@@ -147,22 +154,21 @@ func (e *env) changelogContent(topic string, partition int32) map[string]string 
 		}
 		done := false
 		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= lo.Offset {
+				done = true
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			records++
 			if r.Value == nil {
-				delete(out, string(r.Key))
+				delete(content, string(r.Key))
 			} else {
-				out[string(r.Key)] = string(r.Value)
-			}
-			if r.Offset+1 >= end.Offset {
-				done = true
-			}
-		})
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if p.LastStableOffset >= end.Offset && len(p.Records) == 0 {
-				done = true
+				content[string(r.Key)] = string(r.Value)
 			}
 		})
 		if done {
-			return out
+			return content, records, lo.Offset
 		}
 	}
 }
