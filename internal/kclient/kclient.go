@@ -1,0 +1,248 @@
+// Package kclient turns a Rackstream configuration into the franz-go options
+// of every Kafka client an instance makes, so that security, rack and
+// durability settings cannot differ between them.
+//
+// An instance talks to Kafka through several clients: the group member that
+// consumes inputs and produces changelog records and outputs, the restore and
+// standby consumers, the balancer's placement clients and the admin client.
+// Each is built from the same [Clients]:
+//
+//	kc, err := kclient.New(cfg, logger)
+//	if err != nil { ... }                       // unreadable CA file, bad key pair
+//	if err := kclient.Check(ctx, kc.Opts(kclient.RoleAdmin)); err != nil {
+//		return err                              // names the broker and SASL mechanism
+//	}
+//	cl, err := kgo.NewClient(kc.Opts(kclient.RoleGroup, kgo.ConsumerGroup(id))...)
+//
+// Every option list holds:
+//   - the seed brokers (bootstrap.servers);
+//   - SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 under security.protocol
+//     SASL_PLAINTEXT or SASL_SSL (sasl.mechanism, sasl.username,
+//     sasl.password);
+//   - TLS under SSL or SASL_SSL, verifying brokers with ssl.ca.location (the
+//     system's roots when empty) and presenting ssl.certificate.location and
+//     ssl.key.location when set. Verification is never skipped;
+//   - the client rack (KIP-392): the value of the client tag named by
+//     client.rack.tag (default zone), so that a broker with a rack-aware
+//     replica selector serves fetches from a replica in the instance's own
+//     zone;
+//   - a client id, <application.id>[-<instance>]-<role>, which names the
+//     client in broker logs, quotas and request metrics;
+//   - acks=all for anything the client produces (replication.factor only
+//     says how many copies exist; acks=all makes a write wait for them);
+//   - a logger that forwards franz-go's messages to log/slog.
+//
+// The password reaches only the SASL mechanism: it is not in the logger's
+// output, in the client id, or in any error this package returns.
+//
+// kfake, the in-process cluster of tests and `rackstream dev`, accepts the
+// rack and ignores it (every kfake broker is in rack "krack", and it does
+// not implement fetch from follower), and a one-node broker has a single
+// rack: tests can check that every client is built with the rack, not that
+// fetches stay in a zone.
+package kclient
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/rackstream/rackstream/config"
+)
+
+// Role is what a client is for; it ends the client id.
+type Role string
+
+const (
+	// RoleGroup is the group member: it consumes the inputs and produces
+	// changelog records, outputs and dead letters.
+	RoleGroup Role = "group"
+	// RoleRestore consumes changelogs to restore stores and tail standbys.
+	RoleRestore Role = "restore"
+	// RoleProducer is a client that only produces.
+	RoleProducer Role = "producer"
+	// RolePlacement publishes and reads the placement topic.
+	RolePlacement Role = "placement"
+	// RoleAdmin creates and describes topics and checks the cluster.
+	RoleAdmin Role = "admin"
+)
+
+// Roles lists every role, in the order above.
+var Roles = []Role{RoleGroup, RoleRestore, RoleProducer, RolePlacement, RoleAdmin}
+
+// Clients holds the options every Kafka client of one instance shares.
+// It is immutable and safe for concurrent use.
+type Clients struct {
+	appID     string
+	instance  string
+	brokers   []string
+	rack      string
+	mechanism config.SASLMechanism // "" without SASL
+	user      string
+	tls       *tls.Config // nil without TLS
+	logger    *slog.Logger
+	auth      sasl.Mechanism // nil without SASL
+}
+
+// New reads the security, rack and broker settings of cfg, loading the TLS
+// files now so that a bad path or key fails at start-up with the key and the
+// file named. A nil logger discards franz-go's messages.
+func New(cfg *config.Config, logger *slog.Logger) (*Clients, error) {
+	if cfg == nil {
+		return nil, errors.New("kclient: nil configuration")
+	}
+	if len(cfg.BootstrapServers) == 0 {
+		return nil, errors.New("kclient: bootstrap.servers is empty")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sec := cfg.Security
+	c := &Clients{
+		appID:   cfg.ApplicationID,
+		brokers: slices.Clone(cfg.BootstrapServers),
+		rack:    cfg.ClientRack(),
+		logger:  logger,
+	}
+	if sec.UsesSASL() {
+		if sec.SASLUsername == "" || sec.SASLPassword == "" {
+			return nil, fmt.Errorf("kclient: security.protocol=%s requires sasl.username and sasl.password", sec.Protocol)
+		}
+		auth, err := mechanism(sec.SASLMechanism, sec.SASLUsername, sec.SASLPassword.Reveal())
+		if err != nil {
+			return nil, err
+		}
+		c.auth, c.mechanism, c.user = auth, sec.SASLMechanism, sec.SASLUsername
+	}
+	if sec.UsesTLS() {
+		t, err := tlsConfig(sec)
+		if err != nil {
+			return nil, err
+		}
+		c.tls = t
+	} else if sec.SSLCALocation != "" || sec.SSLCertificateLocation != "" {
+		// Not an error (a file may set TLS paths for a later switch), but
+		// worth a line: the operator may believe the connection is encrypted.
+		logger.Warn("ssl.* settings are ignored: security.protocol does not use TLS", "security.protocol", string(sec.Protocol))
+	}
+	return c, nil
+}
+
+// WithInstance returns a copy of c whose client ids carry the instance id
+// (the process id persisted in state.dir), so that a broker's logs tell the
+// instances of one application apart.
+func (c *Clients) WithInstance(id string) *Clients {
+	cp := *c
+	cp.instance = id
+	return &cp
+}
+
+// Opts returns the options of a client with the given role, followed by
+// extra (which may override any of them).
+func (c *Clients) Opts(role Role, extra ...kgo.Opt) []kgo.Opt {
+	opts := make([]kgo.Opt, 0, 8+len(extra))
+	opts = append(opts,
+		kgo.SeedBrokers(c.brokers...),
+		kgo.ClientID(c.ClientID(role)),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.WithLogger(newLogger(c.logger.With("kafka_client", string(role)))),
+	)
+	if c.rack != "" {
+		opts = append(opts, kgo.Rack(c.rack))
+	}
+	if c.auth != nil {
+		opts = append(opts, kgo.SASL(c.auth))
+	}
+	if c.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.tls))
+	}
+	return append(opts, extra...)
+}
+
+// ClientID returns the client id of a client with the given role.
+func (c *Clients) ClientID(role Role) string {
+	id := c.appID
+	if id == "" {
+		id = "rackstream"
+	}
+	if c.instance != "" {
+		id += "-" + c.instance
+	}
+	return id + "-" + string(role)
+}
+
+// Rack returns the client rack every client is built with; "" for none
+// (the tag named by client.rack.tag is not configured, or the key is empty).
+func (c *Clients) Rack() string { return c.rack }
+
+// Brokers returns the seed brokers.
+func (c *Clients) Brokers() []string { return slices.Clone(c.brokers) }
+
+// Mechanism returns the SASL mechanism, "" without SASL.
+func (c *Clients) Mechanism() config.SASLMechanism { return c.mechanism }
+
+// LogValue describes the clients' settings for a start-up log line; the
+// password is not among them.
+func (c *Clients) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Any("brokers", c.brokers),
+		slog.String("rack", c.rack),
+		slog.Bool("tls", c.tls != nil),
+	}
+	if c.auth != nil {
+		attrs = append(attrs, slog.String("sasl", string(c.mechanism)), slog.String("user", c.user))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// mechanism returns the franz-go SASL mechanism for sasl.mechanism.
+func mechanism(m config.SASLMechanism, user, pass string) (sasl.Mechanism, error) {
+	switch m {
+	case config.Plain, "":
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case config.ScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case config.ScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("kclient: sasl.mechanism=%s: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
+}
+
+// tlsConfig builds the TLS configuration of security.protocol SSL and
+// SASL_SSL. ServerName is left empty: franz-go sets it to the host of each
+// broker it dials, so every broker's certificate is verified against its own
+// name.
+func tlsConfig(sec config.Security) (*tls.Config, error) {
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if sec.SSLCALocation != "" {
+		pem, err := os.ReadFile(sec.SSLCALocation)
+		if err != nil {
+			return nil, fmt.Errorf("kclient: ssl.ca.location: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kclient: ssl.ca.location: %s holds no PEM certificate", sec.SSLCALocation)
+		}
+		t.RootCAs = pool
+	}
+	switch cert, key := sec.SSLCertificateLocation, sec.SSLKeyLocation; {
+	case cert != "" && key != "":
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("kclient: ssl.certificate.location %s with ssl.key.location %s: %w", cert, key, err)
+		}
+		t.Certificates = []tls.Certificate{pair}
+	case cert != "" || key != "":
+		return nil, errors.New("kclient: ssl.certificate.location and ssl.key.location go together: set both or neither")
+	}
+	return t, nil
+}

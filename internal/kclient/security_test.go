@@ -1,0 +1,170 @@
+package kclient
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+)
+
+// TestTLSOnKfake runs the TLS settings against a kfake cluster that serves
+// TLS with a certificate from a test CA.
+func TestTLSOnKfake(t *testing.T) {
+	ca := newTestCA(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t.Run("the CA verifies the broker", func(t *testing.T) {
+		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)))
+		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile), nil)
+		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		roundTrip(ctx, t, kc, "kclient-tls")
+	})
+	t.Run("the system roots do not trust a private CA", func(t *testing.T) {
+		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)))
+		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL"), nil)
+		err := Check(ctx, kc.Opts(RoleAdmin))
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("Check without ssl.ca.location = %v, want a certificate verification error", err)
+		}
+		var ae *AuthError
+		if errors.As(err, &ae) {
+			t.Errorf("a TLS failure reported as a SASL failure: %v", err)
+		}
+	})
+	t.Run("mutual TLS presents the client certificate", func(t *testing.T) {
+		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(true)))
+		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile,
+			"ssl.certificate.location="+ca.certFile, "ssl.key.location="+ca.keyFile), nil)
+		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		roundTrip(ctx, t, kc, "kclient-mtls")
+	})
+	t.Run("mutual TLS without a client certificate is refused", func(t *testing.T) {
+		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(true)))
+		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile), nil)
+		if err := Check(ctx, kc.Opts(RoleAdmin)); err == nil {
+			t.Fatal("Check without a client certificate = nil, want the broker's refusal")
+		}
+	})
+	t.Run("SASL_SSL authenticates over TLS", func(t *testing.T) {
+		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "tls-user", "tls-pass-0"))
+		sets := []string{"security.protocol=SASL_SSL", "ssl.ca.location=" + ca.caFile, "sasl.mechanism=SCRAM-SHA-512", "sasl.username=tls-user"}
+		kc := newClients(t, load(t, fc.ListenAddrs(), append(sets, "sasl.password=tls-pass-0")...), nil)
+		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		roundTrip(ctx, t, kc, "kclient-sasl-ssl")
+		bad := newClients(t, load(t, fc.ListenAddrs(), append(sets, "sasl.password=tls-pass-1")...), nil)
+		assertAuthError(t, Check(ctx, bad.Opts(RoleAdmin)), "SCRAM-SHA-512", fc.ListenAddrs()[0])
+	})
+}
+
+// TestTLSFilesAreCheckedAtStartup pins New's errors for unusable TLS files:
+// each names the key and the file.
+func TestTLSFilesAreCheckedAtStartup(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want []string
+	}{
+		{"missing CA file", []string{"ssl.ca.location=" + missing}, []string{"ssl.ca.location", missing}},
+		{"CA file without a certificate", []string{"ssl.ca.location=" + notPEM}, []string{"ssl.ca.location", notPEM, "no PEM certificate"}},
+		{"key that does not match the certificate", []string{"ssl.ca.location=" + ca.caFile, "ssl.certificate.location=" + ca.certFile, "ssl.key.location=" + notPEM},
+			[]string{"ssl.certificate.location", "ssl.key.location", notPEM}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(load(t, []string{"127.0.0.1:1"}, append([]string{"security.protocol=SSL"}, tc.sets...)...), nil)
+			if err == nil {
+				t.Fatal("New = nil error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSASLOnTheSharedTestCluster logs in with SCRAM through internal/kafkatest:
+// the real broker's SASL_PLAINTEXT SCRAM-SHA-512 listener (user created by
+// deploy/local/kafka.sh with Kafka's storage tool) when RACKSTREAM_TEST_BROKERS
+// is set, else kfake with SASL. Right credentials reach the cluster; a wrong
+// password fails Check with the mechanism and the broker named; the password
+// is in no log line and no error.
+func TestSASLOnTheSharedTestCluster(t *testing.T) {
+	sc := kafkatest.SASL(t)
+	t.Logf("cluster: %s at %v, %s as %s", sc.Kind(), sc.Brokers, sc.Mechanism, sc.User)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logger, logs := debugLogger()
+	sets := []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanism=" + sc.Mechanism, "sasl.username=" + sc.User, "client.tag.zone=eu-central-1a"}
+
+	good := newClients(t, load(t, sc.Brokers, append(sets, "sasl.password="+sc.Password)...), logger)
+	logger.Info("kafka clients", "kafka", good)
+	if err := Check(ctx, good.Opts(RoleAdmin)); err != nil {
+		t.Fatalf("Check with the right password: %v", err)
+	}
+	roundTrip(ctx, t, good, sc.Name("kclient-scram"))
+
+	wrong := sc.Password + "-not"
+	bad := newClients(t, load(t, sc.Brokers, append(sets, "sasl.password="+wrong)...), logger)
+	err := Check(ctx, bad.Opts(RoleAdmin))
+	assertAuthError(t, err, sc.Mechanism, sc.Brokers[0])
+	t.Logf("wrong password: %v", err)
+
+	// The other SCRAM mechanism: the real broker's listener does not enable
+	// it, and kfake has no such credential for the user.
+	other := "SCRAM-SHA-256"
+	if sc.Mechanism == other {
+		other = "SCRAM-SHA-512"
+	}
+	mismatch := newClients(t, load(t, sc.Brokers, "security.protocol=SASL_PLAINTEXT", "sasl.mechanism="+other,
+		"sasl.username="+sc.User, "sasl.password="+sc.Password), logger)
+	err2 := Check(ctx, mismatch.Opts(RoleAdmin))
+	assertAuthError(t, err2, other, sc.Brokers[0])
+	t.Logf("other mechanism: %v", err2)
+
+	for _, secret := range []string{sc.Password, wrong} {
+		if strings.Contains(err2.Error(), secret) {
+			t.Errorf("error shows a password: %v", err2)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error shows a password: %v", err)
+		}
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("log shows a password:\n%s", logs)
+		}
+	}
+	if !strings.Contains(logs.String(), sc.Mechanism) {
+		t.Errorf("debug log never mentions the SASL exchange, so the password check proves nothing:\n%s", logs)
+	}
+}
+
+func fakeCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	fc, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fc.Close)
+	return fc
+}
