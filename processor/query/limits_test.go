@@ -1,0 +1,92 @@
+package query
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+)
+
+func TestForwardsBeyondTheLimitAre503(t *testing.T) {
+	// A peer that holds every request until released.
+	release := make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		writeJSON(w, http.StatusOK, map[string]any{"served_by": "slow"})
+	})}
+	go slow.Serve(ln)
+	defer slow.Close()
+
+	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.MaxForwards = 1 }})
+	c.nodes[0].rt.mu.Lock()
+	p := *c.p
+	p.Members = append(p.Members[:0:0], p.Members...)
+	p.Members[1].Endpoint = ln.Addr().String()
+	c.nodes[0].rt.p = &p
+	c.nodes[0].rt.mu.Unlock()
+	var key []byte
+	for _, k := range keysPerTask(c.tasks, 1) {
+		if c.owner(k).id == "n2" {
+			key = k
+		}
+	}
+	first := make(chan answer, 1)
+	go func() { first <- c.get(c.nodes[0], keyPath(storeCounts, key)) }()
+	kafkatest.Eventually(t, 10*time.Second, "first forward in flight", func() bool {
+		return counter(t, c.nodes[0], "rackstream_http_forwards_in_flight", nil) == 1
+	})
+	a := c.get(c.nodes[0], keyPath(storeCounts, key))
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "too many forwarded requests in flight (1)") || a.header.Get("Retry-After") == "" {
+		t.Errorf("second request: %s", a)
+	}
+	if n := forwards(t, c.nodes[0], routeKeys, resultRejected); n != 1 {
+		t.Errorf("rejected forwards = %v, want 1", n)
+	}
+	close(release)
+	if a := <-first; a.code != http.StatusOK || a.json["served_by"] != "slow" {
+		t.Errorf("first request: %s", a)
+	}
+	// A local read needs no forward slot.
+	var local []byte
+	for _, k := range keysPerTask(c.tasks, 1) {
+		if c.owner(k).id == "n1" {
+			local = k
+		}
+	}
+	c.put(storeCounts, local, []byte("1"))
+	if a := c.get(c.nodes[0], keyPath(storeCounts, local)); a.code != http.StatusOK {
+		t.Errorf("local read: %s", a)
+	}
+}
+
+func TestForwardTimeoutBoundsASilentOwner(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.ForwardTimeout = 200 * time.Millisecond }})
+	c.nodes[0].rt.mu.Lock()
+	p := *c.p
+	p.Members = append(p.Members[:0:0], p.Members...)
+	p.Members[1].Endpoint = ln.Addr().String()
+	c.nodes[0].rt.p = &p
+	c.nodes[0].rt.mu.Unlock()
+	var key []byte
+	for _, k := range keysPerTask(c.tasks, 1) {
+		if c.owner(k).id == "n2" {
+			key = k
+		}
+	}
+	a := c.get(c.nodes[0], keyPath(storeCounts, key))
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "forward to n2") || !strings.Contains(a.errMsg(), "timeout") {
+		t.Errorf("%s", a)
+	}
+}
