@@ -142,8 +142,22 @@ func (pl *placement) balanceActives() {
 	if n < 2 {
 		return
 	}
-	// caught[c]: the tasks client c is caught up on, ascending.
+	// caught[c]: the tasks client c is caught up on, ascending (windows of
+	// one array).
+	count := make([]int32, n+1)
+	for t := 0; t < m.numTasks; t++ {
+		for i := m.holderStart[t]; i < m.holderStart[t+1] && m.holderLag[i] <= m.acceptable; i++ {
+			count[m.holderClient[i]+1]++
+		}
+	}
+	for c := int32(0); c < n; c++ {
+		count[c+1] += count[c]
+	}
+	flat := make([]int32, count[n])
 	caught := make([][]int32, n)
+	for c := range caught {
+		caught[c] = flat[count[c]:count[c]:count[c+1]]
+	}
 	for t := 0; t < m.numTasks; t++ {
 		for i := m.holderStart[t]; i < m.holderStart[t+1] && m.holderLag[i] <= m.acceptable; i++ {
 			c := m.holderClient[i]

@@ -21,6 +21,12 @@ type placement struct {
 	replicas []int64 // per client: actives + standbys + warmups
 	standbyN []int64 // per client: standbys
 	warmupN  []int64 // per client: warmups
+
+	// Slabs for the standby placer's cached allowed sets.
+	sets      []allowedSet
+	slab64    []uint64
+	slab32    []int32
+	scratch32 []int32
 }
 
 func newPlacement(m *model) *placement {

@@ -158,7 +158,7 @@ func (sp *standbyPlacer) rebalance() {
 // next standby and still reach the spread opt.
 func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, cands *[]int32) *allowedSet {
 	s.reset(base)
-	al := &allowedSet{bits: make([]uint64, s.words)}
+	al := pl.newAllowedSet(s.words)
 	if slots >= 3 { // with at most one slot after this one, no branching
 		*cands = s.order(*cands, slots-1)
 	}
@@ -203,10 +203,42 @@ func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, ca
 			al.bits[q/64] |= 1 << (q % 64)
 		}
 	}
+	// Keep the lists in the slab (a window each) rather than one allocation
+	// per set: there is a set per active class and combination of classes.
+	pl.scratch32 = al.sigs[:0]
+	al.sigs = pl.keep(al.sigs)
 	if !padding {
-		al.skip = append([]int32(nil), base...)
+		al.skip = pl.keep(base)
 	}
 	return al
+}
+
+// newAllowedSet returns an empty set over words words of class bits, cut
+// from slabs.
+func (pl *placement) newAllowedSet(words int) *allowedSet {
+	if len(pl.sets) == cap(pl.sets) {
+		pl.sets = make([]allowedSet, 0, 256)
+	}
+	pl.sets = append(pl.sets, allowedSet{})
+	al := &pl.sets[len(pl.sets)-1]
+	if cap(pl.slab64)-len(pl.slab64) < words {
+		pl.slab64 = make([]uint64, 0, max(64*words, 4096))
+	}
+	at := len(pl.slab64)
+	pl.slab64 = pl.slab64[:at+words]
+	al.bits = pl.slab64[at : at+words : at+words]
+	al.sigs = pl.scratch32[:0]
+	return al
+}
+
+// keep copies s into the int32 slab.
+func (pl *placement) keep(s []int32) []int32 {
+	if cap(pl.slab32)-len(pl.slab32) < len(s) {
+		pl.slab32 = make([]int32, 0, max(len(s), 4096))
+	}
+	at := len(pl.slab32)
+	pl.slab32 = append(pl.slab32, s...)
+	return pl.slab32[at:len(pl.slab32):len(pl.slab32)]
 }
 
 // pickStandby chooses task t's next standby from the allowed classes,
