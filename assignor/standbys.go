@@ -126,7 +126,7 @@ func (sp *standbyPlacer) rebalance() {
 				sp.excl = append(sp.excl, c)
 				best := int32(-1)
 				for _, g := range al.sigs {
-					if d := sp.heaps.lightest(g, sp.excl, al.skip); d >= 0 && (best < 0 || pl.lighter(d, best)) {
+					if d := sp.heaps.lightest(g, sp.excl, al.skip, best); d >= 0 {
 						best = d
 					}
 				}
@@ -262,7 +262,7 @@ func (pl *placement) pickStandby(t int, al *allowedSet, heaps *groupHeaps, excl 
 		return best
 	}
 	for _, g := range al.sigs {
-		if c := heaps.lightest(g, excl, al.skip); c >= 0 && (best < 0 || pl.lighter(c, best)) {
+		if c := heaps.lightest(g, excl, al.skip, best); c >= 0 {
 			best = c
 		}
 	}
@@ -371,15 +371,19 @@ func (h *groupHeaps) down(hp []int32, i int) {
 	}
 }
 
-// lightest returns the least-loaded client of group g that is not in excl
-// and whose class is not in skip, or -1. It walks the heap best-first,
-// expanding only the nodes it must pass over.
-func (h *groupHeaps) lightest(g int32, excl, skip []int32) int32 {
+// lightest returns the least-loaded client of group g that is not in excl,
+// whose class is not in skip and that is lighter than bound (any, if bound
+// is -1), or -1. It walks the heap best-first, expanding only the nodes it
+// must pass over, and stops where the heap is no lighter than bound.
+func (h *groupHeaps) lightest(g int32, excl, skip []int32, bound int32) int32 {
 	hp := h.heap[g]
-	if len(hp) == 0 {
+	if len(hp) == 0 || bound >= 0 && !h.pl.lighter(hp[0], bound) {
 		return -1
 	}
 	m := h.pl.m
+	if c := hp[0]; !contains(excl, c) && !contains(skip, m.class[c]) {
+		return c // the common case
+	}
 	front := append(h.front[:0], 0)
 	for len(front) > 0 {
 		bi := 0
@@ -389,6 +393,9 @@ func (h *groupHeaps) lightest(g int32, excl, skip []int32) int32 {
 			}
 		}
 		at := front[bi]
+		if bound >= 0 && !h.pl.lighter(hp[at], bound) {
+			break
+		}
 		if c := hp[at]; !contains(excl, c) && !contains(skip, m.class[c]) {
 			h.front = front[:0]
 			return c
