@@ -187,6 +187,7 @@ start() {
 	# A KRaft cluster id is a base64url UUID without padding.
 	local cluster_id
 	cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	echo "$cluster_id" >"$RUN_DIR/cluster-id"
 	jvm_args
 	if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
 		--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
@@ -257,8 +258,12 @@ status() {
 }
 
 print_env() {
+	# RACKSTREAM_TEST_BROKER_RUN names this broker's life (its cluster id):
+	# kafkatest reads it, so go test's cache never answers for a test that
+	# ran against an earlier broker.
 	cat <<EOF
 export RACKSTREAM_TEST_BROKERS=$HOST:$PORT
+export RACKSTREAM_TEST_BROKER_RUN=$(cat "$RUN_DIR/cluster-id" 2>/dev/null || echo none)
 export RACKSTREAM_TEST_SASL_BROKERS=$HOST:$SASL_PORT
 export RACKSTREAM_TEST_SASL_MECHANISM=SCRAM-SHA-512
 export RACKSTREAM_TEST_SASL_USER=$SASL_USER

@@ -49,6 +49,11 @@ import (
 const (
 	// EnvBrokers is the real broker's PLAINTEXT address, host:port[,host:port].
 	EnvBrokers = "RACKSTREAM_TEST_BROKERS"
+	// EnvBrokerRun identifies the broker's current life (kafka.sh sets its
+	// cluster id). Read alongside EnvBrokers so that go test's cache, which
+	// keys on the environment a test reads, reruns tests on a new broker
+	// instead of reporting a result from an earlier one.
+	EnvBrokerRun = "RACKSTREAM_TEST_BROKER_RUN"
 	// EnvSASLBrokers is its SASL_PLAINTEXT (SCRAM-SHA-512) address.
 	EnvSASLBrokers = "RACKSTREAM_TEST_SASL_BROKERS"
 	// EnvSASLUser and EnvSASLPassword are the SCRAM credentials.
@@ -95,6 +100,7 @@ func (c *Cluster) Kind() string {
 func New(t testing.TB, fakeOpts ...kfake.Opt) *Cluster {
 	t.Helper()
 	if brokers := splitList(os.Getenv(EnvBrokers)); len(brokers) > 0 {
+		_ = os.Getenv(EnvBrokerRun) // a cache key only
 		return &Cluster{Brokers: brokers, t: t}
 	}
 	return newFake(t, nil, fakeOpts)
@@ -375,6 +381,7 @@ func SASL(t testing.TB, fakeOpts ...kfake.Opt) *SASLCluster {
 		}, fakeOpts...))
 		return sc
 	}
+	_ = os.Getenv(EnvBrokerRun) // a cache key only
 	brokers := splitList(os.Getenv(EnvSASLBrokers))
 	user, pass := os.Getenv(EnvSASLUser), os.Getenv(EnvSASLPassword)
 	mech := strings.ToUpper(strings.TrimSpace(os.Getenv(EnvSASLMechanism)))
