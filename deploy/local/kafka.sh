@@ -18,7 +18,7 @@ KAFKA_VERSION=4.4.0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-CACHE=${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}
+CACHE=${RACKSTREAM_CACHE:-${HOME:-/tmp}/.cache/rackstream}
 HOME_DIR=$CACHE/kafka-$KAFKA_VERSION
 LIBS=$HOME_DIR/libs
 RUN_DIR=${RACKSTREAM_KAFKA_DIR:-/tmp/rackstream-kafka}
@@ -45,7 +45,7 @@ unavailable() { die "$1" 2; }
 # The run dir is wiped on start: refuse anything that is not a plain absolute
 # path of its own.
 case $RUN_DIR in
-/ | /tmp | /tmp/ | "$HOME" | "" | *..*) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR is not a directory kafka.sh may wipe" ;;
+/ | /tmp | /tmp/ | "${HOME:-/}" | "" | *..*) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR is not a directory kafka.sh may wipe" ;;
 /*) ;;
 *) die "RACKSTREAM_KAFKA_DIR=$RUN_DIR must be an absolute path" ;;
 esac
@@ -86,7 +86,8 @@ fetch() {
 	local tmp=$HOME_DIR/libs.tmp.$$ log=$HOME_DIR/fetch.log
 	rm -rf "$tmp"
 	say "fetching Apache Kafka $KAFKA_VERSION with Maven into $LIBS (log: $log)"
-	if ! mvn -B -q -f "$HERE/pom.xml" \
+	# timeout: a registry that stops answering must not eat CI's budget.
+	if ! timeout "${RACKSTREAM_FETCH_TIMEOUT:-600}" mvn -B -q -f "$HERE/pom.xml" \
 		-Dkafka.version="$KAFKA_VERSION" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$log" 2>&1; then
 		rm -rf "$tmp"
