@@ -91,7 +91,7 @@ fetch() {
 		-Dkafka.version="$KAFKA_VERSION" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$log" 2>&1; then
 		rm -rf "$tmp"
-		unavailable "fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION with mvn failed: see $log ($(grep -m1 -E 'ERROR' "$log" | cut -c1-200))"
+		unavailable "mvn could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION: see $log ($(grep -m1 -E 'ERROR' "$log" | cut -c1-200))"
 	fi
 	[[ -f $tmp/kafka_2.13-$KAFKA_VERSION.jar ]] || unavailable "mvn succeeded but $tmp has no kafka_2.13-$KAFKA_VERSION.jar"
 	rm -rf "$LIBS"
