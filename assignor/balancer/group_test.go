@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -610,4 +611,59 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return quietLogger()
+}
+
+func TestGroupRollingUpgradeFromVersion1ToVersion2(t *testing.T) {
+	g := newGroup(t, 6)
+	settings := func(pid string, v uint8) Settings {
+		s := g.settings(pid, zoneCluster(int(pid[1]-'0')))
+		s.wireVersion = v
+		return s
+	}
+	for i := range 3 {
+		g.start(settings(fmt.Sprintf("p%d", i), Version1))
+	}
+	g.waitStable("three version-1 members agree")
+	for i := range 3 {
+		pid := fmt.Sprintf("p%d", i)
+		g.close(g.members[pid])
+		g.start(settings(pid, Version2))
+		p := g.waitStable(fmt.Sprintf("the group agrees after upgrading %s", pid))
+		if len(p.Members) != 3 {
+			t.Fatalf("placement has %d members", len(p.Members))
+		}
+	}
+	kafkatest.Eventually(t, waitLong, "every member speaks version 2 and the placement carries builds", func() bool {
+		p, ok := g.stable()
+		if !ok {
+			return false
+		}
+		for _, m := range g.all() {
+			if m.b.subscription().Version != Version2 {
+				return false
+			}
+		}
+		for _, m := range p.Members {
+			if m.Build != Build {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestProbingIntervalElapsedAsksForOneRebalance(t *testing.T) {
+	b, err := New(simSettings("p0", zoneCluster(0), newOffsets()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.cur = Assignment{Generation: 3, Warmup: []int32{1}, Placement: &Placement{ProbingDeadline: time.Now().Add(-time.Second)}}
+	stop := make(chan struct{})
+	defer close(stop)
+	if why := b.probeReason(stop); why == "" || !strings.Contains(why, "probing.rebalance.interval.ms") {
+		t.Fatalf("probe reason %q, want the probing interval", why)
+	}
+	if why := b.probeReason(stop); strings.Contains(why, "probing.rebalance.interval.ms") {
+		t.Fatal("the same deadline asked for a second rebalance")
+	}
 }
