@@ -34,21 +34,22 @@ type searcher struct {
 	cnt  [][]int32 // cnt[d][v]
 	cur  []int
 
-	avail    []uint64   // classes that can take another replica of the task
-	mask     []uint64   // scratch
-	seen     []uint64   // scratch
-	ub       [][]int    // scratch bound per depth
-	last     []int      // scratch spread of the last slot
-	root     []int      // bound at the root of a maximisation
-	sig      []int32    // per class: its symmetry signature (see signatures)
-	sigs     int        // number of signatures
-	memoBuf  []int8     // scratch for allowed
-	perSig   []int32    // scratch for order
-	order_   []ordered  // scratch for order
-	seenBase [][]uint64 // per dimension: classes whose value is in the base
-	best     []int
-	opt      []int
-	reach    bool // testing reachability of opt rather than maximising
+	avail      []uint64   // classes that can take another replica of the task
+	all        []uint64   // every class
+	mask       []uint64   // scratch
+	seen       []uint64   // scratch
+	ub         [][]int    // scratch bound per depth
+	last       []int      // scratch spread of the last slot
+	root       []int      // bound at the root of a maximisation
+	sig        []int32    // per class: its symmetry signature (see signatures)
+	sigs       int        // number of signatures
+	sigClasses [][]int32  // per signature: its classes, ascending
+	perSig     []int32    // scratch for order
+	order_     []ordered  // scratch for order
+	seenBase   [][]uint64 // per dimension: classes whose value is in the base
+	best       []int
+	opt        []int
+	reach      bool // testing reachability of opt rather than maximising
 }
 
 func newSearcher(m *model) *searcher {
@@ -70,6 +71,10 @@ func newSearcher(m *model) *searcher {
 		for k, tuple := range m.classVals {
 			s.has[d][tuple[d]][k/64] |= 1 << (k % 64)
 		}
+	}
+	s.all = make([]uint64, words)
+	for k := 0; k < K; k++ {
+		s.all[k/64] |= 1 << (k % 64)
 	}
 	s.signatures()
 	return s
@@ -102,6 +107,10 @@ func (s *searcher) signatures() {
 			ids[string(key)] = id
 		}
 		s.sig[k] = id
+		if int(id) == len(s.sigClasses) {
+			s.sigClasses = append(s.sigClasses, nil)
+		}
+		s.sigClasses[id] = append(s.sigClasses[id], int32(k))
 	}
 	s.sigs = len(ids)
 }
@@ -113,16 +122,17 @@ func (s *searcher) reset(base []int32) {
 		s.remove(q)
 	}
 	s.base = s.base[:0]
-	clear(s.avail)
-	for k, members := range s.m.classes {
+	// Every class has a member; a class of the base may have none left.
+	copy(s.avail, s.all)
+	for i, q := range base {
 		used := 0
-		for _, q := range base {
-			if q == int32(k) {
+		for _, o := range base[:i+1] {
+			if o == q {
 				used++
 			}
 		}
-		if len(members) > used {
-			s.avail[k/64] |= 1 << (k % 64)
+		if len(s.m.classes[q]) <= used {
+			s.avail[q/64] &^= 1 << (q % 64)
 		}
 	}
 	for _, q := range base {
@@ -397,15 +407,6 @@ func (s *searcher) order(dst []int32, slots int) []int32 {
 		dst = append(dst, o.q)
 	}
 	return dst
-}
-
-// memo returns the per-signature scratch of allowed, cleared.
-func (s *searcher) memo() []int8 {
-	if len(s.memoBuf) < s.sigs {
-		s.memoBuf = make([]int8, s.sigs)
-	}
-	clear(s.memoBuf)
-	return s.memoBuf
 }
 
 // popcount of a bitset.

@@ -2,16 +2,20 @@ package assignor
 
 // allowedSet is the classes a task's next standby may come from while its
 // replicas can still reach the optimal spread.
+//
+// Classes are allowed by signature (see searcher.signatures): every class
+// of the signatures in sigs but those in skip (the classes of the task's
+// replicas, when no slot is spare for padding).
 type allowedSet struct {
-	bits []uint64 // by class
-	// sigs are the allowed classes grouped by signature (see
-	// searcher.signatures): every class of these signatures but those in
-	// skip (the task's replicas' classes, when they cannot be padding).
+	bits []uint64 // by signature
 	sigs []int32
 	skip []int32
 }
 
-func (a *allowedSet) has(q int32) bool { return a.bits[q/64]&(1<<(q%64)) != 0 }
+// has reports whether class q, of signature g, is allowed.
+func (a *allowedSet) has(q, g int32) bool {
+	return a.bits[g/64]&(1<<(g%64)) != 0 && !contains(a.skip, q)
+}
 
 // placeStandbys gives every task min(num.standby.replicas, clients - 1)
 // standbys, in rounds: standby #1 of every task, in task order, then #2, and
@@ -158,7 +162,7 @@ func (sp *standbyPlacer) rebalance() {
 // next standby and still reach the spread opt.
 func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, cands *[]int32) *allowedSet {
 	s.reset(base)
-	al := pl.newAllowedSet(s.words)
+	al := pl.newAllowedSet((s.sigs + 63) / 64)
 	if slots >= 3 { // with at most one slot after this one, no branching
 		*cands = s.order(*cands, slots-1)
 	}
@@ -168,39 +172,35 @@ func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, ca
 	if !padding && slots == 2 {
 		s.prepareSeen()
 	}
-	// memo[sig] is 1 + whether a class of that signature, not in the base,
-	// is allowed: mirror images answer alike.
-	memo := s.memo()
-	for q := int32(0); q < int32(s.K); q++ {
-		if !s.isAvail(q) {
+	// Mirror images answer alike: one class per signature is tested, the
+	// first not in the base (base classes add nothing: never allowed unless
+	// as padding).
+	for g := int32(0); g < int32(s.sigs); g++ {
+		q := int32(-1)
+		for _, c := range s.sigClasses[g] {
+			if s.isAvail(c) && (padding || !contains(base, c)) {
+				q = c
+				break
+			}
+		}
+		if q < 0 {
 			continue
 		}
-		inBase := contains(base, q)
-		if inBase && !padding {
-			continue // adds nothing, and no slot is spare for padding
+		ok := padding
+		switch {
+		case ok:
+		case slots == 1:
+			ok = s.reachesWith(q, opt)
+		case slots == 2:
+			ok = s.reachesWithOneMore(q, opt)
+		default:
+			s.add(q)
+			ok = s.reachable(*cands, slots-1, opt)
+			s.remove(q)
 		}
-		g := s.sig[q]
-		if memo[g] == 0 {
-			ok := padding
-			switch {
-			case ok:
-			case slots == 1:
-				ok = s.reachesWith(q, opt)
-			case slots == 2:
-				ok = s.reachesWithOneMore(q, opt)
-			default:
-				s.add(q)
-				ok = s.reachable(*cands, slots-1, opt)
-				s.remove(q)
-			}
-			memo[g] = 1
-			if ok {
-				memo[g] = 2
-				al.sigs = append(al.sigs, g)
-			}
-		}
-		if memo[g] == 2 {
-			al.bits[q/64] |= 1 << (q % 64)
+		if ok {
+			al.bits[g/64] |= 1 << (g % 64)
+			al.sigs = append(al.sigs, g)
 		}
 	}
 	// Keep the lists in the slab (a window each) rather than one allocation
@@ -251,7 +251,7 @@ func (pl *placement) pickStandby(t int, al *allowedSet, heaps *groupHeaps, excl 
 		if best >= 0 && lag > bestLag {
 			break // holders are sorted by lag
 		}
-		if !al.has(m.class[c]) || contains(excl, c) {
+		if q := m.class[c]; !al.has(q, heaps.group[q]) || contains(excl, c) {
 			continue
 		}
 		if best < 0 || pl.lighter(c, best) {
