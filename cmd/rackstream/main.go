@@ -5,6 +5,7 @@
 //
 //	validate  check a configuration and print the effective values
 //	assign    compute a placement from a scenario (JSON) and print it
+//	produce   produce key/value lines from stdin with Rackstream's partitioner
 //	run       run one instance of a processor group from configuration
 //	dev       run a whole cluster in-process, on kfake
 //
@@ -34,6 +35,7 @@ func commands() []command {
 		validateCommand(os.Environ),
 		{"assign", "compute a placement from a scenario (JSON) and print it", runAssign},
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
+		runCommand(os.Environ),
 	}
 }
 

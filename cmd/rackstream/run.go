@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rackstream/rackstream/processor/service"
+)
+
+const runUsage = `Usage: rackstream run --config FILE [--set key=value]...
+
+Runs one instance of a processor group: a member of the consumer group
+application.id running the built-in processor processor.type (latest, count
+or sum) over processor.input.topic, with state in state.dir and the HTTP
+query API on http.listen. The configuration is read as 'rackstream validate'
+reads it (the file, then RACKSTREAM_* environment variables, then --set);
+any error is printed with its file and line and the exit code is 2.
+
+Logs go to stderr (log.format text or json, log.level): one line at start-up
+with the instance id, tags, endpoint and group, and one per placement with
+its summary and quality. SIGTERM or SIGINT shut the instance down cleanly
+within shutdown.timeout.ms: in-flight records finish, offsets are committed,
+the instance leaves the group.
+
+Flags:
+`
+
+// runCommand is `rackstream run`, reading the environment through environ.
+func runCommand(environ func() []string) command {
+	return command{
+		name:    "run",
+		summary: "run one instance of a processor group from configuration",
+		run: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			return runRun(ctx, args, environ(), stderr)
+		},
+	}
+}
+
+// shutdownGrace is how long past shutdown.timeout.ms run waits for the
+// instance before giving up on it (exit 1).
+const shutdownGrace = 5 * time.Second
+
+func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addConfigFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), runUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rackstream run: unexpected argument %q (the file goes after --config)\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := cf.load(env)
+	if err != nil {
+		printConfigErrors(stderr, "run", err)
+		return 2
+	}
+	if cfg.Processor.Type == "" {
+		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")
+		return 2
+	}
+	log := service.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	for _, w := range cfg.Warnings() {
+		log.Warn("configuration", "warning", w)
+	}
+	in, err := service.New(service.Options{Config: cfg, Logger: log, ProcessMetrics: true})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t := time.NewTimer(cfg.ShutdownTimeout + shutdownGrace)
+		defer t.Stop()
+		select {
+		case err = <-done:
+		case <-t.C:
+			log.Error("shutdown did not finish in time; exiting", "shutdown.timeout.ms", cfg.ShutdownTimeout.Milliseconds())
+			return 1
+		}
+	}
+	if err != nil {
+		log.Error("stopped", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+)
+
+// syncBuffer is an io.Writer safe for the logger's and the test's
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// jsonLines returns the JSON log lines of out whose msg is msg.
+func jsonLines(out, msg string) []map[string]any {
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+// getJSON GETs url and decodes its JSON body into v (when not nil).
+func getJSON(url string, v any) (int, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s: %w (body %q)", url, err, b)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func TestRunRejectsABadConfigurationWithExit2LikeValidate(t *testing.T) {
+	file := writeValidateConfig(t,
+		"application.id=app",
+		"bootstrap.servers=127.0.0.1:1",
+		"num.standby.replicas=-1",
+		"processor.type=count",
+	)
+	var stderr bytes.Buffer
+	code := runRun(t.Context(), []string{"--config", file}, nil, &stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"rackstream run: 2 configuration errors:", "num.standby.replicas", "processor.input.topic", file + ":"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestRunWithoutProcessorExits2(t *testing.T) {
+	file := writeValidateConfig(t, "application.id=app", "bootstrap.servers=127.0.0.1:1")
+	var stderr bytes.Buffer
+	if code := runRun(t.Context(), []string{"--config", file}, nil, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "processor.type") {
+		t.Errorf("stderr does not name processor.type:\n%s", stderr.String())
+	}
+}
+
+// TestRunCountsServesQueriesAndShutsDownOnCancel runs one instance of the
+// count processor as `rackstream run` does (flags, file, environment),
+// queries it over HTTP, and cancels it as SIGTERM does.
+func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
+	c := kafkatest.New(t)
+	app := c.Name("run-count")
+	topic := c.Name("run-events")
+	c.CreateTopic(topic, 3, nil)
+	for i := range 30 {
+		c.Produce(&kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%3)), Value: []byte("x")})
+	}
+	file := writeValidateConfig(t,
+		"application.id="+app,
+		"bootstrap.servers="+strings.Join(c.Brokers, ","),
+		"processor.type=count",
+		"processor.input.topic="+topic,
+		"http.listen=127.0.0.1:0",
+		"state.dir="+filepath.Join(t.TempDir(), "state"),
+		"commit.interval.ms=200",
+		"session.timeout.ms=3000",
+		"shutdown.timeout.ms=10000",
+		"log.format=json",
+	)
+	env := []string{"RACKSTREAM_CLIENT_TAG_ZONE=zone-a"}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- runRun(ctx, []string{"--config", file, "--set", "client.tag.cluster=c1"}, env, &stderr) }()
+
+	var start map[string]any
+	kafkatest.Eventually(t, time.Minute, "start-up line", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("run exited %d early:\n%s", code, stderr.String())
+		default:
+		}
+		if l := jsonLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
+			start = l[0]
+			return true
+		}
+		return false
+	})
+	for _, k := range []string{"instance", "endpoint", "group", "tags"} {
+		if s, _ := start[k].(string); s == "" {
+			t.Errorf("start-up line lacks %s: %v", k, start)
+		}
+	}
+	if start["group"] != app || !strings.Contains(start["tags"].(string), "zone=zone-a") || !strings.Contains(start["tags"].(string), "cluster=c1") {
+		t.Errorf("start-up line: %v", start)
+	}
+	base := "http://" + start["http"].(string)
+	kafkatest.Eventually(t, 90*time.Second, "/readyz 200", func() bool {
+		code, _ := getJSON(base+"/readyz", nil)
+		return code == http.StatusOK
+	})
+	kafkatest.Eventually(t, time.Minute, "count of k1 is 10", func() bool {
+		var body struct {
+			Value json.RawMessage `json:"value"`
+			Role  string          `json:"role"`
+		}
+		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
+		return err == nil && code == 200 && string(body.Value) == "10" && body.Role == "active"
+	})
+	if l := jsonLines(stderr.String(), "placement"); len(l) == 0 || l[0]["quality"] == nil {
+		t.Errorf("no placement line with quality:\n%s", stderr.String())
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d after cancel:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run did not stop within 30s of cancel:\n%s", stderr.String())
+	}
+	if len(jsonLines(stderr.String(), "stopped")) != 1 {
+		t.Errorf("no clean stop line:\n%s", stderr.String())
+	}
+}
+
+func TestRunIsACommand(t *testing.T) {
+	var out bytes.Buffer
+	usage(&out)
+	if !strings.Contains(out.String(), "run ") {
+		t.Errorf("usage lacks run:\n%s", out.String())
+	}
+	var stderr bytes.Buffer
+	if code := dispatch(t.Context(), []string{"run", "--help"}, nil, io.Discard, &stderr); code != 0 || !strings.Contains(stderr.String(), "--config") {
+		t.Errorf("run --help: exit %d, %s", code, stderr.String())
+	}
+}

@@ -1,0 +1,163 @@
+// Package builtin holds the processors `rackstream run` offers without any
+// Go code, chosen by processor.type:
+//
+//   - latest: materialises the input topic as a table, the last value per
+//     key; a tombstone (a record without a value) deletes the key.
+//   - count: the number of records per key. Tombstones are not counted, as
+//     in Kafka Streams' count().
+//   - sum: the sum per key of a decimal number: the record's value itself
+//     ("12", "-0.5", "1e3"), or, with processor.sum.field, the named
+//     top-level field of a JSON object (a number or a string holding one).
+//     Sums are exact decimals (no floating-point rounding). A value that is
+//     not a number goes to the error policy (the dead-letter topic by
+//     default) as undecodable; tombstones are ignored.
+//
+// Each keeps its state in one store named after the type (so the HTTP query
+// of a key is /v1/stores/<type>/keys/<key>) and, with processor.output.topic,
+// emits every updated value per key to that topic: the new value, or a
+// tombstone when latest deletes a key. Keys are bytes, taken as they are.
+//
+// They are written on processor's public topology API, exactly as a user's
+// own processor would be: read this package as an example.
+package builtin
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
+)
+
+// Processor is a built-in processor's topology and the names a user needs
+// to query it.
+type Processor struct {
+	topo  *processor.Topology
+	kind  config.ProcessorType
+	store string
+
+	// Handles for tests (one set is non-nil, by kind).
+	in     *processor.Input[[]byte, []byte]
+	sumIn  *processor.Input[[]byte, Decimal]
+	latest *processor.Store[[]byte, Value]
+	count  *processor.Store[[]byte, int64]
+	sum    *processor.Store[[]byte, Decimal]
+	outRaw *processor.Output[[]byte, Value]
+	outInt *processor.Output[[]byte, int64]
+	outDec *processor.Output[[]byte, Decimal]
+}
+
+// New builds the built-in processor p describes for the processor group
+// applicationID.
+func New(applicationID string, p config.Processor) (*Processor, error) {
+	if p.InputTopic == "" {
+		return nil, errors.New("builtin: processor.input.topic is required")
+	}
+	topo := processor.New(applicationID)
+	var storeOpts []processor.StoreOption
+	if p.ChangelogTopic != "" {
+		storeOpts = append(storeOpts, processor.WithChangelog(p.ChangelogTopic))
+	}
+	b := &Processor{topo: topo, kind: p.Type, store: string(p.Type)}
+	switch p.Type {
+	case config.ProcessorLatest:
+		b.latest = processor.NewStore(topo, b.store, codec.Bytes(), valueCodec{}, storeOpts...)
+		if p.OutputTopic != "" {
+			b.outRaw = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), valueCodec{})
+		}
+		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleLatest)
+	case config.ProcessorCount:
+		b.count = processor.NewStore(topo, b.store, codec.Bytes(), codec.Int64(), storeOpts...)
+		if p.OutputTopic != "" {
+			b.outInt = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), codec.Int64())
+		}
+		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleCount)
+	case config.ProcessorSum:
+		b.sum = processor.NewStore(topo, b.store, codec.Bytes(), decimalCodec{}, storeOpts...)
+		if p.OutputTopic != "" {
+			b.outDec = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), decimalCodec{})
+		}
+		b.sumIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.handleSum)
+	case "":
+		return nil, errors.New("builtin: processor.type is not set (latest, count or sum)")
+	default:
+		return nil, fmt.Errorf("builtin: unknown processor.type %q (latest, count or sum)", p.Type)
+	}
+	if err := topo.Validate(); err != nil {
+		return nil, fmt.Errorf("builtin %s: %w", p.Type, err)
+	}
+	return b, nil
+}
+
+// Topology returns the processor's topology, to run with processor.Runtime.
+func (b *Processor) Topology() *processor.Topology { return b.topo }
+
+// Type returns the processor's type.
+func (b *Processor) Type() config.ProcessorType { return b.kind }
+
+// Store returns the name of the processor's store: its type.
+func (b *Processor) Store() string { return b.store }
+
+func (b *Processor) handleLatest(ctx *processor.Context, key, value []byte) error {
+	if ctx.Tombstone() {
+		if err := b.latest.Delete(ctx, key); err != nil {
+			return err
+		}
+		if b.outRaw != nil {
+			return b.outRaw.EmitTombstone(ctx, key)
+		}
+		return nil
+	}
+	if err := b.latest.Put(ctx, key, value); err != nil {
+		return err
+	}
+	if b.outRaw != nil {
+		return b.outRaw.Emit(ctx, key, value)
+	}
+	return nil
+}
+
+func (b *Processor) handleCount(ctx *processor.Context, key, _ []byte) error {
+	if ctx.Tombstone() {
+		return nil
+	}
+	n, _, err := b.count.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	n++
+	if err := b.count.Put(ctx, key, n); err != nil {
+		return err
+	}
+	if b.outInt != nil {
+		return b.outInt.Emit(ctx, key, n)
+	}
+	return nil
+}
+
+func (b *Processor) handleSum(ctx *processor.Context, key []byte, v Decimal) error {
+	if ctx.Tombstone() {
+		return nil
+	}
+	total, _, err := b.sum.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if total == "" {
+		total = "0"
+	}
+	s, err := Add(total, v)
+	if err != nil {
+		// The stored sum is ours: failing to read it back is not the
+		// record's fault, but retrying can't help either.
+		return processor.Permanent(fmt.Errorf("sum of key %q: %w", key, err))
+	}
+	if err := b.sum.Put(ctx, key, s); err != nil {
+		return err
+	}
+	if b.outDec != nil {
+		return b.outDec.Emit(ctx, key, s)
+	}
+	return nil
+}

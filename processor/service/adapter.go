@@ -1,0 +1,140 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/state"
+)
+
+// runtimeAdapter presents the processor runtime as the query server's
+// Runtime.
+type runtimeAdapter struct{ rt *processor.Runtime }
+
+func (a runtimeAdapter) Self() string                   { return a.rt.ProcessID() }
+func (a runtimeAdapter) Placement() *balancer.Placement { return a.rt.Placement() }
+
+func (a runtimeAdapter) Ready() error {
+	if ok, reason := a.rt.Ready(); !ok {
+		if reason == "" {
+			reason = "not ready"
+		}
+		return errors.New(reason)
+	}
+	return nil
+}
+
+func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
+	rep, ok := a.rt.Replica(task)
+	if !ok {
+		return nil
+	}
+	s := rep.Stores[store]
+	if s == nil {
+		return nil
+	}
+	return storeReplica{role: rep.Role, s: s}
+}
+
+func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
+	var out []query.ReplicaStatus
+	for task := range a.rt.Tasks() {
+		rep, ok := a.rt.Replica(task)
+		if !ok {
+			continue
+		}
+		for _, s := range rep.Stores {
+			out = append(out, storeReplica{role: rep.Role, s: s}.Status())
+		}
+	}
+	return out
+}
+
+// storeReplica is one local store of one task, with the task's role as the
+// runtime reported it when the request arrived.
+type storeReplica struct {
+	role state.Role
+	s    *state.Store
+}
+
+func (r storeReplica) Status() query.ReplicaStatus {
+	st := query.ReplicaStatus{Store: r.s.Name(), Task: r.s.Task(), Lag: r.s.Lag(), Position: r.s.Checkpoint()}
+	switch r.role {
+	case state.RoleActive:
+		st.Role = query.RoleActive
+	case state.RoleStandby:
+		st.Role = query.RoleStandby
+	case state.RoleRestoring:
+		st.Role, st.Reason = query.RoleRestoring, "restoring from the changelog"
+	default:
+		st.Role, st.Reason = query.RoleIdle, "task is "+r.role.String()
+	}
+	return st
+}
+
+// Get reads the checkpoint first: it is published after the LevelDB batch
+// it covers, so the value read next is at least that new.
+func (r storeReplica) Get(key []byte) ([]byte, bool, int64, error) {
+	pos := r.s.Checkpoint()
+	v, found, err := r.s.View().Get(key)
+	return v, found, pos, err
+}
+
+func (r storeReplica) Scan(start, end []byte, fn func(key, value []byte) bool) (int64, error) {
+	pos := r.s.Checkpoint()
+	return pos, r.s.View().Scan(start, end, fn)
+}
+
+// logPlacement logs a placement's summary, one line: the generation, the
+// tasks per member and role, and the quality per tag dimension.
+func logPlacement(log *slog.Logger, p *balancer.Placement, self string) {
+	type counts struct{ active, standby, warmup int }
+	per := make([]counts, len(p.Members))
+	orphans := 0
+	for _, t := range p.Tasks {
+		if t.Active == balancer.NoMember {
+			orphans++
+		} else {
+			per[t.Active].active++
+		}
+		for _, m := range t.Standbys {
+			per[m].standby++
+		}
+		for _, m := range t.Warmups {
+			per[m].warmup++
+		}
+	}
+	var members strings.Builder
+	for i, m := range p.Members {
+		if i > 0 {
+			members.WriteString(" ")
+		}
+		fmt.Fprintf(&members, "%s[%s]=%d/%d/%d", m.ProcessID, m.Tags.String(), per[i].active, per[i].standby, per[i].warmup)
+	}
+	var dims strings.Builder
+	for i, d := range p.Quality.Dimensions {
+		if i > 0 {
+			dims.WriteString(" ")
+		}
+		fmt.Fprintf(&dims, "%s:%d-values/%d-repeating", d.Tag, d.Values, d.TasksRepeating)
+	}
+	attrs := []any{
+		"generation", p.Generation,
+		"members", len(p.Members),
+		"tasks", len(p.Tasks),
+		"tasks_without_active", orphans,
+		"active/standby/warmup", members.String(),
+		"quality", dims.String(),
+		"standby_shortfall", p.Quality.StandbyShortfall,
+		"self", self,
+	}
+	if !p.ProbingDeadline.IsZero() {
+		attrs = append(attrs, "probing_deadline", p.ProbingDeadline)
+	}
+	log.Info("placement", attrs...)
+}

@@ -1,0 +1,425 @@
+// Package service assembles one Rackstream instance from its configuration:
+// the processor runtime (a member of the processor group), the HTTP query
+// server in front of it, a Prometheus registry both report to, and the
+// structured logger. `rackstream run` runs one Instance per process;
+// `rackstream dev` runs several in one process, each with its own state
+// directory, registry and HTTP port.
+//
+//	cfg, err := config.Load(config.Sources{File: "rackstream.properties"})
+//	...
+//	in, err := service.New(service.Options{Config: cfg, Logger: logger})
+//	...
+//	err = in.Run(ctx) // until ctx is cancelled, then a graceful shutdown
+//
+// New binds the HTTP listener at once, so that the instance's endpoint
+// (application.server) is known before it joins the group, and a port
+// already taken fails at start-up. Without application.server the endpoint
+// is the listener's address, with the host's name when the listener is on
+// every interface.
+//
+// The instance logs one start-up line (instance id, tags, endpoint, group)
+// and, for every placement it learns, a summary line (tasks per member and
+// role) and the placement's quality per tag dimension.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/builtin"
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/state"
+)
+
+// Options configure an Instance. Config is required.
+type Options struct {
+	// Config is the instance's validated configuration.
+	Config *config.Config
+	// Topology is the processor to run; nil builds the built-in processor
+	// named by processor.type (an error when none is configured).
+	Topology *processor.Topology
+	// Logger receives the instance's logs [NewLogger(os.Stderr, ...) per
+	// log.format and log.level].
+	Logger *slog.Logger
+	// Listener, when set, is where the HTTP server listens instead of
+	// http.listen; the instance closes it. `rackstream dev` passes
+	// listeners bound to ports it chose.
+	Listener net.Listener
+	// ClientOpts are added to every Kafka client (after the ones built
+	// from the configuration): a dialer, for instance.
+	ClientOpts []kgo.Opt
+	// Wrap, when set, wraps the query server's handler: `rackstream dev`
+	// adds its admin routes this way.
+	Wrap func(http.Handler) http.Handler
+	// ProcessMetrics adds the Go runtime and process collectors to the
+	// registry (one per process: `run` sets it, `dev` sets it on one
+	// instance at most).
+	ProcessMetrics bool
+}
+
+// Instance is one running member of a processor group with its HTTP
+// server. Create it with New, run it with Run (once).
+type Instance struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	rt       *processor.Runtime
+	qs       *query.Server
+	srv      *http.Server
+	ln       net.Listener
+	reg      *prometheus.Registry
+	endpoint string
+	stores   []string
+
+	runOnce sync.Once
+}
+
+// New builds an instance from opts: the topology (the built-in processor
+// unless Options.Topology is set), the runtime, the query server, and the
+// HTTP listener, which it binds now. It returns an error naming what is
+// wrong: no processor configured, an unsupported setting, unreadable TLS
+// files, a port in use.
+func New(opts Options) (*Instance, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("service: Options.Config is required")
+	}
+	if cfg.ExactlyOnce() {
+		// The runtime commits at-least-once only so far; refusing is
+		// better than silently weakening the guarantee.
+		return nil, errors.New("service: processing.guarantee=exactly_once_v2 is not supported by this build's runtime yet; use at_least_once")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+	}
+	topo := opts.Topology
+	if topo == nil {
+		if cfg.Processor.Type == "" {
+			return nil, errors.New("service: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")
+		}
+		b, err := builtin.New(cfg.ApplicationID, cfg.Processor)
+		if err != nil {
+			return nil, err
+		}
+		topo = b.Topology()
+	}
+	if topo.ApplicationID() != cfg.ApplicationID {
+		return nil, fmt.Errorf("service: topology is for application %q, configuration for %q", topo.ApplicationID(), cfg.ApplicationID)
+	}
+	policy, err := processor.ParseErrorPolicy(string(cfg.ProcessingExceptionHandler))
+	if err != nil {
+		return nil, fmt.Errorf("service: processing.exception.handler: %w", err)
+	}
+	part, err := partition.ByName(string(cfg.Partitioner))
+	if err != nil {
+		return nil, fmt.Errorf("service: partitioner: %w", err)
+	}
+	serverTLS, peerTLS, err := query.LoadTLS(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, cfg.HTTP.TLSCA)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("service: http.listen %s: %w", cfg.HTTP.Listen, err)
+		}
+	}
+	fail := func(err error) (*Instance, error) {
+		ln.Close()
+		return nil, err
+	}
+	endpoint := cfg.ApplicationServer
+	if endpoint == "" {
+		endpoint = endpointOf(ln.Addr())
+	}
+
+	reg := prometheus.NewRegistry()
+	if opts.ProcessMetrics {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:    cfg.BootstrapServers,
+		ClientOpts: append(clientOpts(cfg), opts.ClientOpts...),
+		StateDir:   cfg.StateDir,
+		LevelDB: state.LevelDBOptions{
+			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
+			WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
+			BloomBits:        bloomBits(cfg.LevelDB.BloomBits),
+			Compression:      compression(cfg.LevelDB.Compression),
+		},
+		Endpoint:              endpoint,
+		Tags:                  cfg.ClientTags,
+		RackAwareTags:         cfg.RackAwareAssignmentTags,
+		NumStandbys:           cfg.NumStandbyReplicas,
+		Capacity:              cfg.NumStreamThreads,
+		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag,
+		MaxWarmups:            cfg.MaxWarmupReplicas,
+		ProbingInterval:       cfg.ProbingRebalanceInterval,
+		Partitioner:           part,
+		CommitInterval:        cfg.CommitInterval,
+		ErrorPolicy:           policy,
+		DLQTopic:              cfg.DeadLetterQueueTopic,
+		ReplicationFactor:     int16(cfg.ReplicationFactor),
+		SessionTimeout:        cfg.SessionTimeout,
+		ShutdownTimeout:       cfg.ShutdownTimeout,
+		Logger:                log,
+		Registerer:            reg,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("service: %w", err))
+	}
+	var stores []query.Store
+	var names []string
+	for _, s := range topo.Stores() {
+		stores = append(stores, query.Store{Name: s.Name, Render: s.Render})
+		names = append(names, s.Name)
+	}
+	qs, err := query.New(query.Options{
+		Runtime:     runtimeAdapter{rt},
+		Stores:      stores,
+		Partitioner: part,
+		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
+		TLS:         serverTLS,
+		PeerTLS:     peerTLS,
+		Registerer:  reg,
+		Gatherer:    reg,
+		Logger:      log.With("component", "http"),
+	})
+	if err != nil {
+		return fail(fmt.Errorf("service: %w", err))
+	}
+	var h http.Handler = qs
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	// The query server's limits (its defaults), on a server of our own so
+	// that Wrap can add routes.
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		TLSConfig:         serverTLS,
+	}
+	return &Instance{
+		cfg:      cfg,
+		log:      log,
+		rt:       rt,
+		qs:       qs,
+		srv:      srv,
+		ln:       ln,
+		reg:      reg,
+		endpoint: endpoint,
+		stores:   names,
+	}, nil
+}
+
+// clientOpts are the Kafka client options the configuration implies beyond
+// the seed brokers (which the runtime adds): the client rack (KIP-392) and
+// acks=all.
+//
+// TODO: build these with internal/kclient (SASL, TLS, client ids) once it
+// is committed; until then security settings other than PLAINTEXT are
+// refused by Run's check below.
+func clientOpts(cfg *config.Config) []kgo.Opt {
+	opts := []kgo.Opt{kgo.ClientID(cfg.ApplicationID), kgo.RequiredAcks(kgo.AllISRAcks())}
+	if rack := cfg.ClientRack(); rack != "" {
+		opts = append(opts, kgo.Rack(rack))
+	}
+	return opts
+}
+
+// bloomBits maps state.leveldb.bloom.bits (0 = no filter) to state's
+// convention (negative = no filter, 0 = the default).
+func bloomBits(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+func compression(c config.Compression) state.Compression {
+	if c == config.CompressionNone {
+		return state.CompressionNone
+	}
+	return state.CompressionSnappy
+}
+
+// endpointOf is the host:port peers reach a listener at when
+// application.server is not set: its own address, or the host name and
+// its port when it listens on every interface.
+func endpointOf(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Addr returns the HTTP listener's address.
+func (in *Instance) Addr() net.Addr { return in.ln.Addr() }
+
+// Endpoint returns the host:port other instances reach this one at
+// (application.server).
+func (in *Instance) Endpoint() string { return in.endpoint }
+
+// Runtime returns the processor runtime.
+func (in *Instance) Runtime() *processor.Runtime { return in.rt }
+
+// Registry returns the registry /metrics exposes.
+func (in *Instance) Registry() *prometheus.Registry { return in.reg }
+
+// Stores returns the names of the queryable stores.
+func (in *Instance) Stores() []string { return in.stores }
+
+// Ready reports whether the instance is ready (/readyz 200), and why not.
+func (in *Instance) Ready() (bool, string) { return in.rt.Ready() }
+
+// Run serves HTTP and runs the processor until ctx is cancelled, then
+// shuts down within shutdown.timeout.ms: the runtime finishes its in-flight
+// records, commits and leaves the group while HTTP still answers (readiness
+// 503), then HTTP stops. It returns nil after a clean shutdown, or the error
+// that stopped the instance (the topology check, the state directory, the
+// listener). Run may be called once.
+func (in *Instance) Run(ctx context.Context) error {
+	err := errors.New("service: Run called twice")
+	in.runOnce.Do(func() { err = in.run(ctx) })
+	return err
+}
+
+func (in *Instance) run(ctx context.Context) error {
+	if in.cfg.Security.Protocol != "" && in.cfg.Security.Protocol != config.Plaintext {
+		in.ln.Close()
+		return fmt.Errorf("service: security.protocol=%s is not wired into this build's Kafka clients yet", in.cfg.Security.Protocol)
+	}
+	rctx, cancelRuntime := context.WithCancel(context.Background())
+	defer cancelRuntime()
+
+	httpErr := make(chan error, 1)
+	go func() {
+		var err error
+		if in.srv.TLSConfig != nil {
+			err = in.srv.ServeTLS(in.ln, "", "")
+		} else {
+			err = in.srv.Serve(in.ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		httpErr <- err
+	}()
+	rtErr := make(chan error, 1)
+	go func() { rtErr <- in.rt.Run(rctx) }()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		in.watch(rctx)
+	}()
+
+	var err error
+	select {
+	case <-ctx.Done():
+		in.log.Info("shutting down", "timeout", in.cfg.ShutdownTimeout)
+		deadline := time.Now().Add(in.cfg.ShutdownTimeout)
+		cancelRuntime()
+		err = <-rtErr // bounded by the runtime's own shutdown timeout
+		hctx, cancel := context.WithDeadline(context.Background(), maxTime(deadline, time.Now().Add(time.Second)))
+		if serr := in.srv.Shutdown(hctx); serr != nil {
+			in.srv.Close()
+		}
+		cancel()
+		in.qs.Shutdown(context.Background()) // closes idle peer connections
+		<-httpErr
+	case err = <-rtErr:
+		// The runtime could not start (topology, state directory).
+		in.srv.Close()
+		<-httpErr
+	case err = <-httpErr:
+		err = fmt.Errorf("service: http: %w", err)
+		cancelRuntime()
+		<-rtErr
+	}
+	cancelRuntime()
+	<-watchDone
+	if err == nil {
+		in.log.Info("stopped")
+	}
+	return err
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// watch logs the start-up line once the runtime knows its process id, and
+// a line for every placement it learns. The runtime has no callback for
+// either, so it polls: cheap pointer reads.
+func (in *Instance) watch(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	started := false
+	var gen int32 = -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !started {
+			id := in.rt.ProcessID()
+			if id == "" {
+				continue
+			}
+			started = true
+			in.log.Info("rackstream instance started",
+				"instance", id,
+				"tags", in.cfg.ClientTags.String(),
+				"endpoint", in.endpoint,
+				"group", in.cfg.ApplicationID,
+				"http", in.ln.Addr().String(),
+				"processor", string(in.cfg.Processor.Type),
+				"standbys", in.cfg.NumStandbyReplicas)
+		}
+		if p := in.rt.Placement(); p != nil && p.Generation != gen {
+			gen = p.Generation
+			logPlacement(in.log, p, in.rt.ProcessID())
+		}
+	}
+}
+
+// NewLogger returns the slog logger log.format and log.level describe,
+// writing to w.
+func NewLogger(w io.Writer, format config.LogFormat, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == config.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
