@@ -131,6 +131,36 @@ func (b *Balancer) warnRejected(g *groupBalancer) {
 	}
 }
 
+// rejectFromTheFuture rejects members whose metadata claims a generation
+// that has not happened yet: their owned partitions or last plan cannot be
+// real, and honouring them would revoke partitions from their true owners.
+// (Claims of past generations stay: a member that missed rebalances may
+// really still own what it claims, and revoking it is the safe side.)
+func (g *groupBalancer) rejectFromTheFuture(cb *kgo.ConsumerBalancer, generation int32) {
+	rejected := false
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		st := g.members[m.MemberID]
+		if st == nil || st.sub == nil {
+			return
+		}
+		switch {
+		case meta.Generation >= generation:
+			st.reason = fmt.Sprintf("claims to own partitions as of generation %d while generation %d is being balanced", meta.Generation, generation)
+		case st.sub.PlanGeneration >= generation:
+			st.reason = fmt.Sprintf("reports a plan of generation %d while generation %d is being balanced", st.sub.PlanGeneration, generation)
+		default:
+			return
+		}
+		st.sub = nil
+		meta.Topics = nil
+		meta.OwnedPartitions = nil
+		rejected = true
+	})
+	if rejected {
+		g.b.warnRejected(g)
+	}
+}
+
 // Balance implements kgo.ConsumerBalancerBalance; errors go to cb.SetError.
 func (g *groupBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
 	into, err := g.balance(cb, topics)
@@ -146,6 +176,7 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	b := g.b
 	s := &b.s
 	generation := cb.Info().Generation
+	g.rejectFromTheFuture(cb, generation)
 
 	numTasks := 0
 	for _, t := range s.InputTopics {

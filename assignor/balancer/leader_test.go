@@ -179,6 +179,8 @@ func TestLeaderRejectsUnusableMetadataWithoutDisturbingTheGroup(t *testing.T) {
 		{"wrong version zero", consumerMeta([]byte{0, 0, 1, 2, 3}), "oldest supported"},
 		{"absurd task count", consumerMeta(append(hexBytes("010102703100000101"), 0xff, 0xff, 0xff, 0xff, 0x0f)), "exceeds"},
 		{"duplicated process id, claiming every partition", consumerMeta(sub(func(s *Subscription) { s.ProcessID = "p2" }), all...), "already used"},
+		{"valid metadata claiming every partition as of a future generation", consumerMeta(sub(func(*Subscription) {}), all...), "as of generation"},
+		{"valid metadata reporting a plan from the future", consumerMeta(sub(func(s *Subscription) { s.PlanGeneration = 1 << 30; s.PlanActive = all })), "reports a plan"},
 		{"missing a rack-aware tag", consumerMeta(sub(func(s *Subscription) { s.Tags = tags.MustSet("zone", "z9") })), "lacks the client tag"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
