@@ -158,7 +158,7 @@ const defaultScanLimit = 100
 // parseScanRequest parses a scan's query. maxKey bounds each key-valued
 // parameter, maxLimit the page size.
 func parseScanRequest(store, rawQuery string, maxKey, maxLimit int) (scanRequest, error) {
-	req := scanRequest{store: store, limit: defaultScanLimit, maxLag: -1}
+	req := scanRequest{store: store, limit: min(defaultScanLimit, maxLimit), maxLag: -1}
 	q, err := parseQuery(rawQuery, "prefix", "from", "to", "limit", "cursor", "key_encoding", "max_lag", "tasks")
 	if err != nil {
 		return req, err
