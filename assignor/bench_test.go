@@ -80,3 +80,28 @@ func BenchmarkAssign1000x10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssignStandbyCount plans the 1,000 x 10,000 scenario from scratch
+// with 1 to 4 standbys per task: the exact search grows with the count.
+func BenchmarkAssignStandbyCount(b *testing.B) {
+	for _, unique := range []bool{false, true} {
+		for k := 1; k <= 4; k++ {
+			in := benchInput(unique)
+			in.NumStandbyReplicas = k
+			name := fmt.Sprintf("120classes/standbys=%d", k)
+			if unique {
+				name = fmt.Sprintf("1000classes/standbys=%d", k)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					if _, err := Assign(in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
