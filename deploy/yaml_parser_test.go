@@ -48,8 +48,8 @@ containers:
             fieldPath: metadata.name
     ports: []
 `, []any{map[string]any{"containers": []any{map[string]any{
-			"name": "app",
-			"env":  []any{map[string]any{"name": "A", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}},
+			"name":  "app",
+			"env":   []any{map[string]any{"name": "A", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}},
 			"ports": []any{},
 		}}}}},
 		{"literal and folded block scalars", `
