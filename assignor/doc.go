@@ -4,5 +4,40 @@
 //
 // The computation is a pure, deterministic function of its input (no I/O, no
 // clocks, no randomness) in the shape of etcd's raft core: the group balancer
-// feeds it data and carries its result over the wire.
+// feeds it data and carries its result over the wire. Assign takes an Input
+// (the tasks, the settings, the live clients with their tags, capacity,
+// previous roles and lags) and returns a Plan with its Quality; Measure
+// computes the Quality of any placement (Kafka's, a plan after a loss);
+// Spread and CompareSpread score one task's replicas; DecodeInput reads the
+// JSON scenario of `rackstream assign`, or a /v1/metadata document as the
+// previous plan.
+//
+// # Actives
+//
+// A task stays on its previous active while that client lives. A task
+// without one goes to a caught-up client (lag <= acceptable.recovery.lag),
+// the least loaded per unit of capacity; else to the least-lagging holder of
+// its state; else to the least loaded. Balance then moves tasks, one at a
+// time, from the most loaded clients to less loaded ones that are caught up
+// on them, while a move makes the balance strictly better. Moves that would
+// need a cold client wait: the client gets a warmup replica (at most
+// max.warmup.replicas per plan) and the plan asks for a probing rebalance.
+// Fed back with its warmups caught up, plan after plan, this converges to
+// actives per unit of capacity that differ by at most one.
+//
+// # Standbys
+//
+// A task's spread is, for each key of rack.aware.assignment.tags in order,
+// the number of distinct values among its replicas; spreads compare
+// lexicographically. Every task gets a spread no other choice of standbys
+// could beat. Clients with the same tag tuple form a class and are
+// interchangeable for spread, so the optimum is searched over classes (see
+// searcher): once per class of active, then, pick by pick, the classes from
+// which the optimum is still reachable. Among those, a client holding the
+// task's state wins (least lag first), then the least loaded (actives,
+// standbys and warmups per unit of capacity), then the smallest id. Every
+// task's first standby is placed before any second one; then standbys move
+// to lighter clients where the task's spread stays optimal. Kafka Streams'
+// greedy pick (design §3) can miss the optimum; this cannot, which the
+// property tests check by brute force.
 package assignor

@@ -2,7 +2,6 @@ package assignor
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -313,6 +312,3 @@ func (pl *placement) exposure() []Exposure {
 	}
 	return out
 }
-
-// sortTasks sorts task ids ascending.
-func sortTasks(ts []int) { sort.Ints(ts) }
