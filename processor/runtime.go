@@ -251,6 +251,18 @@ func (r *Runtime) Placement() *balancer.Placement {
 	return s.bal.Placement()
 }
 
+// Member returns the instance's group member id and generation ("" and -1
+// while it is not a member).
+func (r *Runtime) Member() (memberID string, generation int32) {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s == nil {
+		return "", -1
+	}
+	return s.cl.GroupMetadata()
+}
+
 // Replica is this instance's copy of one task's state, for queries.
 type Replica struct {
 	Task int32

@@ -36,13 +36,14 @@ type countApp struct {
 	poison   int
 
 	mu   sync.Mutex
-	seen map[string]map[int64]int // key -> seq -> times handled
+	seen      map[string]map[int64]int // key -> seq -> times handled
+	dupByPart map[int32]int
 }
 
 func newCountApp(t *testing.T, c *kafkatest.Cluster, parts int32) *countApp {
 	a := &countApp{
 		c: c, appID: c.Name("count"), input: c.Name("count-in"), output: c.Name("count-out"), parts: parts,
-		produced: make(map[string]int), seen: make(map[string]map[int64]int),
+		produced: make(map[string]int), seen: make(map[string]map[int64]int), dupByPart: map[int32]int{},
 	}
 	c.CreateTopic(a.input, parts, nil)
 	c.CreateTopic(a.output, parts, nil)
@@ -70,6 +71,9 @@ func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int
 			a.seen[key] = make(map[int64]int)
 		}
 		a.seen[key][seq]++
+		if a.seen[key][seq] > 1 {
+			a.dupByPart[ctx.Partition()]++
+		}
 		a.mu.Unlock()
 		return nil
 	})
@@ -77,8 +81,9 @@ func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int
 }
 
 // produce writes records keyed key-0..key-(keys-1) round robin, values the
-// per-key sequence number; every poisonEvery-th record (0: none) has an
-// undecodable value instead.
+// per-key sequence number; one in poisonEvery records (0: none) has an
+// undecodable value instead. poisonEvery should be coprime with keys, so
+// that poison spreads over all keys.
 func (a *countApp) produce(t *testing.T, records, keys, poisonEvery int) {
 	t.Helper()
 	cl := a.c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())), kgo.DefaultProduceTopic(a.input))
@@ -263,7 +268,7 @@ func lastValues(t *testing.T, c *kafkatest.Cluster, topic string) map[string]str
 func TestRuntimeCountsEveryRecordOnOneInstance(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 4)
-	a.produce(t, 2000, 50, 100)
+	a.produce(t, 2000, 50, 101)
 	in := a.start(t, "solo", a.options(t, "solo", "a"))
 	kafkatest.Eventually(t, 60*time.Second, "instance ready", func() bool { ok, _ := in.rt.Ready(); return ok })
 	a.waitCommitted(t, 60*time.Second)

@@ -1,0 +1,374 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/state"
+)
+
+// The "Done when" scenarios of the processor runtime: several instances in
+// one process, tagged across zones, run a per-key count over 100k records
+// and 1k keys, 1% of them undecodable.
+const (
+	clusterRecords = 100_000
+	clusterKeys    = 1_000
+	clusterPoison  = 101 // one record in 101: 1%, spread over every key
+	clusterParts   = 6
+)
+
+var zones = []string{"zone-a", "zone-b", "zone-c"}
+
+func (a *countApp) startCluster(t *testing.T, n int, standbys int, tweak func(i int, o *processor.Options)) []*instance {
+	var ins []*instance
+	for i := 0; i < n; i++ {
+		name := "i" + strconv.Itoa(i)
+		o := a.options(t, name, zones[i%len(zones)])
+		o.NumStandbys = standbys
+		if tweak != nil {
+			tweak(i, &o)
+		}
+		ins = append(ins, a.start(t, name, o))
+	}
+	return ins
+}
+
+func allReady(ins ...*instance) bool {
+	for _, in := range ins {
+		if ok, _ := in.rt.Ready(); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCounts asserts that no produced sequence number was missed, that the
+// store's final count (its changelog) equals the output's last value per
+// key, and, when exact, that it equals the number of records produced.
+func (a *countApp) checkCounts(t *testing.T, exact bool) {
+	t.Helper()
+	missing, dups := a.missing()
+	t.Logf("%d keys, %d valid records, %d poison: %d missing, %d duplicates (by partition %v)", len(a.produced), sumValues(a.produced), a.poison, missing, dups, a.dupByPart)
+	if missing > 0 {
+		t.Errorf("%d produced records were never handled", missing)
+	}
+	if exact && dups > 0 {
+		t.Errorf("%d records handled twice in a run without failures", dups)
+	}
+	changelog := lastValues(t, a.c, a.appID+"-counts-changelog")
+	output := lastValues(t, a.c, a.output)
+	bad := 0
+	for key, n := range a.produced {
+		got, _ := strconv.Atoi(changelog[key])
+		switch {
+		case output[key] != changelog[key]:
+			t.Errorf("key %s: output's last value %q, store's %q", key, output[key], changelog[key])
+			bad++
+		case exact && got != n:
+			t.Errorf("key %s: count %d, produced %d", key, got, n)
+			bad++
+		case got < n:
+			t.Errorf("key %s: count %d below the %d records produced", key, got, n)
+			bad++
+		}
+		if bad > 10 {
+			t.Fatal("too many wrong keys")
+		}
+	}
+	dl := lastValuesWithHeaders(t, a.c, a.appID+"-dlq")
+	if len(dl) < a.poison {
+		t.Errorf("%d dead letters, %d poison records produced", len(dl), a.poison)
+	}
+	for _, r := range dl {
+		if h := headerMap(r); h[processor.HeaderDLQTopic] != a.input || h[processor.HeaderDLQStage] != processor.StageDecodeValue ||
+			h[processor.HeaderDLQPartition] != strconv.Itoa(int(r.Partition)) && h[processor.HeaderDLQPartition] == "" || h["poison"] == "" {
+			t.Errorf("dead letter with headers %v", h)
+			break
+		}
+	}
+}
+
+func headerMap(r *kgo.Record) map[string]string {
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		h[x.Key] = string(x.Value)
+	}
+	return h
+}
+
+func sumValues(m map[string]int) int {
+	s := 0
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+func TestClusterCountsExactlyWithoutFailures(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, clusterParts)
+	ins := a.startCluster(t, 3, 1, nil)
+	kafkatest.Eventually(t, 90*time.Second, "3 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, clusterRecords, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+	for _, in := range ins {
+		in.stop(t)
+	}
+	a.checkCounts(t, true)
+}
+
+func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, clusterParts)
+	ins := a.startCluster(t, 3, 1, nil)
+	kafkatest.Eventually(t, 90*time.Second, "3 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	kafkatest.Eventually(t, 2*time.Minute, "a quarter of the records handled", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		n := 0
+		for _, s := range a.seen {
+			n += len(s)
+		}
+		return n >= clusterRecords/4
+	})
+	ins[0].stop(t) // mid-stream: commits, leaves the group
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+	for _, in := range ins[1:] {
+		in.stop(t)
+	}
+	a.checkCounts(t, false)
+}
+
+// cutDialer dials the broker until Cut, after which it refuses to dial and
+// every connection it made fails: the instance is cut off as by a crash,
+// and nothing it sends can reach the broker.
+type cutDialer struct {
+	mu          sync.Mutex
+	cut         atomic.Bool
+	conns       []net.Conn
+	writesAfter atomic.Int64
+}
+
+var errCut = errors.New("connection cut by the test")
+
+func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	if d.cut.Load() {
+		return nil, errCut
+	}
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut.Load() {
+		c.Close()
+		return nil, errCut
+	}
+	cc := &cutConn{Conn: c, d: d}
+	d.conns = append(d.conns, cc)
+	return cc, nil
+}
+
+func (d *cutDialer) Cut() {
+	d.cut.Store(true)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.(*cutConn).Conn.Close()
+	}
+}
+
+type cutConn struct {
+	net.Conn
+	d *cutDialer
+}
+
+func (c *cutConn) Write(b []byte) (int, error) {
+	if c.d.cut.Load() {
+		c.d.writesAfter.Add(1)
+		return 0, errCut
+	}
+	return c.Conn.Write(b)
+}
+
+func restoredRecords(t *testing.T, reg *prometheus.Registry, task int32) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != "rackstream_state_restored_records_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelValue(m, "task") == strconv.Itoa(int(task)) {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, clusterParts)
+	victim := &cutDialer{}
+	ins := a.startCluster(t, 3, 1, func(i int, o *processor.Options) {
+		if i == 0 {
+			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.dial))
+			o.ShutdownTimeout = 2 * time.Second
+		}
+	})
+	kafkatest.Eventually(t, 90*time.Second, "3 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+
+	// Every task of the victim must have a standby on a survivor that has
+	// caught up with some of it: that is what is promoted.
+	var victimTasks []int32
+	for task := int32(0); task < clusterParts; task++ {
+		if r, ok := ins[0].rt.Replica(task); ok && r.Role == state.RoleActive {
+			victimTasks = append(victimTasks, task)
+		}
+	}
+	if len(victimTasks) == 0 {
+		t.Fatal("the victim has no active task")
+	}
+	type replicaAt struct {
+		checkpoint int64
+		restored   float64
+	}
+	before := map[int32]map[int]replicaAt{} // task -> survivor -> standby state at the cut
+	kafkatest.Eventually(t, time.Minute, "survivors' standbys of the victim's tasks caught up", func() bool {
+		for _, task := range victimTasks {
+			ok := false
+			for _, in := range ins[1:] {
+				if r, has := in.rt.Replica(task); has && r.Role == state.RoleStandby && r.Stores["counts"].Lag() == 0 {
+					ok = true
+				}
+			}
+			if !ok {
+				return false
+			}
+		}
+		return true
+	})
+
+	memberID, _ := ins[0].rt.Member()
+	var afterCut atomic.Bool
+	var leaks atomic.Int64
+	if c.Fake != nil {
+		for _, key := range []int16{kmsg.LeaveGroup.Int16(), kmsg.OffsetCommit.Int16()} {
+			c.Fake.ControlKey(key, func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.Fake.KeepControl()
+				if !afterCut.Load() {
+					return nil, nil, false
+				}
+				switch r := req.(type) {
+				case *kmsg.LeaveGroupRequest:
+					if r.MemberID == memberID {
+						leaks.Add(1)
+					}
+					for _, m := range r.Members {
+						if m.MemberID == memberID {
+							leaks.Add(1)
+						}
+					}
+				case *kmsg.OffsetCommitRequest:
+					if r.MemberID == memberID {
+						leaks.Add(1)
+					}
+				}
+				return nil, nil, false
+			})
+		}
+	}
+	for _, task := range victimTasks {
+		before[task] = map[int]replicaAt{}
+		for i, in := range ins[1:] {
+			if r, has := in.rt.Replica(task); has {
+				before[task][i+1] = replicaAt{r.Stores["counts"].Checkpoint(), restoredRecords(t, in.reg, task)}
+			}
+		}
+	}
+	victim.Cut()
+	afterCut.Store(true)
+	t.Logf("cut instance i0 (member %s, tasks %v)", memberID, victimTasks)
+
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+
+	// Promotion replayed at most the standby's lag: the changelog records
+	// applied since the cut are no more than the end offset minus the
+	// checkpoint the standby had, never the whole changelog again.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := c.Admin().ListEndOffsets(ctx, a.appID+"-counts-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range victimTasks {
+		owner := -1
+		for i, in := range ins[1:] {
+			if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+				owner = i + 1
+			}
+		}
+		if owner < 0 {
+			t.Errorf("task %d has no active survivor", task)
+			continue
+		}
+		at, had := before[task][owner]
+		if !had {
+			t.Errorf("task %d moved to i%d, which held no standby of it", task, owner)
+			continue
+		}
+		end, _ := ends.Lookup(a.appID+"-counts-changelog", task)
+		replayed := restoredRecords(t, ins[owner].reg, task) - at.restored
+		t.Logf("task %d: promoted on i%d with checkpoint %d; changelog end now %d; replayed %.0f", task, owner, at.checkpoint, end.Offset, replayed)
+		if at.checkpoint == 0 || replayed > float64(end.Offset-at.checkpoint) {
+			t.Errorf("task %d: the promoted standby (checkpoint %d) replayed %.0f records; the changelog end is %d", task, at.checkpoint, replayed, end.Offset)
+		}
+	}
+	for _, in := range ins[1:] {
+		in.stop(t)
+	}
+	ins[0].stop(t)
+	if n := victim.writesAfter.Load(); n > 0 {
+		t.Logf("the killed instance attempted %d writes after the cut; all failed", n)
+	}
+	if n := leaks.Load(); n > 0 {
+		t.Errorf("%d LeaveGroup/OffsetCommit requests of the killed member reached the broker after the cut", n)
+	}
+	a.checkCounts(t, false)
+	_ = kadm.ListedOffset{}
+}
