@@ -62,6 +62,10 @@ type AssignmentData struct {
 	Placement *Placement
 	// Ref is set when the placement was published.
 	Ref *PlacementRef
+
+	// encodedPlacement, when set, is Placement already encoded in Version:
+	// the leader encodes it once for every member.
+	encodedPlacement []byte
 }
 
 // PlacementRef locates a published placement.
@@ -105,6 +109,8 @@ func (a *AssignmentData) AppendTo(b []byte) []byte {
 	e.tasks(a.Warmup)
 	e.varint(a.ProbingDeadline)
 	switch {
+	case a.Placement != nil && a.encodedPlacement != nil:
+		e.b = append(e.b, a.encodedPlacement...)
 	case a.Placement != nil:
 		appendPlacement(&e, a.Placement, a.Version)
 	case a.Ref != nil:

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -12,22 +15,24 @@ import (
 // overhead Kafka allows for). TestBrokerGroupRecordLimit calibrates it.
 const brokerRecordLimit = 1 << 20
 
-// TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement runs one
-// steady-state generation of 1,000 members x 10,000 tasks x 2 standbys x 3
-// tag dimensions through the production encoders: every member's join
-// metadata, the leader's balance, every member's assignment, and the
-// published placement record.
-func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large group: skipped with -short")
-	}
-	const members, tasks = 1000, 10000
+const largeMembers, largeTasks = 1000, 10000
+
+// publishedRecord captures what the leader would write to the placement topic.
+type publishedRecord struct {
+	value []byte
+	crc   uint32
+}
+
+// largeGroup settles a simulated group of 1,000 members x 10,000 tasks x 2
+// standbys x 3 tag dimensions (120 tag classes), in the steady state where
+// every member holds the state of its replicas.
+func largeGroup(t testing.TB) (*sim, *simMember, *publishedRecord) {
+	const members, tasks = largeMembers, largeTasks
+	rec := &publishedRecord{}
 	o := newOffsets()
 	for task := range int32(tasks) {
 		o.setEnd(task, 1_000_000)
 	}
-	var record []byte
-	var recordCRC uint32
 	s := newSim(t, tasks)
 	for i := range members {
 		pid := fmt.Sprintf("3f9c2a1e-7b4d-4c8e-9a0f-%012d", i) // a UUID, as state.dir persists
@@ -39,14 +44,13 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 		st.Endpoint = fmt.Sprintf("rackstream-%d.rackstream.prod.svc.cluster.local:8080", i)
 		st.RackAwareTags = tags.Keys{"zone", "cluster", "rack"}
 		st.publish = func(p *Placement, v uint8) (*PlacementRef, error) {
-			record, recordCRC = encodePlacementRecord(p, v)
-			return &PlacementRef{Topic: "app-placement", Partition: 0, Offset: 42, CRC: recordCRC}, nil
+			rec.value, rec.crc = encodePlacementRecord(p, v)
+			return &PlacementRef{Topic: "app-placement", Partition: 0, Offset: 42, CRC: rec.crc}, nil
 		}
 		s.add(fmt.Sprintf("member-%04d-5e1d0c55-0d5b-4a4e-8a43-1c8d55f0c2b1", i), st)
 	}
 	leader := s.members[0]
 	s.round(leader.id)
-	// Steady state: every member holds the state of its replicas.
 	for _, m := range s.members {
 		for _, ts := range [][]int32{m.last.Active, m.last.Pending, m.last.Standby} {
 			for _, task := range ts {
@@ -55,7 +59,65 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 		}
 	}
 	s.settle(leader.id, 3)
+	return s, leader, rec
+}
 
+// BenchmarkLeaderBalance1000x10000 measures one steady-state rebalance on
+// the leader: decoding 1,000 members' join metadata, the placement, the
+// cooperative adjustment, encoding 1,000 assignments and the placement
+// record.
+func BenchmarkLeaderBalance1000x10000(b *testing.B) {
+	s, leader, _ := largeGroup(b)
+	var joins []kmsg.JoinGroupResponseMember
+	for _, m := range s.members {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID = m.id
+		jm.ProtocolMetadata = m.b.JoinGroupMetadata([]string{simInput}, cloneAssigned(m.owned), s.generation)
+		joins = append(joins, jm)
+	}
+	topics := map[string]int32{simInput: largeTasks}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		gmb, _, err := leader.b.MemberBalancer(joins)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gmb.(kgo.GroupMemberBalancerInfo).SetBalanceInfo(kgo.BalanceInfo{Generation: s.generation + 1})
+		into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(topics)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = into.IntoSyncAssignment()
+	}
+}
+
+// BenchmarkMemberDecodePlacementRecord1000x10000 measures what each member
+// does once per generation of a large group: decompress, check and decode
+// the published placement.
+func BenchmarkMemberDecodePlacementRecord1000x10000(b *testing.B) {
+	s, _, rec := largeGroup(b)
+	b.SetBytes(int64(len(rec.value)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := decodePlacementRecord(rec.value, LatestVersion, s.generation, rec.crc, maxPlacementBytes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement runs one
+// steady-state generation of 1,000 members x 10,000 tasks x 2 standbys x 3
+// tag dimensions through the production encoders: every member's join
+// metadata, the leader's balance, every member's assignment, and the
+// published placement record.
+func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large group: skipped with -short")
+	}
+	s, leader, rec := largeGroup(t)
+	record, recordCRC := rec.value, rec.crc
 	stats := leader.b.Stats()
 	t.Logf("one generation stores %d bytes (subscriptions, assignments and %d B per member of overhead); placement record %d bytes compressed",
 		stats.LastGenerationBytes, memberOverheadBytes, len(record))
@@ -75,11 +137,11 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 	// Inline, the placement would not have fitted.
 	inline := AssignmentData{Version: LatestVersion, CommonVersion: LatestVersion, Generation: a.Generation, Placement: p}
 	one := len(inline.AppendTo(nil))
-	t.Logf("inline, every assignment would carry %d bytes: %d for the group", one, one*members)
-	if one*members <= brokerRecordLimit {
-		t.Fatalf("inline placements would take only %d bytes: the test does not exercise the published path", one*members)
+	t.Logf("inline, every assignment would carry %d bytes: %d for the group", one, one*largeMembers)
+	if one*largeMembers <= brokerRecordLimit {
+		t.Fatalf("inline placements would take only %d bytes: the test does not exercise the published path", one*largeMembers)
 	}
-	if len(p.Members) != members || len(p.Tasks) != tasks {
+	if len(p.Members) != largeMembers || len(p.Tasks) != largeTasks {
 		t.Fatalf("placement of %d members and %d tasks", len(p.Members), len(p.Tasks))
 	}
 	for _, m := range s.members {

@@ -260,6 +260,23 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	}
 
 	out := &syncAssignment{plan: asMap, userData: make(map[string][]byte, len(g.order))}
+	// Every member's roles, in one pass over the tasks (ascending).
+	roles := make([]AssignmentData, len(p.Members))
+	for t, r := range p.Tasks {
+		if r.Active != NoMember {
+			roles[r.Active].Active = append(roles[r.Active].Active, int32(t))
+		} else if held[t] {
+			if i := p.MemberIndex(activeOf(plan, t)); i != NoMember {
+				roles[i].Pending = append(roles[i].Pending, int32(t))
+			}
+		}
+		for _, m := range r.Standbys {
+			roles[m].Standby = append(roles[m].Standby, int32(t))
+		}
+		for _, m := range r.Warmups {
+			roles[m].Warmup = append(roles[m].Warmup, int32(t))
+		}
+	}
 	own := func(id string) AssignmentData {
 		a := AssignmentData{Version: common, CommonVersion: common, Generation: generation, ProbingDeadline: deadline}
 		st := g.members[id]
@@ -267,45 +284,45 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 			a.Rejoin = st.future
 			return a
 		}
-		me := p.MemberIndex(st.sub.ProcessID)
-		for t, r := range p.Tasks {
-			switch {
-			case r.Active == me:
-				a.Active = append(a.Active, int32(t))
-			case held[t] && memberOf[activeOf(plan, t)] == id:
-				a.Pending = append(a.Pending, int32(t))
-			case slices.Contains(r.Standbys, me):
-				a.Standby = append(a.Standby, int32(t))
-			case slices.Contains(r.Warmups, me):
-				a.Warmup = append(a.Warmup, int32(t))
-			}
-		}
+		r := roles[p.MemberIndex(st.sub.ProcessID)]
+		a.Active, a.Pending, a.Standby, a.Warmup = r.Active, r.Pending, r.Standby, r.Warmup
 		return a
 	}
+	// Size the generation with the placement inline: the placement is
+	// encoded once and shared by every assignment.
+	var body enc
+	appendPlacement(&body, p, common)
+	owns := make(map[string]AssignmentData, len(g.order))
 	total := g.rawSize
 	for _, id := range g.order {
 		a := own(id)
-		a.Placement = p
-		ud := a.AppendTo(nil)
-		out.userData[id] = ud
-		total += len(ud) + partitionsBytes(asMap[id])
+		owns[id] = a
+		total += len(a.AppendTo(nil)) + len(body.b) + partitionsBytes(asMap[id])
 	}
-	if total > s.MaxInlineBytes {
+	var ref *PlacementRef
+	inline := total <= s.MaxInlineBytes
+	if !inline {
 		publish := b.publish
 		if s.publish != nil {
 			publish = s.publish
 		}
-		ref, err := publish(p, common)
-		if err != nil {
+		var err error
+		if ref, err = publish(p, common); err != nil {
 			b.log.Error("cannot publish the placement; members keep their previous one this generation",
 				"generation", generation, "err", err)
 		}
 		total = g.rawSize
-		for _, id := range g.order {
-			a := own(id)
+	}
+	for _, id := range g.order {
+		a := owns[id]
+		if inline {
+			a.Placement, a.encodedPlacement = p, body.b
+		} else {
 			a.Ref = ref
-			ud := a.AppendTo(nil)
-			out.userData[id] = ud
+		}
+		ud := a.AppendTo(nil)
+		out.userData[id] = ud
+		if !inline {
 			total += len(ud) + partitionsBytes(asMap[id])
 		}
 	}
@@ -354,6 +371,14 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 		}
 	}
 	stateless := len(s.ChangelogTopics) == 0
+	var empty []int // tasks whose changelogs are empty: caught up anywhere
+	if haveEnds && !stateless {
+		for t := range numTasks {
+			if ends.sum(int32(t)) == 0 {
+				empty = append(empty, t)
+			}
+		}
+	}
 	for _, sub := range subs {
 		c := assignor.Client{
 			ID:       sub.ProcessID,
@@ -386,10 +411,8 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 				c.Lags[t] = 0
 			}
 		case haveEnds:
-			for t := range numTasks {
-				if ends.sum(int32(t)) == 0 { // nothing to restore: caught up anywhere
-					c.Lags[t] = 0
-				}
+			for _, t := range empty {
+				c.Lags[t] = 0
 			}
 			for _, cp := range sub.Checkpoints {
 				if int(cp.Task) < numTasks {
