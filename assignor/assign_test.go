@@ -403,6 +403,7 @@ func TestInvalidScenarioNamesTheField(t *testing.T) {
 		field string
 	}{
 		{"negative task count", func(in *Input) { in.Tasks = -1 }, "tasks"},
+		{"absurd task count", func(in *Input) { in.Tasks = MaxTasks + 1 }, "tasks"},
 		{"negative standbys", func(in *Input) { in.NumStandbyReplicas = -2 }, "num_standby_replicas"},
 		{"negative acceptable lag", func(in *Input) { in.AcceptableRecoveryLag = -1 }, "acceptable_recovery_lag"},
 		{"no warmups allowed", func(in *Input) { in.MaxWarmupReplicas = 0 }, "max_warmup_replicas"},

@@ -61,8 +61,8 @@ func (m *model) lagOf(t int, c int32) int64 {
 
 // newModel validates in and builds its model. Errors are *FieldError.
 func newModel(in *Input) (*model, error) {
-	if in.Tasks < 0 {
-		return nil, fieldErr("tasks", "must be at least 0, got %d", in.Tasks)
+	if in.Tasks < 0 || in.Tasks > MaxTasks {
+		return nil, fieldErr("tasks", "must be between 0 and %d, got %d", MaxTasks, in.Tasks)
 	}
 	if in.NumStandbyReplicas < 0 {
 		return nil, fieldErr("num_standby_replicas", "must be at least 0, got %d", in.NumStandbyReplicas)

@@ -13,6 +13,11 @@ const (
 	// DefaultMaxWarmupReplicas is max.warmup.replicas: how many warmup
 	// replicas one plan may assign in total.
 	DefaultMaxWarmupReplicas = 2
+
+	// MaxTasks bounds Input.Tasks: a task is a partition slot, and no Kafka
+	// topic has anywhere near this many partitions; a larger count is a
+	// broken scenario, not a placement to allocate memory for.
+	MaxTasks = 1 << 20
 )
 
 // Input is a placement scenario: the tasks to place, the settings that shape
