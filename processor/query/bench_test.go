@@ -1,0 +1,83 @@
+package query
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkLookup is the loopback load test: HTTP key lookups answered by
+// the local active ("local") and forwarded one hop to the owner
+// ("forwarded"), from 8 concurrent Go clients over keep-alive connections.
+// It reports lookups/s and p50/p99 latency. Bound it in count and time:
+//
+//	go test -run '^$' -bench BenchmarkLookup -benchtime 20000x -count 1 ./processor/query/
+func BenchmarkLookup(b *testing.B) {
+	c := newCluster(b, clusterOpts{members: 2, tasks: 12})
+	var local, remote [][]byte
+	for i := range 2000 {
+		k := []byte(fmt.Sprintf("user-%05d", i))
+		c.put(storeCounts, k, []byte(fmt.Sprint(i)))
+		if c.owner(k) == c.nodes[0] {
+			local = append(local, k)
+		} else {
+			remote = append(remote, k)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		keys [][]byte
+	}{{"local", local}, {"forwarded", remote}} {
+		b.Run(bc.name, func(b *testing.B) {
+			paths := make([]string, len(bc.keys))
+			for i, k := range bc.keys {
+				paths[i] = c.nodes[0].url + keyPath(storeCounts, k)
+			}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			defer client.CloseIdleConnections()
+			var (
+				mu  sync.Mutex
+				lat []time.Duration
+			)
+			b.SetParallelism(4) // 4 x GOMAXPROCS clients
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				mine := make([]time.Duration, 0, 1024)
+				i := 0
+				for pb.Next() {
+					t0 := time.Now()
+					resp, err := client.Get(paths[i%len(paths)])
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+					mine = append(mine, time.Since(t0))
+					i++
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if len(lat) == 0 {
+				return
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "lookups/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}

@@ -1,0 +1,383 @@
+package query_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/processor/service"
+)
+
+// These tests run the query server in front of the real processor runtime
+// (processor/service, the built-in count processor), several instances in
+// one process, against kfake or the real broker (RACKSTREAM_TEST_BROKERS).
+
+const itToken = "it-token"
+
+// cutDialer dials Kafka until cut; cut closes every connection it made and
+// refuses new ones, so that a "killed" instance sends no commit or
+// LeaveGroup.
+type cutDialer struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut {
+		c.Close()
+		return nil, errors.New("connection cut by the test")
+	}
+	d.conns = append(d.conns, c)
+	return c, nil
+}
+
+func (d *cutDialer) cutAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cut = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+type instance struct {
+	name   string
+	svc    *service.Instance
+	base   string
+	dialer *cutDialer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string) *instance {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Sources{Set: []string{
+		"application.id=" + app,
+		"bootstrap.servers=" + strings.Join(c.Brokers, ","),
+		"processor.type=count",
+		"processor.input.topic=" + topic,
+		"num.standby.replicas=1",
+		"client.tag.zone=" + zone,
+		"rack.aware.assignment.tags=zone",
+		"application.server=" + ln.Addr().String(),
+		"state.dir=" + filepath.Join(t.TempDir(), "state"),
+		"commit.interval.ms=100",
+		"session.timeout.ms=3000",
+		"shutdown.timeout.ms=10000",
+		"http.auth.token=" + itToken,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &cutDialer{}
+	svc, err := service.New(service.Options{
+		Config:     cfg,
+		Logger:     slog.New(slog.DiscardHandler),
+		Listener:   ln,
+		ClientOpts: []kgo.Opt{kgo.Dialer(d.dial)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{name: zone, svc: svc, base: "http://" + ln.Addr().String(), dialer: d, cancel: cancel, done: make(chan error, 1)}
+	go func() { in.done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-in.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop", in.name)
+		}
+	})
+	return in
+}
+
+// kill crashes the instance as far as the group can tell.
+func (in *instance) kill() {
+	in.dialer.cutAll()
+	in.svc.Abort()
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r reply) String() string { return fmt.Sprintf("%d %s", r.code, strings.TrimSpace(r.raw)) }
+
+var itClient = &http.Client{Timeout: 20 * time.Second}
+
+func get(t *testing.T, in *instance, path, token string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, in.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := itClient.Do(req)
+	if err != nil {
+		return reply{code: -1, raw: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{code: resp.StatusCode, header: resp.Header, raw: string(b)}
+	_ = json.Unmarshal(b, &r.body)
+	return r
+}
+
+func TestQueriesThroughTheRuntime(t *testing.T) {
+	c := kafkatest.New(t)
+	app, topic := c.Name("query-it"), c.Name("query-it-events")
+	const partitions = 6
+	c.CreateTopic(topic, partitions, nil)
+	want := map[string]int64{}
+	var recs []*kgo.Record
+	for i := range 40 {
+		k := fmt.Sprintf("user-%02d", i)
+		for range i%4 + 1 {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte("x")})
+			want[k]++
+		}
+	}
+	c.Produce(recs...)
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	ins := []*instance{
+		startInstance(t, c, app, topic, "z1"),
+		startInstance(t, c, app, topic, "z2"),
+		startInstance(t, c, app, topic, "z3"),
+	}
+	// Every instance ready, in one generation that places all three, with
+	// every task's standby, balanced (two actives each).
+	kafkatest.Eventually(t, 2*time.Minute, "three instances ready in one placement", func() bool {
+		var gen float64 = -1
+		for _, in := range ins {
+			if r := get(t, in, "/readyz", ""); r.code != 200 {
+				return false
+			}
+			r := get(t, in, "/v1/metadata", itToken)
+			if r.code != 200 || len(r.body["clients"].([]any)) != 3 {
+				return false
+			}
+			for _, cl := range r.body["clients"].([]any) {
+				if len(cl.(map[string]any)["active"].([]any)) != partitions/3 {
+					return false // not balanced yet
+				}
+			}
+			for _, tk := range r.body["tasks"].([]any) {
+				tm := tk.(map[string]any)
+				if tm["active"] == "" || len(tm["standby"].([]any)) != 1 {
+					return false
+				}
+			}
+			for _, cs := range r.body["status"].(map[string]any)["clients"].([]any) {
+				if cs.(map[string]any)["ready"] != true {
+					return false
+				}
+			}
+			if g := r.body["generation"].(float64); gen >= 0 && g != gen {
+				return false
+			} else {
+				gen = g
+			}
+		}
+		return true
+	})
+
+	t.Run("every key reads the same through every instance", func(t *testing.T) {
+		kafkatest.Eventually(t, time.Minute, "every count through every instance", func() bool {
+			for _, k := range keys {
+				var servedBy any
+				for _, in := range ins {
+					r := get(t, in, "/v1/stores/count/keys/"+k, itToken)
+					if r.code != 200 || r.body["value"] != float64(want[k]) || r.body["role"] != "active" {
+						return false
+					}
+					if servedBy != nil && r.body["served_by"] != servedBy {
+						t.Fatalf("%s served by %v and %v", k, servedBy, r.body["served_by"])
+					}
+					servedBy = r.body["served_by"]
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("min_position refuses a replica behind it", func(t *testing.T) {
+		r := get(t, ins[0], "/v1/stores/count/keys/user-03", itToken)
+		pos := r.body["position"].(float64)
+		if r.code != 200 || pos < 1 {
+			t.Fatalf("%s", r)
+		}
+		if r := get(t, ins[0], fmt.Sprintf("/v1/stores/count/keys/user-03?min_position=%d", int64(pos)), itToken); r.code != 200 {
+			t.Errorf("min_position at the position: %s", r)
+		}
+		r = get(t, ins[1], fmt.Sprintf("/v1/stores/count/keys/user-03?max_lag=1000000&min_position=%d", int64(pos)+1000), itToken)
+		if r.code != http.StatusConflict || !strings.Contains(r.raw, "behind min_position") {
+			t.Errorf("min_position ahead of every replica: %s", r)
+		}
+	})
+
+	t.Run("scan returns every key once across pages", func(t *testing.T) {
+		for _, in := range ins {
+			var got []string
+			cursor := ""
+			for pages := 0; ; pages++ {
+				q := "limit=7"
+				if cursor != "" {
+					q += "&cursor=" + url.QueryEscape(cursor)
+				}
+				r := get(t, in, "/v1/stores/count/scan?"+q, itToken)
+				if r.code != 200 {
+					t.Fatalf("page %d: %s", pages, r)
+				}
+				for _, it := range r.body["items"].([]any) {
+					m := it.(map[string]any)
+					k := m["key"].(string)
+					if m["value"] != float64(want[k]) {
+						t.Errorf("%s = %v, want %d", k, m["value"], want[k])
+					}
+					got = append(got, k)
+				}
+				cursor, _ = r.body["next_cursor"].(string)
+				if cursor == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, keys) {
+				t.Errorf("via %s: got %v, want %v", in.name, got, keys)
+			}
+		}
+	})
+
+	t.Run("bad input and tokens", func(t *testing.T) {
+		for _, tc := range []struct {
+			path, token string
+			code        int
+			msg         string
+		}{
+			{"/v1/stores/count/keys/user-01", "", 401, "missing bearer token"},
+			{"/v1/stores/count/keys/user-01", "wrong", 401, "wrong bearer token"},
+			{"/metrics", "", 401, "missing bearer token"},
+			{"/v1/stores/nope/keys/user-01", itToken, 404, `unknown store "nope" (stores: count)`},
+			{"/v1/stores/count/keys/nobody", itToken, 404, `key "nobody" not found in store count`},
+			{"/v1/stores/count/keys/user-01?max_lag=x", itToken, 400, `max_lag "x"`},
+			{"/v1/stores/count/scan?limit=0", itToken, 400, "limit"},
+		} {
+			r := get(t, ins[2], tc.path, tc.token)
+			if msg, _ := r.body["error"].(string); r.code != tc.code || !strings.Contains(msg, tc.msg) {
+				t.Errorf("%s (token %q): %s, want %d %q", tc.path, tc.token, r, tc.code, tc.msg)
+			}
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		r := get(t, ins[0], "/metrics", itToken)
+		for _, name := range []string{
+			"rackstream_process_records_total", "rackstream_process_latency_seconds",
+			"rackstream_consumer_lag_records", "rackstream_commit_latency_seconds", "rackstream_commit_failures_total",
+			"rackstream_state_restore_remaining_records", "rackstream_state_restored_records_total",
+			"rackstream_state_lag_records", "rackstream_rebalances_total", "rackstream_rebalance_duration_seconds",
+			"rackstream_tasks", "rackstream_client_rebuilds_total",
+			"rackstream_http_requests_total", "rackstream_http_request_duration_seconds",
+		} {
+			if !strings.Contains(r.raw, "\n"+name) {
+				t.Errorf("/metrics lacks %s", name)
+			}
+		}
+	})
+
+	t.Run("owner killed: standby with max_lag, else 503 until the new owner is ready", func(t *testing.T) {
+		// The key whose task is active on ins[0].
+		p := partition.Murmur2()
+		var key string
+		r := get(t, ins[1], "/v1/metadata", itToken)
+		self := get(t, ins[0], "/v1/status", itToken).body["id"].(string)
+		tasks := r.body["tasks"].([]any)
+		for _, k := range keys {
+			tk := tasks[p.Partition([]byte(k), partitions)].(map[string]any)
+			if tk["active"] == self {
+				key = k
+				break
+			}
+		}
+		if key == "" {
+			t.Fatalf("%s is active for no key", self)
+		}
+		other := ins[1]
+		ins[0].kill()
+
+		sawStandby, saw503 := false, false
+		kafkatest.Eventually(t, time.Minute, "standby answers with max_lag", func() bool {
+			r := get(t, other, "/v1/stores/count/keys/"+key+"?max_lag=1000", itToken)
+			if r.code == 200 && r.body["role"] == "standby" {
+				if lag := r.body["lag"].(float64); lag > 1000 || r.body["value"] != float64(want[key]) {
+					t.Errorf("standby answer %s", r)
+				}
+				sawStandby = true
+			}
+			return r.code == 200
+		})
+		kafkatest.Eventually(t, 2*time.Minute, "new owner answers", func() bool {
+			r := get(t, other, "/v1/stores/count/keys/"+key, itToken)
+			switch r.code {
+			case 503:
+				if r.header.Get("Retry-After") == "" {
+					t.Errorf("503 without Retry-After: %s", r)
+				}
+				saw503 = true
+			case 200:
+				if r.body["role"] != "active" || r.body["served_by"] == self || r.body["value"] != float64(want[key]) {
+					t.Errorf("after failover: %s", r)
+				}
+				return true
+			default:
+				t.Errorf("unexpected answer %s", r)
+			}
+			return false
+		})
+		if !sawStandby {
+			t.Errorf("the first answer with max_lag after the kill came from the new active, not the standby")
+		}
+		if !saw503 {
+			t.Errorf("no 503 while the task moved")
+		}
+	})
+}
