@@ -137,11 +137,16 @@ func decodeMetadata(data []byte) (Input, error) {
 		}
 		return &in.Clients[i], nil
 	}
+	seen := make(map[int]int, len(doc.Tasks))
 	for i, tp := range doc.Tasks {
 		f := "tasks[" + strconv.Itoa(i) + "]"
-		if tp.Task < 0 {
-			return Input{}, fieldErr(f+".task", "must be at least 0, got %d", tp.Task)
+		if tp.Task < 0 || tp.Task >= MaxTasks {
+			return Input{}, fieldErr(f+".task", "must be between 0 and %d, got %d", MaxTasks-1, tp.Task)
 		}
+		if j, dup := seen[tp.Task]; dup {
+			return Input{}, fieldErr(f+".task", "task %d listed twice (also tasks[%d])", tp.Task, j)
+		}
+		seen[tp.Task] = i
 		in.Tasks = max(in.Tasks, tp.Task+1)
 		maxStandbys = max(maxStandbys, len(tp.Standby))
 		if tp.Active != "" { // a task in a cooperative hand-off has none

@@ -90,6 +90,10 @@ func TestDecodeInputReadsMetadataDocuments(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "tasks[0].active" {
 		t.Fatalf("unknown active: err = %v", err)
 	}
+	_, err = DecodeInput([]byte(`{"tasks": [{"task": 0, "active": "n1"}, {"task": 0, "active": "n1"}], "clients": [{"id": "n1", "tags": {}}]}`))
+	if !errors.As(err, &fe) || fe.Field != "tasks[1].task" {
+		t.Fatalf("task listed twice: err = %v", err)
+	}
 	_, err = DecodeInput([]byte(`{"tasks": [{"task": 0, "active": "n1"}], "clients": [{"id": "n1", "tags": {}}], "status": {"lags": [{"task": 4, "client": "n1", "lag": 1}]}}`))
 	if !errors.As(err, &fe) || fe.Field != "status.lags[0].task" {
 		t.Fatalf("lag for a task beyond the document: err = %v", err)
