@@ -25,7 +25,7 @@ import (
 // name used in deploy/ that is neither declared nor listed here fails the
 // test, as does an entry no file uses.
 var awaitingExport = map[string]string{
-	"rackstream_placement_tasks_repeating":        "gauge, label tag: per key of rack.aware.assignment.tags, tasks whose replicas repeat a value although a distinct one existed (assignor.DimensionQuality.TasksRepeating)",
+	"rackstream_placement_tasks_repeating":         "gauge, label tag: per key of rack.aware.assignment.tags, tasks whose replicas repeat a value although a distinct one existed (assignor.DimensionQuality.TasksRepeating)",
 	"rackstream_placement_tasks_short_of_standbys": "gauge: tasks with fewer standbys than num.standby.replicas",
 	"rackstream_placement_tasks_without_standby":   "gauge: tasks with no standby while num.standby.replicas > 0",
 }
