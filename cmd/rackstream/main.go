@@ -7,7 +7,7 @@
 //	assign    compute a placement from a scenario (JSON) and print it
 //	produce   produce key/value lines from stdin with Rackstream's partitioner
 //	run       run one instance of a processor group from configuration
-//	dev       run a whole cluster in-process, on kfake
+//	dev       run a whole cluster in-process (kfake, 6 instances across zones)
 //
 // Each subcommand takes --help.
 package main
@@ -36,6 +36,7 @@ func commands() []command {
 		{"assign", "compute a placement from a scenario (JSON) and print it", runAssign},
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
 		runCommand(os.Environ),
+		{"dev", "run a whole cluster in-process (kfake, 6 instances across zones)", runDev},
 	}
 }
 

@@ -85,7 +85,9 @@ type Instance struct {
 	endpoint string
 	stores   []string
 
-	runOnce sync.Once
+	runOnce   sync.Once
+	abort     chan struct{}
+	abortOnce sync.Once
 }
 
 // New builds an instance from opts: the topology (the built-in processor
@@ -230,6 +232,7 @@ func New(opts Options) (*Instance, error) {
 		reg:      reg,
 		endpoint: endpoint,
 		stores:   names,
+		abort:    make(chan struct{}),
 	}, nil
 }
 
@@ -354,6 +357,12 @@ func (in *Instance) run(ctx context.Context) error {
 		cancel()
 		in.qs.Shutdown(context.Background()) // closes idle peer connections
 		<-httpErr
+	case <-in.abort:
+		// Like a crash as far as HTTP goes: connections drop at once.
+		in.srv.Close()
+		cancelRuntime()
+		err = <-rtErr
+		<-httpErr
 	case err = <-rtErr:
 		// The runtime could not start (topology, state directory).
 		in.srv.Close()
@@ -370,6 +379,13 @@ func (in *Instance) run(ctx context.Context) error {
 	}
 	return err
 }
+
+// Abort stops serving HTTP at once (open connections are closed) and stops
+// the runtime without waiting for HTTP requests. It does not cut the
+// runtime's Kafka connections: a caller simulating a crash cuts them too
+// (with a dialer in Options.ClientOpts) so that no commit or LeaveGroup
+// reaches the brokers. Run returns after the runtime has stopped.
+func (in *Instance) Abort() { in.abortOnce.Do(func() { close(in.abort) }) }
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
