@@ -14,6 +14,12 @@
 //	}
 //	cl, err := kgo.NewClient(kc.Opts(kclient.RoleGroup, kgo.ConsumerGroup(id))...)
 //
+// Components that take one option list for all the clients they make
+// (processor.Options.ClientOpts, state.Options.ClientOpts,
+// balancer.Settings.ClientOpts) get kc.Opts with the role of their main
+// client; every list carries the same connection settings, so only the
+// client id differs.
+//
 // Every option list holds:
 //   - the seed brokers (bootstrap.servers);
 //   - SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 under security.protocol
