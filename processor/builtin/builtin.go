@@ -54,6 +54,9 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 	if p.InputTopic == "" {
 		return nil, errors.New("builtin: processor.input.topic is required")
 	}
+	if p.OutputTopic == p.InputTopic {
+		return nil, fmt.Errorf("builtin: processor.output.topic is the input topic %s: the processor would consume its own updates", p.InputTopic)
+	}
 	topo := processor.New(applicationID)
 	var storeOpts []processor.StoreOption
 	if p.ChangelogTopic != "" {
