@@ -86,7 +86,7 @@ func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int
 // that poison spreads over all keys.
 func (a *countApp) produce(t *testing.T, records, keys, poisonEvery int) {
 	t.Helper()
-	cl := a.c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())), kgo.DefaultProduceTopic(a.input))
+	cl := a.c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())), kgo.DefaultProduceTopic(a.input), kgo.UnknownTopicRetries(-1))
 	var recs []*kgo.Record
 	for i := 0; i < records; i++ {
 		key := "key-" + strconv.Itoa(i%keys)

@@ -148,13 +148,18 @@ func TestFranzGoWithKgoPartitionerLandsInOurSlot(t *testing.T) {
 	for _, p := range []partition.Partitioner{partition.Murmur2(), partition.FNV1a(), partition.CRC32()} {
 		topic := c.Name("interop-kgo-" + p.Name())
 		c.CreateTopic(topic, interopPartitions, nil)
-		cl := c.Client(kgo.RecordPartitioner(partition.Kgo(p)), kgo.DefaultProduceTopic(topic))
+		// A just-created topic may take a moment to reach every broker's
+		// metadata: keep retrying unknown-topic errors, bounded by ctx.
+		cl := c.Client(kgo.RecordPartitioner(partition.Kgo(p)), kgo.DefaultProduceTopic(topic), kgo.UnknownTopicRetries(-1))
 		keys := interopKeys()
 		recs := make([]*kgo.Record, len(keys))
 		for i, k := range keys {
 			recs[i] = &kgo.Record{Key: []byte(k), Value: []byte("v")}
 		}
-		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		if err != nil {
 			t.Fatalf("produce with partition.Kgo(%s): %v", p.Name(), err)
 		}
 		checkLanding(t, c, topic, p, keys)
