@@ -309,18 +309,37 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 	})
 
 	t.Run("metrics", func(t *testing.T) {
-		r := get(t, ins[0], "/metrics", itToken)
-		for _, name := range []string{
+		names := []string{
 			"rackstream_process_records_total", "rackstream_process_latency_seconds",
 			"rackstream_consumer_lag_records", "rackstream_commit_latency_seconds", "rackstream_commit_failures_total",
 			"rackstream_state_restore_remaining_records", "rackstream_state_restored_records_total",
 			"rackstream_state_lag_records", "rackstream_rebalances_total", "rackstream_rebalance_duration_seconds",
 			"rackstream_tasks", "rackstream_client_rebuilds_total",
 			"rackstream_http_requests_total", "rackstream_http_request_duration_seconds",
-		} {
-			if !strings.Contains(r.raw, "\n"+name) {
-				t.Errorf("/metrics lacks %s", name)
+		}
+		// Series appear as the runtime records them (consumer lag after a
+		// fetch, restored records after a restore that read some, on any
+		// instance): poll, then name what is missing.
+		var missing []string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var all strings.Builder
+			for _, in := range ins {
+				all.WriteString(get(t, in, "/metrics", itToken).raw)
 			}
+			missing = missing[:0]
+			for _, name := range names {
+				if !strings.Contains(all.String(), "\n"+name) {
+					missing = append(missing, name)
+				}
+			}
+			if len(missing) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // polling interval, not synchronisation
+		}
+		if len(missing) > 0 {
+			t.Errorf("/metrics lacks %v", missing)
 		}
 	})
 
