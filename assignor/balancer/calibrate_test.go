@@ -1,144 +1,150 @@
 package balancer
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
-// syncGroupOf joins len(sizes) members to a fresh group with raw requests,
-// has the leader give member i an assignment of sizes[i] bytes, and returns
-// the leader's SyncGroup error: what the broker says when it stores the
-// generation's group-metadata record.
-func syncGroupOf(t *testing.T, c *kafkatest.Cluster, cl *kgo.Client, sizes ...int) error {
+// calibration runs one group whose leader gives member i an assignment of
+// sizes[i] bytes once all len(sizes) members have joined.
+type calibration struct {
+	sizes []int
+
+	mu       sync.Mutex
+	balances int // full-group balances run by the leader
+	received int // members that received their full-size assignment
+}
+
+type calibBalancer struct{ c *calibration }
+
+func (calibBalancer) ProtocolName() string { return "calibrate" }
+func (calibBalancer) IsCooperative() bool  { return false }
+func (calibBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32, _ int32) []byte {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Topics = topics
+	return m.AppendTo(nil)
+}
+
+func (b calibBalancer) ParseSyncAssignment(raw []byte) (map[string][]int32, error) {
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(raw); err != nil {
+		return nil, err
+	}
+	if len(a.UserData) > 0 {
+		b.c.mu.Lock()
+		b.c.received++
+		b.c.mu.Unlock()
+	}
+	return nil, nil
+}
+
+func (b calibBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	return calibMembers{b.c, members}, nil, nil
+}
+
+type calibMembers struct {
+	c       *calibration
+	members []kmsg.JoinGroupResponseMember
+}
+
+func (m calibMembers) Balance(map[string]int32) kgo.IntoSyncAssignment { return m }
+
+func (m calibMembers) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	full := len(m.members) == len(m.c.sizes)
+	if full {
+		m.c.mu.Lock()
+		m.c.balances++
+		m.c.mu.Unlock()
+	}
+	var out []kmsg.SyncGroupRequestGroupAssignment
+	for i, member := range m.members {
+		var a kmsg.ConsumerMemberAssignment
+		if full {
+			a.UserData = make([]byte, m.c.sizes[i])
+		}
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = member.MemberID
+		sa.MemberAssignment = a.AppendTo(nil)
+		out = append(out, sa)
+	}
+	return out
+}
+
+// storesGeneration reports whether the broker accepts a generation whose
+// members' assignments carry the given numbers of bytes: every member
+// receives its assignment, or the leader's SyncGroup fails and it balances
+// the full group again.
+func storesGeneration(t *testing.T, c *kafkatest.Cluster, sizes ...int) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	group := c.Name("calibrate")
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Topics = []string{"t"}
-	join := func(memberID string) *kmsg.JoinGroupResponse {
-		for {
-			req := kmsg.NewPtrJoinGroupRequest()
-			req.Group = group
-			req.MemberID = memberID
-			req.SessionTimeoutMillis = 10000
-			req.RebalanceTimeoutMillis = 10000
-			req.ProtocolType = "consumer"
-			p := kmsg.NewJoinGroupRequestProtocol()
-			p.Name = ProtocolName
-			p.Metadata = meta.AppendTo(nil)
-			req.Protocols = append(req.Protocols, p)
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				t.Errorf("join: %v", err)
-				return nil
-			}
-			switch err := kerr.ErrorForCode(resp.ErrorCode); {
-			case err == kerr.MemberIDRequired:
-				memberID = resp.MemberID
-				continue
-			case err == kerr.UnknownMemberID || err == kerr.RebalanceInProgress:
-				memberID = ""
-				continue
-			case err != nil:
-				t.Errorf("join: %v", err)
-				return nil
-			}
-			memberID = resp.MemberID
-			if resp.LeaderID == resp.MemberID && len(resp.Members) < len(sizes) {
-				continue // others are still on their way: rejoin
-			}
-			return resp
+	cal := &calibration{sizes: sizes}
+	group, topic := c.Name("calibrate"), c.Name("calibrate-topic")
+	c.CreateTopic(topic, 1, nil)
+	var clients []*kgo.Client
+	for range sizes {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(c.Brokers...),
+			kgo.ConsumerGroup(group),
+			kgo.ConsumeTopics(topic),
+			kgo.Balancers(calibBalancer{cal}),
+			kgo.SessionTimeout(6*time.Second),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		)
+		if err != nil {
+			t.Fatal(err)
 		}
+		clients = append(clients, cl)
 	}
-	var wg sync.WaitGroup
-	joins := make([]*kmsg.JoinGroupResponse, len(sizes))
-	for i := range sizes {
-		wg.Add(1)
-		go func() { defer wg.Done(); joins[i] = join("") }()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	errs := make([]error, len(sizes))
-	for i, jr := range joins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req := kmsg.NewPtrSyncGroupRequest()
-			req.Group = group
-			req.MemberID = jr.MemberID
-			req.Generation = jr.Generation
-			req.ProtocolType = kmsg.StringPtr("consumer")
-			req.Protocol = kmsg.StringPtr(ProtocolName)
-			for j, m := range jr.Members { // empty unless leader
-				var asg kmsg.ConsumerMemberAssignment
-				asg.UserData = make([]byte, sizes[j])
-				sa := kmsg.NewSyncGroupRequestGroupAssignment()
-				sa.MemberID = m.MemberID
-				sa.MemberAssignment = asg.AppendTo(nil)
-				req.GroupAssignment = append(req.GroupAssignment, sa)
-			}
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			errs[i] = kerr.ErrorForCode(resp.ErrorCode)
-		}()
-	}
-	wg.Wait()
-	for i, jr := range joins {
-		if jr.LeaderID == jr.MemberID {
-			return errs[i]
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
 		}
-	}
-	t.Fatal("no leader")
-	return nil
+	}()
+	var accepted bool
+	kafkatest.Eventually(t, 60*time.Second, "the broker decides on the generation", func() bool {
+		cal.mu.Lock()
+		defer cal.mu.Unlock()
+		switch {
+		case cal.received == len(sizes):
+			accepted = true
+			return true
+		case cal.balances >= 3 && cal.received == 0:
+			return true // synced and failed, then tried again, twice
+		}
+		return false
+	})
+	return accepted
 }
 
 // TestBrokerGroupRecordLimit calibrates, on the real broker, how many bytes
-// of assignments one generation may hold: it is the default 1 MiB of
-// offsets.topic max.message.bytes (1048588), less the record's own fields,
-// summed over members. kfake enforces no limit, so there is nothing to
-// calibrate on it.
+// of assignments one generation may hold: about the default 1 MiB of
+// __consumer_offsets' max.message.bytes (1048588), summed over members.
+// kfake enforces no limit, so there is nothing to calibrate on it.
 func TestBrokerGroupRecordLimit(t *testing.T) {
 	c := kafkatest.New(t)
 	if !c.Real() {
-		t.Skip("kfake stores group metadata without a size limit; calibration needs the real broker (RACKSTREAM_TEST_BROKERS)")
+		t.Skip("kfake stores group metadata without a size limit; the calibration needs the real broker (RACKSTREAM_TEST_BROKERS)")
 	}
-	cl := c.Client()
-	// Three members share the record: under the limit together, they sync;
-	// a little over it, the broker refuses the generation.
-	if err := syncGroupOf(t, c, cl, 340<<10, 340<<10, 340<<10); err != nil {
-		t.Fatalf("3 x 340 KiB refused: %v", err)
+	if !storesGeneration(t, c, 340<<10, 340<<10, 340<<10) {
+		t.Fatal("3 x 340 KiB (1020 KiB) refused")
 	}
-	if err := syncGroupOf(t, c, cl, 342<<10, 342<<10, 342<<10); err == nil {
-		t.Fatal("3 x 342 KiB (1026 KiB) accepted: the broker's limit is not the 1 MiB default")
-	} else {
-		t.Logf("3 x 342 KiB: %v", err)
+	if storesGeneration(t, c, 342<<10, 342<<10, 342<<10) {
+		t.Fatal("3 x 342 KiB (1026 KiB) accepted: the limit is not the default 1 MiB")
 	}
-	// The exact limit for one member, to the byte.
-	lo, hi := 1000<<10, 1100<<10 // accepted, refused
-	for hi-lo > 1 {
+	lo, hi := 1020<<10, 1024<<10 // accepted, refused
+	for hi-lo > 64 {
 		mid := (lo + hi) / 2
-		if syncGroupOf(t, c, cl, mid) == nil {
+		if storesGeneration(t, c, mid) {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	t.Logf("the broker stores a generation whose single assignment's user data is %d bytes and refuses %d (limit %d); DefaultMaxInlineBytes is %d", lo, hi, brokerRecordLimit, DefaultMaxInlineBytes)
-	if lo < 1000<<10 || hi > brokerRecordLimit+100 {
-		t.Fatalf("limit %d..%d is not about 1 MiB", lo, hi)
-	}
+	t.Logf("one member: an assignment with %d bytes of user data is stored, %d is refused (record limit %d); DefaultMaxInlineBytes is %d",
+		lo, hi, brokerRecordLimit, DefaultMaxInlineBytes)
 }

@@ -121,6 +121,12 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 	stats := leader.b.Stats()
 	t.Logf("one generation stores %d bytes (subscriptions, assignments and %d B per member of overhead); placement record %d bytes compressed",
 		stats.LastGenerationBytes, memberOverheadBytes, len(record))
+	var joinBytes, asgBytes int
+	for _, m := range s.members {
+		joinBytes += len(m.b.JoinGroupMetadata([]string{simInput}, cloneAssigned(m.owned), s.generation))
+		asgBytes += len(s.syncs[m.id])
+	}
+	t.Logf("per member: %d B of join metadata, %d B of assignment", joinBytes/largeMembers, asgBytes/largeMembers)
 	if stats.LastGenerationBytes >= brokerRecordLimit {
 		t.Fatalf("a generation takes %d bytes, over the broker's %d", stats.LastGenerationBytes, brokerRecordLimit)
 	}
