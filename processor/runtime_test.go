@@ -162,7 +162,7 @@ func mustTags(t *testing.T, kv ...string) tags.Set {
 	return s
 }
 
-func testLogger(t *testing.T, name string) *slog.Logger {
+func testLogger(_ testing.TB, name string) *slog.Logger {
 	level := slog.LevelError
 	if os.Getenv("RACKSTREAM_TEST_DEBUG") != "" {
 		level = slog.LevelDebug
