@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -131,7 +132,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestScanCheckpointsAndCleanupUnassigned(t *testing.T) {
 	e := newEnv(t, 3, "s", "t")
 	dir := t.TempDir()
-	m := e.open(dir, func(o *Options) { o.CleanupDelay = time.Hour })
+	m := e.open(dir, func(o *Options) { o.CleanupDelay, o.CleanupInterval = time.Hour, -1 })
 	p := e.producer()
 	var tasks []*Task
 	for id := range int32(3) {
@@ -215,5 +216,25 @@ func TestRestoreWipesAStoreAheadOfItsChangelog(t *testing.T) {
 	want := map[string]string{"new0": "w", "new1": "w", "new2": "w"}
 	if got := viewContent(t, t2.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("store after restore from a shorter changelog = %v, want %v", got, want)
+	}
+}
+
+// TestBackgroundCleanupDeletesClosedTasksAfterTheDelay: with a short
+// cleanup delay, a closed task's directory goes by itself; an open task's
+// stays.
+func TestBackgroundCleanupDeletesClosedTasksAfterTheDelay(t *testing.T) {
+	e := newEnv(t, 2, "s")
+	dir := t.TempDir()
+	m := e.open(dir, func(o *Options) { o.CleanupDelay, o.CleanupInterval = 50*time.Millisecond, 20*time.Millisecond })
+	p := e.producer()
+	keep := e.activeTask(m, 0, p)
+	gone := e.activeTask(m, 1, p)
+	must(t, gone.Close())
+	kafkatest.Eventually(t, 30*time.Second, "closed task's directory deleted", func() bool {
+		_, err := os.Stat(filepath.Join(dir, e.app, "1"))
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(keep.Store("s").Path()); err != nil {
+		t.Fatalf("open task's store was deleted: %v", err)
 	}
 }

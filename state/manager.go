@@ -36,6 +36,9 @@ type Manager struct {
 	mu     sync.Mutex
 	tasks  map[int32]*Task
 	closed bool
+
+	stopCleanup chan struct{}
+	cleanupDone chan struct{}
 }
 
 // Open locks and opens the state directory Dir/ApplicationID, creating it
@@ -82,7 +85,32 @@ func Open(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m.rep = newReplicator(m)
+	if opts.CleanupInterval >= 0 {
+		every := opts.CleanupInterval
+		if every == 0 {
+			every = min(max(opts.CleanupDelay/4, time.Second), time.Minute)
+		}
+		m.stopCleanup, m.cleanupDone = make(chan struct{}), make(chan struct{})
+		go m.cleanupLoop(every)
+	}
 	return m, nil
+}
+
+// cleanupLoop calls CleanupUnassigned every interval until Close.
+func (m *Manager) cleanupLoop(every time.Duration) {
+	defer close(m.cleanupDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stopCleanup:
+			return
+		case now := <-t.C:
+			if _, err := m.CleanupUnassigned(now); err != nil {
+				m.log.Warn("state: cleanup of unassigned tasks", "err", err)
+			}
+		}
+	}
 }
 
 // Dir returns the application's state directory, Dir/ApplicationID.
@@ -199,6 +227,10 @@ func (m *Manager) Close() error {
 	var errs []error
 	for _, t := range tasks {
 		errs = append(errs, t.Close())
+	}
+	if m.stopCleanup != nil {
+		close(m.stopCleanup)
+		<-m.cleanupDone
 	}
 	m.rep.close()
 	errs = append(errs, m.lock.unlock())

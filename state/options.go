@@ -119,6 +119,11 @@ type Options struct {
 	// on disk before CleanupUnassigned deletes them
 	// (state.cleanup.delay.ms) [10 minutes].
 	CleanupDelay time.Duration
+	// CleanupInterval is how often the Manager calls CleanupUnassigned in
+	// the background [CleanupDelay/4, at most a minute, at least a
+	// second]; negative disables the background cleanup (tests call
+	// CleanupUnassigned themselves).
+	CleanupInterval time.Duration
 
 	// Logger receives the package's structured logs [slog.Default()].
 	Logger *slog.Logger

@@ -128,7 +128,8 @@ func (m *Manager) maybeWriteSidecars(t *Task) {
 // were last used (last checkpoint sidecar written, else the directory's
 // modification time) at least CleanupDelay before now, together with
 // corrupted stores moved aside that long ago. It returns the deleted task
-// ids. Call it periodically; now is a parameter so tests need no clock.
+// ids. The Manager calls it every Options.CleanupInterval; now is a
+// parameter so that tests need no clock.
 func (m *Manager) CleanupUnassigned(now time.Time) ([]int32, error) {
 	ids, err := taskDirs(m.root)
 	if err != nil {
