@@ -48,6 +48,7 @@ type Balancer struct {
 	// probing state of this member
 	probedFor      map[int32]bool // warmups we already asked a probing rebalance for
 	probedDeadline int64          // the deadline we already probed for
+	unread         *AssignmentData // the current assignment, while its published placement is unread
 	retryAt        time.Time      // leader: rebalance again at this time (end offsets failed)
 	loopStop       chan struct{}
 	loopDone       chan struct{}
@@ -325,10 +326,12 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 		return
 	}
 	p := a.Placement
+	var unread *AssignmentData
 	if a.Ref != nil {
 		var err error
 		if p, err = b.readPlacement(ctx, a); err != nil {
-			b.log.Error("cannot read the published placement; keeping the previous one", "generation", a.Generation, "err", err)
+			b.log.Error("cannot read the published placement; keeping the previous one and retrying", "generation", a.Generation, "err", err)
+			unread = a
 		}
 	}
 	if p != nil && a.ProbingDeadline > 0 {
@@ -345,6 +348,7 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 	want := min(a.CommonVersion, b.s.wireVersion)
 	b.mu.Lock()
 	b.cur = asg
+	b.unread = unread
 	if p != nil {
 		b.placement = p
 	}
@@ -383,6 +387,7 @@ func (b *Balancer) loop(stop, done chan struct{}) {
 			return
 		case <-t.C:
 		}
+		b.retryRead(stop)
 		if why := b.probeReason(stop); why != "" {
 			b.probes.Add(1)
 			b.log.Info("asking for a probing rebalance", "why", why)
@@ -392,6 +397,50 @@ func (b *Balancer) loop(stop, done chan struct{}) {
 			b.mu.Unlock()
 			cl.ForceRebalance()
 		}
+	}
+}
+
+// retryRead tries again to read a published placement the member could not
+// read when its assignment arrived.
+func (b *Balancer) retryRead(stop chan struct{}) {
+	b.mu.Lock()
+	a := b.unread
+	b.mu.Unlock()
+	if a == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	p, err := b.readPlacement(ctx, a)
+	if err != nil {
+		b.log.Warn("still cannot read the published placement", "generation", a.Generation, "err", err)
+		return
+	}
+	if a.ProbingDeadline > 0 {
+		p.ProbingDeadline = time.UnixMilli(a.ProbingDeadline)
+	}
+	b.mu.Lock()
+	if b.unread != a { // a newer assignment arrived meanwhile
+		b.mu.Unlock()
+		return
+	}
+	b.unread = nil
+	b.cur.Placement = p
+	b.placement = p
+	asg := b.cur
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+	b.log.Info("read the published placement on retry", "generation", a.Generation)
+	if b.s.OnAssignment != nil {
+		b.s.OnAssignment(asg)
 	}
 }
 
@@ -405,7 +454,7 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	}
 	b.mu.Unlock()
 	if retry {
-		return "retrying a plan made without changelog end offsets"
+		return "retrying a plan made without changelog end offsets or a published placement"
 	}
 	if len(cur.Warmup) == 0 {
 		return ""
@@ -472,7 +521,7 @@ func (b *Balancer) endOffsets(ctx context.Context) (endSums, error) {
 		if cl == nil {
 			return nil, errors.New("the balancer has no client yet")
 		}
-		ends, err = kadmEndOffsets(ctx, cl, b.s.ChangelogTopics)
+		ends, err = kadmEndOffsets(ctx, cl, b.s.ChangelogTopics, b.s.ReadCommitted)
 	}
 	if err != nil {
 		return nil, err
@@ -490,8 +539,12 @@ func (b *Balancer) endOffsets(ctx context.Context) (endSums, error) {
 	return sums, nil
 }
 
-func kadmEndOffsets(ctx context.Context, cl *kgo.Client, topics []string) (map[string]map[int32]int64, error) {
-	los, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+func kadmEndOffsets(ctx context.Context, cl *kgo.Client, topics []string, readCommitted bool) (map[string]map[int32]int64, error) {
+	list := kadm.NewClient(cl).ListEndOffsets
+	if readCommitted {
+		list = kadm.NewClient(cl).ListCommittedOffsets
+	}
+	los, err := list(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
 	}

@@ -134,7 +134,16 @@ func (g *group) settings(pid string, tg tags.Set) Settings {
 func (g *group) start(s Settings) *member {
 	g.t.Helper()
 	m := &member{pid: s.ProcessID, dialer: &cutDialer{}}
-	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.dial)}
+	return g.startMember(m, s, true)
+}
+
+// startMember starts m with settings s; with ownClientOpts the balancer's
+// own clients dial through m's dialer too.
+func (g *group) startMember(m *member, s Settings, ownClientOpts bool) *member {
+	g.t.Helper()
+	if ownClientOpts {
+		s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.dial)}
+	}
 	b, err := New(s)
 	if err != nil {
 		g.t.Fatal(err)
@@ -665,5 +674,58 @@ func TestProbingIntervalElapsedAsksForOneRebalance(t *testing.T) {
 	}
 	if why := b.probeReason(stop); strings.Contains(why, "probing.rebalance.interval.ms") {
 		t.Fatal("the same deadline asked for a second rebalance")
+	}
+}
+
+// gateDialer refuses connections while closed.
+type gateDialer struct {
+	mu     sync.Mutex
+	closed bool
+	d      net.Dialer
+}
+
+func (g *gateDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		return nil, errors.New("test gate: closed")
+	}
+	return g.d.DialContext(ctx, network, host)
+}
+
+func (g *gateDialer) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = false
+}
+
+func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
+	g := newGroup(t, 6)
+	settings := func(pid string) Settings {
+		s := g.settings(pid, zoneCluster(int(pid[1]-'0')))
+		s.MaxInlineBytes = 1 // always published
+		s.readTimeout = 300 * time.Millisecond
+		s.WarmupCheckInterval = 100 * time.Millisecond
+		return s
+	}
+	// p0 joins first and leads.
+	leader := g.start(settings("p0"))
+	kafkatest.Eventually(t, waitLong, "p0 leads a placement", func() bool { return leader.b.Placement() != nil })
+	g.start(settings("p1"))
+	// p2's own clients (the placement reader) cannot reach the broker.
+	gate := &gateDialer{closed: true}
+	s := settings("p2")
+	m := &member{pid: "p2", dialer: &cutDialer{}}
+	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.dial)}
+	g.startMember(m, s, false)
+	kafkatest.Eventually(t, waitLong, "p2 is assigned but cannot read the placement", func() bool {
+		a, _ := m.b.Assignment()
+		return a.Generation > 0 && a.Placement == nil && m.b.Placement() == nil
+	})
+	gate.open()
+	p := g.waitStable("p2 reads the placement on retry")
+	if len(p.Members) != 3 {
+		t.Fatalf("placement has %d members", len(p.Members))
 	}
 }

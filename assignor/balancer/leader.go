@@ -308,8 +308,11 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 		}
 		var err error
 		if ref, err = publish(p, common); err != nil {
-			b.log.Error("cannot publish the placement; members keep their previous one this generation",
+			b.log.Error("cannot publish the placement; members keep their previous one and the leader retries",
 				"generation", generation, "err", err)
+			b.mu.Lock()
+			b.retryAt = time.Now().Add(time.Second)
+			b.mu.Unlock()
 		}
 		total = g.rawSize
 	}

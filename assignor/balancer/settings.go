@@ -78,9 +78,12 @@ type Settings struct {
 	Checkpoints func() map[int32]int64
 	// EndOffsets returns the end offsets (high watermarks, or last stable
 	// offsets under read_committed) of every partition of the given topics.
-	// Nil means kadm.ListEndOffsets on the group's own client. Tests
-	// substitute their own.
+	// Nil means kadm on the group's own client: ListEndOffsets, or
+	// ListCommittedOffsets with ReadCommitted. Tests substitute their own.
 	EndOffsets func(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+	// ReadCommitted makes the default EndOffsets return last stable
+	// offsets, as restores under exactly-once read up to them.
+	ReadCommitted bool
 
 	// ClientOpts are connection options (seed brokers, TLS, SASL, dialer)
 	// for the balancer's own short-lived clients: the leader's publisher and
@@ -117,6 +120,9 @@ type Settings struct {
 	wireVersion uint8
 	// assign replaces assignor.Assign in tests that need a hand-made plan.
 	assign func(assignor.Input) (*assignor.Plan, error)
+	// readTimeout bounds one read of a published placement; 0 means
+	// publishTimeout. Tests shorten it.
+	readTimeout time.Duration
 	// publish replaces the placement topic writer in tests without a broker.
 	publish func(*Placement, uint8) (*PlacementRef, error)
 }
@@ -188,6 +194,9 @@ func (s *Settings) validate() error {
 	}
 	if s.wireVersion == 0 || s.wireVersion > LatestVersion {
 		s.wireVersion = LatestVersion
+	}
+	if s.readTimeout <= 0 {
+		s.readTimeout = publishTimeout
 	}
 	if s.assign == nil {
 		s.assign = assignor.Assign

@@ -127,7 +127,7 @@ func (b *Balancer) readPlacement(ctx context.Context, a *AssignmentData) (*Place
 		return nil, fmt.Errorf("placement reader: %w", err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.s.readTimeout)
 	defer cancel()
 	for {
 		fs := cl.PollFetches(ctx)
