@@ -46,10 +46,10 @@ type Balancer struct {
 	changed   chan struct{} // closed and replaced whenever cur changes
 	warned    map[string]bool
 	// probing state of this member
-	probedFor      map[int32]bool // warmups we already asked a probing rebalance for
-	probedDeadline int64          // the deadline we already probed for
+	probedFor      map[int32]bool  // warmups we already asked a probing rebalance for
+	probedDeadline int64           // the deadline we already probed for
 	unread         *AssignmentData // the current assignment, while its published placement is unread
-	retryAt        time.Time      // leader: rebalance again at this time (end offsets failed)
+	retryAt        time.Time       // leader: rebalance again at this time (end offsets failed)
 	loopStop       chan struct{}
 	loopDone       chan struct{}
 }
