@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+var (
+	devInstanceRE = regexp.MustCompile(`(?m)^\s+(i\d+)\s+http://(127\.0\.0\.1:\d+)\s`)
+	devKafkaRE    = regexp.MustCompile(`(?m)^rackstream dev: kafka (\S+) \(`)
+)
+
+// TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver is the README's
+// first command as a user runs it: `rackstream dev` (on its in-process
+// kfake, or with --brokers on the real broker when the test has one), six
+// instances on free ports.
+func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
+	app := fmt.Sprintf("e2e-dev-%d", time.Now().UnixNano())
+	args := []string{"dev", "--http-port", "0", "--rate", "20", "--app", app}
+	if brokers := os.Getenv(kafkatest.EnvBrokers); brokers != "" {
+		_ = os.Getenv(kafkatest.EnvBrokerRun)
+		args = append(args, "--brokers", brokers)
+	}
+	began := time.Now()
+	dev := start(t, "rackstream dev", args...)
+
+	var addrs map[string]string // dev name -> host:port
+	var brokers []string
+	kafkatest.Eventually(t, time.Minute, "dev lists its instances", func() bool {
+		if dev.exited() {
+			t.Fatalf("dev exited with %d", dev.code)
+		}
+		out := dev.out.String()
+		ms := devInstanceRE.FindAllStringSubmatch(out, -1)
+		k := devKafkaRE.FindStringSubmatch(out)
+		if len(ms) < 6 || k == nil {
+			return false
+		}
+		addrs = map[string]string{}
+		for _, m := range ms {
+			addrs[m[1]] = m[2]
+		}
+		brokers = strings.Split(k[1], ",")
+		return true
+	})
+	for name, addr := range addrs {
+		kafkatest.Eventually(t, 2*time.Minute, name+" /readyz 200", func() bool {
+			code, _ := getJSON("http://"+addr+"/readyz", nil)
+			return code == 200
+		})
+	}
+	t.Logf("all 6 instances ready %v after the start", time.Since(began).Round(time.Millisecond))
+
+	var md metadata
+	kafkatest.Eventually(t, 2*time.Minute, "every task with one active and 2 standbys in 3 zones", func() bool {
+		md = metadata{}
+		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &md); code != 200 || err != nil {
+			return false
+		}
+		return md.spreadProblem(12, 6, 2, "zone") == ""
+	})
+	for _, name := range []string{"i2", "i6"} { // any instance shows it
+		var other metadata
+		if code, err := getJSON("http://"+addrs[name]+"/v1/metadata", &other); code != 200 || err != nil {
+			t.Fatalf("%s metadata: %d %v", name, code, err)
+		}
+		if p := other.spreadProblem(12, 6, 2, "zone"); p != "" && other.Generation == md.Generation {
+			t.Errorf("%s's metadata of generation %d: %s", name, other.Generation, p)
+		}
+	}
+
+	// A key of our own, so that the built-in producer does not move it.
+	key := fmt.Sprintf("probe-%d", time.Now().UnixNano())
+	task := partition.Murmur2().Partition([]byte(key), 12)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 7 {
+		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: app + "-events", Key: []byte(key), Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := md.Tasks[task].Active
+	ownerAddr, _ := md.client(owner)
+	var nonOwner string
+	for name, addr := range addrs {
+		if addr != ownerAddr {
+			nonOwner = name
+			break
+		}
+	}
+	var ans keyAnswer
+	kafkatest.Eventually(t, time.Minute, "count of the probe key is 7 on a non-owner", func() bool {
+		ans = keyAnswer{}
+		code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)
+		return code == 200 && string(ans.Value) == "7"
+	})
+	if ans.ServedBy != owner || ans.Role != "active" || ans.Task != task {
+		t.Errorf("answer from %s: served by %s as %s for task %d; want the owner %s, active, task %d", nonOwner, ans.ServedBy, ans.Role, ans.Task, owner, task)
+	}
+
+	// Kill the owner through the admin route of another instance.
+	code, body, err := post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/kill")
+	if err != nil || code != 202 {
+		t.Fatalf("kill %s: %d %s %v", owner, code, body, err)
+	}
+	killedAt := time.Now()
+	kafkatest.Eventually(t, 2*time.Minute, "the probe key's task taken over and still 7", func() bool {
+		var after metadata
+		if code, err := getJSON("http://"+addrs[nonOwner]+"/v1/metadata", &after); code != 200 || err != nil {
+			return false
+		}
+		if a := after.Tasks[task].Active; a == "" || a == owner {
+			return false
+		}
+		ans = keyAnswer{}
+		code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)
+		return code == 200 && string(ans.Value) == "7" && ans.ServedBy != owner && ans.Role == "active"
+	})
+	t.Logf("task %d moved from %s to %s %v after the kill", task, owner, ans.ServedBy, time.Since(killedAt).Round(time.Millisecond))
+	if code, _ := getJSON("http://"+ownerAddr+"/healthz", nil); code != 0 {
+		t.Errorf("the killed instance still answers HTTP (%d)", code)
+	}
+
+	// Bad admin requests are refused; the killed instance starts again.
+	if code, _, _ := post("http://" + addrs[nonOwner] + "/v1/dev/instances/nosuch/kill"); code != 404 {
+		t.Errorf("kill of an unknown instance: %d, want 404", code)
+	}
+	if code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/dev/instances/i1/kill", nil); code != 405 {
+		t.Errorf("GET of a kill route: %d, want 405", code)
+	}
+	if code, body, err := post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/start"); code != 200 || err != nil {
+		t.Fatalf("start %s: %d %s %v", owner, code, body, err)
+	}
+	kafkatest.Eventually(t, 2*time.Minute, "the restarted instance ready", func() bool {
+		code, _ := getJSON("http://"+ownerAddr+"/readyz", nil)
+		return code == 200
+	})
+
+	// The console answers on stdin.
+	fmt.Fprintln(dev.in, "status")
+	kafkatest.Eventually(t, 30*time.Second, "console status", func() bool {
+		return strings.Contains(dev.out.String(), "records produced:")
+	})
+
+	if code := dev.signal(syscall.SIGINT, time.Minute); code != 0 {
+		t.Fatalf("dev exited %d after SIGINT", code)
+	}
+	if !strings.Contains(dev.out.String(), "rackstream dev: stopped") {
+		t.Errorf("no clean stop in the output")
+	}
+}
