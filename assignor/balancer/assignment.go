@@ -138,6 +138,8 @@ func DecodeAssignment(b []byte, maxVersion uint8, processID string) (AssignmentD
 	switch {
 	case a.Version < MinVersion:
 		return a, fmt.Errorf("%w: assignment version %d is below the oldest supported, %d", ErrDecode, a.Version, MinVersion)
+	case a.Version > maxFutureVersion:
+		return a, fmt.Errorf("%w: version byte %d: not a rackstream assignment", ErrDecode, a.Version)
 	case a.Version > maxVersion:
 		return a, fmt.Errorf("%w: assignment version %d: %w (latest %d)", ErrDecode, a.Version, ErrNewerVersion, maxVersion)
 	case a.CommonVersion < MinVersion:

@@ -175,6 +175,7 @@ func TestLeaderRejectsUnusableMetadataWithoutDisturbingTheGroup(t *testing.T) {
 		{"not consumer metadata at all", []byte("\xff\xfe garbage"), "not a consumer member metadata"},
 		{"empty bytes", nil, "not a consumer member metadata"},
 		{"user data garbage, claiming every partition", consumerMeta([]byte("hello"), all...), "decode"},
+		{"user data garbage starting with a small version byte", consumerMeta([]byte{1, 1, 0xff}), "process_id"},
 		{"truncated subscription", consumerMeta(sub(func(*Subscription) {})[:9], all...), "field tags"},
 		{"wrong version zero", consumerMeta([]byte{0, 0, 1, 2, 3}), "oldest supported"},
 		{"absurd task count", consumerMeta(append(hexBytes("010102703100000101"), 0xff, 0xff, 0xff, 0xff, 0x0f)), "exceeds"},

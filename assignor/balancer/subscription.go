@@ -37,7 +37,8 @@ import (
 //
 // Nothing may follow the last field of the version. A decoder that meets a
 // version newer than its own reads the two header bytes only (future
-// versions keep them) and reports ErrNewerVersion.
+// versions keep them) and reports ErrNewerVersion; a version byte above 32
+// is no release's and is rejected as garbage.
 type Subscription struct {
 	Version         uint8
 	LatestSupported uint8
@@ -105,6 +106,8 @@ func DecodeSubscription(b []byte, maxVersion uint8) (Subscription, error) {
 	switch {
 	case s.Version < MinVersion:
 		return s, fmt.Errorf("%w: subscription version %d is below the oldest supported, %d", ErrDecode, s.Version, MinVersion)
+	case s.Version > maxFutureVersion:
+		return s, fmt.Errorf("%w: version byte %d: not a rackstream subscription", ErrDecode, s.Version)
 	case s.LatestSupported < s.Version:
 		return s, fmt.Errorf("%w: subscription latest_supported %d is below its version %d", ErrDecode, s.LatestSupported, s.Version)
 	case s.Version > maxVersion:

@@ -20,6 +20,9 @@ const (
 	LatestVersion = Version2
 	// MinVersion is the oldest version this build reads.
 	MinVersion = Version1
+	// maxFutureVersion is the highest version byte taken for a newer
+	// release's data: anything above is garbage, not the future.
+	maxFutureVersion = 32
 )
 
 // Bounds the decoders enforce, so that hostile lengths cannot make them

@@ -111,6 +111,7 @@ func TestDecodeSubscriptionRejects(t *testing.T) {
 		{"version zero", []byte{0, 2}, "oldest supported", false},
 		{"latest below version", []byte{2, 1}, "latest_supported", false},
 		{"newer version reads only the header", []byte{9, 9, 0xff, 0xff}, "newer", true},
+		{"a version byte no release will reach is garbage, not the future", []byte("not ours"), "not a rackstream subscription", false},
 		{"truncated after the header", []byte{1, 1}, "process_id", false},
 		{"empty process id", enc(func(s *Subscription) { s.ProcessID = "" }), "process_id", false},
 		{"process id too long", enc(func(s *Subscription) { s.ProcessID = strings.Repeat("p", 256) }), "process_id", false},
