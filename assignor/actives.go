@@ -80,8 +80,8 @@ func (pl *placement) placeActives() {
 	}
 }
 
-// clientHeap is a binary min-heap of all clients under a less function whose
-// keys only grow (loads during placement).
+// clientHeap is a binary min-heap of all clients under a less function (by
+// load: keys change one client at a time).
 type clientHeap struct {
 	heap []int32
 	pos  []int32
@@ -103,6 +103,20 @@ func (h *clientHeap) min() int32 { return h.heap[0] }
 
 // raised restores the order after client c's key grew.
 func (h *clientHeap) raised(c int32) { h.down(int(h.pos[c])) }
+
+// lowered restores the order after client c's key shrank.
+func (h *clientHeap) lowered(c int32) {
+	hp := h.heap
+	for i := int(h.pos[c]); i > 0; {
+		p := (i - 1) / 2
+		if !h.less(hp[i], hp[p]) {
+			return
+		}
+		hp[i], hp[p] = hp[p], hp[i]
+		h.pos[hp[i]], h.pos[hp[p]] = int32(i), int32(p)
+		i = p
+	}
+}
 
 func (h *clientHeap) down(i int) {
 	hp := h.heap

@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"fmt"
+	"math/rand"
 	"syscall"
 	"testing"
 )
@@ -15,40 +16,51 @@ func cpuTime() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// benchClients returns n clients over 3 zones x 4 clusters x 10 racks (120
-// tag classes), or with unique=true a rack per client (n classes: the
-// search's worst case).
-func benchClients(n int, unique bool) []Client {
+// Tag layouts of the benchmark's 1,000 clients, over the keys zone, cluster
+// and rack:
+//   - layered: 3 zones x 4 clusters x 10 racks, 120 classes of identical
+//     tags (a realistic deployment);
+//   - unique-rack: a rack per client, 1000 classes (a host-like key);
+//   - random: each key drawn from 30 values, about 1000 classes whose values
+//     are all shared (no symmetry for the search to exploit).
+const (
+	layered    = "120classes"
+	uniqueRack = "1000classes"
+	random     = "1000random"
+)
+
+func benchClients(n int, layout string) []Client {
+	r := rand.New(rand.NewSource(1))
 	cs := make([]Client, n)
 	for i := range cs {
-		rack := fmt.Sprintf("r%d", (i/12)%10)
-		if unique {
-			rack = fmt.Sprintf("r%d", i)
+		tags := map[string]string{
+			"zone": fmt.Sprintf("eu-central-1%c", 'a'+i%3), "cluster": fmt.Sprintf("k%d", (i/3)%4), "rack": fmt.Sprintf("r%d", (i/12)%10)}
+		switch layout {
+		case uniqueRack:
+			tags["rack"] = fmt.Sprintf("r%d", i)
+		case random:
+			tags = map[string]string{"zone": fmt.Sprint("z", r.Intn(30)), "cluster": fmt.Sprint("k", r.Intn(30)), "rack": fmt.Sprint("r", r.Intn(30))}
 		}
-		cs[i] = Client{ID: fmt.Sprintf("n%04d", i), Capacity: 1, Tags: map[string]string{
-			"zone": fmt.Sprintf("eu-central-1%c", 'a'+i%3), "cluster": fmt.Sprintf("k%d", (i/3)%4), "rack": rack}}
+		cs[i] = Client{ID: fmt.Sprintf("n%04d", i), Capacity: 1, Tags: tags}
 	}
 	return cs
 }
 
-func benchInput(unique bool) Input {
+func benchInput(layout string) Input {
 	return Input{NumStandbyReplicas: 2, RackAwareAssignmentTags: []string{"zone", "cluster", "rack"}, Tasks: 10000,
 		AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas,
-		Clients: benchClients(1000, unique)}
+		Clients: benchClients(1000, layout)}
 }
 
 // BenchmarkAssign1000x10000 plans 1,000 clients x 10,000 tasks x 2 standbys
-// x 3 tag dimensions: from scratch; the steady state (the previous plan fed
-// back with every replica caught up: a rebalance that changes nothing); and
-// after losing one of the three zones (the survivors' previous roles and
-// lags as input).
+// x 3 tag dimensions, for each tag layout: from scratch; the steady state
+// (the previous plan fed back with every replica caught up: a rebalance
+// that changes nothing); and after losing a third of the clients (zone
+// eu-central-1b in the zoned layouts), the survivors' previous roles and
+// lags as input.
 func BenchmarkAssign1000x10000(b *testing.B) {
-	for _, unique := range []bool{false, true} {
-		name := "120classes"
-		if unique {
-			name = "1000classes"
-		}
-		fresh := benchInput(unique)
+	for _, name := range []string{layered, uniqueRack, random} {
+		fresh := benchInput(name)
 		p, err := Assign(fresh)
 		if err != nil {
 			b.Fatal(err)
@@ -56,8 +68,8 @@ func BenchmarkAssign1000x10000(b *testing.B) {
 		steady := feedBack(fresh, p)
 		lost := steady
 		lost.Clients = nil
-		for _, c := range steady.Clients {
-			if c.Tags["zone"] != "eu-central-1b" {
+		for i, c := range steady.Clients {
+			if i%3 != 1 { // zone eu-central-1b, or a third of the clients
 				lost.Clients = append(lost.Clients, c)
 			}
 		}
@@ -84,15 +96,11 @@ func BenchmarkAssign1000x10000(b *testing.B) {
 // BenchmarkAssignStandbyCount plans the 1,000 x 10,000 scenario from scratch
 // with 1 to 4 standbys per task: the exact search grows with the count.
 func BenchmarkAssignStandbyCount(b *testing.B) {
-	for _, unique := range []bool{false, true} {
+	for _, layout := range []string{layered, uniqueRack, random} {
 		for k := 1; k <= 4; k++ {
-			in := benchInput(unique)
+			in := benchInput(layout)
 			in.NumStandbyReplicas = k
-			name := fmt.Sprintf("120classes/standbys=%d", k)
-			if unique {
-				name = fmt.Sprintf("1000classes/standbys=%d", k)
-			}
-			b.Run(name, func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/standbys=%d", layout, k), func(b *testing.B) {
 				b.ReportAllocs()
 				cpu0 := cpuTime()
 				for b.Loop() {

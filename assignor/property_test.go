@@ -45,7 +45,7 @@ func randomInput(r *rand.Rand, maxClients, maxTasks int) Input {
 		all[i] = c
 	}
 	in := Input{
-		NumStandbyReplicas:      r.Intn(4),
+		NumStandbyReplicas:      r.Intn(5),
 		RackAwareAssignmentTags: append([]string(nil), dims...),
 		Tasks:                   r.Intn(maxTasks + 1),
 		AcceptableRecoveryLag:   []int64{0, 100, DefaultAcceptableRecoveryLag}[r.Intn(3)],

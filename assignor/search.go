@@ -45,6 +45,8 @@ type searcher struct {
 	sigs       int        // number of signatures
 	sigClasses [][]int32  // per signature: its classes, ascending
 	perSig     []int32    // scratch for order
+	buckets    []int32    // scratch for order: one per novelty pattern
+	bySig      []int32    // classes by signature, then class
 	order_     []ordered  // scratch for order
 	seenBase   [][]uint64 // per dimension: classes whose value is in the base
 	best       []int
@@ -113,6 +115,13 @@ func (s *searcher) signatures() {
 		s.sigClasses[id] = append(s.sigClasses[id], int32(k))
 	}
 	s.sigs = len(ids)
+	s.bySig = make([]int32, 0, s.K)
+	for _, cs := range s.sigClasses {
+		s.bySig = append(s.bySig, cs...)
+	}
+	if s.D <= 12 {
+		s.buckets = make([]int32, 1<<s.D)
+	}
 }
 
 // reset empties the base and sets the classes available to a task whose
@@ -350,25 +359,25 @@ func (s *searcher) done() bool {
 
 func (s *searcher) isAvail(q int32) bool { return s.avail[q/64]&(1<<(q%64)) != 0 }
 
-// ordered is a candidate class with its sort keys.
+// ordered is a candidate class with its sort key.
 type ordered struct {
 	novelty uint64
-	sig, q  int32
+	q       int32
 }
 
 // order returns the available classes that bring a new value to the current
 // base, the most novel first (lexicographically by which dimensions gain),
 // then by signature (so that mirror images are adjacent), then by class. Of
 // mirror images it keeps the first slots: a choice of at most slots classes
-// never needs more of them.
+// never needs more of them. A counting sort on novelty over the classes in
+// signature order does it in linear time (up to 12 dimensions).
 func (s *searcher) order(dst []int32, slots int) []int32 {
 	os := s.order_[:0]
 	if len(s.perSig) < s.sigs {
 		s.perSig = make([]int32, s.sigs)
 	}
 	clear(s.perSig)
-	for k := 0; k < s.K; k++ {
-		q := int32(k)
+	for _, q := range s.bySig {
 		if !s.isAvail(q) || s.perSig[s.sig[q]] >= int32(slots) {
 			continue
 		}
@@ -385,26 +394,43 @@ func (s *searcher) order(dst []int32, slots int) []int32 {
 			}
 		}
 		if gains {
-			os = append(os, ordered{novelty, s.sig[q], q})
+			os = append(os, ordered{novelty, q})
 			s.perSig[s.sig[q]]++
 		}
 	}
-	slices.SortFunc(os, func(a, b ordered) int {
-		switch {
-		case a.novelty != b.novelty:
+	s.order_ = os
+	dst = dst[:0]
+	if s.D > 12 {
+		slices.SortStableFunc(os, func(a, b ordered) int {
 			if a.novelty > b.novelty {
 				return -1
 			}
-			return 1
-		case a.sig != b.sig:
-			return int(a.sig - b.sig)
+			if a.novelty < b.novelty {
+				return 1
+			}
+			return 0
+		})
+		for _, o := range os {
+			dst = append(dst, o.q)
 		}
-		return int(a.q - b.q)
-	})
-	s.order_ = os
-	dst = dst[:0]
+		return dst
+	}
+	// Bucket start for novelty x, filled from the most novel down.
+	start := s.buckets
+	clear(start)
 	for _, o := range os {
-		dst = append(dst, o.q)
+		start[o.novelty]++
+	}
+	at := int32(0)
+	for x := len(start) - 1; x >= 0; x-- {
+		n := start[x]
+		start[x] = at
+		at += n
+	}
+	dst = slices.Grow(dst, len(os))[:len(os)]
+	for _, o := range os {
+		dst[start[o.novelty]] = o.q
+		start[o.novelty]++
 	}
 	return dst
 }

@@ -10,6 +10,9 @@ type allowedSet struct {
 	bits []uint64 // by signature
 	sigs []int32
 	skip []int32
+	// clients counts the clients of the allowed classes: when they are a
+	// good share of all, the lightest is found by walking all clients.
+	clients int
 }
 
 // has reports whether class q, of signature g, is allowed.
@@ -128,12 +131,7 @@ func (sp *standbyPlacer) rebalance() {
 				}
 				al := sp.allowedFor(t, sp.slots, j)
 				sp.excl = append(sp.excl, c)
-				best := int32(-1)
-				for _, g := range al.sigs {
-					if d := sp.heaps.lightest(g, sp.excl, al.skip, best); d >= 0 {
-						best = d
-					}
-				}
+				best := sp.heaps.lightestAllowed(al, sp.excl)
 				if best < 0 || !lessLoad(pl.replicas[best]+1, m.capa[best], pl.replicas[c], m.capa[c]) ||
 					m.lagOf(t, best) > m.lagOf(t, c) {
 					continue
@@ -201,6 +199,11 @@ func (pl *placement) allowed(s *searcher, base []int32, slots int, opt []int, ca
 		if ok {
 			al.bits[g/64] |= 1 << (g % 64)
 			al.sigs = append(al.sigs, g)
+			for _, q := range s.sigClasses[g] {
+				if padding || !contains(base, q) {
+					al.clients += len(s.m.classes[q])
+				}
+			}
 		}
 	}
 	// Keep the lists in the slab (a window each) rather than one allocation
@@ -261,12 +264,7 @@ func (pl *placement) pickStandby(t int, al *allowedSet, heaps *groupHeaps, excl 
 	if best >= 0 {
 		return best
 	}
-	for _, g := range al.sigs {
-		if c := heaps.lightest(g, excl, al.skip, best); c >= 0 {
-			best = c
-		}
-	}
-	if best >= 0 {
+	if best = heaps.lightestAllowed(al, excl); best >= 0 {
 		return best
 	}
 	// Unreachable when the allowed set is right; never leave a slot empty.
@@ -302,10 +300,11 @@ func contains(s []int32, x int32) bool {
 // eligible client of a group is found in a few steps.
 type groupHeaps struct {
 	pl    *placement
-	group []int32   // per class: its group
-	heap  [][]int32 // per group
-	pos   []int32   // per client: its index in its group's heap
-	front []int32   // scratch for lightest
+	all   *clientHeap // every client, for lightestAllowed
+	group []int32     // per class: its group
+	heap  [][]int32   // per group
+	pos   []int32     // per client: its index in its group's heap
+	front []int32     // scratch for lightest
 }
 
 func newGroupHeaps(pl *placement, group []int32, groups int) *groupHeaps {
@@ -330,16 +329,60 @@ func newGroupHeaps(pl *placement, group []int32, groups int) *groupHeaps {
 			h.down(hp, i)
 		}
 	}
+	h.all = newClientHeap(len(m.ids), pl.lighter)
 	return h
+}
+
+// lightestAllowed returns the least-loaded client of the allowed set not in
+// excl, or -1. It first walks the heap of all clients best-first, which
+// finds it in a few steps when much is allowed; after a bounded walk it
+// asks each allowed group instead.
+func (h *groupHeaps) lightestAllowed(al *allowedSet, excl []int32) int32 {
+	m := h.pl.m
+	hp := h.all.heap
+	front := h.front[:0]
+	if 4*al.clients >= len(hp) { // a quarter or more allowed: a few steps
+		front = append(front, 0)
+	}
+	for steps := 0; steps < 16 && len(front) > 0; steps++ {
+		bi := 0
+		for i := 1; i < len(front); i++ {
+			if h.pl.lighter(hp[front[i]], hp[front[bi]]) {
+				bi = i
+			}
+		}
+		at := front[bi]
+		if c := hp[at]; !contains(excl, c) && al.has(m.class[c], h.group[m.class[c]]) {
+			h.front = front[:0]
+			return c
+		}
+		front[bi] = front[len(front)-1]
+		front = front[:len(front)-1]
+		for _, ch := range [2]int32{2*at + 1, 2*at + 2} {
+			if int(ch) < len(hp) {
+				front = append(front, ch)
+			}
+		}
+	}
+	h.front = front[:0]
+	best := int32(-1)
+	for _, g := range al.sigs {
+		if c := h.lightest(g, excl, al.skip, best); c >= 0 {
+			best = c
+		}
+	}
+	return best
 }
 
 // raised restores the heap order after client c's load grew.
 func (h *groupHeaps) raised(c int32) {
 	h.down(h.heap[h.group[h.pl.m.class[c]]], int(h.pos[c]))
+	h.all.raised(c)
 }
 
 // lowered restores the heap order after client c's load shrank.
 func (h *groupHeaps) lowered(c int32) {
+	h.all.lowered(c)
 	hp := h.heap[h.group[h.pl.m.class[c]]]
 	for i := int(h.pos[c]); i > 0; {
 		p := (i - 1) / 2
