@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // BenchmarkLookup is the loopback load test: HTTP key lookups answered by
 // the local active ("local") and forwarded one hop to the owner
-// ("forwarded"), from 8 concurrent Go clients over keep-alive connections.
+// ("forwarded"), from 1 and 8 concurrent Go clients over keep-alive
+// connections.
 // It reports lookups/s and p50/p99 latency. Bound it in count and time:
 //
 //	go test -run '^$' -bench BenchmarkLookup -benchtime 20000x -count 1 ./processor/query/
@@ -29,9 +32,10 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	}
 	for _, bc := range []struct {
-		name string
-		keys [][]byte
-	}{{"local", local}, {"forwarded", remote}} {
+		name    string
+		keys    [][]byte
+		clients int
+	}{{"local/clients=1", local, 1}, {"local/clients=8", local, 8}, {"forwarded/clients=1", remote, 1}, {"forwarded/clients=8", remote, 8}} {
 		b.Run(bc.name, func(b *testing.B) {
 			paths := make([]string, len(bc.keys))
 			for i, k := range bc.keys {
@@ -43,8 +47,14 @@ func BenchmarkLookup(b *testing.B) {
 				mu  sync.Mutex
 				lat []time.Duration
 			)
-			b.SetParallelism(4) // 4 x GOMAXPROCS clients
+			// RunParallel starts parallelism x GOMAXPROCS goroutines.
+			b.SetParallelism(max(1, bc.clients/runtime.GOMAXPROCS(0)))
+			if bc.clients == 1 {
+				runtime.GOMAXPROCS(1)
+				defer runtime.GOMAXPROCS(runtime.NumCPU())
+			}
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				mine := make([]time.Duration, 0, 1024)
@@ -70,6 +80,7 @@ func BenchmarkLookup(b *testing.B) {
 				mu.Unlock()
 			})
 			elapsed := time.Since(start)
+			cpu := cpuTime() - cpu0
 			b.StopTimer()
 			if len(lat) == 0 {
 				return
@@ -78,6 +89,18 @@ func BenchmarkLookup(b *testing.B) {
 			b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "lookups/s")
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			// CPU of the process (clients and servers) per lookup: what a
+			// lookup costs, whatever else the machine is running.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/op")
 		})
 	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
