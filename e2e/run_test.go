@@ -119,7 +119,7 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 			}
 		}
 		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
+			t.Error(err) // may run on a goroutine: no Fatal
 		}
 	}
 	// allAt reports whether every key reads want on instance at.
@@ -170,13 +170,28 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 			victim, most = in, n
 		}
 	}
+	// The kill lands mid-stream: a few sequence numbers after the first
+	// phase are in, the rest follow while the group notices.
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for seq := runSeqPhase + 1; seq <= 2*runSeqPhase; seq++ {
+			produce(seq, seq)
+		}
+	}()
+	kafkatest.Eventually(t, time.Minute, "the second phase under way", func() bool {
+		var ans keyAnswer
+		code, _ := getJSON("http://"+victim.http+"/v1/stores/latest/keys/"+key, &ans)
+		n, _ := strconv.Atoi(string(ans.Value))
+		return code == 200 && n > runSeqPhase+2
+	})
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-victim.done
 	killedAt := time.Now()
-	t.Logf("killed %s (%s), active for %d tasks", victim.name, victim.id, most)
-	produce(runSeqPhase+1, 2*runSeqPhase)
+	t.Logf("killed %s (%s) mid-stream, active for %d tasks", victim.name, victim.id, most)
+	<-produced
 
 	var survivors []*runInstance
 	for _, in := range ins {
