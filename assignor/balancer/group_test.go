@@ -50,7 +50,7 @@ type group struct {
 	members    map[string]*member
 	gens       map[int32]map[string][]int32 // generation -> process -> active tasks
 	leaves     map[string]bool              // member ids whose LeaveGroup reached kfake
-	commits    map[string]bool // member ids whose OffsetCommit reached kfake
+	commits    map[string]bool              // member ids whose OffsetCommit reached kfake
 }
 
 type member struct {
