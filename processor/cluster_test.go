@@ -196,6 +196,16 @@ func (d *cutDialer) Cut() {
 	}
 }
 
+// Heal lets the dialer connect again.
+func (d *cutDialer) Heal() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.conns = nil
+	d.cut.Store(false)
+}
+
+func kgoDialer(d *cutDialer) kgo.Opt { return kgo.Dialer(d.dial) }
+
 type cutConn struct {
 	net.Conn
 	d *cutDialer

@@ -85,6 +85,12 @@ type Options struct {
 	// MaxRebuildBackoff [30s].
 	RebuildBackoff    time.Duration
 	MaxRebuildBackoff time.Duration
+	// TopologyCheckInterval is how often the partition counts of the inputs
+	// and changelogs are checked while running [30s]. A count that changed
+	// stops every task and makes the instance not ready, naming the topics
+	// and counts: keys would map to other partitions, so processing on is
+	// never right.
+	TopologyCheckInterval time.Duration
 	// MaxPollRecords bounds the records taken per poll [10000].
 	MaxPollRecords int
 	// TaskQueue is how many fetched batches may wait per task [64].
@@ -130,6 +136,9 @@ func (o Options) withDefaults(appID string) Options {
 	}
 	if o.MaxRebuildBackoff <= 0 {
 		o.MaxRebuildBackoff = 30 * time.Second
+	}
+	if o.TopologyCheckInterval <= 0 {
+		o.TopologyCheckInterval = 30 * time.Second
 	}
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +42,7 @@ type session struct {
 	assigned    bool                  // an assignment arrived
 	closing     bool                  // graceful shutdown: revoked tasks close
 	broken      error                 // set when the session must end; revokes then drop
+	topoErr     error                 // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
 
 	commitMu sync.Mutex // one commit at a time
@@ -120,6 +122,11 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		defer close(commitDone)
 		s.commitLoop()
 	}()
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		s.watchTopology()
+	}()
 	err = s.poll(ctx)
 	if ctx.Err() != nil {
 		s.mu.Lock()
@@ -132,6 +139,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	s.closeClient()
 	cancel()
 	<-commitDone
+	<-watchDone
 	s.closeAll()
 	return err
 }
@@ -257,6 +265,58 @@ func (s *session) dispatch(p kgo.FetchTopicPartition) {
 	case t.queue <- p:
 	case <-t.done:
 	}
+}
+
+// watchTopology checks the partition counts of the inputs and changelogs
+// every TopologyCheckInterval. When one changed, it commits and stops every
+// task, pauses the inputs and keeps the instance not ready with the counts:
+// a silent re-map of keys to tasks would split their state.
+func (s *session) watchTopology() {
+	tick := time.NewTicker(s.r.opts.TopologyCheckInterval)
+	defer tick.Stop()
+	adm := kadm.NewClient(s.cl)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.TopologyCheckInterval)
+		n, err := CheckTopology(ctx, adm, s.r.topo)
+		cancel()
+		var pce *PartitionCountError
+		switch {
+		case err == nil && n == s.n:
+			continue
+		case err == nil:
+			err = fmt.Errorf("topology %s: partition count changed from %d to %d while running", s.r.topo.appID, s.n, n)
+		case !errors.As(err, &pce):
+			s.log.Warn("checking partition counts", "err", err)
+			continue
+		}
+		s.stopForTopology(err)
+		return
+	}
+}
+
+func (s *session) stopForTopology(err error) {
+	s.mu.Lock()
+	s.topoErr = err
+	tasks := slices.Collect(maps.Values(s.active))
+	clear(s.active)
+	s.mu.Unlock()
+	s.log.Error("partition counts changed: stopping every task; restart once the topics are consistent again", "err", err)
+	s.cl.PauseFetchTopics(s.r.topo.InputTopics()...)
+	for _, t := range tasks {
+		t.stop()
+	}
+	if cerr := s.commit(s.ctx, tasks); cerr != nil {
+		s.log.Error("commit before stopping for the topology", "err", cerr)
+	}
+	for _, t := range tasks {
+		t.drop()
+	}
+	s.updateTaskGauges()
 }
 
 func (s *session) commitLoop() {
@@ -457,8 +517,8 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 		cl.PauseFetchPartitions(s.partitionsOf(newTasks))
 	}
 	for _, id := range newTasks {
-		if s.active[id] != nil {
-			continue
+		if s.active[id] != nil || s.topoErr != nil {
+			continue // with a broken topology the partitions stay paused
 		}
 		t := newTask(s, id)
 		if st := s.standby[id]; st != nil {
@@ -592,6 +652,7 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	s.mu.Lock()
 	s.revokeStart = time.Now()
+	s.assigned = false // not ready until the next assignment
 	var tasks []*task
 	for _, id := range tasksOf(lost) {
 		if t := s.active[id]; t != nil {
@@ -633,6 +694,9 @@ func (s *session) readiness() (bool, string) {
 	defer s.mu.Unlock()
 	if s.broken != nil {
 		return false, "rebuilding the Kafka client: " + s.broken.Error()
+	}
+	if s.topoErr != nil {
+		return false, s.topoErr.Error()
 	}
 	if !s.assigned {
 		return false, "joining the group"

@@ -1,0 +1,199 @@
+package processor_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
+)
+
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func TestRuntimeStopsAndIsNotReadyWhenAPartitionCountChanges(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 4)
+	o := a.options(t, "solo", "a")
+	o.TopologyCheckInterval = 100 * time.Millisecond
+	in := a.start(t, "solo", o)
+	a.produce(t, 400, 20, 0)
+	a.waitCommitted(t, time.Minute)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Admin().CreatePartitions(ctx, 2, a.input)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("add partitions to %s: %v", a.input, err)
+	}
+	var reason string
+	kafkatest.Eventually(t, time.Minute, "not ready after the input grew", func() bool {
+		var ok bool
+		ok, reason = in.rt.Ready()
+		return !ok && strings.Contains(reason, "partition counts differ")
+	})
+	for _, want := range []string{a.input + "=6", a.appID + "-counts-changelog=4"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not name %q", reason, want)
+		}
+	}
+	kafkatest.Eventually(t, time.Minute, "every task stopped", func() bool {
+		for task := int32(0); task < 4; task++ {
+			if r, ok := in.rt.Replica(task); ok && r.Role.String() == "active" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestRuntimeErrorPolicyFailStopsTheTaskAndReportsNotReady(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 1)
+	o := a.options(t, "solo", "a")
+	o.ErrorPolicy = processor.PolicyFail
+	in := a.start(t, "solo", o)
+	a.produce(t, 10, 2, 5) // records 4 and 9 are poison
+	var reason string
+	kafkatest.Eventually(t, time.Minute, "not ready after a poison record", func() bool {
+		var ok bool
+		ok, reason = in.rt.Ready()
+		return !ok && strings.Contains(reason, "poison record")
+	})
+	if !strings.Contains(reason, a.input+"/0@4 (decode-value)") {
+		t.Errorf("reason %q does not say which record", reason)
+	}
+	if n := counterValue(t, in.reg, "rackstream_task_failures_total"); n != 1 {
+		t.Errorf("task failures %v, want 1", n)
+	}
+	// Nothing past the poison record was processed, and its offset was
+	// not committed.
+	if missing, _ := a.missing(); missing != 4 {
+		t.Errorf("%d valid records unhandled, want the 4 after the poison record", missing)
+	}
+}
+
+// A produce that fails for good (here an INVALID_RECORD the broker returns
+// once for the output) ends the client's session: the runtime rebuilds the
+// client and reprocesses from the last commit, losing nothing.
+func TestRuntimeRebuildsTheClientAfterAFatalProduceErrorAndLosesNothing(t *testing.T) {
+	c := kafkatest.New(t)
+	if c.Fake == nil {
+		t.Skip("injecting a broker error needs kfake's control hooks; the real-broker fault test is the unreachable broker below")
+	}
+	a := newCountApp(t, c, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	details, err := c.Admin().ListTopics(ctx, a.output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputID := details[a.output].ID // Produce v13+ names topics by id
+	var injected atomic.Int32
+	c.Fake.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.Fake.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		hasOutput := false
+		for _, tp := range pr.Topics {
+			if tp.Topic == a.output || tp.TopicID == outputID {
+				hasOutput = true
+			}
+		}
+		if !hasOutput || injected.Load() > 0 {
+			return nil, nil, false
+		}
+		injected.Add(1)
+		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+		for _, tp := range pr.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.InvalidRecord.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	o := a.options(t, "solo", "a")
+	o.RebuildBackoff = 50 * time.Millisecond
+	in := a.start(t, "solo", o)
+	a.produce(t, 3000, 30, 0)
+	a.waitCommitted(t, 2*time.Minute)
+	if injected.Load() == 0 {
+		t.Fatal("no produce error was injected")
+	}
+	if n := counterValue(t, in.reg, "rackstream_client_rebuilds_total"); n < 1 {
+		t.Errorf("client rebuilds %v, want at least 1", n)
+	}
+	in.stop(t)
+	a.checkCounts(t, false)
+}
+
+// An unreachable broker (every connection of the instance cut for longer
+// than its session) stalls processing; when the broker is back, the
+// instance rejoins, restores from its checkpoints and goes on: nothing lost.
+func TestRuntimeStallsWhileTheBrokerIsUnreachableAndResumesLosingNothing(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 3)
+	d := &cutDialer{}
+	o := a.options(t, "solo", "a")
+	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.RebuildBackoff = 50 * time.Millisecond
+	in := a.start(t, "solo", o)
+	a.produce(t, 3000, 30, 0)
+	a.waitCommitted(t, 2*time.Minute)
+
+	d.Cut()
+	a.produce(t, 3000, 30, 0)
+	kafkatest.Eventually(t, time.Minute, "not ready while the broker is unreachable", func() bool {
+		ok, _ := in.rt.Ready()
+		return !ok
+	})
+	// Down for a while: long enough for the group to expire the member.
+	adm := c.Admin()
+	kafkatest.Eventually(t, time.Minute, "the broker expired the unreachable member", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		gs, err := adm.DescribeGroups(ctx, a.appID)
+		if err != nil {
+			return false
+		}
+		g, ok := gs[a.appID]
+		return ok && g.Err == nil && len(g.Members) == 0
+	})
+	if missing, _ := a.missing(); missing == 0 {
+		t.Fatal("records produced while the broker was unreachable were processed")
+	}
+	d.Heal()
+	a.waitCommitted(t, 2*time.Minute)
+	kafkatest.Eventually(t, time.Minute, "ready again", func() bool { ok, _ := in.rt.Ready(); return ok })
+	in.stop(t)
+	a.checkCounts(t, false)
+}
