@@ -436,3 +436,30 @@ func TestRejectsLeadersGarbage(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartedInstanceWaitsWhileItsOldMemberLingers(t *testing.T) {
+	o := newOffsets()
+	s := sixMembers(t, 12, o)
+	s.settle("m0", 3)
+	before := checkPlacement(t, s, 12)
+	// p2 restarts before the coordinator evicts its old member m2: the new
+	// member joins with the same process id.
+	s.add("m2b", simSettings("p2", zoneCluster(2), o))
+	if revoked := s.round("m0"); len(revoked) != 0 {
+		t.Fatalf("the duplicate process id revoked %v", revoked)
+	}
+	if n := len(s.member("m2b").owned[simInput]); n != 0 {
+		t.Fatalf("the restarted instance got %d partitions while its old member lingers", n)
+	}
+	if !reflect.DeepEqual(s.member("m0").b.Placement().Tasks, before.Tasks) {
+		t.Fatal("the duplicate changed the placement")
+	}
+	// The old member is evicted: its tasks, orphaned, go to the least
+	// loaded member, the restarted p2.
+	s.remove("m2")
+	s.settle("m0", 3)
+	after := checkPlacement(t, s, 12)
+	if got, want := tasksOf(after, "p2"), tasksOf(before, "p2"); !slices.Equal(got, want) {
+		t.Fatalf("p2 has tasks %v after its restart, want its old %v", got, want)
+	}
+}
