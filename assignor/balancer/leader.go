@@ -19,6 +19,11 @@ import (
 // counted generously when deciding whether the placement fits inline.
 const memberOverheadBytes = 256
 
+// brokerGroupRecordBytes is the broker's default limit on one generation's
+// group-metadata record: __consumer_offsets' max.message.bytes, 1048588
+// (calibrated in bench/balancer.md).
+const brokerGroupRecordBytes = 1048588
+
 // memberState is the leader's reading of one member's join metadata.
 type memberState struct {
 	id     string
@@ -330,6 +335,11 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 		}
 	}
 	b.lastGenBytes.Store(int64(total))
+	if total > brokerGroupRecordBytes*9/10 {
+		b.log.Error("this generation's subscriptions and assignments approach the broker's group-metadata record limit; "+
+			"SyncGroup will fail with UNKNOWN_SERVER_ERROR beyond it (raise __consumer_offsets max.message.bytes or shrink the group)",
+			"generation", generation, "bytes", total, "limit", brokerGroupRecordBytes, "members", len(g.order))
+	}
 	return out, nil
 }
 
