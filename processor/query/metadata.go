@@ -151,9 +151,8 @@ func (s *Server) metadata(w *statusWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := s.rt.Placement()
-	if p == nil {
-		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+	p, ok := s.placement(w)
+	if !ok {
 		return
 	}
 	doc := s.placementDoc(p)

@@ -87,9 +87,19 @@ type Store struct {
 	Render func(value []byte) (any, error)
 }
 
+// StoreReplica adapts one store of a local task as a Replica, given the
+// task's role as the runtime reports it (a snapshot taken when the request
+// arrived). The runtime can implement Runtime.Replica with it.
+func StoreReplica(role state.Role, s *state.Store) Replica {
+	if s == nil {
+		return nil
+	}
+	return stateReplica{role: role, s: s}
+}
+
 // StateReplica adapts the store named store of a state.Task as a Replica,
-// or returns nil when t is nil or has no such store. The runtime can
-// implement Runtime.Replica with it:
+// or returns nil when t is nil or has no such store. A task with a storage
+// error answers nothing.
 //
 //	func (r *runtime) Replica(store string, task int32) query.Replica {
 //		return query.StateReplica(r.states.Task(task), store)
@@ -102,28 +112,32 @@ func StateReplica(t *state.Task, store string) Replica {
 	if s == nil {
 		return nil
 	}
-	return stateReplica{t: t, s: s}
+	return stateReplica{role: t.Role(), s: s, t: t}
 }
 
 type stateReplica struct {
-	t *state.Task
-	s *state.Store
+	role state.Role
+	s    *state.Store
+	t    *state.Task // when set, its error makes the replica idle
 }
 
 func (r stateReplica) Status() ReplicaStatus {
-	st := ReplicaStatus{Store: r.s.Name(), Task: r.t.ID(), Lag: r.s.Lag(), Position: r.s.Checkpoint()}
-	role := r.t.Role()
-	switch err := r.t.Err(); {
+	st := ReplicaStatus{Store: r.s.Name(), Task: r.s.Task(), Lag: r.s.Lag(), Position: r.s.Checkpoint()}
+	var err error
+	if r.t != nil {
+		err = r.t.Err()
+	}
+	switch {
 	case err != nil:
 		st.Role, st.Reason = RoleIdle, err.Error()
-	case role == state.RoleActive:
+	case r.role == state.RoleActive:
 		st.Role = RoleActive
-	case role == state.RoleStandby:
+	case r.role == state.RoleStandby:
 		st.Role = RoleStandby
-	case role == state.RoleRestoring:
+	case r.role == state.RoleRestoring:
 		st.Role, st.Reason = RoleRestoring, "restoring from the changelog"
 	default:
-		st.Role, st.Reason = RoleIdle, "task is "+role.String()
+		st.Role, st.Reason = RoleIdle, "task is "+r.role.String()
 	}
 	return st
 }
@@ -151,7 +165,7 @@ func StateReplicas(m *state.Manager, tasks int32) []ReplicaStatus {
 			continue
 		}
 		for _, s := range t.Stores() {
-			out = append(out, stateReplica{t: t, s: s}.Status())
+			out = append(out, stateReplica{role: t.Role(), s: s, t: t}.Status())
 		}
 	}
 	return out

@@ -62,9 +62,8 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 		s.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := s.rt.Placement()
-	if p == nil || len(p.Tasks) == 0 {
-		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+	p, ok := s.placement(w)
+	if !ok {
 		return
 	}
 	tasks := req.tasks

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -135,6 +137,7 @@ type Server struct {
 	forwards   chan struct{} // a slot per forward in flight
 	retryAfter string
 	token      []byte
+	tokenSum   [sha256.Size]byte
 	srv        *http.Server
 }
 
@@ -176,6 +179,7 @@ func New(opts Options) (*Server, error) {
 	s.storeNames = strings.Join(names, ", ")
 	if opts.AuthToken != "" {
 		s.token = []byte("Bearer " + opts.AuthToken)
+		s.tokenSum = sha256.Sum256(s.token)
 	}
 	var err error
 	if s.met, err = newMetrics(opts.Registerer); err != nil {
@@ -290,14 +294,15 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
 	}
 }
 
-// authorized compares the token in constant time (for equal lengths:
-// subtle's compare returns early on a length mismatch, which reveals only
-// the length).
+// authorized compares the token in constant time. It compares digests:
+// subtle.ConstantTimeCompare returns at once on a length mismatch, which
+// would reveal the token's length.
 func (s *Server) authorized(r *http.Request) bool {
 	if s.token == nil {
 		return true
 	}
-	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), s.token) == 1
+	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
 }
 
 func (s *Server) readyz(w *statusWriter) {
@@ -320,6 +325,16 @@ func (s *Server) store(w *statusWriter, name string) (Store, bool) {
 		s.fail(w, http.StatusNotFound, fmt.Sprintf("unknown store %q (stores: %s)", name, known))
 	}
 	return st, ok
+}
+
+// placement returns the current placement or answers 503.
+func (s *Server) placement(w *statusWriter) (*balancer.Placement, bool) {
+	p := s.rt.Placement()
+	if p == nil || len(p.Tasks) == 0 {
+		s.fail(w, http.StatusServiceUnavailable, "no placement yet: this instance has not joined its group")
+		return nil, false
+	}
+	return p, true
 }
 
 // fail answers a JSON error; 503s carry Retry-After.
