@@ -50,6 +50,7 @@ type Balancer struct {
 	probedDeadline int64           // the deadline we already probed for
 	unread         *AssignmentData // the current assignment, while its published placement is unread
 	retryAt        time.Time       // leader: rebalance again at this time (end offsets failed)
+	endFailStreak  int             // leader: consecutive plans made without end offsets
 	loopStop       chan struct{}
 	loopDone       chan struct{}
 }

@@ -210,13 +210,19 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndOffsetsTimeout)
 	ends, endErr := b.endOffsets(ctx)
 	cancel()
+	b.mu.Lock()
 	if endErr != nil {
+		// Retry with a backoff: a changelog that does not exist yet must
+		// not make the group rebalance every second.
+		b.endFailStreak++
+		wait := min(time.Second<<min(b.endFailStreak-1, 6), time.Minute)
+		b.retryAt = time.Now().Add(wait)
 		b.endOffsetFailures.Add(1)
-		b.log.Warn("cannot fetch changelog end offsets; keeping the previous placement and retrying", "err", endErr)
-		b.mu.Lock()
-		b.retryAt = time.Now().Add(time.Second)
-		b.mu.Unlock()
+		b.log.Warn("cannot fetch changelog end offsets; keeping the previous placement and retrying", "in", wait, "err", endErr)
+	} else {
+		b.endFailStreak = 0
 	}
+	b.mu.Unlock()
 
 	in := g.input(subs, numTasks, ends, endErr == nil)
 	plan, err := s.assign(in)
@@ -243,10 +249,21 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	bp.AdjustCooperative(cb)
 	held := make(map[int]bool) // tasks in transit
 	asMap := bp.AsMemberIDMap()
+	assignedTo := make(map[string]map[int32]string, len(s.InputTopics)) // topic -> partition -> member id
+	for mid, ts := range asMap {
+		for t, ps := range ts {
+			if assignedTo[t] == nil {
+				assignedTo[t] = make(map[int32]string)
+			}
+			for _, p := range ps {
+				assignedTo[t][p] = mid
+			}
+		}
+	}
 	for _, tp := range plan.Tasks {
 		mid := memberOf[tp.Active]
 		for _, t := range s.InputTopics {
-			if int32(tp.Task) < topics[t] && !slices.Contains(asMap[mid][t], int32(tp.Task)) {
+			if int32(tp.Task) < topics[t] && assignedTo[t][int32(tp.Task)] != mid {
 				held[tp.Task] = true
 			}
 		}

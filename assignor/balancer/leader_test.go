@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -382,6 +383,21 @@ func TestEndOffsetFailureKeepsThePreviousPlacement(t *testing.T) {
 	b.mu.Unlock()
 	if !retry {
 		t.Fatal("no retry scheduled")
+	}
+	// Failures in a row back off, so that a missing changelog does not make
+	// the group rebalance every second.
+	s.round("m0")
+	s.round("m0")
+	b.mu.Lock()
+	wait := time.Until(b.retryAt)
+	b.mu.Unlock()
+	if wait < 3*time.Second {
+		t.Fatalf("after three failures in a row the retry comes in %v, want a backoff of 4 s", wait)
+	}
+	o.setFail(false)
+	s.round("m0")
+	if b.endFailStreak != 0 {
+		t.Fatal("a success did not reset the backoff")
 	}
 }
 
