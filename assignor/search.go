@@ -9,7 +9,7 @@ import (
 // identical rack-aware tag tuples: clients of one class are interchangeable
 // for spread, so a task's best standbys are a choice of classes, not of
 // clients. The search is a branch and bound over distinct classes (a class
-// chosen twice adds nothing) with two cuts:
+// chosen twice adds nothing) with three cuts:
 //
 //   - the bound: from a partial choice with s slots left, dimension d can
 //     reach at most min(distinct values of d so far + s, values of d among
@@ -17,7 +17,9 @@ import (
 //     best (or, when testing reachability, is below the target) is skipped;
 //   - the last slot is exact without branching: the best single class is
 //     found by narrowing a bitset of classes dimension by dimension, keeping
-//     those that bring a new value while any does.
+//     those that bring a new value while any does;
+//   - mirror images: of classes that differ only in values no other class
+//     has, one is tried per node (see signatures).
 //
 // With s standbys per task and K classes the work is O(K^(s-1)) bitset steps
 // in the worst case, and far less in practice since most subtrees are cut.
@@ -47,7 +49,7 @@ type searcher struct {
 	perSig     []int32    // scratch for order
 	buckets    []int32    // scratch for order: one per novelty pattern
 	bySig      []int32    // classes by signature, then class
-	order_     []ordered  // scratch for order
+	orderBuf   []ordered  // scratch for order
 	seenBase   [][]uint64 // per dimension: classes whose value is in the base
 	best       []int
 	opt        []int
@@ -372,7 +374,7 @@ type ordered struct {
 // never needs more of them. A counting sort on novelty over the classes in
 // signature order does it in linear time (up to 12 dimensions).
 func (s *searcher) order(dst []int32, slots int) []int32 {
-	os := s.order_[:0]
+	os := s.orderBuf[:0]
 	if len(s.perSig) < s.sigs {
 		s.perSig = make([]int32, s.sigs)
 	}
@@ -398,7 +400,7 @@ func (s *searcher) order(dst []int32, slots int) []int32 {
 			s.perSig[s.sig[q]]++
 		}
 	}
-	s.order_ = os
+	s.orderBuf = os
 	dst = dst[:0]
 	if s.D > 12 {
 		slices.SortStableFunc(os, func(a, b ordered) int {
