@@ -25,18 +25,7 @@ func TestForwardsBeyondTheLimitAre503(t *testing.T) {
 	defer slow.Close()
 
 	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.MaxForwards = 1 }})
-	c.nodes[0].rt.mu.Lock()
-	p := *c.p
-	p.Members = append(p.Members[:0:0], p.Members...)
-	p.Members[1].Endpoint = ln.Addr().String()
-	c.nodes[0].rt.p = &p
-	c.nodes[0].rt.mu.Unlock()
-	var key []byte
-	for _, k := range keysPerTask(c.tasks, 1) {
-		if c.owner(k).id == "n2" {
-			key = k
-		}
-	}
+	key := c.repoint(c.nodes[0], 1, ln.Addr().String())
 	first := make(chan answer, 1)
 	go func() { first <- c.get(c.nodes[0], keyPath(storeCounts, key)) }()
 	kafkatest.Eventually(t, 10*time.Second, "first forward in flight", func() bool {
@@ -73,20 +62,27 @@ func TestForwardTimeoutBoundsASilentOwner(t *testing.T) {
 	}
 	defer ln.Close()
 	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.ForwardTimeout = 200 * time.Millisecond }})
-	c.nodes[0].rt.mu.Lock()
-	p := *c.p
-	p.Members = append(p.Members[:0:0], p.Members...)
-	p.Members[1].Endpoint = ln.Addr().String()
-	c.nodes[0].rt.p = &p
-	c.nodes[0].rt.mu.Unlock()
-	var key []byte
-	for _, k := range keysPerTask(c.tasks, 1) {
-		if c.owner(k).id == "n2" {
-			key = k
-		}
-	}
+	key := c.repoint(c.nodes[0], 1, ln.Addr().String())
 	a := c.get(c.nodes[0], keyPath(storeCounts, key))
 	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "forward to n2") || !strings.Contains(a.errMsg(), "timeout") {
 		t.Errorf("%s", a)
 	}
+}
+
+// repoint makes n see member at endpoint, and returns a key whose task
+// that member owns.
+func (c *cluster) repoint(n *node, member int, endpoint string) []byte {
+	n.rt.mu.Lock()
+	p := *c.p
+	p.Members = append(p.Members[:0:0], p.Members...)
+	p.Members[member].Endpoint = endpoint
+	n.rt.p = &p
+	n.rt.mu.Unlock()
+	for _, k := range keysPerTask(c.tasks, 1) {
+		if c.owner(k) == c.nodes[member] {
+			return k
+		}
+	}
+	c.t.Fatalf("member %d owns no task", member)
+	return nil
 }

@@ -208,19 +208,28 @@ func New(opts Options) (*Server, error) {
 		// A peer's redirect is not followed: the answer is relayed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	s.srv = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: opts.ReadHeaderTimeout,
-		ReadTimeout:       opts.ReadTimeout,
-		WriteTimeout:      opts.WriteTimeout,
-		IdleTimeout:       opts.IdleTimeout,
-		MaxHeaderBytes:    opts.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
-	}
-	if opts.TLS != nil {
-		s.srv.TLSConfig = opts.TLS.Clone()
-	}
+	s.srv = s.HTTPServer(s)
 	return s, nil
+}
+
+// HTTPServer returns an http.Server for h with the server's limits
+// (timeouts, header size) and TLS config: for a caller that mounts the
+// query server inside a handler of its own (h wraps s) and serves it
+// itself. Serve it with ServeTLS(l, "", "") when TLSConfig is set.
+func (s *Server) HTTPServer(h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if s.opts.TLS != nil {
+		srv.TLSConfig = s.opts.TLS.Clone()
+	}
+	return srv
 }
 
 // Serve serves HTTP (HTTPS with Options.TLS) on l with the configured
