@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/builtin"
 	"github.com/rackstream/rackstream/processor/partition"
@@ -77,6 +78,7 @@ type Options struct {
 type Instance struct {
 	cfg      *config.Config
 	log      *slog.Logger
+	check    []kgo.Opt // the admin client's options, for the start-up check
 	rt       *processor.Runtime
 	qs       *query.Server
 	srv      *http.Server
@@ -136,6 +138,10 @@ func New(opts Options) (*Instance, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 
+	kc, err := kclient.New(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
 	ln := opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
@@ -157,7 +163,7 @@ func New(opts Options) (*Instance, error) {
 	}
 	rt, err := processor.NewRuntime(topo, processor.Options{
 		Brokers:    cfg.BootstrapServers,
-		ClientOpts: append(clientOpts(cfg), opts.ClientOpts...),
+		ClientOpts: kc.Opts(kclient.RoleGroup, opts.ClientOpts...),
 		StateDir:   cfg.StateDir,
 		LevelDB: state.LevelDBOptions{
 			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
@@ -225,6 +231,7 @@ func New(opts Options) (*Instance, error) {
 	return &Instance{
 		cfg:      cfg,
 		log:      log,
+		check:    kc.Opts(kclient.RoleAdmin, opts.ClientOpts...),
 		rt:       rt,
 		qs:       qs,
 		srv:      srv,
@@ -234,21 +241,6 @@ func New(opts Options) (*Instance, error) {
 		stores:   names,
 		abort:    make(chan struct{}),
 	}, nil
-}
-
-// clientOpts are the Kafka client options the configuration implies beyond
-// the seed brokers (which the runtime adds): the client rack (KIP-392) and
-// acks=all.
-//
-// TODO: build these with internal/kclient (SASL, TLS, client ids) once it
-// is committed; until then security settings other than PLAINTEXT are
-// refused by Run's check below.
-func clientOpts(cfg *config.Config) []kgo.Opt {
-	opts := []kgo.Opt{kgo.ClientID(cfg.ApplicationID), kgo.RequiredAcks(kgo.AllISRAcks())}
-	if rack := cfg.ClientRack(); rack != "" {
-		opts = append(opts, kgo.Rack(rack))
-	}
-	return opts
 }
 
 // bloomBits maps state.leveldb.bloom.bits (0 = no filter) to state's
@@ -315,9 +307,14 @@ func (in *Instance) Run(ctx context.Context) error {
 }
 
 func (in *Instance) run(ctx context.Context) error {
-	if in.cfg.Security.Protocol != "" && in.cfg.Security.Protocol != config.Plaintext {
+	// A wrong address, TLS or SASL setting is one clear error now rather
+	// than clients retrying in the background.
+	if err := kclient.Check(ctx, in.check); err != nil {
 		in.ln.Close()
-		return fmt.Errorf("service: security.protocol=%s is not wired into this build's Kafka clients yet", in.cfg.Security.Protocol)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("service: kafka: %w", err)
 	}
 	rctx, cancelRuntime := context.WithCancel(context.Background())
 	defer cancelRuntime()
