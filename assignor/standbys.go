@@ -37,10 +37,10 @@ func (pl *placement) placeStandbys() {
 	if slots <= 0 || m.numTasks == 0 {
 		return
 	}
-	sp := &standbyPlacer{pl: pl, slots: slots, s: newSearcher(m), heaps: nil,
+	s := newSearcher(m)
+	sp := &standbyPlacer{pl: pl, slots: slots, s: s, heaps: newGroupHeaps(pl, s.sig, s.sigs),
 		opts: make(map[int32][]int), cache: make(map[string]*allowedSet),
 		base: make([]int32, 0, 1+slots), excl: make([]int32, 0, 1+slots)}
-	sp.heaps = newGroupHeaps(pl, sp.s.sig, sp.s.sigs)
 	k := pl.k
 	for r := 0; r < slots; r++ {
 		for t := 0; t < m.numTasks; t++ {
@@ -112,15 +112,18 @@ func (sp *standbyPlacer) allowedFor(t, upto, skip int) *allowedSet {
 func (sp *standbyPlacer) rebalance() {
 	pl, m := sp.pl, sp.pl.m
 	k := pl.k
-	// recv is the client that could take one more replica with the least
-	// load after it: a slot whose client is not heavier than that stays. It
-	// goes stale (too light) as receivers fill up, which only costs checks.
-	recv := int32(0)
-	for c := int32(1); c < int32(len(m.ids)); c++ {
-		if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
-			recv = c
+	// recv is the client with the least load after taking one more
+	// replica: a slot whose client is not heavier than that stays.
+	lightest := func() int32 {
+		recv := int32(0)
+		for c := int32(1); c < int32(len(m.ids)); c++ {
+			if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
+				recv = c
+			}
 		}
+		return recv
 	}
+	recv := lightest()
 	for pass := 0; pass < 4; pass++ {
 		moved := false
 		for t := 0; t < m.numTasks; t++ {
@@ -143,7 +146,9 @@ func (sp *standbyPlacer) rebalance() {
 				pl.replicas[best]++
 				sp.heaps.raised(best)
 				sp.heaps.lowered(c)
-				if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
+				if best == recv {
+					recv = lightest()
+				} else if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
 					recv = c
 				}
 				moved = true
