@@ -401,6 +401,19 @@ func (b *Balancer) loop(stop, done chan struct{}) {
 	}
 }
 
+// stoppable returns a context that ends after timeout or when stop closes.
+func stoppable(stop <-chan struct{}, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // retryRead tries again to read a published placement the member could not
 // read when its assignment arrived.
 func (b *Balancer) retryRead(stop chan struct{}) {
@@ -410,15 +423,8 @@ func (b *Balancer) retryRead(stop chan struct{}) {
 	if a == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := stoppable(stop, b.s.readTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	p, err := b.readPlacement(ctx, a)
 	if err != nil {
 		b.log.Warn("still cannot read the published placement", "generation", a.Generation, "err", err)
@@ -469,15 +475,8 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 			return "probing.rebalance.interval.ms elapsed with warmups pending"
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndOffsetsTimeout)
+	ctx, cancel := stoppable(stop, DefaultEndOffsetsTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	ends, err := b.endOffsets(ctx)
 	if err != nil {
 		b.log.Debug("warmup check: end offsets unavailable", "err", err)

@@ -474,14 +474,17 @@ func TestGroupSeventhMemberWithGarbageMetadataGetsNothing(t *testing.T) {
 	g := newGroup(t, 12)
 	before := g.startSix()
 	g.resetRevoked()
+	join := func(b *garbageBalancer) *kgo.Client {
+		return g.c.Client(
+			kgo.ConsumerGroup(g.app),
+			kgo.ConsumeTopics(g.input),
+			kgo.Balancers(b),
+			kgo.SessionTimeout(testSession),
+			kgo.HeartbeatInterval(testHeartbeat),
+		)
+	}
 	gb := &garbageBalancer{meta: []byte("\x00\x07not consumer metadata\xff\xff\xff")}
-	cl := g.c.Client(
-		kgo.ConsumerGroup(g.app),
-		kgo.ConsumeTopics(g.input),
-		kgo.Balancers(gb),
-		kgo.SessionTimeout(testSession),
-		kgo.HeartbeatInterval(testHeartbeat),
-	)
+	cl := join(gb)
 	// A second one sends well-formed consumer metadata that claims every
 	// partition, with user data that is not ours.
 	claims := kmsg.NewConsumerMemberMetadata()
@@ -496,13 +499,7 @@ func TestGroupSeventhMemberWithGarbageMetadataGetsNothing(t *testing.T) {
 	claims.OwnedPartitions = append(claims.OwnedPartitions, owned)
 	claims.Generation = 1
 	gb2 := &garbageBalancer{meta: claims.AppendTo(nil)}
-	cl2 := g.c.Client(
-		kgo.ConsumerGroup(g.app),
-		kgo.ConsumeTopics(g.input),
-		kgo.Balancers(gb2),
-		kgo.SessionTimeout(testSession),
-		kgo.HeartbeatInterval(testHeartbeat),
-	)
+	cl2 := join(gb2)
 	kafkatest.Eventually(t, waitLong, "both garbage members are synced", func() bool {
 		gb.mu.Lock()
 		defer gb.mu.Unlock()
