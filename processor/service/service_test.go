@@ -1,0 +1,138 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func load(t *testing.T, sets ...string) *config.Config {
+	t.Helper()
+	base := []string{"application.id=app", "bootstrap.servers=127.0.0.1:1", "http.listen=127.0.0.1:0", "state.dir=" + t.TempDir()}
+	cfg, err := config.Load(config.Sources{Set: append(base, sets...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestNewRejectsWhatItCannotRun(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	other := processor.New("other")
+	processor.NewInput(other, "in", codec.Bytes(), codec.Bytes(), func(*processor.Context, []byte, []byte) error { return nil })
+	for _, tc := range []struct {
+		name string
+		cfg  *config.Config
+		topo *processor.Topology
+		want string
+	}{
+		{"no processor", load(t), nil, "set processor.type"},
+		{"exactly-once", load(t, "processor.type=count", "processor.input.topic=in", "processing.guarantee=exactly_once_v2"), nil, "exactly_once_v2 is not supported"},
+		{"another application's topology", load(t), other, `topology is for application "other"`},
+		{"port in use", load(t, "processor.type=count", "processor.input.topic=in", "http.listen="+busy.Addr().String()), nil, "http.listen " + busy.Addr().String()},
+		{"output is input", load(t, "processor.type=count", "processor.input.topic=in", "processor.output.topic=in"), nil, "consume its own updates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := New(Options{Config: tc.cfg, Topology: tc.topo, Logger: quiet})
+			if err == nil {
+				in.ln.Close()
+				t.Fatal("New succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q lacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEndpointIsTheListenerUnlessApplicationServerIsSet(t *testing.T) {
+	cfg := load(t, "processor.type=latest", "processor.input.topic=in")
+	in, err := New(Options{Config: cfg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.ln.Close()
+	if in.Endpoint() != in.Addr().String() || !strings.HasPrefix(in.Endpoint(), "127.0.0.1:") {
+		t.Errorf("endpoint %q, listener %s", in.Endpoint(), in.Addr())
+	}
+	if got := in.Stores(); len(got) != 1 || got[0] != "latest" {
+		t.Errorf("stores %v", got)
+	}
+	cfg = load(t, "processor.type=latest", "processor.input.topic=in", "application.server=rs-0.rs.svc:8080")
+	in2, err := New(Options{Config: cfg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in2.ln.Close()
+	if in2.Endpoint() != "rs-0.rs.svc:8080" {
+		t.Errorf("endpoint %q, want application.server", in2.Endpoint())
+	}
+}
+
+func TestRunFailsAtStartupWhenNoBrokerAnswers(t *testing.T) {
+	// A listener that accepts and closes: a port nobody serves Kafka on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := load(t, "processor.type=count", "processor.input.topic=in", "bootstrap.servers="+addr)
+	in, err := New(Options{Config: cfg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	err = in.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Run: %v; want an error naming %s", err, addr)
+	}
+	if err := in.Run(ctx); err == nil {
+		t.Error("a second Run succeeded")
+	}
+}
+
+func TestRunFailsAtStartupOnRefusedSASLLogin(t *testing.T) {
+	fc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("PLAIN", "admin", "right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	cfg := load(t, "processor.type=count", "processor.input.topic=in",
+		"bootstrap.servers="+fc.ListenAddrs()[0],
+		"security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN",
+		"sasl.username=admin", "sasl.password=wrong-secret")
+	in, err := New(Options{Config: cfg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = in.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "PLAIN") || !strings.Contains(err.Error(), fc.ListenAddrs()[0]) {
+		t.Fatalf("Run: %v; want a refusal naming PLAIN and the broker", err)
+	}
+	if strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled instead of refused: %v", err)
+	}
+}
