@@ -153,11 +153,15 @@ func produceBenchRecords(b *testing.B, e *env, topic string, n int) {
 	p := e.c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
 	keys, vals := benchRecords(n)
+	// A broker restarted under the benchmark (losing the topic) must fail
+	// it, not hang it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	var failed atomic.Value
 	var wg sync.WaitGroup
 	wg.Add(n)
 	for i := range n {
-		p.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Key: keys[i], Value: vals[i]}, func(_ *kgo.Record, err error) {
+		p.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: keys[i], Value: vals[i]}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.Store(err)
 			}

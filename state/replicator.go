@@ -73,12 +73,26 @@ func (r *replicaState) init(s *Store) {
 	r.target = -1
 }
 
-// batchFor returns the store's reusable batch.
-func (r *replicaState) batchFor() *leveldb.Batch {
+// batchFor returns the store's apply batch. A restoring store gets one
+// sized for a whole RestoreBatchBytes up front (growing it record by record
+// reallocates it dozens of times); a tailing standby's grows as needed and
+// is dropped when idle, so that idle standbys hold no batch memory.
+func (r *replicaState) batchFor(size int) *leveldb.Batch {
 	if r.batch == nil {
-		r.batch = new(leveldb.Batch)
+		if r.target >= 0 {
+			r.batch = leveldb.MakeBatch(size + size/8)
+		} else {
+			r.batch = new(leveldb.Batch)
+		}
 	}
 	return r.batch
+}
+
+// idle drops a tailing standby's batch after it was written.
+func (r *replicaState) idle() {
+	if r.target < 0 && r.batch != nil && r.batch.Len() == 0 {
+		r.batch = nil
+	}
 }
 
 func newReplicator(m *Manager) *replicator {
@@ -98,6 +112,7 @@ func (r *replicator) start() error {
 		// ClientOpts may override it.
 		opts := append([]kgo.Opt{kgo.MetadataMinAge(time.Second)}, o.ClientOpts...)
 		opts = append(opts,
+			kgo.WithPools(&recordPool{}), // apply recycles every record
 			kgo.FetchIsolationLevel(iso),
 			kgo.KeepControlRecords(), // they move the checkpoint past transaction markers
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -192,6 +207,7 @@ func (r *replicator) unsubscribe(t *Task) {
 		if s.rep.pending > 0 && t.Err() == nil && s.db != nil {
 			r.flush(s)
 		}
+		s.rep.batch = nil // a left store holds no batch memory
 		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
 	}
 	r.applyMu.Unlock()
@@ -376,6 +392,9 @@ func (r *replicator) run() {
 			s := r.subs[topicPartition{p.Topic, p.Partition}]
 			r.mu.Unlock()
 			if s == nil || s.db == nil {
+				for _, rec := range p.Records {
+					rec.Recycle()
+				}
 				return
 			}
 			r.apply(s, &p)
@@ -391,6 +410,7 @@ func (r *replicator) run() {
 			// consumer has nothing buffered, or a restore reached its end.
 			if idle || r.reached(s) {
 				r.flush(s)
+				s.rep.idle()
 				delete(dirty, s)
 			}
 		}
@@ -414,23 +434,25 @@ func (r *replicator) reached(s *Store) bool {
 // allocates nothing per record: keys are prefixed into a reused scratch
 // buffer and the batch copies them.
 func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
-	b := s.rep.batchFor()
+	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	var n int64
 	for _, rec := range p.Records {
-		if rec.Offset < s.rep.next {
-			continue // already applied (a re-fetch after resubscribing)
+		switch {
+		case rec.Offset < s.rep.next:
+			// already applied (a re-fetch after resubscribing)
+		case rec.Attrs.IsControl():
+			s.rep.next = rec.Offset + 1
+		default:
+			s.rep.next = rec.Offset + 1
+			s.scratch = appendDataKey(s.scratch[:0], rec.Key)
+			if rec.Value == nil {
+				b.Delete(s.scratch)
+			} else {
+				b.Put(s.scratch, rec.Value)
+			}
+			n++
 		}
-		s.rep.next = rec.Offset + 1
-		if rec.Attrs.IsControl() {
-			continue
-		}
-		s.scratch = appendDataKey(s.scratch[:0], rec.Key)
-		if rec.Value == nil {
-			b.Delete(s.scratch)
-		} else {
-			b.Put(s.scratch, rec.Value)
-		}
-		n++
+		rec.Recycle() // the batch holds copies
 	}
 	s.rep.pending += n
 	s.rep.applied += n
@@ -452,7 +474,7 @@ func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
 // flush writes the store's batch with its checkpoint, then signals a
 // waiting restore that has reached its target.
 func (r *replicator) flush(s *Store) {
-	b := s.rep.batchFor()
+	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
 		if err := s.writeBatch(b, s.rep.next); err != nil {
 			err = s.task.storageErr(s, "apply changelog batch to", err)
@@ -531,4 +553,20 @@ func (r *replicator) progress(s *Store) {
 			"records_left", s.rep.remaining, "records_per_sec", math.Round(rate),
 			"eta", (time.Duration(eta) * time.Second).Round(time.Second), "checkpoint", s.Checkpoint(), "target", target)
 	}
+}
+
+// recordPool lets the restore consumer reuse the Record slices it decodes
+// fetched batches into: apply copies each record into a LevelDB batch and
+// recycles it, so restore allocates no Record per record.
+type recordPool struct{ p sync.Pool }
+
+func (rp *recordPool) GetRecords(n int) []kgo.Record {
+	if v, ok := rp.p.Get().(*[]kgo.Record); ok && cap(*v) >= n {
+		return (*v)[:0]
+	}
+	return make([]kgo.Record, 0, max(n, 256))
+}
+
+func (rp *recordPool) PutRecords(rs []kgo.Record) {
+	rp.p.Put(&rs)
 }

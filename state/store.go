@@ -64,6 +64,8 @@ type Store struct {
 	prodMu   sync.Mutex
 	prodErr  error
 	promise  func(*kgo.Record, error)
+	// commitBatch is reused by every commit of the active path.
+	commitBatch *leveldb.Batch
 
 	// Apply path state, owned by the replicator goroutine while the store
 	// is subscribed there (see replicator.go).
@@ -209,7 +211,10 @@ func (s *Store) commit() error {
 	if s.buf.Len() == 0 && next <= s.checkpoint.Load() {
 		return nil
 	}
-	b := s.rep.batchFor()
+	if s.commitBatch == nil {
+		s.commitBatch = new(leveldb.Batch)
+	}
+	b := s.commitBatch
 	it := s.buf.NewIterator(nil)
 	var puts, dels int64
 	for it.Next() {
