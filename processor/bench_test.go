@@ -142,6 +142,7 @@ func BenchmarkProcessingCount(b *testing.B) {
 			Brokers:        c.Brokers,
 			StateDir:       b.TempDir(),
 			CommitInterval: time.Second,
+			ClientOpts:     benchClientOpts(),
 			Logger:         testLogger(nil, "bench"),
 		})
 		if err != nil {
@@ -200,4 +201,18 @@ func BenchmarkProcessingPipeCeiling(b *testing.B) {
 		})
 		cl.Close()
 	}
+}
+
+func benchClientOpts() []kgo.Opt {
+	var o []kgo.Opt
+	if v, err := strconv.Atoi(os.Getenv("BENCH_BUF")); err == nil {
+		o = append(o, kgo.MaxBufferedRecords(v))
+	}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_INFLIGHT")); err == nil {
+		o = append(o, kgo.MaxProduceRequestsInflightPerBroker(v))
+	}
+	if v, err := time.ParseDuration(os.Getenv("BENCH_LINGER")); err == nil {
+		o = append(o, kgo.ProducerLinger(v))
+	}
+	return o
 }

@@ -19,6 +19,22 @@ type Context struct {
 	attempt int
 	be      backend
 	writes  []write
+	// arena holds the encoded keys and values of this call's writes; it is
+	// reused for the next record once they are applied (the backend copies
+	// what it keeps).
+	arena []byte
+}
+
+// encode appends v's encoding to the arena and returns it, capacity-capped
+// so that nobody's append can reach into the bytes after it.
+func encode[T any](c *Context, app func([]byte, T) ([]byte, error), v T) ([]byte, error) {
+	mark := len(c.arena)
+	var err error
+	if c.arena, err = app(c.arena, v); err != nil {
+		c.arena = c.arena[:mark]
+		return nil, err
+	}
+	return c.arena[mark:len(c.arena):len(c.arena)], nil
 }
 
 // write is one staged effect of a handler call: a store put or delete, or
@@ -82,7 +98,12 @@ func (c *Context) get(t *Topology, s *storeSpec, key []byte) ([]byte, bool, erro
 	for i := len(c.writes) - 1; i >= 0; i-- {
 		w := &c.writes[i]
 		if w.store == s && bytes.Equal(w.key, key) {
-			return w.value, !w.del, nil
+			if w.del {
+				return nil, false, nil
+			}
+			// A copy: the arena is reused, and a codec may hand the bytes
+			// to the handler as they are.
+			return append([]byte(nil), w.value...), true, nil
 		}
 	}
 	return c.be.get(c.rec.Partition, s, key)

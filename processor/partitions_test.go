@@ -13,7 +13,9 @@ import (
 )
 
 func TestCheckPartitionCounts(t *testing.T) {
-	tc := func(topic string, n int32) processor.TopicCount { return processor.TopicCount{Topic: topic, Partitions: n} }
+	tc := func(topic string, n int32) processor.TopicCount {
+		return processor.TopicCount{Topic: topic, Partitions: n}
+	}
 	for _, c := range []struct {
 		name       string
 		inputs     []processor.TopicCount

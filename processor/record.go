@@ -182,7 +182,7 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 
 // call runs one handler attempt, turning a panic into a permanent error.
 func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record, attempt int) (stage string, err error) {
-	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes = ctx, r, attempt, p.c.writes[:0]
+	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0]
 	defer func() {
 		if v := recover(); v != nil {
 			stage = StageHandler
@@ -196,6 +196,9 @@ func (p *recordProcessor) clear() {
 	clear(p.c.writes) // drop references to keys and values
 	p.c.writes = p.c.writes[:0]
 	p.c.rec, p.c.ctx = nil, nil
+	if cap(p.c.arena) > 1<<20 {
+		p.c.arena = nil // one huge record should not pin its buffer
+	}
 }
 
 func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries int) (outcome, error) {

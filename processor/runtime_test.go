@@ -35,7 +35,7 @@ type countApp struct {
 	produced map[string]int // key -> records produced (valid ones)
 	poison   int
 
-	mu   sync.Mutex
+	mu        sync.Mutex
 	seen      map[string]map[int64]int // key -> seq -> times handled
 	dupByPart map[int32]int
 }

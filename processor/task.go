@@ -210,7 +210,15 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 				return err
 			}
 		default:
-			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers}
+			// The staged bytes live in the task's arena: the record gets
+			// its own copy, key and value in one allocation.
+			kv := make([]byte, len(w.key)+len(w.value))
+			copy(kv, w.key)
+			copy(kv[len(w.key):], w.value)
+			r := &kgo.Record{Topic: w.output.topic, Key: kv[:len(w.key):len(w.key)], Headers: w.headers}
+			if w.value != nil {
+				r.Value = kv[len(w.key):]
+			}
 			t.s.cl.Produce(t.s.ctx, r, t.s.promise)
 		}
 	}

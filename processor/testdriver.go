@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -206,6 +207,9 @@ func (d *TestDriver) get(task int32, s *storeSpec, key []byte) ([]byte, bool, er
 func (d *TestDriver) apply(task int32, _ *kgo.Record, ws []write) error {
 	st := d.task(task)
 	for _, w := range ws {
+		// Staged bytes live in a reused buffer: keep copies.
+		w.key = bytes.Clone(w.key)
+		w.value = bytes.Clone(w.value)
 		switch {
 		case w.store != nil && w.del:
 			delete(st[w.store.index], string(w.key))

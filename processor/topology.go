@@ -127,10 +127,12 @@ func WithChangelog(topic string) StoreOption {
 // (partition slot i of the store's changelog); Get, Put and Delete act on
 // the instance of the task whose handler is running.
 type Store[K, V any] struct {
-	topo *Topology
-	spec *storeSpec
-	key  codec.Codec[K]
-	val  codec.Codec[V]
+	topo   *Topology
+	spec   *storeSpec
+	key    codec.Codec[K]
+	val    codec.Codec[V]
+	appKey func([]byte, K) ([]byte, error)
+	appVal func([]byte, V) ([]byte, error)
 }
 
 type storeSpec struct {
@@ -153,6 +155,9 @@ func NewStore[K, V any](t *Topology, name string, key codec.Codec[K], value code
 	}
 	spec.render = func(b []byte) (any, error) { return value.Decode(b) }
 	s := &Store[K, V]{topo: t, spec: spec, key: key, val: value}
+	if key != nil && value != nil {
+		s.appKey, s.appVal = codec.AppendFunc(key), codec.AppendFunc(value)
+	}
 	switch {
 	case !storeNameRE.MatchString(name) || name == "." || name == "..":
 		t.errs = append(t.errs, fmt.Errorf("store %q: a name is letters, digits, '.', '_' and '-'", name))
@@ -180,11 +185,13 @@ func (s *Store[K, V]) Changelog() string { return s.spec.changelog }
 // Get returns the value of key in the running task's store, seeing the
 // writes this handler call made before.
 func (s *Store[K, V]) Get(ctx *Context, key K) (value V, found bool, err error) {
-	kb, err := s.key.Encode(key)
+	mark := len(ctx.arena)
+	kb, err := encode(ctx, s.appKey, key)
 	if err != nil {
 		return value, false, fmt.Errorf("store %s: encode key: %w", s.spec.name, err)
 	}
 	b, found, err := ctx.get(s.topo, s.spec, kb)
+	ctx.arena = ctx.arena[:mark] // the key is not kept
 	if err != nil || !found {
 		return value, false, err
 	}
@@ -197,13 +204,16 @@ func (s *Store[K, V]) Get(ctx *Context, key K) (value V, found bool, err error) 
 // Put sets key to value in the running task's store (and, when the handler
 // succeeds, its changelog).
 func (s *Store[K, V]) Put(ctx *Context, key K, value V) error {
-	kb, err := s.key.Encode(key)
+	kb, err := encode(ctx, s.appKey, key)
 	if err != nil {
 		return fmt.Errorf("store %s: encode key: %w", s.spec.name, err)
 	}
-	vb, err := s.val.Encode(value)
+	vb, err := encode(ctx, s.appVal, value)
 	if err != nil {
 		return fmt.Errorf("store %s: encode value of key %q: %w", s.spec.name, kb, err)
+	}
+	if vb == nil {
+		vb = []byte{} // nil is a delete
 	}
 	return ctx.stage(s.topo, write{store: s.spec, key: kb, value: vb})
 }
@@ -211,7 +221,7 @@ func (s *Store[K, V]) Put(ctx *Context, key K, value V) error {
 // Delete removes key from the running task's store (a tombstone in its
 // changelog).
 func (s *Store[K, V]) Delete(ctx *Context, key K) error {
-	kb, err := s.key.Encode(key)
+	kb, err := encode(ctx, s.appKey, key)
 	if err != nil {
 		return fmt.Errorf("store %s: encode key: %w", s.spec.name, err)
 	}
@@ -220,10 +230,12 @@ func (s *Store[K, V]) Delete(ctx *Context, key K) error {
 
 // Output is a declared output topic.
 type Output[K, V any] struct {
-	topo *Topology
-	spec *outputSpec
-	key  codec.Codec[K]
-	val  codec.Codec[V]
+	topo   *Topology
+	spec   *outputSpec
+	key    codec.Codec[K]
+	val    codec.Codec[V]
+	appKey func([]byte, K) ([]byte, error)
+	appVal func([]byte, V) ([]byte, error)
 }
 
 type outputSpec struct{ topic string }
@@ -243,7 +255,11 @@ func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value co
 	default:
 		t.outputs = append(t.outputs, spec)
 	}
-	return &Output[K, V]{topo: t, spec: spec, key: key, val: value}
+	o := &Output[K, V]{topo: t, spec: spec, key: key, val: value}
+	if key != nil && value != nil {
+		o.appKey, o.appVal = codec.AppendFunc(key), codec.AppendFunc(value)
+	}
+	return o
 }
 
 // Topic returns the output's topic.
@@ -252,11 +268,11 @@ func (o *Output[K, V]) Topic() string { return o.spec.topic }
 // Emit sends key and value (and headers) to the output when the handler
 // succeeds.
 func (o *Output[K, V]) Emit(ctx *Context, key K, value V, headers ...kgo.RecordHeader) error {
-	kb, err := o.key.Encode(key)
+	kb, err := encode(ctx, o.appKey, key)
 	if err != nil {
 		return fmt.Errorf("output %s: encode key: %w", o.spec.topic, err)
 	}
-	vb, err := o.val.Encode(value)
+	vb, err := encode(ctx, o.appVal, value)
 	if err != nil {
 		return fmt.Errorf("output %s: encode value of key %q: %w", o.spec.topic, kb, err)
 	}
@@ -268,7 +284,7 @@ func (o *Output[K, V]) Emit(ctx *Context, key K, value V, headers ...kgo.RecordH
 
 // EmitTombstone sends key with no value (a delete, for compacted outputs).
 func (o *Output[K, V]) EmitTombstone(ctx *Context, key K, headers ...kgo.RecordHeader) error {
-	kb, err := o.key.Encode(key)
+	kb, err := encode(ctx, o.appKey, key)
 	if err != nil {
 		return fmt.Errorf("output %s: encode key: %w", o.spec.topic, err)
 	}

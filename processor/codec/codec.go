@@ -22,6 +22,25 @@ type Codec[T any] interface {
 	Decode(b []byte) (T, error)
 }
 
+// Appender is implemented by codecs that can encode into a caller's buffer:
+// the processor encodes keys and values into a per-task buffer this way,
+// sparing an allocation per value on its hot path.
+type Appender[T any] interface {
+	AppendEncode(dst []byte, v T) ([]byte, error)
+}
+
+// AppendFunc returns c's AppendEncode when c is an Appender, else a
+// function that appends what c.Encode returns.
+func AppendFunc[T any](c Codec[T]) func(dst []byte, v T) ([]byte, error) {
+	if a, ok := c.(Appender[T]); ok {
+		return a.AppendEncode
+	}
+	return func(dst []byte, v T) ([]byte, error) {
+		b, err := c.Encode(v)
+		return append(dst, b...), err
+	}
+}
+
 // String returns the codec of UTF-8 strings: the bytes as they are.
 // Decoding does not validate UTF-8: Kafka keys are bytes, and a key must
 // round-trip exactly to keep its partition.
@@ -31,6 +50,9 @@ type stringCodec struct{}
 
 func (stringCodec) Encode(v string) ([]byte, error) { return []byte(v), nil }
 func (stringCodec) Decode(b []byte) (string, error) { return string(b), nil }
+func (stringCodec) AppendEncode(dst []byte, v string) ([]byte, error) {
+	return append(dst, v...), nil
+}
 
 // Bytes returns the identity codec. Decode returns b itself, not a copy: the
 // runtime hands it buffers the handler may keep.
@@ -40,6 +62,9 @@ type bytesCodec struct{}
 
 func (bytesCodec) Encode(v []byte) ([]byte, error) { return v, nil }
 func (bytesCodec) Decode(b []byte) ([]byte, error) { return b, nil }
+func (bytesCodec) AppendEncode(dst []byte, v []byte) ([]byte, error) {
+	return append(dst, v...), nil
+}
 
 // Int64 returns the codec of int64 as a decimal string ("42", "-7"): the
 // format kcat, the console producer and `rackstream produce` users type, and
@@ -49,6 +74,9 @@ func Int64() Codec[int64] { return int64Codec{} }
 type int64Codec struct{}
 
 func (int64Codec) Encode(v int64) ([]byte, error) { return strconv.AppendInt(nil, v, 10), nil }
+func (int64Codec) AppendEncode(dst []byte, v int64) ([]byte, error) {
+	return strconv.AppendInt(dst, v, 10), nil
+}
 
 func (int64Codec) Decode(b []byte) (int64, error) {
 	v, err := strconv.ParseInt(string(b), 10, 64)
