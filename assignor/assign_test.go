@@ -3,6 +3,7 @@ package assignor
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 )
@@ -463,5 +464,26 @@ func TestStandbyLoadEvenedWithinOptimalSpread(t *testing.T) {
 		if distinct(in, tp, "zone") != 3 || distinct(in, tp, "cluster") != 2 {
 			t.Fatalf("task %d lost its spread: %+v", tp.Task, tp)
 		}
+	}
+}
+
+func TestStandbyRebalanceWeighsCapacity(t *testing.T) {
+	// Scenario s024 of assignor/kafkaref's differential run: 33 clients of
+	// capacities 1 to 4, one standby. A standby on a capacity-1 client must
+	// move to the client whose load after taking it is least (a capacity-4
+	// client at 1.0 goes to 1.25), not to the least loaded now (a
+	// capacity-1 client at 1.0 would go to 2). Kafka Streams reaches a
+	// replica load of at most 4/3 here, and so must we.
+	data, err := os.ReadFile("testdata/mixed-capacity.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := DecodeInput(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustAssign(t, in)
+	if max := p.Quality.ReplicaLoad.Max; max > 4.0/3 {
+		t.Fatalf("replica_load.max = %v, want <= 4/3 (%s)", max, describe(p))
 	}
 }

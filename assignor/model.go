@@ -25,14 +25,16 @@ type model struct {
 	acceptable int64
 	maxWarmups int
 
-	ids    []string
-	tags   []map[string]string
-	capa   []int64 // capacity, >= 1
-	inIdx  []int   // index of each client in in.Clients
-	byID   map[string]int32
-	dims   []string   // rack-aware keys in priority order
-	values [][]string // values[d]: the distinct values of dims[d], sorted
-	val    [][]int32  // val[d][c]: client c's value index of dims[d]
+	ids  []string
+	tags []map[string]string
+	capa []int64 // capacity, >= 1
+	// equalCapacity is set when every client has the same capacity.
+	equalCapacity bool
+	inIdx         []int // index of each client in in.Clients
+	byID          map[string]int32
+	dims          []string   // rack-aware keys in priority order
+	values        [][]string // values[d]: the distinct values of dims[d], sorted
+	val           [][]int32  // val[d][c]: client c's value index of dims[d]
 
 	class     []int32   // class of each client
 	classes   [][]int32 // members of each class, ascending
@@ -128,6 +130,10 @@ func newModel(in *Input) (*model, error) {
 		m.byID[cl.ID] = int32(c)
 	}
 
+	m.equalCapacity = true
+	for _, c := range m.capa {
+		m.equalCapacity = m.equalCapacity && c == m.capa[0]
+	}
 	m.internTags()
 	if err := m.indexState(); err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ func (sp *standbyPlacer) rebalance() {
 				}
 				al := sp.allowedFor(t, sp.slots, j)
 				sp.excl = append(sp.excl, c)
-				best := sp.heaps.lightestAllowed(al, sp.excl)
+				best := sp.receiver(al)
 				if best < 0 || !lessLoad(pl.replicas[best]+1, m.capa[best], pl.replicas[c], m.capa[c]) ||
 					m.lagOf(t, best) > m.lagOf(t, c) {
 					continue
@@ -158,6 +158,29 @@ func (sp *standbyPlacer) rebalance() {
 			return
 		}
 	}
+}
+
+// receiver returns the allowed client, not in excl, whose load after one
+// more replica is the least (smallest id on ties), or -1. With equal
+// capacities that is the least-loaded client, found in the heaps; with
+// unequal ones a light client of small capacity may be the worse receiver,
+// so every client is looked at.
+func (sp *standbyPlacer) receiver(al *allowedSet) int32 {
+	pl, m := sp.pl, sp.pl.m
+	if m.equalCapacity {
+		return sp.heaps.lightestAllowed(al, sp.excl)
+	}
+	best := int32(-1)
+	for c := int32(0); c < int32(len(m.ids)); c++ {
+		q := m.class[c]
+		if !al.has(q, sp.heaps.group[q]) || contains(sp.excl, c) {
+			continue
+		}
+		if best < 0 || lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[best]+1, m.capa[best]) {
+			best = c
+		}
+	}
+	return best
 }
 
 // allowed computes the classes from which a task with replicas of classes
