@@ -9,7 +9,9 @@ import (
 // Kafka Streams' greedy pick would take b first (new zone and cluster) and
 // end with two zones or two clusters; the optimum is c and d.
 func ExampleAssign() {
-	tags := func(zone, cluster string) map[string]string { return map[string]string{"zone": zone, "cluster": cluster} }
+	tags := func(zone, cluster string) map[string]string {
+		return map[string]string{"zone": zone, "cluster": cluster}
+	}
 	in := assignor.Input{
 		NumStandbyReplicas:      2,
 		RackAwareAssignmentTags: []string{"zone", "cluster"},
