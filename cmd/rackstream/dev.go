@@ -84,7 +84,7 @@ func runDev(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o devOptions
-	fs.IntVar(&o.instances, "instances", 6, "number of instances")
+	fs.IntVar(&o.instances, "instances", 6, "number of instances (0: only the topic and the producer, to feed instances run elsewhere)")
 	fs.IntVar(&o.partitions, "partitions", 12, "partitions of the demo topic (= tasks)")
 	fs.IntVar(&o.standbys, "standbys", 2, "num.standby.replicas")
 	fs.Float64Var(&o.rate, "rate", 20, "records per second the built-in producer writes (0: none)")
@@ -106,8 +106,8 @@ func runDev(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "rackstream dev: unexpected argument %q\n", fs.Arg(0))
 		return 2
-	case o.instances < 1:
-		fmt.Fprintf(stderr, "rackstream dev: --instances %d: at least 1\n", o.instances)
+	case o.instances < 0:
+		fmt.Fprintf(stderr, "rackstream dev: --instances %d: at least 0\n", o.instances)
 		return 2
 	case o.partitions < 1:
 		fmt.Fprintf(stderr, "rackstream dev: --partitions %d: at least 1\n", o.partitions)
@@ -241,6 +241,9 @@ func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Wri
 		}
 		in.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		d.insts = append(d.insts, in)
+	}
+	if o.instances == 0 {
+		fmt.Fprintf(d.out, "rackstream dev: no instances: creating %s and producing to it only\n", o.topic())
 	}
 	for _, in := range d.insts {
 		if err := in.start(); err != nil {
@@ -630,6 +633,9 @@ func (d *devCluster) writeStatus(w io.Writer) {
 }
 
 func (d *devCluster) printHelp() {
+	if len(d.insts) == 0 {
+		return
+	}
 	a := d.insts[0].addr
 	fmt.Fprintf(d.out, `
 Try:

@@ -49,7 +49,7 @@ func TestDevAdminRoutesAnswerLoopbackClientsOnly(t *testing.T) {
 
 func TestDevRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--instances", "0"}, {"--partitions", "0"}, {"--standbys", "-1"}, {"--rate", "-1"},
+		{"--instances", "-1"}, {"--partitions", "0"}, {"--standbys", "-1"}, {"--rate", "-1"},
 		{"--http-port", "65535", "--instances", "2"}, {"--log-level", "loud"}, {"extra"},
 	} {
 		var stderr strings.Builder

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+)
+
+// freePorts returns the first of n consecutive free loopback ports.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := base+n-1 <= 65535
+		for p := base; ok && p < base+n; p++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no run of free ports")
+	return 0
+}
+
+// TestClusterScriptStartsKillsAZoneAndStops drives deploy/local/cluster.sh
+// as a user does: start 3 instances (one per zone), kill a zone, see its
+// tasks taken over, stop everything.
+func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
+	c := kafkatest.New(t)
+	base := freePorts(t, 3)
+	script := "../deploy/local/cluster.sh"
+	env := append(os.Environ(),
+		"RACKSTREAM_BOOTSTRAP="+strings.Join(c.Brokers, ","),
+		"RACKSTREAM_CLUSTER_DIR="+t.TempDir(),
+		"RACKSTREAM_CLUSTER_APP="+c.Name("e2e-cluster"),
+		"RACKSTREAM_CLUSTER_HTTP_PORT="+strconv.Itoa(base),
+		"RACKSTREAM_CLUSTER_PARTITIONS=6",
+		"RACKSTREAM_CLUSTER_RATE=10",
+		"RACKSTREAM_CLUSTER_BIN="+binary,
+	)
+	sh := func(args ...string) (string, error) {
+		cmd := exec.Command(script, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { sh("stop") })
+	if out, err := sh("start", "3"); err != nil {
+		t.Fatalf("cluster.sh start 3: %v\n%s", err, out)
+	}
+	out, err := sh("status")
+	if err != nil || strings.Count(out, " ready\n") != 3 {
+		t.Fatalf("status after start: %v\n%s", err, out)
+	}
+	i2 := "http://127.0.0.1:" + strconv.Itoa(base+1)
+	var md metadata
+	kafkatest.Eventually(t, time.Minute, "three members, every task with an active", func() bool {
+		md = metadata{}
+		code, _ := getJSON(i2+"/v1/metadata", &md)
+		return code == 200 && len(md.Clients) == 3 && md.spreadProblem(6, 3, 2, "zone") == ""
+	})
+	var victim string // instance 1's process id: zone eu-central-1a
+	for _, cl := range md.Clients {
+		if cl.Tags["zone"] == "eu-central-1a" {
+			victim = cl.ID
+		}
+	}
+	if out, err := sh("kill-zone", "eu-central-1a"); err != nil || !strings.Contains(out, "killed instance 1") {
+		t.Fatalf("kill-zone: %v\n%s", err, out)
+	}
+	kafkatest.Eventually(t, time.Minute, "the zone's tasks taken over", func() bool {
+		var after metadata
+		if code, _ := getJSON(i2+"/v1/metadata", &after); code != 200 || len(after.Clients) != 2 {
+			return false
+		}
+		for _, tk := range after.Tasks {
+			if tk.Active == "" || tk.Active == victim {
+				return false
+			}
+		}
+		return true
+	})
+	if out, _ := sh("status"); !strings.Contains(out, "down") {
+		t.Errorf("status after the kill does not show instance 1 down:\n%s", out)
+	}
+	if out, err := sh("stop"); err != nil || !strings.Contains(out, "stopped 3 processes") {
+		t.Fatalf("stop: %v\n%s", err, out) // two instances and the feeder
+	}
+	if out, err := sh("status"); err == nil {
+		t.Errorf("status after stop succeeded:\n%s", out)
+	}
+}
