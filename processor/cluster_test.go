@@ -3,7 +3,9 @@ package processor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -118,6 +120,37 @@ func sumValues(m map[string]int) int {
 	return s
 }
 
+// replicasMatchPlacement returns "" when every instance holds exactly the
+// replicas the latest placement gives it: its active tasks running, its
+// standby and warmup tasks tailing (a task moved away stays a standby when
+// the plan says so), nothing else; otherwise the first difference.
+func replicasMatchPlacement(t *testing.T, ins ...*instance) string {
+	for _, in := range ins {
+		p := in.rt.Placement()
+		if p == nil {
+			return in.name + ": no placement"
+		}
+		me := p.MemberIndex(in.rt.ProcessID())
+		for task := range p.Tasks {
+			want := "none"
+			switch {
+			case p.Tasks[task].Active == me:
+				want = "active"
+			case slices.Contains(p.Tasks[task].Standbys, me) || slices.Contains(p.Tasks[task].Warmups, me):
+				want = "standby"
+			}
+			got := "none"
+			if r, ok := in.rt.Replica(int32(task)); ok {
+				got = r.Role.String()
+			}
+			if got != want {
+				return fmt.Sprintf("%s: task %d is %s, the placement (generation %d) says %s", in.name, task, got, p.Generation, want)
+			}
+		}
+	}
+	return ""
+}
+
 func TestClusterCountsExactlyWithoutFailures(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
@@ -125,6 +158,9 @@ func TestClusterCountsExactlyWithoutFailures(t *testing.T) {
 	kafkatest.Eventually(t, 90*time.Second, "3 instances ready", func() bool { return allReady(ins...) })
 	a.produce(t, clusterRecords, clusterKeys, clusterPoison)
 	a.waitCommitted(t, 3*time.Minute)
+	kafkatest.Eventually(t, time.Minute, "replicas match the placement", func() bool {
+		return replicasMatchPlacement(t, ins...) == ""
+	})
 	for _, in := range ins {
 		in.stop(t)
 	}
@@ -149,6 +185,9 @@ func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
 	ins[0].stop(t) // mid-stream: commits, leaves the group
 	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
 	a.waitCommitted(t, 3*time.Minute)
+	kafkatest.Eventually(t, time.Minute, "survivors' replicas match the placement", func() bool {
+		return replicasMatchPlacement(t, ins[1:]...) == ""
+	})
 	for _, in := range ins[1:] {
 		in.stop(t)
 	}
