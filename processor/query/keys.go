@@ -28,7 +28,7 @@ type keyAnswer struct {
 
 // failure is why one candidate replica could not answer.
 type failure struct {
-	code int // 409, 503 (retry may help), 502 (it won't)
+	code int // 409; 503 (retry may help); 500 and 502 (it won't)
 	msg  string
 	task int32 // the task, where a failure concerns one of several
 }
@@ -50,6 +50,8 @@ func (fs failures) answer() (int, string) {
 			code = http.StatusConflict
 		case f.code == http.StatusServiceUnavailable && code != http.StatusConflict:
 			code = http.StatusServiceUnavailable
+		case f.code == http.StatusInternalServerError && code == http.StatusBadGateway:
+			code = http.StatusInternalServerError
 		}
 	}
 	return code, strings.Join(msgs, "; ")
@@ -261,8 +263,8 @@ func peerFailure(c candidate, id string, a peerAnswer) failure {
 	}
 	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s answered %d: %s", c.role, id, a.code, truncate(msg))}
 	switch a.code {
-	case http.StatusConflict:
-		f.code = http.StatusConflict
+	case http.StatusConflict, http.StatusInternalServerError:
+		f.code = a.code
 	case http.StatusUnauthorized:
 		f.code = http.StatusBadGateway
 		f.msg += " (the instances' http.auth.token differ)"

@@ -235,3 +235,15 @@ func TestNoPlacementYetIs503(t *testing.T) {
 		}
 	}
 }
+
+func TestAValueTheCodecCannotDecodeIs500NamingTheKey(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	key := []byte("garbled")
+	c.put(storeCounts, key, []byte("not a number"))
+	for _, n := range []*node{c.owner(key), c.other(key)} {
+		a := c.get(n, keyPath(storeCounts, key))
+		if a.code != http.StatusInternalServerError || !strings.Contains(a.errMsg(), `value of key "garbled" in store counts does not decode with the store's codec`) {
+			t.Errorf("via %s: %s", n.id, a)
+		}
+	}
+}
