@@ -3,6 +3,7 @@ package balancer
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -477,5 +478,62 @@ func TestRestartedInstanceWaitsWhileItsOldMemberLingers(t *testing.T) {
 	after := checkPlacement(t, s, 12)
 	if got, want := tasksOf(after, "p2"), tasksOf(before, "p2"); !slices.Equal(got, want) {
 		t.Fatalf("p2 has tasks %v after its restart, want its old %v", got, want)
+	}
+}
+
+// TestChurnNeverDoubleOwnsAndConverges drives a simulated group through
+// random joins, leaves and leader changes: no round may give a partition to
+// two members (checked in every round), and once churn stops the group
+// settles with every task active exactly once and standbys spread.
+func TestChurnNeverDoubleOwnsAndConverges(t *testing.T) {
+	for seed := range int64(20) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			o := newOffsets()
+			s := newSim(t, 12)
+			next := 0
+			add := func() {
+				i := next % 6 // tags cycle over 3 zones x 2 clusters
+				s.add(fmt.Sprintf("m%02d", next), simSettings(fmt.Sprintf("p%02d", next), zoneCluster(i), o))
+				next++
+			}
+			for range 6 {
+				add()
+			}
+			for range 30 {
+				switch r := rng.IntN(4); {
+				case r == 0 && len(s.members) < 9:
+					add()
+				case r == 1 && len(s.members) > 3:
+					s.remove(s.members[rng.IntN(len(s.members))].id)
+				}
+				s.round(s.members[rng.IntN(len(s.members))].id)
+			}
+			// Keep six members (one per zone x cluster class, at least).
+			for len(s.members) < 6 {
+				add()
+			}
+			leader := s.members[0].id
+			s.settle(leader, 6)
+			// A settled group is stable: another round changes nothing.
+			before := s.member(leader).b.Placement()
+			s.round(leader)
+			after := s.member(leader).b.Placement()
+			if !reflect.DeepEqual(before.Tasks, after.Tasks) {
+				t.Fatal("a settled placement changed without a membership change")
+			}
+			for task, r := range after.Tasks {
+				if r.Active == NoMember {
+					t.Fatalf("task %d has no active after settling", task)
+				}
+			}
+			owned := 0
+			for _, m := range s.members {
+				owned += len(m.owned[simInput])
+			}
+			if owned != 12 {
+				t.Fatalf("%d of 12 partitions owned after settling", owned)
+			}
+		})
 	}
 }
