@@ -32,6 +32,29 @@
 // calls OnPartitionsAssigned. [Balancer.Placement] and
 // [Settings.OnAssignment] expose it.
 //
+// # Hostile or broken members
+//
+// A member whose join metadata is not a ConsumerMemberMetadata, whose
+// UserData is not a Subscription of a known version, whose process id another
+// member already uses, that lacks a tag key rack.aware.assignment.tags names,
+// or that claims partitions or a plan of a generation that has not happened
+// yet, is replaced by empty metadata before franz-go sees it: it gets an
+// empty assignment, its owned-partition claims revoke nothing, the leader
+// logs one warning naming it and [Stats].RejectedMembers counts it once.
+// Claims of past generations are honoured: a member that missed rebalances
+// may really still consume what it claims, and revoking is the safe side.
+//
+// # Large groups
+//
+// The broker stores a generation's subscriptions and assignments in one
+// record of about 1 MiB (bench/balancer.md calibrates it). While the whole
+// placement fits in every assignment with margin ([Settings.MaxInlineBytes]),
+// it travels inline; beyond, the leader writes it once, DEFLATE-compressed,
+// to the compacted topic <application.id>-placement and every assignment
+// carries only the member's own tasks and the record's offset and CRC. At
+// 1,000 members x 10,000 tasks a generation then takes ~0.8 MiB, mostly
+// subscriptions.
+//
 // # Versions
 //
 // Both formats start with a version byte and the latest version the writer
