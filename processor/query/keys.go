@@ -107,16 +107,10 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 	task := s.opts.Partitioner.Partition(req.key, int32(len(p.Tasks)))
 	self := p.MemberIndex(s.rt.Self())
 
-	if from := r.Header.Get(HeaderForwardedBy); from != "" {
+	if r.Header.Get(HeaderForwardedBy) != "" {
 		// One hop only: answer from the local replica or refuse.
-		ans, found, f := s.readLocal(st, &req, task, p.Generation)
-		switch {
-		case f != nil:
+		if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
 			s.fail(w, f.code, f.msg)
-		case !found:
-			s.fail(w, http.StatusNotFound, notFoundMsg(&req, task))
-		default:
-			writeJSON(w, http.StatusOK, ans)
 		}
 		return
 	}
@@ -135,15 +129,9 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 	var fs failures
 	for _, c := range cands {
 		if c.self {
-			ans, found, f := s.readLocal(st, &req, task, p.Generation)
-			switch {
-			case f != nil:
+			if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
 				fs = append(fs, *f)
 				continue
-			case !found:
-				s.fail(w, http.StatusNotFound, notFoundMsg(&req, task))
-			default:
-				writeJSON(w, http.StatusOK, ans)
 			}
 			return
 		}
@@ -163,6 +151,21 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 	}
 	code, msg := fs.answer()
 	s.fail(w, code, fmt.Sprintf("store %s task %d: %s", req.store, task, msg))
+}
+
+// answerLocal answers from the local replica (200 or 404), or returns why
+// it may not, having written nothing.
+func (s *Server) answerLocal(w *statusWriter, st Store, req *keyRequest, task, gen int32) *failure {
+	ans, found, f := s.readLocal(st, req, task, gen)
+	switch {
+	case f != nil:
+		return f
+	case !found:
+		s.fail(w, http.StatusNotFound, notFoundMsg(req, task))
+	default:
+		writeJSON(w, http.StatusOK, ans)
+	}
+	return nil
 }
 
 func notFoundMsg(req *keyRequest, task int32) string {
