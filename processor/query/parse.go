@@ -110,10 +110,7 @@ func parseKeyRequest(store, escapedKey, rawQuery string, maxKey int) (keyRequest
 	if err != nil {
 		return req, err
 	}
-	if req.base64, err = parseEncoding(q); err != nil {
-		return req, err
-	}
-	if req.maxLag, err = parseCount(q, "max_lag"); err != nil {
+	if req.base64, req.maxLag, err = parseReadOptions(q); err != nil {
 		return req, err
 	}
 	if req.minPosition, err = parseCount(q, "min_position"); err != nil {
@@ -163,10 +160,7 @@ func parseScanRequest(store, rawQuery string, maxKey, maxLimit int) (scanRequest
 	if err != nil {
 		return req, err
 	}
-	if req.base64, err = parseEncoding(q); err != nil {
-		return req, err
-	}
-	if req.maxLag, err = parseCount(q, "max_lag"); err != nil {
+	if req.base64, req.maxLag, err = parseReadOptions(q); err != nil {
 		return req, err
 	}
 	for _, p := range []struct {
@@ -331,6 +325,16 @@ func parseQuery(raw string, known ...string) (map[string]string, error) {
 		out[name] = v[0]
 	}
 	return out, nil
+}
+
+// parseReadOptions parses what lookups and scans share: key_encoding and
+// max_lag (-1 when absent).
+func parseReadOptions(q map[string]string) (b64 bool, maxLag int64, err error) {
+	if b64, err = parseEncoding(q); err != nil {
+		return false, -1, err
+	}
+	maxLag, err = parseCount(q, "max_lag")
+	return b64, maxLag, err
 }
 
 func parseEncoding(q map[string]string) (bool, error) {
