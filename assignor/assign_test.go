@@ -487,3 +487,30 @@ func TestStandbyRebalanceWeighsCapacity(t *testing.T) {
 		t.Fatalf("replica_load.max = %v, want <= 4/3 (%s)", max, describe(p))
 	}
 }
+
+func TestStandbysMoveAlongAChainToEvenLoad(t *testing.T) {
+	// Scenario s182 of assignor/kafkaref's differential run: 8 clients over
+	// zone and rack, one standby. Five tasks can only put their standby on
+	// n01 or n06; the rounds and single moves end with n01 at 6, and no
+	// single move helps (every receiver would reach 6 too). The chain moves
+	// a standby from n06 to a client of zone b, then one from n01 to n06:
+	// max 5, as Kafka Streams, with every task's spread still optimal.
+	data, err := os.ReadFile("testdata/needs-a-chain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := DecodeInput(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustAssign(t, in)
+	if max := p.Quality.ReplicaLoad.Max; max > 5 {
+		t.Fatalf("replica_load.max = %v, want <= 5 (%s)", max, describe(p))
+	}
+	for _, tp := range p.Tasks {
+		sp, _ := Spread(in, tp)
+		if best := bruteBestSpread(in, tp.Active); CompareSpread(sp, best) != 0 {
+			t.Fatalf("task %d: spread %v, best %v", tp.Task, sp, best)
+		}
+	}
+}

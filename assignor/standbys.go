@@ -53,6 +53,7 @@ func (pl *placement) placeStandbys() {
 		}
 	}
 	sp.rebalance()
+	sp.chains()
 }
 
 // standbyPlacer holds what placing standbys reuses across tasks.
@@ -156,6 +157,118 @@ func (sp *standbyPlacer) rebalance() {
 		}
 		if !moved {
 			return
+		}
+	}
+}
+
+// chainBudget bounds the work of chains: a search looks at every standby
+// slot against every client, so it runs only where that product is small
+// enough (groups of up to a few hundred clients and tasks). Larger groups
+// are left to the rounds and rebalance, whose balance is tight at scale.
+const chainBudget = 1 << 21
+
+// chains lowers the load of the heaviest client holding standbys by moving
+// standbys along a chain: one of its standbys goes to a client that passes
+// one of its own on, and so on, until a client light enough takes one. It
+// finds what single moves cannot (a client at the same load as the heaviest
+// must hand a standby on before it can take one). Each link keeps its
+// task's spread optimal and moves a standby only to a client holding at
+// least as much of the task's state; a chain touches a task at most once.
+func (sp *standbyPlacer) chains() {
+	pl, m := sp.pl, sp.pl.m
+	n, k := len(m.ids), pl.k
+	slotsTotal := m.numTasks * sp.slots
+	if slotsTotal*n > chainBudget {
+		return
+	}
+	// Standby slots by client, rebuilt after each chain.
+	start := make([]int32, n+1)
+	bySlot := make([]int32, slotsTotal)
+	prev := make([]int32, n) // the slot by which the search reached a client
+	queue := make([]int32, 0, n)
+	seenTask := make([]int32, m.numTasks)
+	for round := int32(1); round <= int32(2*n); round++ {
+		h := int32(-1)
+		for c := int32(0); c < int32(n); c++ {
+			if pl.standbyN[c] > 0 && (h < 0 || lessLoad(pl.replicas[h], m.capa[h], pl.replicas[c], m.capa[c])) {
+				h = c
+			}
+		}
+		if h < 0 {
+			return
+		}
+		clear(start)
+		for t := 0; t < m.numTasks; t++ {
+			for j := 0; j < sp.slots; j++ {
+				start[pl.standby[t*k+j]+1]++
+			}
+		}
+		for c := 0; c < n; c++ {
+			start[c+1] += start[c]
+		}
+		at := append([]int32(nil), start[:n]...)
+		for t := 0; t < m.numTasks; t++ {
+			for j := 0; j < sp.slots; j++ {
+				c := pl.standby[t*k+j]
+				bySlot[at[c]] = int32(t*sp.slots + j)
+				at[c]++
+			}
+		}
+		// Breadth first from h: the shortest chain, deterministic.
+		for c := range prev {
+			prev[c] = -1
+		}
+		queue = append(queue[:0], h)
+		prev[h] = -2
+		found := int32(-1)
+	search:
+		for qi := 0; qi < len(queue); qi++ {
+			u := queue[qi]
+			for _, sl := range bySlot[start[u]:start[u+1]] {
+				t, j := int(sl)/sp.slots, int(sl)%sp.slots
+				al := sp.allowedFor(t, sp.slots, j)
+				lagU := m.lagOf(t, u)
+				for v := int32(0); v < int32(n); v++ {
+					if prev[v] != -1 || contains(sp.excl, v) || v == u {
+						continue
+					}
+					if q := m.class[v]; !al.has(q, sp.heaps.group[q]) || m.lagOf(t, v) > lagU {
+						continue
+					}
+					prev[v] = sl
+					if lessLoad(pl.replicas[v]+1, m.capa[v], pl.replicas[h], m.capa[h]) {
+						found = v
+						break search
+					}
+					queue = append(queue, v)
+				}
+			}
+		}
+		if found < 0 {
+			return
+		}
+		// Check the chain touches each task once, then move along it.
+		for v := found; v != h; {
+			sl := prev[v]
+			t := int(sl) / sp.slots
+			if seenTask[t] == round {
+				return
+			}
+			seenTask[t] = round
+			v = pl.standby[t*k+int(sl)%sp.slots]
+		}
+		for v := found; v != h; {
+			sl := prev[v]
+			t, j := int(sl)/sp.slots, int(sl)%sp.slots
+			u := pl.standby[t*k+j]
+			pl.standby[t*k+j] = v
+			pl.standbyN[u]--
+			pl.replicas[u]--
+			pl.standbyN[v]++
+			pl.replicas[v]++
+			sp.heaps.raised(v)
+			sp.heaps.lowered(u)
+			v = u
 		}
 	}
 }
