@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -227,5 +228,45 @@ func TestAssignHelp(t *testing.T) {
 	code, _, errs := runCLI(t, "", "--help")
 	if code != 0 || !strings.Contains(errs, "--lose") {
 		t.Fatalf("exit %d, usage %q", code, errs)
+	}
+}
+
+// TestREADMEPlacementExamplesAreRealOutput runs every `$ rackstream assign`
+// example of the README's placement section and compares its output.
+func TestREADMEPlacementExamplesAreRealOutput(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	begin, end := strings.Index(readme, "<!-- BEGIN PLACEMENT"), strings.Index(readme, "<!-- END PLACEMENT -->")
+	if begin < 0 || end < begin {
+		t.Fatal("README has no placement section")
+	}
+	examples := 0
+	for _, block := range strings.Split(readme[begin:end], "```console\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		cmdLine, want, _ := strings.Cut(block, "\n")
+		args, ok := strings.CutPrefix(cmdLine, "$ rackstream assign ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(args)
+		for i, f := range fields {
+			if strings.HasPrefix(f, "assignor/testdata/") {
+				fields[i] = "../../" + f
+			}
+		}
+		code, out, errs := runCLI(t, "", fields...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", cmdLine, code, errs)
+		}
+		if out != want {
+			t.Errorf("README example %q is stale:\n--- README\n%s--- actual\n%s", cmdLine, want, out)
+		}
+		examples++
+	}
+	if examples == 0 {
+		t.Fatal("no `$ rackstream assign` example found in the README's placement section")
 	}
 }
