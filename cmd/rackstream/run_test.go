@@ -124,13 +124,16 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 		"session.timeout.ms=3000",
 		"shutdown.timeout.ms=10000",
 		"log.format=json",
+		"rack.aware.assignment.tags=zone",
 	)
 	env := []string{"RACKSTREAM_CLIENT_TAG_ZONE=zone-a"}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var stderr syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- runRun(ctx, []string{"--config", file, "--set", "client.tag.cluster=c1"}, env, &stderr) }()
+	go func() {
+		done <- runRun(ctx, []string{"--config", file, "--set", "client.tag.cluster=c1"}, env, &stderr)
+	}()
 
 	var start map[string]any
 	kafkatest.Eventually(t, time.Minute, "start-up line", func() bool {
@@ -166,8 +169,14 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
 		return err == nil && code == 200 && string(body.Value) == "10" && body.Role == "active"
 	})
-	if l := jsonLines(stderr.String(), "placement"); len(l) == 0 || l[0]["quality"] == nil {
-		t.Errorf("no placement line with quality:\n%s", stderr.String())
+	pl := jsonLines(stderr.String(), "placement")
+	if len(pl) == 0 {
+		t.Fatalf("no placement line:\n%s", stderr.String())
+	}
+	last := pl[len(pl)-1]
+	q, _ := last["quality"].([]any)
+	if len(q) != 1 || q[0].(map[string]any)["tag"] != "zone" || !strings.Contains(fmt.Sprint(last["replicas"]), start["instance"].(string)+"[cluster=c1,zone=zone-a]=3/0/0") {
+		t.Errorf("placement line %v: want the zone's quality and this instance with 3 active tasks", last)
 	}
 
 	cancel()

@@ -91,7 +91,10 @@ func (r storeReplica) Scan(start, end []byte, fn func(key, value []byte) bool) (
 }
 
 // logPlacement logs a placement's summary, one line: the generation, the
-// tasks per member and role, and the quality per tag dimension.
+// tasks per member and role ("replicas": <process id>[<tags>]=<active>/
+// <standby>/<warmup> per member), and the quality per tag dimension (the
+// assignor's names: tag, values, tasks_repeating) with the standby
+// shortfall.
 func logPlacement(log *slog.Logger, p *balancer.Placement, self string) {
 	type counts struct{ active, standby, warmup int }
 	per := make([]counts, len(p.Members))
@@ -116,20 +119,13 @@ func logPlacement(log *slog.Logger, p *balancer.Placement, self string) {
 		}
 		fmt.Fprintf(&members, "%s[%s]=%d/%d/%d", m.ProcessID, m.Tags.String(), per[i].active, per[i].standby, per[i].warmup)
 	}
-	var dims strings.Builder
-	for i, d := range p.Quality.Dimensions {
-		if i > 0 {
-			dims.WriteString(" ")
-		}
-		fmt.Fprintf(&dims, "%s:%d-values/%d-repeating", d.Tag, d.Values, d.TasksRepeating)
-	}
 	attrs := []any{
 		"generation", p.Generation,
 		"members", len(p.Members),
 		"tasks", len(p.Tasks),
 		"tasks_without_active", orphans,
-		"active/standby/warmup", members.String(),
-		"quality", dims.String(),
+		"replicas", members.String(),
+		"quality", p.Quality.Dimensions,
 		"standby_shortfall", p.Quality.StandbyShortfall,
 		"self", self,
 	}
