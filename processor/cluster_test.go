@@ -194,6 +194,39 @@ func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
 	a.checkCounts(t, false)
 }
 
+// A new instance gets tasks through warmups (it starts cold; the balancer
+// moves a task once its warmup has caught up), and the former owners keep
+// the standbys the plan leaves them. No record is lost or counted twice.
+func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, clusterParts)
+	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.AcceptableRecoveryLag = 0 })
+	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+
+	o := a.options(t, "i2", zones[2])
+	o.NumStandbys, o.AcceptableRecoveryLag = 1, 0
+	ins = append(ins, a.start(t, "i2", o))
+	kafkatest.Eventually(t, 2*time.Minute, "the new instance runs tasks", func() bool {
+		for task := int32(0); task < clusterParts; task++ {
+			if r, ok := ins[2].rt.Replica(task); ok && r.Role == state.RoleActive {
+				return allReady(ins...)
+			}
+		}
+		return false
+	})
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+	kafkatest.Eventually(t, time.Minute, "replicas match the placement", func() bool {
+		return replicasMatchPlacement(t, ins...) == ""
+	})
+	for _, in := range ins {
+		in.stop(t)
+	}
+	a.checkCounts(t, true)
+}
+
 // cutDialer dials the broker until Cut, after which it refuses to dial and
 // every connection it made fails: the instance is cut off as by a crash,
 // and nothing it sends can reach the broker.
