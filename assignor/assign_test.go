@@ -3,7 +3,6 @@ package assignor
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 )
@@ -474,14 +473,7 @@ func TestStandbyRebalanceWeighsCapacity(t *testing.T) {
 	// client at 1.0 goes to 1.25), not to the least loaded now (a
 	// capacity-1 client at 1.0 would go to 2). Kafka Streams reaches a
 	// replica load of at most 4/3 here, and so must we.
-	data, err := os.ReadFile("testdata/mixed-capacity.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := DecodeInput(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := loadScenario(t, "testdata/mixed-capacity.json")
 	p := mustAssign(t, in)
 	if max := p.Quality.ReplicaLoad.Max; max > 4.0/3 {
 		t.Fatalf("replica_load.max = %v, want <= 4/3 (%s)", max, describe(p))
@@ -495,14 +487,7 @@ func TestStandbysMoveAlongAChainToEvenLoad(t *testing.T) {
 	// single move helps (every receiver would reach 6 too). The chain moves
 	// a standby from n06 to a client of zone b, then one from n01 to n06:
 	// max 5, as Kafka Streams, with every task's spread still optimal.
-	data, err := os.ReadFile("testdata/needs-a-chain.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := DecodeInput(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := loadScenario(t, "testdata/needs-a-chain.json")
 	p := mustAssign(t, in)
 	if max := p.Quality.ReplicaLoad.Max; max > 5 {
 		t.Fatalf("replica_load.max = %v, want <= 5 (%s)", max, describe(p))

@@ -32,7 +32,7 @@
 // lexicographically. Every task gets a spread no other choice of standbys
 // could beat. Clients with the same tag tuple form a class and are
 // interchangeable for spread, so the optimum is searched over classes (see
-// searcher): once per class of active, then, pick by pick, the classes from
+// search.go): once per class of active, then, pick by pick, the classes from
 // which the optimum is still reachable. Among those, a client holding the
 // task's state wins (least lag first), then the least loaded (actives,
 // standbys and warmups per unit of capacity), then the smallest id. Every

@@ -3,6 +3,7 @@ package assignor
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"testing"
@@ -202,6 +203,20 @@ func bruteBestSpread(in Input, active string) []int {
 	}
 	rec(0)
 	return best
+}
+
+// loadScenario decodes a scenario file.
+func loadScenario(t testing.TB, path string) Input {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := DecodeInput(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return in
 }
 
 func planJSON(t testing.TB, p *Plan) string {

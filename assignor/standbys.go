@@ -480,32 +480,14 @@ func newGroupHeaps(pl *placement, group []int32, groups int) *groupHeaps {
 // asks each allowed group instead.
 func (h *groupHeaps) lightestAllowed(al *allowedSet, excl []int32) int32 {
 	m := h.pl.m
-	hp := h.all.heap
-	front := h.front[:0]
-	if 4*al.clients >= len(hp) { // a quarter or more allowed: a few steps
-		front = append(front, 0)
-	}
-	for steps := 0; steps < 16 && len(front) > 0; steps++ {
-		bi := 0
-		for i := 1; i < len(front); i++ {
-			if h.pl.lighter(hp[front[i]], hp[front[bi]]) {
-				bi = i
-			}
-		}
-		at := front[bi]
-		if c := hp[at]; !contains(excl, c) && al.has(m.class[c], h.group[m.class[c]]) {
-			h.front = front[:0]
+	if 4*al.clients >= len(h.all.heap) { // a quarter or more allowed: a few steps
+		c := h.walk(h.all.heap, func(c int32) bool {
+			return !contains(excl, c) && al.has(m.class[c], h.group[m.class[c]])
+		}, -1, 16)
+		if c >= 0 {
 			return c
 		}
-		front[bi] = front[len(front)-1]
-		front = front[:len(front)-1]
-		for _, ch := range [2]int32{2*at + 1, 2*at + 2} {
-			if int(ch) < len(hp) {
-				front = append(front, ch)
-			}
-		}
 	}
-	h.front = front[:0]
 	best := int32(-1)
 	for _, g := range al.sigs {
 		if c := h.lightest(g, excl, al.skip, best); c >= 0 {
@@ -568,8 +550,20 @@ func (h *groupHeaps) lightest(g int32, excl, skip []int32, bound int32) int32 {
 	if c := hp[0]; !contains(excl, c) && !contains(skip, m.class[c]) {
 		return c // the common case
 	}
+	return h.walk(hp, func(c int32) bool { return !contains(excl, c) && !contains(skip, m.class[c]) }, bound, -1)
+}
+
+// walk visits the heap hp best-first from its root, expanding only the nodes
+// whose client ok rejects, and returns the first client ok accepts; or -1
+// when the heap is exhausted, after steps nodes (no limit if negative), or
+// at a node no lighter than bound (none if -1).
+func (h *groupHeaps) walk(hp []int32, ok func(c int32) bool, bound int32, steps int) int32 {
+	if len(hp) == 0 {
+		return -1
+	}
 	front := append(h.front[:0], 0)
-	for len(front) > 0 {
+	defer func() { h.front = front[:0] }()
+	for ; len(front) > 0 && steps != 0; steps-- {
 		bi := 0
 		for i := 1; i < len(front); i++ {
 			if h.pl.lighter(hp[front[i]], hp[front[bi]]) {
@@ -578,10 +572,9 @@ func (h *groupHeaps) lightest(g int32, excl, skip []int32, bound int32) int32 {
 		}
 		at := front[bi]
 		if bound >= 0 && !h.pl.lighter(hp[at], bound) {
-			break
+			return -1
 		}
-		if c := hp[at]; !contains(excl, c) && !contains(skip, m.class[c]) {
-			h.front = front[:0]
+		if c := hp[at]; ok(c) {
 			return c
 		}
 		front[bi] = front[len(front)-1]
@@ -592,6 +585,5 @@ func (h *groupHeaps) lightest(g int32, excl, skip []int32, bound int32) int32 {
 			}
 		}
 	}
-	h.front = front[:0]
 	return -1
 }
