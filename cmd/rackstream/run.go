@@ -95,7 +95,7 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		log.Error("stopped", "err", err)
+		log.Error("exiting on error", "err", err)
 		return 1
 	}
 	return 0

@@ -314,7 +314,7 @@ func (in *Instance) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("service: kafka: %w", err)
+		return fmt.Errorf("service: %w", err)
 	}
 	rctx, cancelRuntime := context.WithCancel(context.Background())
 	defer cancelRuntime()
