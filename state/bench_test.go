@@ -25,6 +25,10 @@ import (
 // records in batches with no Kafka. It runs against kfake, or against the
 // real broker when RACKSTREAM_TEST_BROKERS is set. Use -benchtime=1x (or
 // 3x): one iteration restores the whole partition.
+//
+// The machine is shared, so the "interleaved" sub-benchmark runs the three
+// back to back in every iteration and reports restore as a percentage of
+// the slower ceiling measured under the same load.
 func BenchmarkRestore(b *testing.B) {
 	n := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("STATE_BENCH_RECORDS")); err == nil && v > 0 {
@@ -37,9 +41,10 @@ func BenchmarkRestore(b *testing.B) {
 	produceBenchRecords(b, e, topic, n)
 	b.Logf("%s: produced %d records in %v", e.c.Kind(), n, time.Since(start).Round(time.Millisecond))
 	const recBytes = 16 + 100
+	keys, vals := benchRecords(n)
 
-	report := func(b *testing.B, peak peakHeap) {
-		el := b.Elapsed().Seconds()
+	report := func(b *testing.B, took time.Duration, peak peakHeap) {
+		el := took.Seconds()
 		total := float64(n) * float64(b.N)
 		b.ReportMetric(total/el, "records/s")
 		b.ReportMetric(total*recBytes/el/1e6, "MB/s")
@@ -49,85 +54,112 @@ func BenchmarkRestore(b *testing.B) {
 		b.ReportMetric(float64(peak.peak-min(peak.peak, peak.base))/1e6, "heap-growth-MB")
 		b.ReportMetric(0, "ns/op")
 	}
-
-	b.Run("restore", func(b *testing.B) {
-		var peak peakHeap
-		for b.Loop() {
-			b.StopTimer()
-			m := e.open(b.TempDir())
-			task, err := m.OpenTask(0, e.stores)
-			must(b, err)
-			runtime.GC()
-			stop := samplePeakHeap(&peak)
-			b.StartTimer()
-			must(b, task.Restore(context.Background()))
-			b.StopTimer()
-			stop()
-			if ck := task.Store("bench").Checkpoint(); ck != int64(n) {
-				b.Fatalf("checkpoint after restore = %d, want %d", ck, n)
+	variants := []struct {
+		name string
+		run  func(b *testing.B, peak *peakHeap) time.Duration
+	}{
+		{"restore", func(b *testing.B, peak *peakHeap) time.Duration { return benchRestore(b, e, n, peak) }},
+		{"ceiling-consume", func(b *testing.B, peak *peakHeap) time.Duration { return benchConsume(b, e, topic, n, peak) }},
+		{"ceiling-leveldb", func(b *testing.B, peak *peakHeap) time.Duration { return benchLevelDB(b, keys, vals, peak) }},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			var peak peakHeap
+			var took time.Duration
+			for b.Loop() {
+				took += v.run(b, &peak)
 			}
-			must(b, m.Close())
-			b.StartTimer()
+			report(b, took, peak)
+		})
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		took := make([]time.Duration, len(variants))
+		for b.Loop() {
+			for i, v := range variants {
+				took[i] += v.run(b, &peakHeap{})
+			}
 		}
-		report(b, peak)
+		perSec := func(d time.Duration) float64 { return float64(n) * float64(b.N) / d.Seconds() }
+		b.ReportMetric(perSec(took[0]), "restore-records/s")
+		b.ReportMetric(perSec(took[1]), "consume-records/s")
+		b.ReportMetric(perSec(took[2]), "leveldb-records/s")
+		b.ReportMetric(100*perSec(took[0])/min(perSec(took[1]), perSec(took[2])), "pct-of-slower-ceiling")
+		b.ReportMetric(0, "ns/op")
 	})
+}
 
-	b.Run("ceiling-consume", func(b *testing.B) {
-		var peak peakHeap
-		for b.Loop() {
-			b.StopTimer()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(e.c.Brokers...),
-				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-				kgo.FetchMaxBytes(defaultFetchMaxBytes), kgo.FetchMaxPartitionBytes(defaultFetchMaxBytes))
-			must(b, err)
-			runtime.GC()
-			stop := samplePeakHeap(&peak)
-			b.StartTimer()
-			var got int
-			for got < n {
-				fs := cl.PollRecords(context.Background(), pollRecords)
-				must(b, fs.Err0())
-				got += fs.NumRecords()
-			}
-			b.StopTimer()
-			stop()
-			cl.Close()
-			b.StartTimer()
-		}
-		report(b, peak)
+// benchRestore restores the bench changelog into a fresh directory and
+// returns how long Restore took.
+func benchRestore(b *testing.B, e *env, n int, peak *peakHeap) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	m := e.open(b.TempDir())
+	defer m.Close()
+	task, err := m.OpenTask(0, e.stores)
+	must(b, err)
+	runtime.GC()
+	stop := samplePeakHeap(peak)
+	began := time.Now()
+	must(b, task.Restore(context.Background()))
+	took := time.Since(began)
+	stop()
+	if ck := task.Store("bench").Checkpoint(); ck != int64(n) {
+		b.Fatalf("checkpoint after restore = %d, want %d", ck, n)
+	}
+	return took
+}
+
+// benchConsume reads the partition with a plain consumer, discarding it.
+func benchConsume(b *testing.B, e *env, topic string, n int, peak *peakHeap) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.c.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxBytes(defaultFetchMaxBytes), kgo.FetchMaxPartitionBytes(defaultFetchMaxBytes))
+	must(b, err)
+	defer cl.Close()
+	runtime.GC()
+	stop := samplePeakHeap(peak)
+	began := time.Now()
+	var got int
+	for got < n {
+		fs := cl.PollRecords(context.Background(), pollRecords)
+		must(b, fs.Err0())
+		got += fs.NumRecords()
+	}
+	took := time.Since(began)
+	stop()
+	return took
+}
+
+// benchLevelDB loads the records into a fresh goleveldb database with the
+// stores' options, in batches of the restore's size.
+func benchLevelDB(b *testing.B, keys, vals [][]byte, peak *peakHeap) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	o := LevelDBOptions{}.withDefaults()
+	db, err := leveldb.OpenFile(b.TempDir(), &opt.Options{
+		BlockCacheCapacity: o.BlockCacheBytes, WriteBuffer: o.WriteBufferBytes,
+		Filter: filter.NewBloomFilter(o.BloomBits), CompactionTableSize: 4 << 20,
+		WriteL0SlowdownTrigger: 16, WriteL0PauseTrigger: 24,
 	})
-
-	b.Run("ceiling-leveldb", func(b *testing.B) {
-		keys, vals := benchRecords(n)
-		var peak peakHeap
-		for b.Loop() {
-			b.StopTimer()
-			o := LevelDBOptions{}.withDefaults()
-			db, err := leveldb.OpenFile(b.TempDir(), &opt.Options{
-				BlockCacheCapacity: o.BlockCacheBytes, WriteBuffer: o.WriteBufferBytes,
-				Filter: filter.NewBloomFilter(o.BloomBits), CompactionTableSize: 4 << 20,
-				WriteL0SlowdownTrigger: 16, WriteL0PauseTrigger: 24,
-			})
-			must(b, err)
-			runtime.GC()
-			stop := samplePeakHeap(&peak)
-			b.StartTimer()
-			batch := new(leveldb.Batch)
-			for i := range keys {
-				batch.Put(keys[i], vals[i])
-				if len(batch.Dump()) >= defaultRestoreBatch {
-					must(b, db.Write(batch, nil))
-					batch.Reset()
-				}
-			}
+	must(b, err)
+	defer db.Close()
+	runtime.GC()
+	stop := samplePeakHeap(peak)
+	began := time.Now()
+	batch := leveldb.MakeBatch(defaultRestoreBatch + defaultRestoreBatch/8)
+	for i := range keys {
+		batch.Put(keys[i], vals[i])
+		if len(batch.Dump()) >= defaultRestoreBatch {
 			must(b, db.Write(batch, nil))
-			b.StopTimer()
-			stop()
-			must(b, db.Close())
-			b.StartTimer()
+			batch.Reset()
 		}
-		report(b, peak)
-	})
+	}
+	must(b, db.Write(batch, nil))
+	took := time.Since(began)
+	stop()
+	return took
 }
 
 // benchRecords returns n deterministic records: 16-byte random keys,

@@ -22,6 +22,10 @@ const progressEvery = 5 * time.Second
 // restore gives up on it.
 const unknownTopicPatience = 15 * time.Second
 
+// restoreIdleFlush is how long a restore's partial batch may wait for more
+// records while the consumer has none buffered.
+const restoreIdleFlush = 200 * time.Millisecond
+
 // pollRecords bounds one poll of the restore consumer.
 const pollRecords = 64 << 10
 
@@ -60,6 +64,8 @@ type replicaState struct {
 	target  int64 // catch-up target, -1 when tailing without one
 	waiter  chan error
 	pending int64 // records in batch
+	// pendingSince is when the first record of the batch was added.
+	pendingSince time.Time
 
 	// restore progress
 	started   time.Time
@@ -112,7 +118,7 @@ func (r *replicator) start() error {
 		// ClientOpts may override it.
 		opts := append([]kgo.Opt{kgo.MetadataMinAge(time.Second)}, o.ClientOpts...)
 		opts = append(opts,
-			kgo.WithPools(&recordPool{}), // apply recycles every record
+			kgo.WithPools(&recordPool{}, &decompressPool{}), // apply recycles every record
 			kgo.FetchIsolationLevel(iso),
 			kgo.KeepControlRecords(), // they move the checkpoint past transaction markers
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -406,9 +412,12 @@ func (r *replicator) run() {
 				delete(dirty, s)
 				continue
 			}
-			// apply writes full batches; the rest is written once the
-			// consumer has nothing buffered, or a restore reached its end.
-			if idle || r.reached(s) {
+			// apply writes full batches. A standby writes the rest as
+			// soon as the consumer has nothing buffered (tailing is about
+			// latency); a restore keeps filling its batch until it is full
+			// or the restore reached its end (fewer, larger writes stay
+			// clear of LevelDB's per-write L0 slowdown), or briefly idle.
+			if r.reached(s) || idle && (!r.restoring(s) || time.Since(s.rep.pendingSince) > restoreIdleFlush) {
 				r.flush(s)
 				s.rep.idle()
 				delete(dirty, s)
@@ -422,6 +431,12 @@ func (r *replicator) isSub(s *Store) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.subs[topicPartition{s.changelog, s.partition}] == s
+}
+
+func (r *replicator) restoring(s *Store) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.rep.target >= 0
 }
 
 func (r *replicator) reached(s *Store) bool {
@@ -453,6 +468,9 @@ func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
 			n++
 		}
 		rec.Recycle() // the batch holds copies
+	}
+	if s.rep.pending == 0 && n > 0 {
+		s.rep.pendingSince = time.Now()
 	}
 	s.rep.pending += n
 	s.rep.applied += n
@@ -569,4 +587,20 @@ func (rp *recordPool) GetRecords(n int) []kgo.Record {
 
 func (rp *recordPool) PutRecords(rs []kgo.Record) {
 	rp.p.Put(&rs)
+}
+
+// decompressPool reuses the buffers that compressed batches (the active
+// path's producers compress with snappy by default) are decompressed into;
+// records alias them until recycled, and apply copies them first.
+type decompressPool struct{ p sync.Pool }
+
+func (dp *decompressPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
+	if v, ok := dp.p.Get().(*[]byte); ok && cap(*v) >= 2*len(compressed) {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, 4*len(compressed))
+}
+
+func (dp *decompressPool) PutDecompressBytes(b []byte) {
+	dp.p.Put(&b)
 }
