@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -80,7 +81,13 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 	resp, err := s.peers.Do(req)
 	if err != nil {
 		s.met.forwards.WithLabelValues(route, resultError).Inc()
-		return peerAnswer{}, &forwardError{member: m.ProcessID, url: url, err: unwrapURLError(err), untrusted: isVerifyError(err)}
+		fe := &forwardError{member: m.ProcessID, url: url, err: unwrapURLError(err), untrusted: isVerifyError(err)}
+		level := slog.LevelDebug
+		if fe.untrusted {
+			level = slog.LevelWarn // a configuration error: http.tls.ca does not trust the peer
+		}
+		s.log.Log(ctx, level, "forward failed", "peer", m.ProcessID, "url", url, "err", fe.err)
+		return peerAnswer{}, fe
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxForwardBodyBytes+1))
