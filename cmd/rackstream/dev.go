@@ -171,14 +171,13 @@ type devInstance struct {
 	addr    string // 127.0.0.1:port, fixed at the first start
 	dir     string
 
-	mu      sync.Mutex
-	svc     *service.Instance
-	dialer  *cutDialer
-	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error
-	pid     string
-	stopped bool // by kill or stop, as opposed to never started
+	mu     sync.Mutex
+	svc    *service.Instance
+	dialer *cutDialer
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	pid    string
 }
 
 func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Writer) (*devCluster, error) {
@@ -417,33 +416,27 @@ func (in *devInstance) start() error {
 // connections are cut (no commit, no LeaveGroup reaches the brokers) and
 // its HTTP server closes at once. The group notices after the session
 // timeout.
-func (in *devInstance) kill() error {
-	in.mu.Lock()
-	svc, dialer, cancel := in.svc, in.dialer, in.cancel
-	if svc == nil {
-		in.mu.Unlock()
-		return fmt.Errorf("%s is not running", in.name)
-	}
-	in.svc, in.cancel, in.stopped = nil, nil, true
-	in.pid = svc.Runtime().ProcessID()
-	in.mu.Unlock()
-	dialer.Cut()
-	svc.Abort()
-	cancel()
-	return nil
-}
+func (in *devInstance) kill() error { return in.halt(true) }
 
 // stop shuts the instance down cleanly (commit, leave the group) and waits.
-func (in *devInstance) stop() error {
+func (in *devInstance) stop() error { return in.halt(false) }
+
+func (in *devInstance) halt(crash bool) error {
 	in.mu.Lock()
-	svc, cancel, done := in.svc, in.cancel, in.done
+	svc, dialer, cancel, done := in.svc, in.dialer, in.cancel, in.done
 	if svc == nil {
 		in.mu.Unlock()
 		return fmt.Errorf("%s is not running", in.name)
 	}
-	in.svc, in.cancel, in.stopped = nil, nil, true
+	in.svc, in.cancel = nil, nil
 	in.pid = svc.Runtime().ProcessID()
 	in.mu.Unlock()
+	if crash {
+		dialer.Cut()
+		svc.Abort()
+		cancel()
+		return nil
+	}
 	cancel()
 	<-done
 	return nil
@@ -621,6 +614,11 @@ func (d *devCluster) writeStatus(w io.Writer) {
 	fmt.Fprintf(tw, "INSTANCE\tHTTP\tZONE\tCLUSTER\tPROCESS ID\tSTATE\n")
 	for _, in := range d.insts {
 		st := "stopped"
+		in.mu.Lock()
+		if in.err != nil {
+			st = "stopped: " + in.err.Error()
+		}
+		in.mu.Unlock()
 		if svc := in.running(); svc != nil {
 			st = "ready"
 			if ok, why := svc.Ready(); !ok {
