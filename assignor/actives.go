@@ -16,13 +16,6 @@ func (pl *placement) run() {
 	pl.placeWarmups()
 }
 
-// caughtUp reports whether client c's state of task t is within
-// acceptable.recovery.lag.
-func (pl *placement) caughtUp(t int, c int32) bool {
-	lag := pl.m.lagOf(t, c)
-	return lag != noState && lag != unknownLag && lag <= pl.m.acceptable
-}
-
 // placeActives keeps every task on its live previous active and gives each
 // orphaned task, in task order, to the least-loaded caught-up client, else
 // to the least-lagging holder, else to the least-loaded client.
