@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -121,8 +122,12 @@ func TestPropertiesOverRandomScenarios(t *testing.T) {
 		}
 		in := randomInput(r, maxClients, maxTasks)
 		t.Run(fmt.Sprintf("scenario%03d", i), func(t *testing.T) {
+			before, _ := json.Marshal(in)
 			p := mustAssign(t, in) // invariants: one active, no double replica, ...
 			want := planJSON(t, p)
+			if after, _ := json.Marshal(in); string(after) != string(before) {
+				t.Fatalf("Assign modified its input:\n%s\n%s", before, after)
+			}
 
 			// Deterministic, whatever the input order.
 			for j := 0; j < 3; j++ {
