@@ -33,7 +33,10 @@ can be replayed and what-if'd.
 --lose KEY=VALUE (repeatable: the losses add up) also prints the tasks left
 without any replica when every client with that tag is lost, and the plan
 after the loss: recomputed for the survivors, with their roles in the plan as
-previous roles (actives and standbys caught up).
+previous roles (actives and standbys caught up). As JSON:
+
+  {"plan": {...}, "loss": {"lose": [{"tag": "zone", "value": "..."}],
+   "clients_lost": [...], "tasks_without_replica": [...], "plan_after": {...}}}
 
 Exit status: 0 plan printed, 1 input unreadable, 2 bad usage or scenario.
 
