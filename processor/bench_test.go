@@ -142,7 +142,6 @@ func BenchmarkProcessingCount(b *testing.B) {
 			Brokers:        c.Brokers,
 			StateDir:       b.TempDir(),
 			CommitInterval: time.Second,
-			ClientOpts:     benchClientOpts(),
 			Logger:         testLogger(nil, "bench"),
 		})
 		if err != nil {
@@ -203,16 +202,3 @@ func BenchmarkProcessingPipeCeiling(b *testing.B) {
 	}
 }
 
-func benchClientOpts() []kgo.Opt {
-	var o []kgo.Opt
-	if v, err := strconv.Atoi(os.Getenv("BENCH_BUF")); err == nil {
-		o = append(o, kgo.MaxBufferedRecords(v))
-	}
-	if v, err := strconv.Atoi(os.Getenv("BENCH_INFLIGHT")); err == nil {
-		o = append(o, kgo.MaxProduceRequestsInflightPerBroker(v))
-	}
-	if v, err := time.ParseDuration(os.Getenv("BENCH_LINGER")); err == nil {
-		o = append(o, kgo.ProducerLinger(v))
-	}
-	return o
-}

@@ -1,4 +1,71 @@
-// Package processor owns the topology API and its runtime: tasks by
-// partition slot, commits at the processed watermark, dead letters and the
-// HTTP query server.
+// Package processor runs stateful stream processors on Kafka: a small typed
+// topology API, an in-memory TestDriver for handler tests, and the Runtime
+// that runs a topology as one instance of a replicated processor group.
+//
+// # Topology
+//
+// A processor group is its application id. It declares its input topics,
+// each with key and value codecs and a handler; its stores; and its output
+// topics:
+//
+//	topo := processor.New("click-counter")
+//	counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
+//	updates := processor.NewOutput(topo, "click-counts", codec.String(), codec.Int64())
+//	processor.NewInput(topo, "clicks", codec.String(), codec.String(),
+//		func(ctx *processor.Context, user, page string) error {
+//			n, _, err := counts.Get(ctx, user)
+//			if err != nil {
+//				return err
+//			}
+//			if err := counts.Put(ctx, user, n+1); err != nil {
+//				return err
+//			}
+//			return updates.Emit(ctx, user, n+1)
+//		})
+//
+// The handler is called once per record with the decoded key and value and a
+// Context showing the record's topic, partition, offset, timestamp and
+// headers. Its store writes and emits are staged and take effect together
+// when it returns nil; an error or a panic discards them, and the record is
+// retried with backoff (Retry) and then handed to the error policy.
+//
+// # Tasks and the mapping contract
+//
+// Task i owns partition i of every input topic and of every store's
+// changelog (<application.id>-<store>-changelog unless WithChangelog adopts
+// another compacted topic, such as a goka group table). So all inputs and
+// changelogs must have the same partition count: the runtime checks it at
+// start and while running, and refuses to go on, naming every topic and its
+// count, when they differ. Keys map to partitions with one function,
+// package partition's, for emits, dead letters, queries and producers.
+//
+// # Delivery
+//
+// At-least-once, at the processed watermark: every commit interval, on
+// revoke and on shutdown, tasks pause between records, the producer is
+// flushed (changelog, outputs, dead letters acknowledged), each task's
+// stores write their buffered data and changelog checkpoint in one LevelDB
+// batch, and then the input offsets after the last handled records are
+// committed. Lost partitions are dropped without committing. Records after
+// the last commit may be handled again after a crash; none is skipped.
+//
+// # Poison records
+//
+// A record whose key or value does not decode, or whose handler still fails
+// after the retries, goes to the error policy: PolicyDeadLetter (default)
+// produces it as it arrived to <application.id>-dlq with headers naming the
+// source topic, partition, offset, stage and error (HeaderDLQTopic ...);
+// PolicySkip logs and counts it; PolicyFail stops the task and makes the
+// instance not ready. The partition never blocks on a poison record under
+// the first two.
+//
+// # Replicas
+//
+// The runtime joins the consumer group <application.id> with the balancer
+// of package assignor/balancer, which places each task's active and
+// num.standby.replicas standbys across the client tags. Standby and warmup
+// replicas tail their changelogs through package state; an active task
+// whose replica is already here is promoted, replaying only its lag, and a
+// task moved away stays a standby when the plan keeps one here. Replica,
+// Placement and Ready serve the HTTP query layer (processor/query).
 package processor
