@@ -204,3 +204,85 @@ func TestRunIsACommand(t *testing.T) {
 		t.Errorf("run --help: exit %d, %s", code, stderr.String())
 	}
 }
+
+// TestRunAuthenticatesEveryKafkaClientWithSASL runs the count processor on a
+// cluster that requires SCRAM (kfake with SASL, or the real broker's
+// SASL_PLAINTEXT listener): with the right password every client the
+// instance makes (group member, restore consumer, placement and admin
+// clients) logs in and the counts arrive; with a wrong one run exits 1 at
+// start-up naming the mechanism and the broker. The password, given through
+// the environment, appears in no log line.
+func TestRunAuthenticatesEveryKafkaClientWithSASL(t *testing.T) {
+	sc := kafkatest.SASL(t)
+	app := sc.Name("run-sasl")
+	topic := sc.Name("run-sasl-events")
+	sc.CreateTopic(topic, 2, nil)
+	for i := range 8 {
+		sc.Produce(&kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%2)), Value: []byte("x")})
+	}
+	file := writeValidateConfig(t,
+		"application.id="+app,
+		"bootstrap.servers="+strings.Join(sc.Brokers, ","),
+		"security.protocol=SASL_PLAINTEXT",
+		"sasl.mechanism="+sc.Mechanism,
+		"sasl.username="+sc.User,
+		"processor.type=count",
+		"processor.input.topic="+topic,
+		"http.listen=127.0.0.1:0",
+		"state.dir="+filepath.Join(t.TempDir(), "state"),
+		"commit.interval.ms=200",
+		"session.timeout.ms=3000",
+		"log.format=json",
+		"log.level=debug",
+	)
+
+	var bad syncBuffer
+	wrong := "not-" + sc.Password
+	code := runRun(t.Context(), []string{"--config", file}, []string{"RACKSTREAM_SASL_PASSWORD=" + wrong}, &bad)
+	if code != 1 || !strings.Contains(bad.String(), sc.Mechanism) || !strings.Contains(bad.String(), sc.Brokers[0]) {
+		t.Errorf("wrong password: exit %d, want 1 with a message naming %s and %s:\n%s", code, sc.Mechanism, sc.Brokers[0], tailLines(bad.String(), 5))
+	}
+	if strings.Contains(bad.String(), wrong) {
+		t.Error("the wrong password appears in the log")
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runRun(ctx, []string{"--config", file}, []string{"RACKSTREAM_SASL_PASSWORD=" + sc.Password}, &stderr)
+	}()
+	var base string
+	kafkatest.Eventually(t, time.Minute, "start-up line", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("run exited %d early:\n%s", code, tailLines(stderr.String(), 20))
+		default:
+		}
+		if l := jsonLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
+			base = "http://" + l[0]["http"].(string)
+			return true
+		}
+		return false
+	})
+	kafkatest.Eventually(t, 90*time.Second, "count of k1 is 4 over SASL", func() bool {
+		var body struct {
+			Value json.RawMessage `json:"value"`
+		}
+		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
+		return err == nil && code == 200 && string(body.Value) == "4"
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d after cancel", code)
+	}
+	if strings.Contains(stderr.String(), sc.Password) {
+		t.Error("the password appears in the log")
+	}
+}
+
+func tailLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(ls[max(0, len(ls)-n):], "\n")
+}
