@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,16 +16,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
 const produceUsage = `Usage: rackstream produce --brokers HOST:PORT[,...] --topic T [flags] < lines
+       rackstream produce --config FILE --topic T [flags] < lines
 
 Reads key/value lines from stdin and produces each as one record, keyed, to
 the partition Rackstream's partitioner assigns its key: the same slot the
 processor's tasks and the HTTP router use. A line is KEY<separator>VALUE; the
 value may contain further separators. Lines without a separator are reported
 with their line number and not produced (the exit code is then 1).
+
+With --config (and --set, and RACKSTREAM_* variables, as 'rackstream run'
+reads them) the brokers, the security settings and the partitioner come from
+the service's configuration; --brokers and --partitioner still override.
 
 Flags:
 `
@@ -38,6 +45,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	partitioner := fs.String("partitioner", partition.Default, "key-to-partition function: "+strings.Join(partition.Names(), ", "))
 	separator := fs.String("separator", "TAB", `between key and value: TAB, or a string (Go escapes such as \t or \x1f allowed)`)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on a record not acknowledged within this time")
+	cf := addConfigFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, produceUsage)
 		fs.PrintDefaults()
@@ -52,8 +60,30 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "rackstream produce: unexpected argument %q (lines come from stdin)\n", fs.Arg(0))
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var clientOpts []kgo.Opt
+	if cf.file != "" || len(cf.sets) > 0 {
+		cfg, err := cf.load(os.Environ())
+		if err != nil {
+			printConfigErrors(stderr, "produce", err)
+			return 2
+		}
+		clients, err := kclient.New(cfg, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "rackstream produce: %v\n", err)
+			return 2
+		}
+		clientOpts = clients.Opts(kclient.RoleProducer)
+		if !set["brokers"] {
+			*brokers = strings.Join(cfg.BootstrapServers, ",")
+		}
+		if !set["partitioner"] && cfg.Partitioner != "" {
+			*partitioner = string(cfg.Partitioner)
+		}
+	}
 	if *brokers == "" || *topic == "" {
-		fmt.Fprintln(stderr, "rackstream produce: --brokers and --topic are required")
+		fmt.Fprintln(stderr, "rackstream produce: --topic and --brokers (or --config) are required")
 		return 2
 	}
 	p, err := partition.ByName(*partitioner)
@@ -67,12 +97,12 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append(clientOpts,
 		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
 		kgo.DefaultProduceTopic(*topic),
 		kgo.RecordPartitioner(partition.Kgo(p)),
 		kgo.RecordDeliveryTimeout(*timeout),
-	)
+	)...)
 	if err != nil {
 		fmt.Fprintf(stderr, "rackstream produce: client for %s: %v\n", *brokers, err)
 		return 1

@@ -116,7 +116,8 @@ func TestProduceRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing topic", []string{"--brokers", "127.0.0.1:1"}, "--brokers and --topic are required"},
+		{"missing topic", []string{"--brokers", "127.0.0.1:1"}, "--topic and --brokers (or --config) are required"},
+		{"bad configuration", []string{"--topic", "t", "--set", "partitioner=murmur3"}, "partitioner"},
 		{"unknown partitioner", []string{"--brokers", "127.0.0.1:1", "--topic", "t", "--partitioner", "murmur3"}, `unknown partitioner "murmur3": valid are murmur2, fnv1a, crc32`},
 		{"empty separator", []string{"--brokers", "127.0.0.1:1", "--topic", "t", "--separator", ""}, "--separator: must not be empty"},
 		{"stray argument", []string{"--brokers", "127.0.0.1:1", "--topic", "t", "file.txt"}, `unexpected argument "file.txt"`},
@@ -130,6 +131,30 @@ func TestProduceRejectsBadFlags(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestProduceTakesBrokersAndPartitionerFromTheConfiguration(t *testing.T) {
+	c := kafkatest.New(t)
+	topic := c.Name("produce-config")
+	c.CreateTopic(topic, 12, nil)
+	var in strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&in, "k%d\tv\n", i)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--topic", topic, "--set", "application.id=produce-test",
+		"--set", "bootstrap.servers=" + strings.Join(c.Brokers, ","), "--set", "partitioner=fnv1a"}
+	if code := runProduce(context.Background(), args, strings.NewReader(in.String()), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "(partitioner fnv1a)") {
+		t.Errorf("stdout %q: want the configured partitioner", stdout.String())
+	}
+	for _, r := range readAll(t, c, topic, 100) {
+		if want := partition.FNV1a().Partition(r.Key, 12); r.Partition != want {
+			t.Errorf("key %q in partition %d, fnv1a says %d", r.Key, r.Partition, want)
+		}
 	}
 }
 
