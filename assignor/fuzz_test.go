@@ -2,6 +2,7 @@ package assignor
 
 import (
 	"errors"
+	"math/rand"
 	"testing"
 )
 
@@ -51,6 +52,32 @@ func FuzzAssign(f *testing.F) {
 				if best := bruteBestSpread(in, tp.Active); CompareSpread(sp, best) != 0 {
 					t.Fatalf("task %d: spread %v, brute force finds %v", tp.Task, sp, best)
 				}
+			}
+		}
+	})
+}
+
+// FuzzAssignGenerated plans the random scenario a fuzzed seed generates (the
+// generator of the property tests): invariants, determinism whatever the
+// input order, and the optimal spread by brute force.
+func FuzzAssignGenerated(f *testing.F) {
+	for _, seed := range []int64{1, 708, 20260708} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed int64) {
+		r := rand.New(rand.NewSource(seed))
+		in := randomInput(r, 8, 16)
+		p := mustAssign(t, in)
+		if a, b := planJSON(t, p), planJSON(t, mustAssign(t, shuffled(r, in))); a != b {
+			t.Fatalf("plan depends on input order:\n%s\n%s", a, b)
+		}
+		for _, tp := range p.Tasks {
+			sp, err := Spread(in, tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if best := bruteBestSpread(in, tp.Active); CompareSpread(sp, best) != 0 {
+				t.Fatalf("task %d: spread %v, brute force finds %v (%s)", tp.Task, sp, best, describe(p))
 			}
 		}
 	})
