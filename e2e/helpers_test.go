@@ -46,7 +46,7 @@ type proc struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser // stdin
 	out  *lines         // stdout
-	err  *lines // stderr
+	err  *lines         // stderr
 	done chan struct{}
 	code int
 }
@@ -186,7 +186,7 @@ func post(url string) (int, string, error) {
 
 // metadata is the part of /v1/metadata the tests read.
 type metadata struct {
-	Generation int32 `json:"generation"`
+	Generation int32  `json:"generation"`
 	Self       string `json:"self"`
 	Clients    []struct {
 		ID       string            `json:"id"`
