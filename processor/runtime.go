@@ -183,6 +183,7 @@ type Runtime struct {
 	fatal     error // a task stopped by error policy fail, or a broken topology
 	processID string
 	tasks     int32
+	running   bool
 }
 
 // NewRuntime returns a runtime for t. Run starts it.
@@ -316,6 +317,13 @@ func (r *Runtime) setFatal(err error) {
 // directory). Fatal Kafka client errors do not end Run: the client is
 // rebuilt with bounded exponential backoff.
 func (r *Runtime) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return errors.New("processor: Run called twice; make a new Runtime")
+	}
+	r.running = true
+	r.mu.Unlock()
 	mgr, err := state.Open(state.Options{
 		Dir:           r.opts.StateDir,
 		ApplicationID: r.topo.appID,
