@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/processor/service"
 )
 
@@ -68,18 +70,19 @@ type instance struct {
 	name   string
 	svc    *service.Instance
 	base   string
+	client *http.Client // nil: itClient
 	dialer *cutDialer
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string) *instance {
+func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string, extra ...string) *instance {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(config.Sources{Set: []string{
+	cfg, err := config.Load(config.Sources{Set: append([]string{
 		"application.id=" + app,
 		"bootstrap.servers=" + strings.Join(c.Brokers, ","),
 		"processor.type=count",
@@ -93,7 +96,7 @@ func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string) 
 		"session.timeout.ms=3000",
 		"shutdown.timeout.ms=10000",
 		"http.auth.token=" + itToken,
-	}})
+	}, extra...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,11 @@ func get(t *testing.T, in *instance, path, token string) reply {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := itClient.Do(req)
+	client := in.client
+	if client == nil {
+		client = itClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return reply{code: -1, raw: err.Error()}
 	}
@@ -412,4 +419,61 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 			return false
 		})
 	})
+}
+
+func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
+	c := kafkatest.New(t)
+	app, topic := c.Name("query-tls"), c.Name("query-tls-events")
+	const partitions = 4
+	c.CreateTopic(topic, partitions, nil)
+	var recs []*kgo.Record
+	keys := make([]string, 20)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(keys[i]), Value: []byte("x")})
+	}
+	c.Produce(recs...)
+	ca := query.NewTestCA(t, "rackstream-test-ca")
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	var ins []*instance
+	for i, zone := range []string{"z1", "z2"} {
+		cert, key, caFile := ca.WriteFiles(t, t.TempDir(), int64(i+2))
+		in := startInstance(t, c, app, topic, zone, "http.tls.cert="+cert, "http.tls.key="+key, "http.tls.ca="+caFile)
+		in.base, in.client = strings.Replace(in.base, "http://", "https://", 1), client
+		ins = append(ins, in)
+	}
+	kafkatest.Eventually(t, 2*time.Minute, "both instances active for two tasks each", func() bool {
+		for _, in := range ins {
+			r := get(t, in, "/v1/metadata", itToken)
+			if r.code != 200 || len(r.body["clients"].([]any)) != 2 {
+				return false
+			}
+			for _, cl := range r.body["clients"].([]any) {
+				if len(cl.(map[string]any)["active"].([]any)) != partitions/2 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// Half the keys are forwarded over HTTPS, verified against http.tls.ca,
+	// with the token.
+	kafkatest.Eventually(t, time.Minute, "every key through both instances over HTTPS", func() bool {
+		for _, k := range keys {
+			for _, in := range ins {
+				if r := get(t, in, "/v1/stores/count/keys/"+k, itToken); r.code != 200 || r.body["value"] != float64(1) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if r := get(t, ins[0], "/v1/stores/count/scan?limit=3", itToken); r.code != 200 {
+		t.Errorf("scan over HTTPS: %s", r)
+	}
+	// Plain HTTP is not served.
+	plain := &instance{base: strings.Replace(ins[0].base, "https://", "http://", 1)}
+	if r := get(t, plain, "/healthz", ""); r.code == 200 {
+		t.Errorf("plain HTTP answered: %s", r)
+	}
 }

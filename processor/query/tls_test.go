@@ -136,10 +136,12 @@ func TestNewRefusesTLSThatSkipsVerificationOrHasNoPeerConfig(t *testing.T) {
 	}
 }
 
-func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
-	ca := newTestCA(t, "ca")
-	leaf := ca.leaf(t, 2)
-	dir := t.TempDir()
+// WriteFiles writes a leaf certificate for 127.0.0.1, its key and the CA
+// certificate as PEM files in dir: what http.tls.cert, http.tls.key and
+// http.tls.ca name.
+func (ca *testCA) WriteFiles(t *testing.T, dir string, serial int64) (certFile, keyFile, caFile string) {
+	t.Helper()
+	leaf := ca.leaf(t, serial)
 	write := func(name, typ string, der []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
@@ -151,8 +153,16 @@ func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := write("cert.pem", "CERTIFICATE", leaf.Certificate[0]), write("key.pem", "EC PRIVATE KEY", keyDER)
-	caFile := write("ca.pem", "CERTIFICATE", ca.cert.Raw)
+	return write("cert.pem", "CERTIFICATE", leaf.Certificate[0]), write("key.pem", "EC PRIVATE KEY", keyDER),
+		write("ca.pem", "CERTIFICATE", ca.cert.Raw)
+}
+
+// Pool returns a pool trusting the CA.
+func (ca *testCA) Pool() *x509.CertPool { return ca.pool }
+
+func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, caFile := newTestCA(t, "ca").WriteFiles(t, dir, 2)
 	srv, peer, err := LoadTLS(certFile, keyFile, caFile)
 	if err != nil || srv == nil || peer == nil || peer.RootCAs == nil || peer.InsecureSkipVerify {
 		t.Fatalf("LoadTLS: %v %v %v", srv, peer, err)
