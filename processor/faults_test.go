@@ -197,3 +197,29 @@ func TestRuntimeStallsWhileTheBrokerIsUnreachableAndResumesLosingNothing(t *test
 	in.stop(t)
 	a.checkCounts(t, false)
 }
+
+// Settings no rebuild can cure end Run at once with the reason, instead of
+// a loop of client rebuilds.
+func TestRunFailsAtOnceOnSettingsARebuildCannotCure(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 2)
+	topo, _ := a.topology()
+	o := a.options(t, "solo", "a")
+	o.RackAwareTags = append(o.RackAwareTags, "cluster") // not one of the instance's tags
+	rt, err := processor.NewRuntime(topo, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = rt.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), `rack.aware.assignment.tags names "cluster"`) {
+		t.Fatalf("Run: %v; want the bad setting named", err)
+	}
+	if ok, reason := rt.Ready(); ok || !strings.Contains(reason, "cluster") {
+		t.Errorf("Ready() = %v, %q", ok, reason)
+	}
+	if err := rt.Run(ctx); err == nil || !strings.Contains(err.Error(), "Run called twice") {
+		t.Errorf("second Run: %v", err)
+	}
+}

@@ -364,6 +364,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		var se *startError
+		if errors.As(err, &se) {
+			r.setFatal(err)
+			return fmt.Errorf("processor %s: %w", r.topo.appID, err)
+		}
 		if time.Since(started) > 2*r.opts.MaxRebuildBackoff {
 			backoff = r.opts.RebuildBackoff // the session was healthy for a while
 		}

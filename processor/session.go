@@ -50,8 +50,17 @@ type session struct {
 	prodMu  sync.Mutex
 	prodErr error // the first failed produce (output or dead letter)
 
-	failCh chan error // fatal errors of tasks' helpers and the committer
+	failMu     sync.Mutex
+	failErr    error              // the first fatal error of the committer or a watcher
+	pollCancel context.CancelFunc // wakes the poll loop when failErr is set
 }
+
+// startError is a failure to build the session's client or balancer: bad
+// options, which a rebuild would not cure.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
 
 func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) error {
 	sctx, cancel := context.WithCancel(context.Background())
@@ -62,7 +71,6 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		changelogs: make(map[string]bool),
 		active:     make(map[int32]*task),
 		standby:    make(map[int32]*state.Task),
-		failCh:     make(chan error, 1),
 	}
 	for _, c := range r.topo.ChangelogTopics() {
 		s.changelogs[c] = true
@@ -87,7 +95,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		Logger:                     r.opts.Logger,
 	})
 	if err != nil {
-		return fmt.Errorf("balancer: %w", err)
+		return &startError{fmt.Errorf("balancer: %w", err)}
 	}
 	s.bal = bal
 	// A task's partitions are paused while its stores restore; a short
@@ -108,7 +116,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
+		return &startError{fmt.Errorf("kafka client: %w", err)}
 	}
 	s.cl = cl
 	r.mu.Lock()
@@ -196,25 +204,44 @@ func (s *session) setBroken(err error) {
 	s.mu.Unlock()
 }
 
+// fail ends the session with err (the first one wins): the poll loop wakes
+// up even when no records arrive.
 func (s *session) fail(err error) {
-	select {
-	case s.failCh <- err:
-	default:
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	if s.failErr == nil {
+		s.failErr = err
+		if s.pollCancel != nil {
+			s.pollCancel()
+		}
 	}
+}
+
+func (s *session) failure() error {
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
+	return s.failErr
 }
 
 // poll fetches records and hands each partition's batch to its task until
 // ctx is done (nil) or a fatal error ends the session.
 func (s *session) poll(ctx context.Context) error {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.failMu.Lock()
+	s.pollCancel = cancel
+	failed := s.failErr != nil
+	s.failMu.Unlock()
+	if failed {
+		cancel()
+	}
 	for {
-		select {
-		case err := <-s.failCh:
-			return err
-		default:
-		}
-		fs := s.cl.PollRecords(ctx, s.r.opts.MaxPollRecords)
+		fs := s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err := s.failure(); err != nil {
+			return err
 		}
 		if fs.IsClientClosed() {
 			return kgo.ErrClientClosed
