@@ -201,4 +201,3 @@ func BenchmarkProcessingPipeCeiling(b *testing.B) {
 		cl.Close()
 	}
 }
-
