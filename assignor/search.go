@@ -51,6 +51,7 @@ type searcher struct {
 	bySig      []int32    // classes by signature, then class
 	orderBuf   []ordered  // scratch for order
 	seenBase   [][]uint64 // per dimension: classes whose value is in the base
+	witness    int32      // a class that completed reachesWithOneMore, or -1
 	best       []int
 	opt        []int
 	reach      bool // testing reachability of opt rather than maximising
@@ -228,6 +229,7 @@ func (s *searcher) reachesWith(q int32, opt []int) bool {
 // prepareSeen computes, per dimension, the classes whose value is already
 // in the base (for reachesWithOneMore).
 func (s *searcher) prepareSeen() {
+	s.witness = -1
 	if len(s.seenBase) < s.D {
 		s.seenBase = make([][]uint64, s.D)
 		for d := range s.seenBase {
@@ -250,6 +252,11 @@ func (s *searcher) prepareSeen() {
 // class to the base gives spread opt: lastSlot specialised, after
 // prepareSeen, without touching the base.
 func (s *searcher) reachesWithOneMore(q int32, opt []int) bool {
+	// The class that completed the last success often completes this one
+	// too: checking it costs a few comparisons, the bitsets a few hundred.
+	if w := s.witness; w >= 0 && w != q && s.completes(q, w, opt) {
+		return true
+	}
 	copy(s.mask, s.avail)
 	for d := 0; d < s.D; d++ {
 		v := s.m.classVals[q][d]
@@ -270,6 +277,34 @@ func (s *searcher) reachesWithOneMore(q int32, opt []int) bool {
 			for w := range s.mask {
 				s.mask[w] &^= sb[w] | h[w]
 			}
+		}
+		if c != opt[d] {
+			return false
+		}
+	}
+	for i, w := range s.mask {
+		if w != 0 {
+			s.witness = int32(i*64 + bits.TrailingZeros64(w))
+			break
+		}
+	}
+	return true
+}
+
+// completes reports whether adding classes q and w to the base gives
+// spread opt.
+func (s *searcher) completes(q, w int32, opt []int) bool {
+	if !s.isAvail(w) {
+		return false
+	}
+	vq, vw := s.m.classVals[q], s.m.classVals[w]
+	for d := 0; d < s.D; d++ {
+		c := s.cur[d]
+		if s.cnt[d][vq[d]] == 0 {
+			c++
+		}
+		if s.cnt[d][vw[d]] == 0 && vw[d] != vq[d] {
+			c++
 		}
 		if c != opt[d] {
 			return false
