@@ -118,6 +118,13 @@ func (c *Context) stage(t *Topology, w write) error {
 	return nil
 }
 
+func (w *write) outputIndex() int {
+	if w.output == nil {
+		return 0
+	}
+	return w.output.index
+}
+
 func (o *outputSpec) topicOrStore(s *storeSpec) string {
 	if s != nil {
 		return "store " + s.name

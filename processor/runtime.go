@@ -60,6 +60,13 @@ type Options struct {
 	// Partitioner maps keys to partitions for emits and dead letters
 	// (partitioner) [murmur2].
 	Partitioner partition.Partitioner
+	// CacheMaxBytes is statestore.cache.max.bytes: the record cache that
+	// merges writes to one key of a store, and emits of one key to an
+	// output, within a commit interval, so that only the last reaches the
+	// changelog and the output. It is divided among the tasks. 0 (the zero
+	// value) turns it off: every write and emit goes out, as tests that
+	// check every intermediate value need.
+	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms [30s].
 	CommitInterval time.Duration
 	// ErrorPolicy is processing.exception.handler [dlq].

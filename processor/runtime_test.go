@@ -330,3 +330,85 @@ func lastValuesWithHeaders(t *testing.T, c *kafkatest.Cluster, topic string) []*
 
 var _ = errors.New
 var _ = fmt.Sprint
+
+// With the record cache on, writes to one key within a commit interval are
+// merged: one changelog and one output record per key and interval, and the
+// counts stay exact. (The other tests run with the cache off and see every
+// intermediate value.)
+func TestRecordCacheMergesWritesPerKeyWithinACommitInterval(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 2)
+	a.produce(t, 1000, 10, 0)
+	o := a.options(t, "solo", "a")
+	o.CacheMaxBytes = 1 << 20
+	o.CommitInterval = time.Hour // the only commit is the one at shutdown
+	in := a.start(t, "solo", o)
+	kafkatest.Eventually(t, time.Minute, "every record handled", func() bool {
+		missing, _ := a.missing()
+		return missing == 0
+	})
+	in.stop(t)
+
+	changelog := lastValuesWithHeaders(t, c, a.appID+"-counts-changelog")
+	output := lastValuesWithHeaders(t, c, a.output)
+	if len(changelog) != 10 || len(output) != 10 {
+		t.Errorf("%d changelog and %d output records for 10 keys in one interval; want 10 each", len(changelog), len(output))
+	}
+	last := lastValues(t, c, a.appID+"-counts-changelog")
+	outLast := lastValues(t, c, a.output)
+	for key, n := range a.produced {
+		if last[key] != strconv.Itoa(n) || outLast[key] != last[key] {
+			t.Errorf("key %s: store %s, output %s, produced %d", key, last[key], outLast[key], n)
+		}
+	}
+}
+
+// A small cache flushes whenever it is full, before any commit: nothing is
+// lost or counted twice, and each key's run of updates is merged.
+func TestRecordCacheFlushesWhenFull(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 2)
+	// 50 keys, each updated 60 times in a row.
+	cl := c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())), kgo.DefaultProduceTopic(a.input), kgo.UnknownTopicRetries(-1))
+	var recs []*kgo.Record
+	for k := 0; k < 50; k++ {
+		key := "key-" + strconv.Itoa(k)
+		for j := 0; j < 60; j++ {
+			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(strconv.Itoa(j))})
+		}
+		a.produced[key] = 60
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	o := a.options(t, "solo", "a")
+	o.CacheMaxBytes = 2 * 1000 // two tasks: 1000 bytes, about 13 entries, each
+	o.CommitInterval = time.Hour
+	in := a.start(t, "solo", o)
+	kafkatest.Eventually(t, time.Minute, "every record handled", func() bool {
+		missing, _ := a.missing()
+		return missing == 0
+	})
+	ends, err := c.Admin().ListEndOffsets(ctx, a.appID+"-counts-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before int64
+	ends.Each(func(o kadm.ListedOffset) { before += o.Offset })
+	if before == 0 {
+		t.Error("nothing reached the changelog before the first commit: the full cache was not flushed")
+	}
+	in.stop(t)
+	changelog := lastValuesWithHeaders(t, c, a.appID+"-counts-changelog")
+	if len(changelog) > 2*50 {
+		t.Errorf("%d changelog records for 50 runs of 60 updates: want them merged", len(changelog))
+	}
+	last := lastValues(t, c, a.appID+"-counts-changelog")
+	for key, n := range a.produced {
+		if last[key] != strconv.Itoa(n) {
+			t.Errorf("key %s: store %s, produced %d", key, last[key], n)
+		}
+	}
+}

@@ -399,6 +399,13 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 		t.mu.Lock()
 	}
 	locked := true
+	for _, t := range tasks {
+		if t.activated && t.getErr() == nil {
+			if err := t.flushCache(); err != nil {
+				t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
+			}
+		}
+	}
 	unlock := func() {
 		if locked {
 			for _, t := range tasks {
@@ -420,7 +427,7 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	var committing []*task
 	for _, t := range tasks {
-		if !t.activated || t.err != nil {
+		if !t.activated || t.getErr() != nil {
 			continue
 		}
 		if err := t.st.Commit(); err != nil {
@@ -660,7 +667,7 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 		return
 	}
 	for _, t := range tasks {
-		if closing || !t.activated || t.err != nil {
+		if closing || !t.activated || t.getErr() != nil {
 			t.drop()
 			continue
 		}

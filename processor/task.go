@@ -33,6 +33,7 @@ type task struct {
 	st        *state.Task
 	stores    []*state.Store // in topology order
 	activated bool
+	cache     *recordCache // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
 
@@ -50,6 +51,11 @@ func newTask(s *session, id int32) *task {
 		done:      make(chan struct{}),
 		next:      make(map[string]kgo.EpochOffset),
 		committed: make(map[string]int64),
+	}
+	if b := s.r.opts.CacheMaxBytes; b > 0 {
+		// Kafka Streams divides the cache among its threads; we divide it
+		// among the tasks the inputs can have.
+		t.cache = newRecordCache(max(1, b/int64(max(1, s.n))))
 	}
 	t.proc = newRecordProcessor(s.r.topo, s.r.opts.ErrorPolicy, s.r.opts.Retry, s.r.opts.DLQTopic,
 		s.log.With("task", id), taskBackend{t})
@@ -197,36 +203,88 @@ func (t *task) getErr() error {
 type taskBackend struct{ t *task }
 
 func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error) {
+	if c := b.t.cache; c != nil {
+		if v, found := c.get(s.index, key); found {
+			if v == nil {
+				return nil, false, nil
+			}
+			return append([]byte(nil), v...), true, nil
+		}
+	}
 	return b.t.stores[s.index].Get(key)
 }
 
 func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	t := b.t
+	if c := t.cache; c != nil {
+		over := false
+		for i := range ws {
+			w := &ws[i]
+			target := len(t.stores) + w.outputIndex()
+			if w.store != nil {
+				target = w.store.index
+			}
+			value := w.value
+			if w.del {
+				value = nil
+			}
+			if c.put(target, w.key, value, w.headers) {
+				over = true
+			}
+		}
+		if over {
+			return t.flushCache()
+		}
+		return nil
+	}
 	for i := range ws {
 		w := &ws[i]
-		switch {
-		case w.store != nil && w.del:
-			if err := t.stores[w.store.index].Delete(w.key); err != nil {
+		if w.store != nil {
+			if err := t.write(w.store.index, w.key, w.value, w.del); err != nil {
 				return err
 			}
-		case w.store != nil:
-			if err := t.stores[w.store.index].Put(w.key, w.value); err != nil {
-				return err
-			}
-		default:
-			// The staged bytes live in the task's arena: the record gets
-			// its own copy, key and value in one allocation.
-			kv := make([]byte, len(w.key)+len(w.value))
-			copy(kv, w.key)
-			copy(kv[len(w.key):], w.value)
-			r := &kgo.Record{Topic: w.output.topic, Key: kv[:len(w.key):len(w.key)], Headers: w.headers}
-			if w.value != nil {
-				r.Value = kv[len(w.key):]
-			}
-			t.s.cl.Produce(t.s.ctx, r, t.s.promise)
+			continue
 		}
+		t.emit(w.output.topic, w.key, w.value, w.headers)
 	}
 	return nil
+}
+
+// write applies one store write: the write buffer and the changelog.
+func (t *task) write(store int, key, value []byte, del bool) error {
+	if del {
+		return t.stores[store].Delete(key)
+	}
+	return t.stores[store].Put(key, value)
+}
+
+// emit produces one output record. The key and value may live in a reused
+// buffer: the record gets its own copy, both in one allocation.
+func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader) {
+	kv := make([]byte, len(key)+len(value))
+	copy(kv, key)
+	copy(kv[len(key):], value)
+	r := &kgo.Record{Topic: topic, Key: kv[:len(key):len(key)], Headers: headers}
+	if value != nil {
+		r.Value = kv[len(key):]
+	}
+	t.s.cl.Produce(t.s.ctx, r, t.s.promise)
+}
+
+// flushCache sends the record cache's merged writes and emits on; the task's
+// lock must be held.
+func (t *task) flushCache() error {
+	if t.cache == nil {
+		return nil
+	}
+	outputs := t.s.r.topo.outputs
+	return t.cache.drain(func(target int, key []byte, e *cacheEntry) error {
+		if target < len(t.stores) {
+			return t.write(target, key, e.value, e.value == nil)
+		}
+		t.emit(outputs[target-len(t.stores)].topic, key, e.value, e.headers)
+		return nil
+	})
 }
 
 func (b taskBackend) deadLetter(dl *kgo.Record) error {

@@ -238,7 +238,10 @@ type Output[K, V any] struct {
 	appVal func([]byte, V) ([]byte, error)
 }
 
-type outputSpec struct{ topic string }
+type outputSpec struct {
+	index int
+	topic string
+}
 
 // NewOutput declares that handlers emit to topic, encoding with key and
 // value. Records are partitioned with the runtime's partitioner, so an
@@ -253,6 +256,7 @@ func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value co
 	case slices.ContainsFunc(t.outputs, func(o *outputSpec) bool { return o.topic == topic }):
 		t.errs = append(t.errs, fmt.Errorf("output %q declared twice", topic))
 	default:
+		spec.index = len(t.outputs)
 		t.outputs = append(t.outputs, spec)
 	}
 	o := &Output[K, V]{topo: t, spec: spec, key: key, val: value}
