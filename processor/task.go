@@ -33,7 +33,7 @@ type task struct {
 	st        *state.Task
 	stores    []*state.Store // in topology order
 	activated bool
-	cache     *recordCache // nil when statestore.cache.max.bytes is 0
+	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
 
