@@ -49,6 +49,11 @@
 // committed. Lost partitions are dropped without committing. Records after
 // the last commit may be handled again after a crash; none is skipped.
 //
+// With Options.CacheMaxBytes (statestore.cache.max.bytes) set, a record
+// cache merges the writes to one key of a store, and the emits of one key to
+// an output, within a commit interval: only the last reaches the changelog
+// and the output, as in Kafka Streams. 0 turns it off.
+//
 // # Poison records
 //
 // A record whose key or value does not decode, or whose handler still fails
