@@ -223,3 +223,20 @@ func TestRunFailsAtOnceOnSettingsARebuildCannotCure(t *testing.T) {
 		t.Errorf("second Run: %v", err)
 	}
 }
+
+func TestRunFailsAtStartWhenAnOutputTopicIsMissing(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 2)
+	a.output = c.Name("never-created")
+	topo, _ := a.topology()
+	rt, err := processor.NewRuntime(topo, a.options(t, "solo", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = rt.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "output topics "+a.output+" do not exist") {
+		t.Fatalf("Run: %v; want the missing output named", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -412,6 +413,22 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 	n, err := CheckTopology(ctx, adm, r.topo)
 	if err != nil {
 		return 0, err
+	}
+	if outs := r.topo.OutputTopics(); len(outs) > 0 {
+		counts, err := partitionCounts(ctx, adm, outs)
+		if err != nil {
+			return 0, fmt.Errorf("processor %s: %w", r.topo.appID, err)
+		}
+		var missing []string
+		for _, o := range outs {
+			if counts[o] < 0 {
+				missing = append(missing, o)
+			}
+		}
+		if len(missing) > 0 {
+			return 0, fmt.Errorf("processor %s: output topics %s do not exist: create them (with %d partitions to keep them co-partitioned with the inputs)",
+				r.topo.appID, strings.Join(missing, ", "), n)
+		}
 	}
 	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.storeSpecs()); err != nil {
 		return 0, fmt.Errorf("processor %s: changelogs: %w", r.topo.appID, err)
