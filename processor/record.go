@@ -132,6 +132,25 @@ type recordProcessor struct {
 	c        Context
 	// lastStage is the stage of the last poison record, for metrics.
 	lastStage string
+	// A burst of poison records (a producer writing garbage) is logged at
+	// most once a second per task; the metrics count every one.
+	lastLog    time.Time
+	suppressed int
+}
+
+// logPoison logs a poison record unless one was logged less than a second
+// ago, in which case it is counted and reported with the next line.
+func (p *recordProcessor) logPoison(level slog.Level, msg string, attrs ...any) {
+	now := time.Now()
+	if now.Sub(p.lastLog) < time.Second {
+		p.suppressed++
+		return
+	}
+	if p.suppressed > 0 {
+		attrs = append(attrs, slog.Int("suppressed_since_last_line", p.suppressed))
+	}
+	p.lastLog, p.suppressed = now, 0
+	p.log.Log(context.Background(), level, msg, attrs...)
 }
 
 func newRecordProcessor(topo *Topology, policy ErrorPolicy, retry Retry, dlqTopic string, log *slog.Logger, be backend) *recordProcessor {
@@ -209,7 +228,7 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 	}
 	switch p.policy {
 	case PolicySkip:
-		p.log.Warn("poison record skipped", attrs...)
+		p.logPoison(slog.LevelWarn, "poison record skipped", attrs...)
 		return outcomeSkipped, nil
 	case PolicyFail:
 		p.log.Error("poison record: stopping the task (error policy fail)", attrs...)
@@ -237,6 +256,6 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 	if err := p.c.be.deadLetter(dl); err != nil {
 		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
 	}
-	p.log.Warn("poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
+	p.logPoison(slog.LevelWarn, "poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
 	return outcomeDeadLettered, nil
 }
