@@ -499,3 +499,110 @@ func TestStandbysMoveAlongAChainToEvenLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestStandbyLoadConvergesAsClientsJoinOneByOne replays instances joining
+// one after another (as `rackstream dev` starts them): each plan is fed back
+// as the previous roles, with lag 0 for every holder, until it stops
+// changing; then the next client joins. Standbys placed while few clients
+// had joined must not stay piled on them: once all have joined and the plan
+// settles, replica load per unit of capacity differs by at most one, every
+// task's spread is still optimal, and no single standby move could even the
+// load further. (Before standbys could leave a holder for balance, the dev
+// layout settled at replica_load 2..10.)
+func TestStandbyLoadConvergesAsClientsJoinOneByOne(t *testing.T) {
+	zc := []string{"zone", "cluster"}
+	devLayout := func(names func(i int) string) []Client {
+		zones, clusters := []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"}, []string{"k8s-cluster1", "k8s-cluster2"}
+		var cs []Client
+		for i := 0; i < 6; i++ {
+			cs = append(cs, client(names(i), "zone="+zones[i%3], "cluster="+clusters[i/3]))
+		}
+		return cs
+	}
+	kip708 := func() []Client {
+		var cs []Client
+		for i := 0; i < 9; i++ {
+			cs = append(cs, client(fmt.Sprintf("n%d", i+1), fmt.Sprintf("zone=z%d", i%3), fmt.Sprintf("cluster=c%d", i/3)))
+		}
+		return cs
+	}
+	withCapacity := func(c Client, capacity int) Client { c.Capacity = capacity; return c }
+	tests := []struct {
+		name     string
+		tasks    int
+		standbys int
+		dims     []string
+		start    int      // clients present from the start
+		joining  []Client // in join order
+		wantMax  float64  // if set, the settled replica_load.max
+	}{
+		{
+			name:  "rackstream dev: 3 zones x 2 clusters, 12 tasks, 2 standbys, ids in join order",
+			tasks: 12, standbys: 2, dims: zc, start: 1,
+			joining: devLayout(func(i int) string { return fmt.Sprintf("n%d", i) }),
+			wantMax: 6,
+		},
+		{
+			name:  "rackstream dev layout, later joiners have smaller ids",
+			tasks: 12, standbys: 2, dims: zc, start: 1,
+			joining: devLayout(func(i int) string { return fmt.Sprintf("n%d", 5-i) }),
+			wantMax: 6,
+		},
+		{
+			name:  "rackstream dev layout, two clients from the start",
+			tasks: 12, standbys: 2, dims: zc, start: 2,
+			joining: devLayout(func(i int) string { return fmt.Sprintf("p%d", (i*7)%6) }),
+			wantMax: 6,
+		},
+		{
+			name:  "KIP-708: 9 nodes in 3 zones x 3 clusters, 18 tasks, 2 standbys",
+			tasks: 18, standbys: 2, dims: zc, start: 1,
+			joining: kip708(),
+			wantMax: 6,
+		},
+		{
+			name:  "no tags: 5 clients, 11 tasks, 1 standby",
+			tasks: 11, standbys: 1, start: 1,
+			joining: []Client{client("e"), client("d"), client("c"), client("b"), client("a")},
+		},
+		{
+			name:  "unequal capacities over 2 zones, 12 tasks, 1 standby",
+			tasks: 12, standbys: 1, dims: []string{"zone"}, start: 1,
+			joining: []Client{withCapacity(client("a", "zone=z1"), 2), client("b", "zone=z2"),
+				withCapacity(client("c", "zone=z2"), 2), client("d", "zone=z1")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(tt.tasks, tt.standbys, tt.dims, tt.joining[:tt.start]...)
+			var p *Plan
+			for n := tt.start; n <= len(tt.joining); n++ {
+				if p == nil {
+					p = mustAssign(t, in)
+				} else {
+					// The newcomer joins; everyone else keeps its roles and state.
+					in = feedBack(in, p)
+					in.Clients = append(in.Clients, tt.joining[n-1])
+					p = mustAssign(t, in)
+				}
+				in, p = settle(t, in, p, 4*tt.tasks)
+				for _, tp := range p.Tasks {
+					sp, _ := Spread(in, tp)
+					if best := bruteBestSpread(in, tp.Active); CompareSpread(sp, best) != 0 {
+						t.Fatalf("%d clients: task %d: spread %v, best %v (%s)", n, tp.Task, sp, best, describe(p))
+					}
+				}
+				if mv := evenerMove(in, p); mv != "" {
+					t.Fatalf("%d clients, settled: %s (%s)", n, mv, describe(p))
+				}
+			}
+			lo, hi := replicaLoads(in, p)
+			if hi-lo > 1 {
+				t.Fatalf("settled replica load %v..%v, want within 1 (%s)", lo, hi, describe(p))
+			}
+			if tt.wantMax != 0 && (hi != tt.wantMax || p.Quality.ReplicaLoad.Max != tt.wantMax) {
+				t.Fatalf("settled replica load %v..%v (quality %+v), want max %v (%s)", lo, hi, p.Quality.ReplicaLoad, tt.wantMax, describe(p))
+			}
+		})
+	}
+}

@@ -276,3 +276,173 @@ func describe(p *Plan) string {
 	}
 	return s
 }
+
+// replicaLoads returns the least and greatest replica load (actives and
+// standbys per unit of capacity) over the plan's clients.
+func replicaLoads(in Input, p *Plan) (lo, hi float64) {
+	capa := map[string]float64{}
+	for _, c := range in.Clients {
+		capa[c.ID] = float64(max(c.Capacity, 1))
+	}
+	for i, cp := range p.Clients {
+		l := float64(len(cp.Active)+len(cp.Standby)) / capa[cp.ID]
+		if i == 0 || l < lo {
+			lo = l
+		}
+		if i == 0 || l > hi {
+			hi = l
+		}
+	}
+	return lo, hi
+}
+
+// evenerMove looks, by brute force, for a single standby move that would
+// lower the load gap while keeping the task's spread: a standby of task t on
+// client c that could go to a client v holding no replica of t, with t's
+// spread unchanged, where v's load after taking it would be below c's
+// before ((replicas(v)+1)/capacity(v) < replicas(c)/capacity(c)). It
+// describes the first such move, or returns "" when there is none: the plan
+// is as even as single moves can make it.
+func evenerMove(in Input, p *Plan) string {
+	capa := map[string]int{}
+	for _, c := range in.Clients {
+		capa[c.ID] = max(c.Capacity, 1)
+	}
+	load := map[string]int{} // replicas: actives, standbys and warmups
+	for _, cp := range p.Clients {
+		load[cp.ID] = len(cp.Active) + len(cp.Standby) + len(cp.Warmup)
+	}
+	tags := tagsOf(in)
+	spreadOf := func(ids []string) []int {
+		sp := make([]int, len(in.RackAwareAssignmentTags))
+		for d, key := range in.RackAwareAssignmentTags {
+			seen := map[string]bool{}
+			for _, id := range ids {
+				seen[tags[id][key]] = true
+			}
+			sp[d] = len(seen)
+		}
+		return sp
+	}
+	for _, tp := range p.Tasks {
+		reps := append([]string{tp.Active}, tp.Standby...)
+		holds := map[string]bool{}
+		for _, id := range append(reps, tp.Warmup...) {
+			holds[id] = true
+		}
+		sp := spreadOf(reps)
+		for j, c := range tp.Standby {
+			for _, cl := range in.Clients {
+				v := cl.ID
+				if holds[v] || (load[v]+1)*capa[c] >= load[c]*capa[v] {
+					continue
+				}
+				moved := append([]string(nil), reps...)
+				moved[1+j] = v
+				if CompareSpread(spreadOf(moved), sp) >= 0 {
+					return fmt.Sprintf("task %d: standby on %s (load %d/%d) could go to %s (load %d/%d) with spread %v kept",
+						tp.Task, c, load[c], capa[c], v, load[v], capa[v], sp)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// settle feeds p back into in (its warmups caught up) until the plan stops
+// changing, and returns the last input and its plan. It fails the test if
+// that takes more than rounds plans.
+func settle(t testing.TB, in Input, p *Plan, rounds int) (Input, *Plan) {
+	t.Helper()
+	for round := 0; ; round++ {
+		if round > rounds {
+			t.Fatalf("plan still changing after %d rounds: %s", rounds, describe(p))
+		}
+		next := feedBack(in, p)
+		np := mustAssign(t, next)
+		if planJSON(t, np) == planJSON(t, p) && !np.ProbingRebalanceNeeded {
+			return next, np
+		}
+		in, p = next, np
+	}
+}
+
+// evenerSetMove is evenerMove for whole standby sets, by brute force: it
+// looks for a task whose standbys could be replaced by another set with the
+// same spread such that every client the new set adds ends lighter than the
+// heaviest client it relieves was. It describes the first such trade, or
+// returns "". Exponential: for small scenarios only.
+func evenerSetMove(in Input, p *Plan) string {
+	capa := map[string]int{}
+	for _, c := range in.Clients {
+		capa[c.ID] = max(c.Capacity, 1)
+	}
+	load := map[string]int{}
+	for _, cp := range p.Clients {
+		load[cp.ID] = len(cp.Active) + len(cp.Standby) + len(cp.Warmup)
+	}
+	heavier := func(a, b string, da, db int) bool { // (load[a]+da)/capa[a] > (load[b]+db)/capa[b]
+		return (load[a]+da)*capa[b] > (load[b]+db)*capa[a]
+	}
+	for _, tp := range p.Tasks {
+		k := len(tp.Standby)
+		if k == 0 {
+			continue
+		}
+		old := map[string]bool{}
+		for _, s := range tp.Standby {
+			old[s] = true
+		}
+		warm := map[string]bool{}
+		for _, w := range tp.Warmup {
+			warm[w] = true
+		}
+		var others []string
+		for _, c := range in.Clients {
+			if c.ID != tp.Active && !warm[c.ID] {
+				others = append(others, c.ID)
+			}
+		}
+		sp, _ := Spread(in, tp)
+		var found string
+		chosen := []string{}
+		var rec func(start int)
+		rec = func(start int) {
+			if found != "" {
+				return
+			}
+			if len(chosen) == k {
+				giver := ""
+				for _, s := range tp.Standby {
+					if !slices.Contains(chosen, s) && (giver == "" || heavier(s, giver, 0, 0)) {
+						giver = s
+					}
+				}
+				if giver == "" {
+					return
+				}
+				for _, v := range chosen {
+					if !old[v] && !heavier(giver, v, 0, 1) {
+						return
+					}
+				}
+				alt := TaskPlacement{Task: tp.Task, Active: tp.Active, Standby: chosen}
+				if got, _ := Spread(in, alt); CompareSpread(got, sp) >= 0 {
+					found = fmt.Sprintf("task %d: standbys %v could become %v with spread %v kept, relieving %s (load %d/%d)",
+						tp.Task, tp.Standby, chosen, sp, giver, load[giver], capa[giver])
+				}
+				return
+			}
+			for i := start; i < len(others); i++ {
+				chosen = append(chosen, others[i])
+				rec(i + 1)
+				chosen = chosen[:len(chosen)-1]
+			}
+		}
+		rec(0)
+		if found != "" {
+			return found
+		}
+	}
+	return ""
+}

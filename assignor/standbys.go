@@ -24,7 +24,12 @@ func (a *allowedSet) has(q, g int32) bool {
 // standbys, in rounds: standby #1 of every task, in task order, then #2, and
 // so on, so that load and any shortage are spread over all tasks. Then it
 // evens out load by moving standbys between clients where the task keeps its
-// optimal spread (see rebalance).
+// optimal spread (see rebalance and chains): first only to clients holding
+// at least as much of the task's state, then to any client. The second
+// phase is what bounds stickiness: a holder keeps a standby only while no
+// eligible client would be lighter after taking it than the holder is with
+// it (see rebalance), so standbys placed while few clients had joined do
+// not stay piled on them.
 //
 // Each pick is restricted to the classes from which the task can still reach
 // its optimal spread (computed exactly by the searcher, once per active class
@@ -52,8 +57,13 @@ func (pl *placement) placeStandbys() {
 			sp.heaps.raised(c)
 		}
 	}
-	sp.rebalance()
-	sp.chains()
+	// Warm moves first, so that where a client must shed standbys it sheds
+	// the ones it holds no state for; then cold ones, for the balance.
+	sp.rebalance(true)
+	sp.chains(true)
+	sp.rebalance(false)
+	sp.chains(false)
+	sp.repick()
 }
 
 // standbyPlacer holds what placing standbys reuses across tasks.
@@ -106,24 +116,26 @@ func (sp *standbyPlacer) allowedFor(t, upto, skip int) *allowedSet {
 }
 
 // rebalance moves a standby to a lighter client where the task keeps its
-// optimal spread and the client holds at least as much of the task's state:
-// the rounds pick greedily, and the optimal-spread constraint can leave some
-// clients with more standbys than needed. Every move lowers the load of a
-// heavier client for a lighter one's, so the passes end; a few suffice.
-func (sp *standbyPlacer) rebalance() {
+// optimal spread (and, if warmOnly, the client holds at least as much of the
+// task's state): the rounds pick greedily, and the optimal-spread
+// constraint can leave some clients with more standbys than needed.
+//
+// A standby on client c moves to the eligible client v that is least loaded
+// after taking it, when v's load after the move is below c's before it:
+// (replicas(v)+1)/capacity(v) < replicas(c)/capacity(c). This is the rule
+// that bounds a holder's stickiness: with equal capacities a holder keeps
+// its standby while it carries at most one replica more than the lightest
+// client that could take it with the task's spread kept optimal. A balanced
+// plan fed back has no such move, so it stays as it is.
+//
+// Every move lowers the load of a heavier client for a lighter one's, so the
+// passes end; a few suffice.
+func (sp *standbyPlacer) rebalance(warmOnly bool) {
 	pl, m := sp.pl, sp.pl.m
 	k := pl.k
 	// recv is the client with the least load after taking one more
 	// replica: a slot whose client is not heavier than that stays.
-	lightest := func() int32 {
-		recv := int32(0)
-		for c := int32(1); c < int32(len(m.ids)); c++ {
-			if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
-				recv = c
-			}
-		}
-		return recv
-	}
+	lightest := sp.lightestReceiver
 	recv := lightest()
 	for pass := 0; pass < 4; pass++ {
 		moved := false
@@ -137,7 +149,7 @@ func (sp *standbyPlacer) rebalance() {
 				sp.excl = append(sp.excl, c)
 				best := sp.receiver(al)
 				if best < 0 || !lessLoad(pl.replicas[best]+1, m.capa[best], pl.replicas[c], m.capa[c]) ||
-					m.lagOf(t, best) > m.lagOf(t, c) {
+					warmOnly && m.lagOf(t, best) > m.lagOf(t, c) {
 					continue
 				}
 				pl.standby[t*k+j] = best
@@ -161,6 +173,139 @@ func (sp *standbyPlacer) rebalance() {
 	}
 }
 
+// lightestReceiver returns the client with the least load after taking one
+// more replica (the smallest index on ties).
+func (sp *standbyPlacer) lightestReceiver() int32 {
+	pl, m := sp.pl, sp.pl.m
+	recv := int32(0)
+	for c := int32(1); c < int32(len(m.ids)); c++ {
+		if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[recv]+1, m.capa[recv]) {
+			recv = c
+		}
+	}
+	return recv
+}
+
+// repick places all of a task's standbys anew where moving them one at a
+// time cannot even the load: when the optimal spread leaves few sets of
+// classes (KIP-708's 3 zones x 3 clusters: an active's two standbys must be
+// one of two diagonals), replacing any one standby alone loses spread, but
+// swapping the whole set keeps it. For a task with a standby on a client
+// heavier than the lightest would be after taking one, the standbys are
+// lifted and picked again, slot by slot, each the least-loaded client from
+// which the optimal spread stays reachable. The new set is kept only if
+// every client it adds ends lighter than the heaviest client it relieves
+// was: no client rises to the old maximum, which falls, so the loads sorted
+// from the heaviest decrease and the passes end.
+func (sp *standbyPlacer) repick() {
+	pl, m := sp.pl, sp.pl.m
+	k := pl.k
+	if sp.slots < 2 { // a single standby is re-picked by rebalance
+		return
+	}
+	old := make([]int32, sp.slots)
+	recv := sp.lightestReceiver()
+	for pass := 0; pass < 4; pass++ {
+		moved := false
+		for t := 0; t < m.numTasks; t++ {
+			heaviest := int32(-1)
+			for _, c := range pl.standby[t*k : t*k+sp.slots] {
+				if lessLoad(pl.replicas[recv]+1, m.capa[recv], pl.replicas[c], m.capa[c]) &&
+					(heaviest < 0 || lessLoad(pl.replicas[heaviest], m.capa[heaviest], pl.replicas[c], m.capa[c])) {
+					heaviest = c
+				}
+			}
+			if heaviest < 0 {
+				continue
+			}
+			// First without the heaviest (the greedy pick might take it
+			// back), then from every client.
+			if sp.tryRepick(t, old, heaviest) || sp.tryRepick(t, old, -1) {
+				moved = true
+				recv = sp.lightestReceiver()
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// tryRepick lifts task t's standbys and picks them again, never on avoid
+// (none if -1), keeping the new set if it relieves the old one; old is
+// scratch of length slots.
+func (sp *standbyPlacer) tryRepick(t int, old []int32, avoid int32) bool {
+	pl := sp.pl
+	slots := pl.standby[t*pl.k : t*pl.k+sp.slots]
+	copy(old, slots)
+	for j, c := range old {
+		sp.unplace(t, j, c)
+	}
+	placed := 0
+	for j := range slots {
+		al := sp.allowedFor(t, j, -1)
+		if avoid >= 0 {
+			sp.excl = append(sp.excl, avoid)
+		}
+		v := sp.receiver(al)
+		if v < 0 {
+			break
+		}
+		sp.place(t, j, v)
+		placed++
+	}
+	if placed == len(slots) && sp.relieves(old, slots) {
+		return true
+	}
+	for j, c := range slots[:placed] {
+		sp.unplace(t, j, c)
+	}
+	for j, c := range old {
+		sp.place(t, j, c)
+	}
+	return false
+}
+
+// relieves reports whether trading the standby clients old for new (both
+// already counted as new) lowers the heaviest of the clients involved:
+// every client only in new is lighter now than some client only in old was
+// before.
+func (sp *standbyPlacer) relieves(old, new []int32) bool {
+	pl, m := sp.pl, sp.pl.m
+	giver := int32(-1)
+	for _, c := range old {
+		if !contains(new, c) && (giver < 0 || lessLoad(pl.replicas[giver]+1, m.capa[giver], pl.replicas[c]+1, m.capa[c])) {
+			giver = c
+		}
+	}
+	if giver < 0 {
+		return false // the same set
+	}
+	for _, v := range new {
+		if !contains(old, v) && !lessLoad(pl.replicas[v], m.capa[v], pl.replicas[giver]+1, m.capa[giver]) {
+			return false
+		}
+	}
+	return true
+}
+
+// place makes c task t's standby in slot j; unplace empties the slot.
+func (sp *standbyPlacer) place(t, j int, c int32) {
+	pl := sp.pl
+	pl.standby[t*pl.k+j] = c
+	pl.standbyN[c]++
+	pl.replicas[c]++
+	sp.heaps.raised(c)
+}
+
+func (sp *standbyPlacer) unplace(t, j int, c int32) {
+	pl := sp.pl
+	pl.standby[t*pl.k+j] = -1
+	pl.standbyN[c]--
+	pl.replicas[c]--
+	sp.heaps.lowered(c)
+}
+
 // chainBudget bounds the work of chains: a search looks at every standby
 // slot against every client, so it runs only where that product is small
 // enough (groups of up to a few hundred clients and tasks). Larger groups
@@ -172,9 +317,10 @@ const chainBudget = 1 << 21
 // one of its own on, and so on, until a client light enough takes one. It
 // finds what single moves cannot (a client at the same load as the heaviest
 // must hand a standby on before it can take one). Each link keeps its
-// task's spread optimal and moves a standby only to a client holding at
-// least as much of the task's state; a chain touches a task at most once.
-func (sp *standbyPlacer) chains() {
+// task's spread optimal and, if warmOnly, moves a standby only to a client
+// holding at least as much of the task's state; a chain touches a task at
+// most once.
+func (sp *standbyPlacer) chains(warmOnly bool) {
 	pl, m := sp.pl, sp.pl.m
 	n, k := len(m.ids), pl.k
 	slotsTotal := m.numTasks * sp.slots
@@ -232,7 +378,7 @@ func (sp *standbyPlacer) chains() {
 					if prev[v] != -1 || contains(sp.excl, v) || v == u {
 						continue
 					}
-					if q := m.class[v]; !al.has(q, sp.heaps.group[q]) || m.lagOf(t, v) > lagU {
+					if q := m.class[v]; !al.has(q, sp.heaps.group[q]) || warmOnly && m.lagOf(t, v) > lagU {
 						continue
 					}
 					prev[v] = sl
