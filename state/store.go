@@ -242,6 +242,7 @@ func (s *Store) abort() {
 	if s.buf != nil {
 		s.buf.Reset()
 	}
+	s.maxAcked.Store(s.Checkpoint() - 1)
 	s.prodMu.Lock()
 	s.prodErr = nil
 	s.prodMu.Unlock()

@@ -145,6 +145,9 @@ func (t *Task) Lag() map[string]int64 {
 // is logged and exported as metrics. The task is left idle: Activate it, or
 // StartStandby.
 func (t *Task) Restore(ctx context.Context) error {
+	if err := t.Err(); err != nil {
+		return err
+	}
 	if err := t.setRole(RoleRestoring, RoleIdle); err != nil {
 		return err
 	}
@@ -163,6 +166,9 @@ func (t *Task) Activate(producer *kgo.Client) error {
 	if producer == nil {
 		return errors.New("state: activate: nil producer")
 	}
+	if err := t.Err(); err != nil {
+		return err
+	}
 	if err := t.setRole(RoleActive, RoleIdle); err != nil {
 		return err
 	}
@@ -179,6 +185,9 @@ func (t *Task) Activate(producer *kgo.Client) error {
 // in the background, through the same apply path as Restore. The task must
 // be idle.
 func (t *Task) StartStandby() error {
+	if err := t.Err(); err != nil {
+		return err
+	}
 	if err := t.setRole(RoleStandby, RoleIdle); err != nil {
 		return err
 	}
@@ -190,6 +199,9 @@ func (t *Task) StartStandby() error {
 // them, stops tailing and activates with producer. On error the task is
 // idle (or still a standby when ctx ended first).
 func (t *Task) Promote(ctx context.Context, producer *kgo.Client) error {
+	if err := t.Err(); err != nil {
+		return err
+	}
 	switch r := t.Role(); r {
 	case RoleStandby:
 		t.role.Store(int32(RoleRestoring))
@@ -251,10 +263,12 @@ func (t *Task) Commit() error {
 }
 
 // Abort drops the write buffer of every store (an aborted transaction, or
-// a failed produce). LevelDB keeps the last committed state; records of the
-// aborted batch that did reach the changelog are re-applied by the next
-// Restore. After Abort, the caller should Demote or Close and Restore the
-// task before writing again when produces may have failed.
+// a failed produce) and forgets the changelog offsets produced since the
+// last Commit: LevelDB keeps the last committed state and checkpoint. Under
+// exactly-once the aborted records are never read back; under
+// at-least-once, records of the dropped buffer that did reach the changelog
+// are applied by the next Restore or standby tailing, so Close or Demote
+// the task after an Abort unless the caller reprocesses the same input.
 func (t *Task) Abort() {
 	for _, s := range t.stores {
 		s.abort()
