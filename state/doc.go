@@ -47,6 +47,18 @@
 // makes it active without reopening its stores; Task.Demote turns an active
 // task back into a standby.
 //
+// # Changelogs and cleanup
+//
+// EnsureChangelogs creates missing changelogs (compacted, one partition per
+// task, min.insync.replicas = replication factor - 1 where that is at least
+// 1) and refuses existing ones with another partition count or without
+// compaction, naming the topic and both counts. ScanCheckpoints lists the
+// checkpoints of every store on disk without opening databases (each store
+// keeps a small sidecar file with a recent checkpoint), for the group
+// leader to turn into lags. Stores of tasks that are not open are deleted
+// CleanupDelay after their last use (Manager.CleanupUnassigned, also run in
+// the background).
+//
 // # Failures
 //
 // A corrupted database is moved aside (<store>.corrupt-<unix-nanos>) and

@@ -499,7 +499,7 @@ func (r *replicator) flush(s *Store) {
 			r.finish(s, err)
 			return
 		}
-		s.count.add(s.rep.pending)
+		s.count.add(s.rep.pending, 0) // deletes counted as puts: approximate
 		s.rep.pending = 0
 	}
 	r.progress(s)

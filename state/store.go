@@ -232,7 +232,7 @@ func (s *Store) commit() error {
 	if err := s.writeBatch(b, max(next, s.checkpoint.Load())); err != nil {
 		return s.task.storageErr(s, "commit", err)
 	}
-	s.count.add(puts - dels)
+	s.count.add(puts, dels)
 	s.buf.Reset()
 	return nil
 }

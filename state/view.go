@@ -89,12 +89,9 @@ type approxCount struct {
 	changes atomic.Int64 // puts + deletes since the count
 }
 
-func (c *approxCount) add(d int64) {
-	c.delta.Add(d)
-	if d < 0 {
-		d = -d
-	}
-	c.changes.Add(d)
+func (c *approxCount) add(puts, deletes int64) {
+	c.delta.Add(puts - deletes)
+	c.changes.Add(puts + deletes)
 }
 
 func (c *approxCount) get(s *Store) int64 {
