@@ -192,7 +192,9 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 		startInstance(t, c, app, topic, "z3"),
 	}
 	// Every instance ready, in one generation that places all three, with
-	// every task's standby, balanced (two actives each).
+	// every task's active and standby. (Not necessarily balanced: a member
+	// that joins late gets standbys first, and actives after a probing
+	// rebalance.)
 	kafkatest.Eventually(t, 2*time.Minute, "three instances ready in one placement", func() bool {
 		var gen float64 = -1
 		for _, in := range ins {
@@ -203,11 +205,7 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 			if r.code != 200 || len(r.body["clients"].([]any)) != 3 {
 				return false
 			}
-			for _, cl := range r.body["clients"].([]any) {
-				if len(cl.(map[string]any)["active"].([]any)) != partitions/3 {
-					return false // not balanced yet
-				}
-			}
+
 			for _, tk := range r.body["tasks"].([]any) {
 				tm := tk.(map[string]any)
 				if tm["active"] == "" || len(tm["standby"].([]any)) != 1 {
@@ -238,7 +236,7 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 						return false
 					}
 					if servedBy != nil && r.body["served_by"] != servedBy {
-						t.Fatalf("%s served by %v and %v", k, servedBy, r.body["served_by"])
+						return false // the task moved between two reads: read again
 					}
 					servedBy = r.body["served_by"]
 				}
@@ -271,9 +269,14 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 				if cursor != "" {
 					q += "&cursor=" + url.QueryEscape(cursor)
 				}
-				r := get(t, in, "/v1/stores/count/scan?"+q, itToken)
+				var r reply
+				kafkatest.Eventually(t, time.Minute, fmt.Sprintf("scan page %d", pages+1), func() bool {
+					// 503 while a task moves (a probing rebalance): ask again.
+					r = get(t, in, "/v1/stores/count/scan?"+q, itToken)
+					return r.code != http.StatusServiceUnavailable
+				})
 				if r.code != 200 {
-					t.Fatalf("page %d: %s", pages, r)
+					t.Fatalf("page %d: %s", pages+1, r)
 				}
 				for _, it := range r.body["items"].([]any) {
 					m := it.(map[string]any)
@@ -351,8 +354,8 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 	})
 
 	t.Run("owner killed: standby with max_lag, else 503 until the new owner is ready", func(t *testing.T) {
-		// A key whose task is active on ins[0], asked through the instance
-		// that holds no replica of it: it must forward either way.
+		// A key, asked through the instance that holds no replica of its
+		// task: it must forward either way.
 		ids := map[string]*instance{}
 		for _, in := range ins {
 			ids[get(t, in, "/v1/status", itToken).body["id"].(string)] = in
@@ -362,24 +365,16 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 			key            string
 			standby, other *instance
 		)
-		for _, k := range keys {
-			tk := tasks[partition.Murmur2().Partition([]byte(k), partitions)].(map[string]any)
-			if ids[tk["active"].(string)] == ins[0] {
-				key, standby = k, ids[tk["standby"].([]any)[0].(string)]
-				break
-			}
-		}
-		if key == "" {
-			t.Fatal("ins[0] is active for no key")
-		}
+		key = keys[0]
+		tk := tasks[partition.Murmur2().Partition([]byte(key), partitions)].(map[string]any)
+		victim, standby := ids[tk["active"].(string)], ids[tk["standby"].([]any)[0].(string)]
 		for _, in := range ins {
-			if in != ins[0] && in != standby {
+			if in != victim && in != standby {
 				other = in
 			}
 		}
-		standbyID := get(t, standby, "/v1/status", itToken).body["id"]
-		killedID := get(t, ins[0], "/v1/status", itToken).body["id"]
-		ins[0].kill()
+		standbyID, killedID := tk["standby"].([]any)[0], tk["active"]
+		victim.kill()
 
 		// Within the session timeout the placement still names the killed
 		// owner: without max_lag, 503; with it, the standby answers.
@@ -442,22 +437,29 @@ func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 		in.base, in.client = strings.Replace(in.base, "http://", "https://", 1), client
 		ins = append(ins, in)
 	}
-	kafkatest.Eventually(t, 2*time.Minute, "both instances active for two tasks each", func() bool {
+	var last reply
+	defer func() {
+		if t.Failed() {
+			t.Logf("last metadata: %s", last)
+		}
+	}()
+	kafkatest.Eventually(t, 2*time.Minute, "both instances in the placement, every task active", func() bool {
 		for _, in := range ins {
 			r := get(t, in, "/v1/metadata", itToken)
+			last = r
 			if r.code != 200 || len(r.body["clients"].([]any)) != 2 {
 				return false
 			}
-			for _, cl := range r.body["clients"].([]any) {
-				if len(cl.(map[string]any)["active"].([]any)) != partitions/2 {
+			for _, tk := range r.body["tasks"].([]any) {
+				if tk.(map[string]any)["active"] == "" {
 					return false
 				}
 			}
 		}
 		return true
 	})
-	// Half the keys are forwarded over HTTPS, verified against http.tls.ca,
-	// with the token.
+	// Through the instance that is not a key's active, the lookup is
+	// forwarded over HTTPS, verified against http.tls.ca, with the token.
 	kafkatest.Eventually(t, time.Minute, "every key through both instances over HTTPS", func() bool {
 		for _, k := range keys {
 			for _, in := range ins {
@@ -470,6 +472,27 @@ func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 	})
 	if r := get(t, ins[0], "/v1/stores/count/scan?limit=3", itToken); r.code != 200 {
 		t.Errorf("scan over HTTPS: %s", r)
+	}
+	forwarded := 0.0
+	for _, in := range ins {
+		m, err := in.svc.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range m {
+			if mf.GetName() == "rackstream_http_forwards_total" {
+				for _, s := range mf.GetMetric() {
+					for _, l := range s.GetLabel() {
+						if l.GetName() == "result" && l.GetValue() == "ok" {
+							forwarded += s.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+		}
+	}
+	if forwarded < float64(len(keys)) {
+		t.Errorf("%v lookups forwarded over HTTPS, want at least %d", forwarded, len(keys))
 	}
 	// Plain HTTP is not served.
 	plain := &instance{base: strings.Replace(ins[0].base, "https://", "http://", 1)}
