@@ -139,3 +139,43 @@ func corruptLevelDB(t *testing.T, path string) {
 	}
 	must(t, os.WriteFile(manifest, garbage, 0o644))
 }
+
+// TestFullDiskDuringRestoreFailsTheTask: the apply path hits ENOSPC: the
+// restore returns it, the task is unhealthy and refuses to go on, and once
+// the disk has room a reopened task restores everything.
+func TestFullDiskDuringRestoreFailsTheTask(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for i := range 3000 {
+		must(t, task.Store("s").Put([]byte("k"+strconv.Itoa(i)), []byte(strings.Repeat("v", 100))))
+	}
+	e.commit(task, p)
+
+	dir := t.TempDir()
+	var full atomic.Bool
+	m2 := e.open(dir, func(o *Options) {
+		o.WrapStorage = func(_ string, s storage.Storage) storage.Storage { return fullDisk{s, &full} }
+		o.RestoreBatchBytes = 32 << 10
+	})
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	full.Store(true)
+	err = t2.Restore(e.ctx())
+	if !errors.Is(err, syscall.ENOSPC) || t2.Err() == nil || m2.Err() == nil {
+		t.Fatalf("restore on a full disk = %v (task err %v, manager err %v), want ENOSPC on all", err, t2.Err(), m2.Err())
+	}
+	if err := t2.StartStandby(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("StartStandby of the unhealthy task = %v, want its ENOSPC error", err)
+	}
+	full.Store(false)
+	must(t, m2.Close())
+	m3 := e.open(dir)
+	t3, err := m3.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, t3.Restore(e.ctx()))
+	if got, want := viewContent(t, t3.Store("s").View()), viewContent(t, task.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("restored %d keys after the disk was freed, want %d", len(got), len(want))
+	}
+}

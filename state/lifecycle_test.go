@@ -1,12 +1,15 @@
 package state
 
 import (
+	"bytes"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -237,4 +240,95 @@ func TestBackgroundCleanupDeletesClosedTasksAfterTheDelay(t *testing.T) {
 	if _, err := os.Stat(keep.Store("s").Path()); err != nil {
 		t.Fatalf("open task's store was deleted: %v", err)
 	}
+}
+
+// TestActivateRefusesAProducerWithoutAcksAll: a changelog write
+// acknowledged by the leader alone could be lost with it.
+func TestActivateRefusesAProducerWithoutAcksAll(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	task, err := m.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, task.Restore(e.ctx()))
+	err = task.Activate(e.producer(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()))
+	if err == nil || !strings.Contains(err.Error(), "acks=all") {
+		t.Fatalf("Activate with acks=1 = %v, want an acks=all error", err)
+	}
+	if task.Role() != RoleIdle {
+		t.Fatalf("role after a refused Activate = %s, want idle", task.Role())
+	}
+}
+
+// TestRestoreProgressLogsCountDown: every progress line has records left,
+// a rate and an ETA, and records left never goes up (the remaining gauge
+// only goes down during a restore).
+func TestRestoreProgressLogsCountDown(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for round := range 10 {
+		for i := range 500 {
+			must(t, task.Store("s").Put([]byte(strconv.Itoa(round*500+i)), []byte(strings.Repeat("v", 100))))
+		}
+		e.commit(task, p)
+	}
+	var logs lockedBuffer
+	m2 := e.open(t.TempDir(), func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.RestoreBatchBytes = 8 << 10 // a batch, and a progress line, every ~60 records
+	})
+	m2.progressEvery = 0
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, t2.Restore(e.ctx()))
+
+	left := int64(5000)
+	var lines int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(line, "restore progress") {
+			continue
+		}
+		lines++
+		f := logFields(line)
+		n, err := strconv.ParseInt(f["records_left"], 10, 64)
+		if err != nil || f["records_per_sec"] == "" || f["eta"] == "" {
+			t.Fatalf("progress line without records_left, records_per_sec and eta: %s", line)
+		}
+		if n > left {
+			t.Fatalf("records left went up from %d to %d: %s", left, n, line)
+		}
+		left = n
+	}
+	if lines < 10 || left != 0 {
+		t.Fatalf("%d progress lines, last records_left %d; want many, ending at 0", lines, left)
+	}
+}
+
+// logFields parses the key=value pairs of a slog text line.
+func logFields(line string) map[string]string {
+	out := make(map[string]string)
+	for _, f := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -32,6 +32,8 @@ type Manager struct {
 	met  *metrics
 	rep  *replicator
 	pid  string
+	// progressEvery is how often a running restore logs its progress.
+	progressEvery time.Duration
 
 	mu     sync.Mutex
 	tasks  map[int32]*Task
@@ -79,6 +81,8 @@ func Open(opts Options) (*Manager, error) {
 		log:   opts.Logger.With("app", opts.ApplicationID),
 		met:   newMetrics(opts.Registerer),
 		tasks: make(map[int32]*Task),
+
+		progressEvery: progressEvery,
 	}
 	if m.pid, err = loadProcessID(root); err != nil {
 		lock.unlock()

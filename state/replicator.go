@@ -449,31 +449,42 @@ func (r *replicator) reached(s *Store) bool {
 // allocates nothing per record: keys are prefixed into a reused scratch
 // buffer and the batch copies them.
 func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
-	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
-	var n int64
-	for _, rec := range p.Records {
+	limit := r.m.opts.RestoreBatchBytes
+	b := s.rep.batchFor(limit)
+	for i, rec := range p.Records {
 		switch {
 		case rec.Offset < s.rep.next:
 			// already applied (a re-fetch after resubscribing)
 		case rec.Attrs.IsControl():
 			s.rep.next = rec.Offset + 1
 		default:
-			s.rep.next = rec.Offset + 1
 			s.scratch = appendDataKey(s.scratch[:0], rec.Key)
 			if rec.Value == nil {
 				b.Delete(s.scratch)
 			} else {
 				b.Put(s.scratch, rec.Value)
 			}
-			n++
+			s.rep.next = rec.Offset + 1
+			if s.rep.pending == 0 {
+				s.rep.pendingSince = time.Now()
+			}
+			s.rep.pending++
+			s.rep.applied++
 		}
 		rec.Recycle() // the batch holds copies
+		if len(b.Dump()) >= limit {
+			if !r.flush(s) {
+				// The store failed and left: recycle the rest unread
+				// (only the rest: a recycled record's memory may
+				// already hold another fetch's record).
+				for _, rest := range p.Records[i+1:] {
+					rest.Recycle()
+				}
+				return
+			}
+			b = s.rep.batchFor(limit)
+		}
 	}
-	if s.rep.pending == 0 && n > 0 {
-		s.rep.pendingSince = time.Now()
-	}
-	s.rep.pending += n
-	s.rep.applied += n
 	end := p.HighWatermark
 	if r.m.opts.ReadCommitted {
 		end = p.LastStableOffset
@@ -481,24 +492,20 @@ func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
 	if end >= 0 {
 		s.end.Store(end)
 	}
-	if n > 0 {
-		r.m.met.restored.WithLabelValues(s.labels()...).Add(float64(n))
-	}
-	if len(b.Dump()) >= r.m.opts.RestoreBatchBytes {
-		r.flush(s)
-	}
 }
 
 // flush writes the store's batch with its checkpoint, then signals a
-// waiting restore that has reached its target.
-func (r *replicator) flush(s *Store) {
+// waiting restore that has reached its target. It returns false when the
+// write failed (the store has left the apply path).
+func (r *replicator) flush(s *Store) bool {
 	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
 		if err := s.writeBatch(b, s.rep.next); err != nil {
 			err = s.task.storageErr(s, "apply changelog batch to", err)
 			r.finish(s, err)
-			return
+			return false
 		}
+		r.m.met.restored.WithLabelValues(s.labels()...).Add(float64(s.rep.pending))
 		s.count.add(s.rep.pending, 0) // deletes counted as puts: approximate
 		s.rep.pending = 0
 	}
@@ -509,6 +516,7 @@ func (r *replicator) flush(s *Store) {
 	if reached {
 		r.finish(s, nil)
 	}
+	return true
 }
 
 // finish ends a store's catch-up, passing err to its waiter.
@@ -565,7 +573,7 @@ func (r *replicator) progress(s *Store) {
 	}
 	r.m.met.rate.WithLabelValues(lbl...).Set(rate)
 	r.m.met.eta.WithLabelValues(lbl...).Set(eta)
-	if time.Since(s.rep.lastLog) >= progressEvery {
+	if time.Since(s.rep.lastLog) >= r.m.progressEvery {
 		s.rep.lastLog = time.Now()
 		r.m.log.Info("state: restore progress", "task", s.partition, "store", s.name,
 			"records_left", s.rep.remaining, "records_per_sec", math.Round(rate),

@@ -161,13 +161,17 @@ func (t *Task) Restore(ctx context.Context) error {
 // Put and Delete buffer writes and produce changelog records through
 // producer, which the caller owns (under exactly-once, its transactional
 // client). The producer must leave Record.Partition as set (see
-// ChangelogPartitioner) and should use acks=all.
+// ChangelogPartitioner) and must use acks=all (kgo's default).
 func (t *Task) Activate(producer *kgo.Client) error {
 	if producer == nil {
 		return errors.New("state: activate: nil producer")
 	}
 	if err := t.Err(); err != nil {
 		return err
+	}
+	// An acknowledged changelog write must survive losing a broker.
+	if acks, ok := producer.OptValue(kgo.RequiredAcks).(kgo.Acks); ok && acks != kgo.AllISRAcks() {
+		return fmt.Errorf("state: activate task %d: the changelog producer must use acks=all (kgo.RequiredAcks(kgo.AllISRAcks()))", t.id)
 	}
 	if err := t.setRole(RoleActive, RoleIdle); err != nil {
 		return err
