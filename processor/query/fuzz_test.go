@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,6 +112,28 @@ func FuzzDecodeCursor(f *testing.F) {
 		}
 		if got, err := decodeCursor(encodeCursor(id, last), id); err != nil || !bytes.Equal(got, last) {
 			t.Fatalf("cursor of %q does not round-trip: %q %v", last, got, err)
+		}
+	})
+}
+
+func FuzzParseTasks(f *testing.F) {
+	for _, s := range []string{"1,4,7", "3,1,1", "~BQ", "~", "~AA", "0", "-1", "1,,2", "~_w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if len(v) > 4096 {
+			return
+		}
+		tasks, err := parseTasks(v)
+		if err != nil {
+			return
+		}
+		if len(tasks) == 0 || !slices.IsSorted(tasks) || len(slices.Compact(slices.Clone(tasks))) != len(tasks) || tasks[0] < 0 {
+			t.Fatalf("%q parsed to %v", v, tasks)
+		}
+		again, err := parseTasks(formatTasks(tasks))
+		if err != nil || !slices.Equal(again, tasks) {
+			t.Fatalf("%v -> %q -> %v, %v", tasks, formatTasks(tasks), again, err)
 		}
 	})
 }

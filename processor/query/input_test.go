@@ -50,6 +50,8 @@ func TestEveryBadInputGetsItsStatusAndAClearMessage(t *testing.T) {
 		{"scan cursor of another scan", "/v1/stores/counts/scan?cursor=" + cursor, 400, "cursor belongs to a different scan"},
 		{"scan unknown task", "/v1/stores/counts/scan?tasks=1,99", 400, "tasks: task 99 does not exist (tasks are 0 to 5)"},
 		{"scan bad tasks", "/v1/stores/counts/scan?tasks=1,x", 400, `tasks: "x" is not a task id`},
+		{"scan tasks bitmap not base64url", "/v1/stores/counts/scan?tasks=~%21", 400, `tasks bitmap "!" is not base64url`},
+		{"scan tasks bitmap of no task", "/v1/stores/counts/scan?tasks=~AA", 400, "tasks bitmap names no task"},
 		{"scan min_position", "/v1/stores/counts/scan?min_position=3", 400, `unknown query parameter "min_position"`},
 		{"scan from not base64url", "/v1/stores/counts/scan?key_encoding=base64url&from=%2B", 400, `from "+" is not base64url`},
 		{"metadata parameter", "/v1/metadata?x=1", 400, `unknown query parameter "x"`},

@@ -361,11 +361,31 @@ func parseCount(q map[string]string, name string) (int64, error) {
 	return n, nil
 }
 
-// parseTasks parses a comma-separated list of task ids, sorted and
-// deduplicated.
+// parseTasks parses a set of task ids, returned sorted and deduplicated:
+// a comma-separated list ("1,4,7"), or "~" and a base64url bitmap (bit i%8
+// of byte i/8 is task i), the compact form instances use between them so
+// that an owner of thousands of tasks still fits a request line.
 func parseTasks(v string) ([]int32, error) {
 	if v == "" {
 		return nil, errors.New("tasks is empty: want task ids separated by commas")
+	}
+	if bm, ok := strings.CutPrefix(v, "~"); ok {
+		b, err := base64.RawURLEncoding.DecodeString(bm)
+		if err != nil {
+			return nil, fmt.Errorf("tasks bitmap %s is not base64url: %w", strconv.Quote(truncate(bm)), err)
+		}
+		var out []int32
+		for i, c := range b {
+			for bit := range 8 {
+				if c&(1<<bit) != 0 {
+					out = append(out, int32(i*8+bit))
+				}
+			}
+		}
+		if len(out) == 0 {
+			return nil, errors.New("tasks bitmap names no task")
+		}
+		return out, nil
 	}
 	var out []int32
 	for s := range strings.SplitSeq(v, ",") {
@@ -409,4 +429,23 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:max] + "..."
+}
+
+// formatTasks writes a sorted task set in parseTasks' shorter form.
+func formatTasks(tasks []int32) string {
+	if len(tasks) <= 16 {
+		b := make([]byte, 0, 6*len(tasks))
+		for i, t := range tasks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(t), 10)
+		}
+		return string(b)
+	}
+	bm := make([]byte, tasks[len(tasks)-1]/8+1)
+	for _, t := range tasks {
+		bm[t/8] |= 1 << (t % 8)
+	}
+	return "~" + base64.RawURLEncoding.EncodeToString(bm)
 }

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
@@ -289,11 +288,7 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	if req.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
 	}
-	ts := make([]string, len(tasks))
-	for i, t := range tasks {
-		ts[i] = strconv.Itoa(int(t))
-	}
-	q.Set("tasks", strings.Join(ts, ","))
+	q.Set("tasks", formatTasks(tasks))
 	m := p.Members[member]
 	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)
 	if err != nil {

@@ -184,3 +184,19 @@ func TestScanPageCursorContinuesAfterItsLastKey(t *testing.T) {
 		t.Errorf("range [%q, %q)", got.start, got.end)
 	}
 }
+
+func TestScanOverManyTasksFitsTheHeaderLimit(t *testing.T) {
+	// 3 instances x 12,000 tasks: each owner's task list, written out,
+	// would be larger than a peer accepts in a request line.
+	c := newCluster(t, clusterOpts{tasks: 12000})
+	var want []string
+	for i := range 300 {
+		k := fmt.Sprintf("m%03d", i)
+		c.put(storeCounts, []byte(k), []byte("1"))
+		want = append(want, k)
+	}
+	keys, _, _ := c.scanAll(c.nodes[0], storeCounts, "limit=100", false)
+	if !slices.Equal(keys, want) {
+		t.Errorf("got %d keys, want %d", len(keys), len(want))
+	}
+}
