@@ -166,14 +166,33 @@ func (s *Server) metadata(w *statusWriter, r *http.Request) {
 func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) statusDoc {
 	sts := make([]instanceStatus, len(p.Members))
 	self := s.rt.Self()
+	// The whole gathering, not each peer, is bounded by StatusTimeout, and
+	// at most statusWorkers peers are asked at once: a large group neither
+	// takes every forward slot nor makes the answer wait peer after peer.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StatusTimeout)
+	defer cancel()
+	next := make(chan int)
 	var wg sync.WaitGroup
+	for range min(statusWorkers, cap(s.forwards), len(p.Members)) {
+		wg.Go(func() {
+			for i := range next {
+				m := p.Members[i]
+				if ctx.Err() != nil {
+					sts[i] = instanceStatus{ID: m.ProcessID, Reason: fmt.Sprintf("not asked: no time left of the %v status timeout", s.opts.StatusTimeout)}
+					continue
+				}
+				sts[i] = s.peerStatus(ctx, p, m)
+			}
+		})
+	}
 	for i, m := range p.Members {
 		if m.ProcessID == self {
 			sts[i] = s.localStatus()
 			continue
 		}
-		wg.Go(func() { sts[i] = s.peerStatus(ctx, p, m) })
+		next <- i
 	}
+	close(next)
 	wg.Wait()
 	doc := statusDoc{AsOf: time.Now().UTC().Format(time.RFC3339Nano), Clients: make([]clientStatus, len(sts)), Lags: []lagDoc{}}
 	for i, st := range sts {
@@ -197,6 +216,9 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) status
 	})
 	return doc
 }
+
+// statusWorkers bounds the peers asked for their status at once.
+const statusWorkers = 32
 
 // placementRole is member's role for task in the placement, or, for a
 // replica the placement doesn't list, the replica's own role.

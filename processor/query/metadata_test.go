@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/assignor/balancer"
 )
 
 func TestMetadataPlacementIsIdenticalOnEveryInstance(t *testing.T) {
@@ -167,5 +169,41 @@ func TestMetricsExposeRequestsByRouteAndCode(t *testing.T) {
 		if !strings.Contains(string(a.body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+func TestMetadataOfALargeGroupIsBoundedByTheStatusTimeout(t *testing.T) {
+	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.StatusTimeout = 300 * time.Millisecond }})
+	// 200 members that accept connections and never answer.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	p := *c.p
+	p.Members = append(p.Members[:len(p.Members):len(p.Members)], make([]balancer.Member, 200)...)
+	for i := 2; i < len(p.Members); i++ {
+		p.Members[i] = balancer.Member{ProcessID: fmt.Sprintf("s%03d", i), Endpoint: silent.Addr().String()}
+	}
+	c.nodes[0].rt.mu.Lock()
+	c.nodes[0].rt.p = &p
+	c.nodes[0].rt.mu.Unlock()
+	start := time.Now()
+	a := c.get(c.nodes[0], "/v1/metadata")
+	t.Logf("metadata of 202 members, 200 silent: %v", time.Since(start))
+	var doc metadataDoc
+	if err := json.Unmarshal(a.body, &doc); err != nil || a.code != 200 {
+		t.Fatalf("%v: %s", err, a)
+	}
+	if len(doc.Status.Clients) != 202 || !doc.Status.Clients[0].Ready || !doc.Status.Clients[1].Ready {
+		t.Fatalf("status of the live members: %+v", doc.Status.Clients[:2])
+	}
+	for _, cs := range doc.Status.Clients[2:] {
+		if cs.Ready || !(strings.Contains(cs.Reason, "unreachable") || strings.Contains(cs.Reason, "not asked: no time left of the 300ms status timeout")) {
+			t.Fatalf("silent member: %+v", cs)
+		}
+	}
+	if n := forwards(t, c.nodes[0], routeMetadata, resultRejected); n != 0 {
+		t.Errorf("%v status requests were refused for lack of forward slots", n)
 	}
 }
