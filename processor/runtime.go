@@ -362,6 +362,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.mu.Lock()
 	r.tasks = n
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.notReady = "stopped"
+		r.mu.Unlock()
+	}()
 	r.log.Info("starting", "inputs", r.topo.InputTopics(), "tasks", n, "endpoint", r.opts.Endpoint,
 		"tags", r.opts.Tags.String(), "standbys", r.opts.NumStandbys)
 
