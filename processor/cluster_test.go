@@ -21,6 +21,7 @@ import (
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/state"
+	"github.com/rackstream/rackstream/tags"
 )
 
 // The "Done when" scenarios of the processor runtime: several instances in
@@ -453,4 +454,55 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	}
 	a.checkCounts(t, false)
 	_ = kadm.ListedOffset{}
+}
+
+// Six instances over three zones and two clusters (KIP-708's example), two
+// standbys per task: one instance is killed mid-stream and one leaves
+// cleanly; no record is lost and the survivors hold what the placement says.
+func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 12)
+	victim := &cutDialer{}
+	var ins []*instance
+	for i := 0; i < 6; i++ {
+		name := "i" + strconv.Itoa(i)
+		o := a.options(t, name, zones[i%3])
+		o.Tags = mustTags(t, "zone", zones[i%3], "cluster", "k"+strconv.Itoa(i/3))
+		o.RackAwareTags = tags.Keys{"zone", "cluster"}
+		o.NumStandbys = 2
+		if i == 0 {
+			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.dial))
+			o.ShutdownTimeout = 2 * time.Second
+		}
+		ins = append(ins, a.start(t, name, o))
+	}
+	kafkatest.Eventually(t, 2*time.Minute, "6 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	kafkatest.Eventually(t, 2*time.Minute, "a quarter of the records handled", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		n := 0
+		for _, s := range a.seen {
+			n += len(s)
+		}
+		return n >= clusterRecords/4
+	})
+	victim.Cut()
+	ins[1].stop(t)
+	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
+	a.waitCommitted(t, 3*time.Minute)
+	kafkatest.Eventually(t, 2*time.Minute, "survivors' replicas match the placement", func() bool {
+		return replicasMatchPlacement(t, ins[2:]...) == ""
+	})
+	p := ins[2].rt.Placement()
+	for task, r := range p.Tasks {
+		if r.Active == -1 || len(r.Standbys) != 2 {
+			t.Errorf("task %d: active %d, standbys %v; want an active and 2 standbys on 4 instances", task, r.Active, r.Standbys)
+		}
+	}
+	for _, in := range ins[2:] {
+		in.stop(t)
+	}
+	ins[0].stop(t)
+	a.checkCounts(t, false)
 }
