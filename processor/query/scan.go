@@ -23,6 +23,10 @@ type scanItem struct {
 	Value        json.RawMessage `json:"value"`
 	Task         int32           `json:"task"`
 	raw          []byte
+	// rawValue is a local item's stored value, rendered (into Value) only
+	// once the item has made it onto the page.
+	rawValue []byte
+	local    bool
 }
 
 // scanAnswer is the 200 body of a scan.
@@ -93,8 +97,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 		}
 		ans.ServedBy[s.rt.Self()] = tasks
-		s.renderItems(ans.Items, req.base64)
-		writeJSON(w, http.StatusOK, ans)
+		s.writePage(w, st, ans, req.base64)
 		return
 	}
 
@@ -112,7 +115,24 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 	if more && len(items) > 0 {
 		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 	}
-	s.renderItems(ans.Items, req.base64)
+	s.writePage(w, st, ans, req.base64)
+}
+
+// writePage renders the page's local values and keys and answers it.
+func (s *Server) writePage(w *statusWriter, st Store, ans *scanAnswer, b64 bool) {
+	for i := range ans.Items {
+		it := &ans.Items[i]
+		if !it.local {
+			continue
+		}
+		v, err := renderValue(st, it.rawValue)
+		if err != nil {
+			s.fail(w, http.StatusInternalServerError, fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(it.raw)), st.Name, err))
+			return
+		}
+		it.Value = v
+	}
+	s.renderItems(ans.Items, b64)
 	writeJSON(w, http.StatusOK, ans)
 }
 
@@ -238,24 +258,18 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 		if len(items) >= keep {
 			bound = items[len(items)-1].raw
 		}
-		var renderErr error
 		n := 0
 		_, err := rep.Scan(req.start, req.end, func(k, v []byte) bool {
 			if bound != nil && bytes.Compare(k, bound) >= 0 || n >= keep {
 				return false
 			}
-			val, err := renderValue(st, v)
-			if err != nil {
-				renderErr = fmt.Errorf("value of key %q does not decode with the store's codec: %w", truncate(string(k)), err)
-				return false
-			}
-			items = append(items, scanItem{Value: val, Task: t, raw: bytes.Clone(k)})
+			kv := make([]byte, len(k)+len(v)) // one allocation per item
+			copy(kv, k)
+			copy(kv[len(k):], v)
+			items = append(items, scanItem{Task: t, raw: kv[:len(k):len(k)], rawValue: kv[len(k):], local: true})
 			n++
 			return true
 		})
-		if err == nil {
-			err = renderErr
-		}
 		if err != nil {
 			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scan task %d: %v", self, t, err)))
 			items = slices.DeleteFunc(items, func(it scanItem) bool { return it.Task == t })

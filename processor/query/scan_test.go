@@ -200,3 +200,19 @@ func TestScanOverManyTasksFitsTheHeaderLimit(t *testing.T) {
 		t.Errorf("got %d keys, want %d", len(keys), len(want))
 	}
 }
+
+func TestScanOfAValueTheCodecCannotDecodeIs500NamingTheKey(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.put(storeCounts, []byte("fine"), []byte("1"))
+	c.put(storeCounts, []byte("garbled"), []byte("not a number"))
+	for _, n := range c.nodes {
+		a := c.get(n, "/v1/stores/counts/scan")
+		if a.code != http.StatusInternalServerError || !strings.Contains(a.errMsg(), `value of key "garbled" in store counts does not decode with the store's codec`) {
+			t.Errorf("via %s: %s", n.id, a)
+		}
+	}
+	// A page that stops before the bad value is fine.
+	if a := c.get(c.nodes[0], "/v1/stores/counts/scan?to=g"); a.code != http.StatusOK {
+		t.Errorf("page before the bad value: %s", a)
+	}
+}
