@@ -209,6 +209,17 @@ func TestStandbyPreferences(t *testing.T) {
 				withStandby(withLags(client("b2"), map[int]int64{0: 10}), 0), client("c")),
 			want: []string{"b2"},
 		},
+		{
+			// h holds the state of tasks 0, 1 and 3 and would carry 4
+			// replicas, while b would carry 2 with task 0's standby: the
+			// standby moves and starts cold on b. (Task 1's moves to x;
+			// task 3's stays on h, now no heavier than x would be.)
+			name: "a holder more than one replica above a lighter eligible client gives the standby up",
+			in: input(4, 1, nil, withActive(client("a"), 0), withActive(client("b"), 1),
+				withActive(withStandby(withLags(client("h"), map[int]int64{0: 0, 1: 0, 2: 0, 3: 0}), 0, 1, 3), 2),
+				withActive(client("x"), 3)),
+			want: []string{"b"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -189,6 +189,30 @@ func TestPropertiesOverRandomScenarios(t *testing.T) {
 			if a, b := planJSON(t, cp), planJSON(t, again); a != b {
 				t.Fatalf("plan fed back changed:\n%s\n%s", a, b)
 			}
+
+			// Standby load converges too: in the settled plan, holding a
+			// task's state keeps no client more than one replica (per unit
+			// of capacity) above a client that could take the standby with
+			// the task's spread kept. No single standby move, nor (by
+			// brute force, on small scenarios) any trade of a task's whole
+			// standby set, would lower a heavier client for a lighter one.
+			if mv := evenerMove(cur, cp); mv != "" {
+				t.Fatalf("settled plan leaves standby load uneven: %s (%s)", mv, describe(cp))
+			}
+			if len(in.Clients) <= 9 {
+				if mv := evenerSetMove(cur, cp); mv != "" {
+					t.Fatalf("settled plan leaves standby load uneven: %s (%s)", mv, describe(cp))
+				}
+			}
+			// Without rack-aware tags every client is eligible: with equal
+			// capacities, replica loads differ by at most one.
+			equal := true
+			for _, c := range in.Clients {
+				equal = equal && max(c.Capacity, 1) == max(in.Clients[0].Capacity, 1)
+			}
+			if lo, hi := replicaLoads(cur, cp); len(in.RackAwareAssignmentTags) == 0 && equal && hi-lo > 1 {
+				t.Fatalf("settled plan without tags: replica load %v..%v, want within 1 (%s)", lo, hi, describe(cp))
+			}
 		})
 	}
 }

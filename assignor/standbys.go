@@ -78,6 +78,8 @@ type standbyPlacer struct {
 	base  []int32
 	excl  []int32 // task t's replicas considered by the last allowedFor
 	cands []int32
+	// rcands[j]: repick's candidates for slot j.
+	rcands [][]int32
 }
 
 // allowedFor returns the classes task t's next standby may come from given
@@ -186,17 +188,25 @@ func (sp *standbyPlacer) lightestReceiver() int32 {
 	return recv
 }
 
+// repickBudget bounds the depth-first search of one re-pick, in nodes.
+const repickBudget = 64
+
 // repick places all of a task's standbys anew where moving them one at a
 // time cannot even the load: when the optimal spread leaves few sets of
 // classes (KIP-708's 3 zones x 3 clusters: an active's two standbys must be
 // one of two diagonals), replacing any one standby alone loses spread, but
-// swapping the whole set keeps it. For a task with a standby on a client
-// heavier than the lightest would be after taking one, the standbys are
-// lifted and picked again, slot by slot, each the least-loaded client from
-// which the optimal spread stays reachable. The new set is kept only if
-// every client it adds ends lighter than the heaviest client it relieves
-// was: no client rises to the old maximum, which falls, so the loads sorted
-// from the heaviest decrease and the passes end.
+// trading the whole set keeps it.
+//
+// For a task with a standby on a client h heavier than the lightest client
+// would be after taking one, the standbys are lifted and a new set is
+// searched for, depth first, slot by slot: each slot from the classes from
+// which the optimal spread stays reachable, never on h, on one of the
+// task's previous standby clients (they stay where they are) or on a client
+// that ends lighter than h was. Candidates per slot are few (the previous
+// standbys, then the lightest client of each allowed group, lightest
+// first) and the search is bounded (repickBudget). No client rises to h's
+// load, which falls: the loads sorted from the heaviest decrease, so the
+// passes end.
 func (sp *standbyPlacer) repick() {
 	pl, m := sp.pl, sp.pl.m
 	k := pl.k
@@ -204,25 +214,33 @@ func (sp *standbyPlacer) repick() {
 		return
 	}
 	old := make([]int32, sp.slots)
+	heavy := make([]int32, 0, sp.slots)
+	if len(sp.rcands) < sp.slots {
+		sp.rcands = make([][]int32, sp.slots)
+	}
 	recv := sp.lightestReceiver()
 	for pass := 0; pass < 4; pass++ {
 		moved := false
 		for t := 0; t < m.numTasks; t++ {
-			heaviest := int32(-1)
+			// The task's standbys heavier than the lightest receiver would
+			// be, heaviest first.
+			heavy = heavy[:0]
 			for _, c := range pl.standby[t*k : t*k+sp.slots] {
-				if lessLoad(pl.replicas[recv]+1, m.capa[recv], pl.replicas[c], m.capa[c]) &&
-					(heaviest < 0 || lessLoad(pl.replicas[heaviest], m.capa[heaviest], pl.replicas[c], m.capa[c])) {
-					heaviest = c
+				if lessLoad(pl.replicas[recv]+1, m.capa[recv], pl.replicas[c], m.capa[c]) {
+					heavy = append(heavy, c)
 				}
 			}
-			if heaviest < 0 {
-				continue
+			for i := 1; i < len(heavy); i++ {
+				for j := i; j > 0 && pl.lighter(heavy[j-1], heavy[j]); j-- {
+					heavy[j], heavy[j-1] = heavy[j-1], heavy[j]
+				}
 			}
-			// First without the heaviest (the greedy pick might take it
-			// back), then from every client.
-			if sp.tryRepick(t, old, heaviest) || sp.tryRepick(t, old, -1) {
-				moved = true
-				recv = sp.lightestReceiver()
+			for _, h := range heavy {
+				if sp.tryRepick(t, old, h) {
+					moved = true
+					recv = sp.lightestReceiver()
+					break
+				}
 			}
 		}
 		if !moved {
@@ -231,39 +249,112 @@ func (sp *standbyPlacer) repick() {
 	}
 }
 
-// tryRepick lifts task t's standbys and picks them again, never on avoid
-// (none if -1), keeping the new set if it relieves the old one; old is
-// scratch of length slots.
-func (sp *standbyPlacer) tryRepick(t int, old []int32, avoid int32) bool {
+// tryRepick lifts task t's standbys and searches for a set that relieves
+// h (see repick), keeping it if found; old is scratch of length slots.
+func (sp *standbyPlacer) tryRepick(t int, old []int32, h int32) bool {
 	pl := sp.pl
 	slots := pl.standby[t*pl.k : t*pl.k+sp.slots]
 	copy(old, slots)
 	for j, c := range old {
 		sp.unplace(t, j, c)
 	}
-	placed := 0
-	for j := range slots {
-		al := sp.allowedFor(t, j, -1)
-		if avoid >= 0 {
-			sp.excl = append(sp.excl, avoid)
-		}
-		v := sp.receiver(al)
-		if v < 0 {
-			break
-		}
-		sp.place(t, j, v)
-		placed++
-	}
-	if placed == len(slots) && sp.relieves(old, slots) {
+	budget := repickBudget
+	// h's load before the trade: its replicas now, plus the lifted one.
+	if sp.repickFrom(t, 0, old, h, pl.replicas[h]+1, &budget) {
 		return true
-	}
-	for j, c := range slots[:placed] {
-		sp.unplace(t, j, c)
 	}
 	for j, c := range old {
 		sp.place(t, j, c)
 	}
 	return false
+}
+
+// repickFrom fills task t's slots from j on (see repick), or leaves them
+// empty and returns false. A client not in old qualifies only if its load
+// after taking the standby is below limit/capacity(h).
+func (sp *standbyPlacer) repickFrom(t, j int, old []int32, h int32, limit int64, budget *int) bool {
+	pl, m := sp.pl, sp.pl.m
+	if j == sp.slots {
+		return true
+	}
+	if *budget--; *budget < 0 {
+		return false
+	}
+	al := sp.allowedFor(t, j, -1)
+	excl := sp.excl
+	capH := m.capa[h]
+	eligible := func(c int32) bool {
+		q := m.class[c]
+		return c != h && al.has(q, sp.heaps.group[q]) && !contains(excl, c)
+	}
+	light := func(c int32) bool { return lessLoad(pl.replicas[c]+1, m.capa[c], limit, capH) }
+	cands := sp.rcands[j][:0]
+	for _, c := range old {
+		if eligible(c) {
+			cands = append(cands, c)
+		}
+	}
+	cands = sp.lightCandidates(cands, al, 4, eligible, light)
+	sp.rcands[j] = cands
+	for _, v := range cands {
+		sp.place(t, j, v)
+		if sp.repickFrom(t, j+1, old, h, limit, budget) {
+			return true
+		}
+		sp.unplace(t, j, v)
+	}
+	return false
+}
+
+// lightCandidates appends to dst up to n clients that eligible and light
+// accept, of groups (see searcher.signatures) not yet in dst, lightest
+// first (by load after taking one more replica).
+func (sp *standbyPlacer) lightCandidates(dst []int32, al *allowedSet, n int, eligible, light func(c int32) bool) []int32 {
+	pl, m := sp.pl, sp.pl.m
+	h := sp.heaps
+	taken := func(c int32) bool { return h.groupIn(c, dst) }
+	base, want := len(dst), len(dst)+n
+	if !m.equalCapacity {
+		// Loads after one more replica do not follow the heap's order:
+		// look at every client, keeping the n lightest by insertion.
+		for c := int32(0); c < int32(len(m.ids)); c++ {
+			if !eligible(c) || !light(c) || taken(c) {
+				continue
+			}
+			if len(dst) < want {
+				dst = append(dst, c)
+			} else if lessLoad(pl.replicas[c]+1, m.capa[c], pl.replicas[dst[want-1]]+1, m.capa[dst[want-1]]) {
+				dst[want-1] = c
+			} else {
+				continue
+			}
+			for i := len(dst) - 1; i > base && lessLoad(pl.replicas[dst[i]]+1, m.capa[dst[i]], pl.replicas[dst[i-1]]+1, m.capa[dst[i-1]]); i-- {
+				dst[i], dst[i-1] = dst[i-1], dst[i]
+			}
+		}
+		return dst
+	}
+	// Equal capacities: the heap of all clients, best first, up to the
+	// first client too heavy; where few clients are allowed, the lightest
+	// of each allowed group instead.
+	if 4*al.clients >= len(h.all.heap) {
+		return h.collect(dst, want, 64, eligible, light)
+	}
+	for _, g := range al.sigs {
+		if len(dst) >= want {
+			break
+		}
+		c := h.lightestOf(g, eligible)
+		if c >= 0 && light(c) && !taken(c) {
+			dst = append(dst, c)
+		}
+	}
+	for i := base + 1; i < len(dst); i++ { // lightest first
+		for j := i; j > base && pl.lighter(dst[j], dst[j-1]); j-- {
+			dst[j], dst[j-1] = dst[j-1], dst[j]
+		}
+	}
+	return dst
 }
 
 // relieves reports whether trading the standby clients old for new (both
@@ -697,6 +788,60 @@ func (h *groupHeaps) lightest(g int32, excl, skip []int32, bound int32) int32 {
 		return c // the common case
 	}
 	return h.walk(hp, func(c int32) bool { return !contains(excl, c) && !contains(skip, m.class[c]) }, bound, -1)
+}
+
+// groupIn reports whether a client of c's group is in cs.
+func (h *groupHeaps) groupIn(c int32, cs []int32) bool {
+	m := h.pl.m
+	g := h.group[m.class[c]]
+	for _, d := range cs {
+		if h.group[m.class[d]] == g {
+			return true
+		}
+	}
+	return false
+}
+
+// lightestOf returns the least-loaded client of group g that ok accepts,
+// looking at a few of the lightest only, or -1.
+func (h *groupHeaps) lightestOf(g int32, ok func(c int32) bool) int32 {
+	return h.walk(h.heap[g], ok, -1, 16)
+}
+
+// collect visits the heap of all clients best-first and appends to dst the
+// clients ok accepts whose group has none in dst yet, until dst holds n, a
+// client fails light (no later one is lighter), or steps nodes were seen.
+func (h *groupHeaps) collect(dst []int32, n, steps int, ok, light func(c int32) bool) []int32 {
+	hp := h.all.heap
+	if len(hp) == 0 {
+		return dst
+	}
+	front := append(h.front[:0], 0)
+	defer func() { h.front = front[:0] }()
+	for ; len(front) > 0 && steps > 0 && len(dst) < n; steps-- {
+		bi := 0
+		for i := 1; i < len(front); i++ {
+			if h.pl.lighter(hp[front[i]], hp[front[bi]]) {
+				bi = i
+			}
+		}
+		at := front[bi]
+		c := hp[at]
+		if !light(c) {
+			break
+		}
+		if ok(c) && !h.groupIn(c, dst) {
+			dst = append(dst, c)
+		}
+		front[bi] = front[len(front)-1]
+		front = front[:len(front)-1]
+		for _, ch := range [2]int32{2*at + 1, 2*at + 2} {
+			if int(ch) < len(hp) {
+				front = append(front, ch)
+			}
+		}
+	}
+	return dst
 }
 
 // walk visits the heap hp best-first from its root, expanding only the nodes
