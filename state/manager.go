@@ -34,6 +34,8 @@ type Manager struct {
 	pid  string
 	// progressEvery is how often a running restore logs its progress.
 	progressEvery time.Duration
+	// recs pools the active path's changelog records (changelogRecord).
+	recs sync.Pool
 
 	mu     sync.Mutex
 	tasks  map[int32]*Task

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/comparer"
@@ -151,20 +152,21 @@ func (s *Store) write(key, value []byte) error {
 	if err := t.Err(); err != nil {
 		return err
 	}
-	// One allocation holds the record's key and value: the record outlives
-	// this call until the producer acknowledges it.
-	kv := make([]byte, len(key)+len(value))
-	copy(kv, key)
-	copy(kv[len(key):], value)
-	r := &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: kv[:len(key):len(key)]}
+	// The record outlives this call until the producer acknowledges it:
+	// it and its key and value come from a pool and go back in the promise.
+	cr := t.m.getChangelogRecord()
+	cr.buf = append(append(cr.buf[:0], key...), value...)
+	cr.rec = kgo.Record{Topic: s.changelog, Partition: s.partition, Key: cr.buf[:len(key):len(key)]}
+	r := &cr.rec
 	s.scratch = append(s.scratch[:0], bufValue)
 	if value != nil {
-		r.Value = kv[len(key):]
+		r.Value = cr.buf[len(key):]
 		s.scratch = append(s.scratch, value...)
 	} else {
 		s.scratch[0] = bufTombstone
 	}
 	if err := s.buf.Put(key, s.scratch); err != nil {
+		t.m.recs.Put(cr)
 		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
 	}
 	s.pending.Add(1)
@@ -189,6 +191,33 @@ func (s *Store) onProduced(r *kgo.Record, err error) {
 		}
 	}
 	s.pending.Add(-1)
+	s.task.m.putChangelogRecord(r)
+}
+
+// changelogRecord is a produced changelog record with the buffer holding
+// its key and value. rec is the first field, so the *kgo.Record handed to
+// the producer converts back to its changelogRecord in the promise.
+type changelogRecord struct {
+	rec kgo.Record
+	buf []byte
+}
+
+func (m *Manager) getChangelogRecord() *changelogRecord {
+	if cr, ok := m.recs.Get().(*changelogRecord); ok {
+		return cr
+	}
+	return new(changelogRecord)
+}
+
+// putChangelogRecord returns an acknowledged (or failed) record to the
+// pool; the producer holds no reference to it after its promise.
+func (m *Manager) putChangelogRecord(r *kgo.Record) {
+	cr := (*changelogRecord)(unsafe.Pointer(r))
+	if cap(cr.buf) > 64<<10 {
+		return // let an outsized buffer go
+	}
+	cr.rec = kgo.Record{}
+	m.recs.Put(cr)
 }
 
 func (s *Store) produceErr() error {
