@@ -301,3 +301,69 @@ func TestChangelogValidation(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestManyTasksRestoreAndTailThroughOneConsumer: the Manager's one
+// consumer feeds several tasks at once, some restoring concurrently, some
+// tailing as standbys; every store ends equal to its changelog.
+func TestManyTasksRestoreAndTailThroughOneConsumer(t *testing.T) {
+	e := newEnv(t, 6, "s", "t")
+	src := e.open(t.TempDir())
+	p := e.producer()
+	var active []*Task
+	for id := range int32(6) {
+		task := e.activeTask(src, id, p)
+		for i := range 400 + int(id)*100 {
+			k := []byte(strconv.Itoa(int(id)) + "-" + strconv.Itoa(i))
+			must(t, task.Store("s").Put(k, []byte("v"+strconv.Itoa(i))))
+			must(t, task.Store("t").Put(k, []byte(strings.Repeat("t", i%50))))
+		}
+		e.commit(task, p)
+		active = append(active, task)
+	}
+
+	dst := e.open(t.TempDir(), func(o *Options) { o.RestoreBatchBytes = 16 << 10 })
+	var standbys []*Task
+	for id := range int32(2) {
+		st, err := dst.OpenTask(id, e.stores)
+		must(t, err)
+		must(t, st.StartStandby())
+		standbys = append(standbys, st)
+	}
+	errs := make(chan error, 4)
+	restored := make([]*Task, 6)
+	for id := int32(2); id < 6; id++ {
+		go func() {
+			task, err := dst.OpenTask(id, e.stores)
+			if err == nil {
+				err = task.Restore(e.ctx())
+			}
+			restored[id] = task
+			errs <- err
+		}()
+	}
+	// The actives keep writing while the others restore.
+	for _, task := range active[:2] {
+		must(t, task.Store("s").Put([]byte("during"), []byte("restore")))
+		e.commit(task, p)
+	}
+	for range 4 {
+		must(t, <-errs)
+	}
+	for id := int32(0); id < 6; id++ {
+		for _, name := range []string{"s", "t"} {
+			want := viewContent(t, active[id].Store(name).View())
+			var got *Store
+			if id < 2 {
+				got = standbys[id].Store(name)
+				kafkatest.Eventually(t, time.Minute, "standby caught up", func() bool {
+					return got.Checkpoint() >= active[id].Store(name).Checkpoint()
+				})
+			} else {
+				got = restored[id].Store(name)
+			}
+			if g := viewContent(t, got.View()); !maps.Equal(g, want) {
+				t.Fatalf("task %d store %s: %d keys, want %d", id, name, len(g), len(want))
+			}
+		}
+	}
+}
