@@ -104,3 +104,43 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkScanPage is a page of 100 keys of a scan over 12 tasks on 3
+// instances, merged from every owner (two of them over loopback HTTP).
+//
+//	go test -run '^$' -bench BenchmarkScanPage -benchtime 2000x -count 1 ./processor/query/
+func BenchmarkScanPage(b *testing.B) {
+	c := newCluster(b, clusterOpts{members: 3, tasks: 12})
+	for i := range 10000 {
+		c.put(storeCounts, []byte(fmt.Sprintf("user-%05d", i)), []byte(fmt.Sprint(i)))
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
+	// Pages start at different keys so that every page is a full one.
+	paths := make([]string, 90)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("%s/v1/stores/counts/scan?limit=100&from=user-%05d", c.nodes[0].url, i*100)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := range b.N {
+		t0 := time.Now()
+		resp, err := client.Get(paths[i%len(paths)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+}

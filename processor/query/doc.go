@@ -14,9 +14,9 @@
 //	                                    the fallback when the active can't
 //	        ?min_position=P             refuse (409) a replica behind P
 //	        ?key_encoding=base64url     binary keys (RFC 4648 §5)
-//	GET /v1/stores/{store}/scan         a key-ordered range over all tasks,
-//	        ?prefix=&from=&to=&limit=   merged from their owners, paged with
-//	        &cursor=&max_lag=&tasks=    an opaque cursor
+//	GET /v1/stores/{store}/scan         a key-ordered range over all tasks
+//	        ?prefix=&from=&to=&limit=   (or tasks=1,4,7), merged from their
+//	        &cursor=&max_lag=&tasks=    owners, paged with an opaque cursor
 //	GET /v1/metadata                    the placement and live status
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness
@@ -33,6 +33,19 @@
 // reached), 502 when retrying cannot help (a peer's certificate is not
 // trusted, the instances' tokens differ).
 //
+// A scan asks each instance once for all the tasks it answers for (a
+// bitmap of task ids when they are many), merges their pages in key order
+// and continues strictly after the page's last key, so that every key is
+// returned exactly once across pages.
+//
+// /v1/metadata is the placement of the current generation, the same on
+// every instance, and a superset of `rackstream assign`'s output (which
+// reads it back), plus a live status gathered from every instance under
+// one short timeout: an instance that doesn't answer in time is reported
+// not ready, with the reason.
+//
 // The runtime provides the placement, local replicas and readiness through
-// the Runtime interface; StateReplica adapts package state's stores.
+// the Runtime interface; StoreReplica and StateReplica adapt package
+// state's stores. Serve the server with Serve, or mount it in a handler of
+// your own served by HTTPServer (the same limits and TLS).
 package query

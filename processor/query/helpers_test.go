@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +34,7 @@ type fakeReplica struct {
 	mu     sync.Mutex
 	status ReplicaStatus
 	data   map[string][]byte
+	keys   []string // sorted
 }
 
 func (r *fakeReplica) Status() ReplicaStatus {
@@ -49,6 +49,18 @@ func (r *fakeReplica) set(f func(*ReplicaStatus)) {
 	f(&r.status)
 }
 
+// put writes key=value as the next changelog record.
+func (r *fakeReplica) put(key string, value []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.data[key]; !ok {
+		i, _ := slices.BinarySearch(r.keys, key)
+		r.keys = slices.Insert(r.keys, i, key)
+	}
+	r.data[key] = value
+	r.status.Position++
+}
+
 func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -56,27 +68,18 @@ func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
 	return v, ok, r.status.Position, nil
 }
 
+// Scan reads the keys in [start, end) under the replica's lock: a
+// consistent snapshot, as LevelDB's iterator gives.
 func (r *fakeReplica) Scan(start, end []byte, fn func(k, v []byte) bool) (int64, error) {
 	r.mu.Lock()
-	keys := make([]string, 0, len(r.data))
-	for k := range r.data {
-		if (start == nil || k >= string(start)) && (end == nil || k < string(end)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	vals := make([][]byte, len(keys))
-	for i, k := range keys {
-		vals[i] = r.data[k]
-	}
-	pos := r.status.Position
-	r.mu.Unlock()
-	for i, k := range keys {
-		if !fn([]byte(k), vals[i]) {
+	defer r.mu.Unlock()
+	i, _ := slices.BinarySearch(r.keys, string(start))
+	for _, k := range r.keys[i:] {
+		if end != nil && k >= string(end) || !fn([]byte(k), r.data[k]) {
 			break
 		}
 	}
-	return pos, nil
+	return r.status.Position, nil
 }
 
 type fakeRuntime struct {
@@ -279,10 +282,7 @@ func (c *cluster) put(store string, key, value []byte) {
 	task := c.task(key)
 	for _, n := range c.nodes {
 		if r := n.rt.replica(store, task); r != nil {
-			r.mu.Lock()
-			r.data[string(key)] = value
-			r.status.Position++
-			r.mu.Unlock()
+			r.put(string(key), value)
 		}
 	}
 }

@@ -243,6 +243,7 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 		fails failures
 	)
 	keep := req.limit + 1 // one more than a page says whether more remain
+	var page, merged []scanItem
 	for _, t := range tasks {
 		rep := s.rt.Replica(req.store, t)
 		if rep == nil {
@@ -258,33 +259,41 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 		if len(items) >= keep {
 			bound = items[len(items)-1].raw
 		}
-		n := 0
+		page = page[:0]
 		_, err := rep.Scan(req.start, req.end, func(k, v []byte) bool {
-			if bound != nil && bytes.Compare(k, bound) >= 0 || n >= keep {
+			if bound != nil && bytes.Compare(k, bound) >= 0 || len(page) >= keep {
 				return false
 			}
 			kv := make([]byte, len(k)+len(v)) // one allocation per item
 			copy(kv, k)
 			copy(kv[len(k):], v)
-			items = append(items, scanItem{Task: t, raw: kv[:len(k):len(k)], rawValue: kv[len(k):], local: true})
-			n++
+			page = append(page, scanItem{Task: t, raw: kv[:len(k):len(k)], rawValue: kv[len(k):], local: true})
 			return true
 		})
 		if err != nil {
 			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scan task %d: %v", self, t, err)))
-			items = slices.DeleteFunc(items, func(it scanItem) bool { return it.Task == t })
 			continue
 		}
-		slices.SortFunc(items, func(a, b scanItem) int { return bytes.Compare(a.raw, b.raw) })
-		if len(items) > keep {
-			items = items[:keep]
-		}
+		items, merged = mergeItems(merged[:0], items, page, keep), items
 	}
 	more := len(items) > req.limit
 	if more {
 		items = items[:req.limit]
 	}
 	return items, more, fails
+}
+
+// mergeItems appends to dst the first keep items of a and b, both in key
+// order, in key order.
+func mergeItems(dst, a, b []scanItem, keep int) []scanItem {
+	for len(dst) < keep && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || len(a) > 0 && bytes.Compare(a[0].raw, b[0].raw) < 0 {
+			dst, a = append(dst, a[0]), a[1:]
+		} else {
+			dst, b = append(dst, b[0]), b[1:]
+		}
+	}
+	return dst
 }
 
 // scanPeer asks member for tasks' page over the effective range, keys in
