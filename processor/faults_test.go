@@ -3,13 +3,11 @@ package processor_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
@@ -97,61 +95,43 @@ func TestRuntimeErrorPolicyFailStopsTheTaskAndReportsNotReady(t *testing.T) {
 	}
 }
 
-// A produce that fails for good (here an INVALID_RECORD the broker returns
-// once for the output) ends the client's session: the runtime rebuilds the
-// client and reprocesses from the last commit, losing nothing.
+// A produce that fails for good ends the client's session: the runtime
+// rebuilds the client with backoff and reprocesses from the last commit,
+// losing nothing. Here the output topic refuses every batch (its
+// max.message.bytes is 1) until the test restores the limit.
 func TestRuntimeRebuildsTheClientAfterAFatalProduceErrorAndLosesNothing(t *testing.T) {
 	c := kafkatest.New(t)
-	if c.Fake == nil {
-		t.Skip("injecting a broker error needs kfake's control hooks; the real-broker fault test is the unreachable broker below")
-	}
 	a := newCountApp(t, c, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	details, err := c.Admin().ListTopics(ctx, a.output)
-	if err != nil {
-		t.Fatal(err)
+	setMaxMessageBytes := func(v *string) {
+		t.Helper()
+		op := kadm.SetConfig
+		if v == nil {
+			op = kadm.DeleteConfig
+		}
+		resps, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: "max.message.bytes", Value: v}}, a.output)
+		if err == nil {
+			_, err = resps.On(a.output, nil)
+		}
+		if err != nil {
+			t.Fatalf("alter max.message.bytes of %s: %v", a.output, err)
+		}
 	}
-	outputID := details[a.output].ID // Produce v13+ names topics by id
-	var injected atomic.Int32
-	c.Fake.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.Fake.KeepControl()
-		pr := req.(*kmsg.ProduceRequest)
-		hasOutput := false
-		for _, tp := range pr.Topics {
-			if tp.Topic == a.output || tp.TopicID == outputID {
-				hasOutput = true
-			}
-		}
-		if !hasOutput || injected.Load() > 0 {
-			return nil, nil, false
-		}
-		injected.Add(1)
-		resp := pr.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range pr.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.InvalidRecord.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
-	})
+	one := "1"
+	setMaxMessageBytes(&one)
+
 	o := a.options(t, "solo", "a")
 	o.RebuildBackoff = 50 * time.Millisecond
+	o.MaxRebuildBackoff = 200 * time.Millisecond
 	in := a.start(t, "solo", o)
 	a.produce(t, 3000, 30, 0)
+	kafkatest.Eventually(t, time.Minute, "the client rebuilt after the refused produce", func() bool {
+		return counterValue(t, in.reg, "rackstream_client_rebuilds_total") >= 1
+	})
+	setMaxMessageBytes(nil)
 	a.waitCommitted(t, 2*time.Minute)
-	if injected.Load() == 0 {
-		t.Fatal("no produce error was injected")
-	}
-	if n := counterValue(t, in.reg, "rackstream_client_rebuilds_total"); n < 1 {
-		t.Errorf("client rebuilds %v, want at least 1", n)
-	}
+	kafkatest.Eventually(t, time.Minute, "ready again", func() bool { ok, _ := in.rt.Ready(); return ok })
 	in.stop(t)
 	a.checkCounts(t, false)
 }
