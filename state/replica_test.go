@@ -367,3 +367,56 @@ func TestManyTasksRestoreAndTailThroughOneConsumer(t *testing.T) {
 		}
 	}
 }
+
+// TestStandbyFailsWhenItsChangelogIsDeletedUnderIt: records after a
+// standby's position are deleted (DeleteRecords): the standby fails loudly
+// instead of skipping them, and a reopened task wipes and restores.
+func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	// Kafka allows DeleteRecords only where "delete" is in the policy;
+	// "compact,delete" is still a valid changelog (windowed stores use it).
+	e.c.CreateTopic(ChangelogTopic(e.app, "s"), 1, map[string]*string{"cleanup.policy": ptr("compact,delete")})
+	m := e.open(t.TempDir())
+	p := e.producer()
+	at := e.activeTask(m, 0, p)
+	for i := range 10 {
+		must(t, at.Store("s").Put([]byte("a"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(at, p)
+
+	dir := t.TempDir()
+	sm := e.open(dir)
+	st, err := sm.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, st.Restore(e.ctx()))
+	must(t, st.Close()) // checkpoint 10, not tailing
+
+	for i := range 10 {
+		must(t, at.Store("s").Put([]byte("b"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(at, p)
+	topic := at.Store("s").Changelog()
+	resp, err := e.c.Admin().DeleteRecords(e.ctx(), kadm.Offsets{topic: {0: {At: 15}}})
+	must(t, err)
+	must(t, resp.Error())
+
+	st, err = sm.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, st.StartStandby())
+	kafkatest.Eventually(t, time.Minute, "standby fails on deleted records", func() bool { return st.Err() != nil })
+	if msg := st.Err().Error(); !strings.Contains(msg, "now starts at offset 15") || !strings.Contains(msg, "position 10") {
+		t.Fatalf("standby error %q does not say where the changelog starts and where the store is", msg)
+	}
+	must(t, st.Close())
+
+	st, err = sm.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, st.Restore(e.ctx())) // wipes: its checkpoint is below the log start
+	want := map[string]string{}
+	for i := 5; i < 10; i++ {
+		want["b"+strconv.Itoa(i)] = "v"
+	}
+	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("after wipe and restore: %v, want %v", got, want)
+	}
+}

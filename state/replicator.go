@@ -449,6 +449,13 @@ func (r *replicator) reached(s *Store) bool {
 // allocates nothing per record: keys are prefixed into a reused scratch
 // buffer and the batch copies them.
 func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
+	if err := changelogMoved(s, p); err != nil {
+		for _, rec := range p.Records {
+			rec.Recycle()
+		}
+		r.finish(s, s.task.storageErr(s, "tail changelog into", err))
+		return
+	}
 	limit := r.m.opts.RestoreBatchBytes
 	b := s.rep.batchFor(limit)
 	for i, rec := range p.Records {
@@ -492,6 +499,28 @@ func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
 	if end >= 0 {
 		s.end.Store(end)
 	}
+}
+
+// changelogMoved reports a changelog that no longer continues the store:
+// records after its position were deleted (the log start passed it), or the
+// log is shorter than what the store applied (the topic was recreated, or
+// an unclean leader election lost records). Compaction gaps are not that:
+// they never move the log start. The consumer would silently skip ahead in
+// the first case and find nothing new forever in the second.
+func changelogMoved(s *Store, p *kgo.FetchTopicPartition) error {
+	if p.Err != nil {
+		return nil
+	}
+	next := s.rep.next
+	switch {
+	case next > 0 && p.LogStartOffset > next:
+		return fmt.Errorf("changelog %s/%d now starts at offset %d, after the store's position %d: records were deleted under it; the store must be rebuilt (close the task and restore it)",
+			s.changelog, s.partition, p.LogStartOffset, next)
+	case p.HighWatermark >= 0 && p.HighWatermark < next:
+		return fmt.Errorf("changelog %s/%d ends at offset %d, before the store's position %d: the topic was recreated or lost records; the store must be rebuilt (close the task and restore it)",
+			s.changelog, s.partition, p.HighWatermark, next)
+	}
+	return nil
 }
 
 // flush writes the store's batch with its checkpoint, then signals a
