@@ -40,4 +40,17 @@
 // to lighter clients where the task's spread stays optimal. Kafka Streams'
 // greedy pick (design §3) can miss the optimum; this cannot, which the
 // property tests check by brute force.
+//
+// Stickiness is bounded by balance, as for actives: a client keeps a
+// standby, even one whose state it holds, only while no client that could
+// take it (the task's spread kept optimal) would be lighter after taking it
+// than the keeper is with it: (replicas(v)+1)/capacity(v) <
+// replicas(c)/capacity(c) moves it. With equal capacities a holder keeps a
+// standby while it carries at most one replica more than the lightest such
+// client. Moves to clients at least as caught up on the task come first,
+// then cold ones (the new standby catches up from the changelog; the
+// active is not touched); one at a time, along chains, or as a whole set of
+// a task's standbys where replacing one alone would lose spread. Standbys
+// placed while few clients had joined therefore spread out as more join,
+// and a balanced plan fed back stays as it is.
 package assignor
