@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -381,6 +382,8 @@ func (s *Store) wipe() error {
 func (r *replicator) run() {
 	defer close(r.done)
 	dirty := make(map[*Store]struct{})
+	index := make(map[*Store]int)
+	var work []storeFetches
 	for {
 		fs := r.cl.PollRecords(r.ctx, pollRecords)
 		if r.ctx.Err() != nil || fs.IsClientClosed() {
@@ -403,9 +406,22 @@ func (r *replicator) run() {
 				}
 				return
 			}
-			r.apply(s, &p)
-			dirty[s] = struct{}{}
+			i, ok := index[s]
+			if !ok {
+				i = len(work)
+				index[s] = i
+				work = append(work, storeFetches{s: s})
+			}
+			work[i].parts = append(work[i].parts, p)
 		})
+		r.applyAll(work)
+		for i := range work {
+			dirty[work[i].s] = struct{}{}
+			clear(work[i].parts) // hold no records until the next poll
+			work[i] = storeFetches{parts: work[i].parts[:0]}
+		}
+		work = work[:0]
+		clear(index)
 		idle := r.cl.BufferedFetchRecords() == 0
 		for s := range dirty {
 			if !r.isSub(s) {
@@ -425,6 +441,41 @@ func (r *replicator) run() {
 		}
 		r.applyMu.Unlock()
 	}
+}
+
+// storeFetches are one poll's fetched partitions for one store, in order.
+type storeFetches struct {
+	s     *Store
+	parts []kgo.FetchTopicPartition
+}
+
+// applyAll applies one poll's records, stores in parallel (each store's
+// own records in order, by one goroutine): LevelDB serialises the writes
+// to one database, not to several, so restoring many tasks uses the cores.
+func (r *replicator) applyAll(work []storeFetches) {
+	procs := runtime.GOMAXPROCS(0)
+	if len(work) == 1 || procs == 1 {
+		for i := range work {
+			for j := range work[i].parts {
+				r.apply(work[i].s, &work[i].parts[j])
+			}
+		}
+		return
+	}
+	sem := make(chan struct{}, procs)
+	var wg sync.WaitGroup
+	for i := range work {
+		w := &work[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for j := range w.parts {
+				r.apply(w.s, &w.parts[j])
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (r *replicator) isSub(s *Store) bool {
