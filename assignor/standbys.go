@@ -210,7 +210,12 @@ const repickBudget = 64
 func (sp *standbyPlacer) repick() {
 	pl, m := sp.pl, sp.pl.m
 	k := pl.k
-	if sp.slots < 2 { // a single standby is re-picked by rebalance
+	// A single standby is re-picked by rebalance. Like chains, repick runs
+	// below a work bound only: at scale, where it would mostly confirm
+	// that the spread forces the imbalance (each try searching new
+	// combinations of classes), classes have many clients and single moves
+	// do the evening.
+	if sp.slots < 2 || m.numTasks*sp.slots*len(m.ids) > chainBudget {
 		return
 	}
 	old := make([]int32, sp.slots)
@@ -397,10 +402,11 @@ func (sp *standbyPlacer) unplace(t, j int, c int32) {
 	sp.heaps.lowered(c)
 }
 
-// chainBudget bounds the work of chains: a search looks at every standby
-// slot against every client, so it runs only where that product is small
-// enough (groups of up to a few hundred clients and tasks). Larger groups
-// are left to the rounds and rebalance, whose balance is tight at scale.
+// chainBudget bounds the work of chains and repick: a search looks at
+// every standby slot against every client, so it runs only where that
+// product is small enough (groups of up to a few hundred clients and
+// tasks). Larger groups are left to the rounds and rebalance, whose balance
+// is tight at scale.
 const chainBudget = 1 << 21
 
 // chains lowers the load of the heaviest client holding standbys by moving
