@@ -294,3 +294,58 @@ func BenchmarkActiveWrite(b *testing.B) {
 	must(b, p.Flush(ctx))
 	must(b, task.Commit())
 }
+
+// BenchmarkRestoreTasks restores 8 tasks at once (STATE_BENCH_RECORDS in
+// total, spread over 8 changelog partitions) through the Manager's one
+// consumer: the apply path writes to different stores in parallel.
+func BenchmarkRestoreTasks(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("STATE_BENCH_RECORDS")); err == nil && v > 0 {
+		n = v
+	}
+	const tasks = 8
+	e := newEnv(b, tasks, "bench")
+	topic := ChangelogTopic(e.app, "bench")
+	e.open(b.TempDir()).Close()
+	p := e.c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	keys, vals := benchRecords(n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := range n {
+		p.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % tasks), Key: keys[i], Value: vals[i]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Errorf("produce: %v", err)
+			}
+		})
+	}
+	must(b, p.Flush(ctx))
+	keys, vals = nil, nil
+	var took time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		m := e.open(b.TempDir())
+		var ts []*Task
+		for id := range int32(tasks) {
+			task, err := m.OpenTask(id, e.stores)
+			must(b, err)
+			ts = append(ts, task)
+		}
+		runtime.GC()
+		b.StartTimer()
+		began := time.Now()
+		errs := make(chan error, tasks)
+		for _, task := range ts {
+			go func() { errs <- task.Restore(context.Background()) }()
+		}
+		for range tasks {
+			must(b, <-errs)
+		}
+		took += time.Since(began)
+		b.StopTimer()
+		must(b, m.Close())
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/took.Seconds(), "records/s")
+	b.ReportMetric(0, "ns/op")
+}
