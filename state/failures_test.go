@@ -179,3 +179,84 @@ func TestFullDiskDuringRestoreFailsTheTask(t *testing.T) {
 		t.Fatalf("restored %d keys after the disk was freed, want %d", len(got), len(want))
 	}
 }
+
+// TestInterruptedRestoreResumesFromItsLastBatch: every apply batch carries
+// its checkpoint, so a restore cut short (the disk fills after a few
+// batches) resumes where its last written batch ended and applies only the
+// rest.
+func TestInterruptedRestoreResumesFromItsLastBatch(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for i := range 5000 {
+		must(t, task.Store("s").Put([]byte("k"+strconv.Itoa(i)), []byte(strings.Repeat("v", 100))))
+	}
+	e.commit(task, p)
+
+	dir := t.TempDir()
+	var full atomic.Bool
+	var writes atomic.Int64
+	m2 := e.open(dir, func(o *Options) {
+		o.RestoreBatchBytes = 64 << 10 // ~500 records a batch
+		o.WrapStorage = func(_ string, s storage.Storage) storage.Storage {
+			return countingDisk{fullDisk{s, &full}, &writes, &full, 4}
+		}
+	})
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	writes.Store(0)
+	if err := t2.Restore(e.ctx()); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("restore = %v, want ENOSPC after a few batches", err)
+	}
+	cut := t2.Store("s").Checkpoint()
+	if cut <= 0 || cut >= 5000 {
+		t.Fatalf("checkpoint after the cut = %d, want strictly between 0 and 5000", cut)
+	}
+	must(t, m2.Close())
+
+	reg := prometheus.NewRegistry()
+	full.Store(false)
+	m3 := e.open(dir, func(o *Options) { o.Registerer = reg })
+	t3, err := m3.OpenTask(0, e.stores)
+	must(t, err)
+	if ck := t3.Store("s").Checkpoint(); ck != cut {
+		t.Fatalf("reopened checkpoint = %d, want %d", ck, cut)
+	}
+	must(t, t3.Restore(e.ctx()))
+	if n := testutil.ToFloat64(m3.met.restored.WithLabelValues("0", "s")); n != float64(5000-cut) {
+		t.Fatalf("resumed restore applied %v records, want the %d after the cut", n, 5000-cut)
+	}
+	if got, want := viewContent(t, t3.Store("s").View()), viewContent(t, task.Store("s").View()); !maps.Equal(got, want) {
+		t.Fatalf("resumed restore: %d keys, want %d", len(got), len(want))
+	}
+	t.Logf("cut at %d, resumed with %d records", cut, 5000-cut)
+}
+
+// countingDisk fills the disk after its writers have written limit times.
+type countingDisk struct {
+	fullDisk
+	writes *atomic.Int64
+	full   *atomic.Bool
+	limit  int64
+}
+
+func (d countingDisk) Create(fd storage.FileDesc) (storage.Writer, error) {
+	w, err := d.fullDisk.Create(fd)
+	if err != nil {
+		return nil, err
+	}
+	return countingWriter{w, d}, nil
+}
+
+type countingWriter struct {
+	storage.Writer
+	d countingDisk
+}
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	if w.d.writes.Add(1) > w.d.limit {
+		w.d.full.Store(true)
+	}
+	return w.Writer.Write(p)
+}
