@@ -617,3 +617,30 @@ func TestStandbyLoadConvergesAsClientsJoinOneByOne(t *testing.T) {
 		})
 	}
 }
+
+func TestOverloadedClientShedsColdStandbysBeforeWarmOnes(t *testing.T) {
+	// No tags, 4 clients, 5 tasks, 1 standby. The rounds leave a with
+	// three standbys: tasks 1 (it holds the state, lag 50), 3 (placed cold:
+	// every client was equally loaded) and 4 (lag 0); b, c and d carry two
+	// replicas each. One standby must leave a; moves to clients at least as
+	// caught up come first, so task 3's cold standby goes and both warm
+	// ones stay (moving in task order alone would give task 1's up).
+	in := input(5, 1, nil,
+		withLags(withStandby(withActive(client("a"), 0), 4), map[int]int64{1: 50, 2: 0, 4: 0}),
+		withLags(withStandby(withActive(client("b"), 4), 0), map[int]int64{0: 5000, 4: 50}),
+		withLags(withActive(client("c"), 1, 2), map[int]int64{1: 5000, 2: 20000}),
+		withLags(withStandby(withActive(client("d"), 3), 2), map[int]int64{2: 0}))
+	p := mustAssign(t, in)
+	if got := p.Tasks[1].Standby; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("task 1 standbys = %v, want [a]: the warm standby stays (%s)", got, describe(p))
+	}
+	if got := p.Tasks[4].Standby; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("task 4 standbys = %v, want [a]: the warm standby stays (%s)", got, describe(p))
+	}
+	if got := p.Tasks[3].Standby; slices.Contains(got, "a") {
+		t.Fatalf("task 3 standbys = %v, want its cold standby moved off a (%s)", got, describe(p))
+	}
+	if q := p.Quality.ReplicaLoad; q.Max-q.Min > 1 {
+		t.Fatalf("replica_load = %+v, want within 1", q)
+	}
+}
