@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"maps"
 	"os"
@@ -331,4 +332,40 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestCloseDuringRestoreEndsIt: Close from another goroutine while a
+// restore waits ends the restore with ErrTaskClosed, and the task stays
+// closed.
+func TestCloseDuringRestoreEndsIt(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	m := e.open(t.TempDir())
+	p := e.producer()
+	task := e.activeTask(m, 0, p)
+	for i := range 20000 {
+		must(t, task.Store("s").Put([]byte(strconv.Itoa(i)), []byte(strings.Repeat("v", 100))))
+	}
+	e.commit(task, p)
+
+	m2 := e.open(t.TempDir(), func(o *Options) { o.RestoreBatchBytes = 4 << 10 })
+	t2, err := m2.OpenTask(0, e.stores)
+	must(t, err)
+	done := make(chan error, 1)
+	go func() { done <- t2.Restore(e.ctx()) }()
+	kafkatest.Eventually(t, time.Minute, "restore started", func() bool { return t2.Role() == RoleRestoring })
+	must(t, t2.Close())
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, ErrTaskClosed) {
+			t.Fatalf("restore ended with %v, want ErrTaskClosed or (if it had finished) nil", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("restore still running a minute after Close")
+	}
+	if r := t2.Role(); r != RoleClosed {
+		t.Fatalf("role after Close = %s", r)
+	}
+	if err := t2.Activate(p); !errors.Is(err, ErrTaskClosed) {
+		t.Fatalf("Activate after Close = %v, want ErrTaskClosed", err)
+	}
 }

@@ -161,6 +161,11 @@ func (r *replicator) subscribe(t *Task, target int64) error {
 	add := make(map[string]map[int32]kgo.Offset)
 	r.applyMu.Lock()
 	r.mu.Lock()
+	if t.Role() == RoleClosed { // Close ran since the caller's role check
+		r.mu.Unlock()
+		r.applyMu.Unlock()
+		return ErrTaskClosed
+	}
 	for _, s := range t.stores {
 		tp := topicPartition{s.changelog, s.partition}
 		if r.subs[tp] == s {
@@ -197,17 +202,19 @@ func (r *replicator) unsubscribe(t *Task) {
 	r.applyMu.Lock()
 	r.mu.Lock()
 	for _, s := range t.stores {
+		// A waiter may exist before its store is subscribed (catchUp sets
+		// it first): release it either way.
+		s.rep.target = -1
+		if s.rep.waiter != nil {
+			s.rep.waiter <- ErrTaskClosed
+			s.rep.waiter = nil
+		}
 		tp := topicPartition{s.changelog, s.partition}
 		if r.subs[tp] != s {
 			continue
 		}
 		delete(r.subs, tp)
 		rm[tp.topic] = append(rm[tp.topic], tp.partition)
-		s.rep.target = -1
-		if s.rep.waiter != nil {
-			s.rep.waiter <- ErrTaskClosed
-			s.rep.waiter = nil
-		}
 	}
 	r.mu.Unlock()
 	for _, s := range t.stores {
@@ -293,6 +300,10 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	// Targets and waiters are set under applyMu: the poll loop cannot pass
 	// a target between our reading the checkpoint and its waiter existing.
 	r.applyMu.Lock()
+	if t.Role() == RoleClosed { // closed while we listed offsets
+		r.applyMu.Unlock()
+		return ErrTaskClosed
+	}
 	for _, s := range t.stores {
 		ck := s.Checkpoint()
 		if reason := staleReason(ck, startOff[s], hwm[s]); reason != "" && !r.subscribed(s) {

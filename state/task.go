@@ -153,7 +153,7 @@ func (t *Task) Restore(ctx context.Context) error {
 	}
 	err := t.m.rep.catchUp(ctx, t)
 	t.m.rep.unsubscribe(t)
-	t.role.Store(int32(RoleIdle))
+	t.role.CompareAndSwap(int32(RoleRestoring), int32(RoleIdle)) // unless closed meanwhile
 	return err
 }
 
@@ -201,17 +201,19 @@ func (t *Task) StartStandby() error {
 // Promote turns a standby (or idle) task active without reopening its
 // stores: it captures the changelogs' end offsets, applies the records up to
 // them, stops tailing and activates with producer. On error the task is
-// idle (or still a standby when ctx ended first).
+// left idle (StartStandby resumes tailing).
 func (t *Task) Promote(ctx context.Context, producer *kgo.Client) error {
 	if err := t.Err(); err != nil {
 		return err
 	}
 	switch r := t.Role(); r {
 	case RoleStandby:
-		t.role.Store(int32(RoleRestoring))
+		if err := t.setRole(RoleRestoring, RoleStandby); err != nil {
+			return err
+		}
 		err := t.m.rep.catchUp(ctx, t)
 		t.m.rep.unsubscribe(t)
-		t.role.Store(int32(RoleIdle))
+		t.role.CompareAndSwap(int32(RoleRestoring), int32(RoleIdle)) // unless closed meanwhile
 		if err != nil {
 			return err
 		}
@@ -285,8 +287,10 @@ func (t *Task) Close() error {
 	if t.Role() == RoleClosed {
 		return nil
 	}
-	t.m.rep.unsubscribe(t)
+	// Closed first: a Restore racing with Close sees it under the apply
+	// lock and gives up, and unsubscribe releases any waiter it set.
 	t.role.Store(int32(RoleClosed))
+	t.m.rep.unsubscribe(t)
 	t.cancel()
 	t.dropActive()
 	t.m.writeSidecars(t)
