@@ -96,16 +96,25 @@ func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partit
 	if rf >= 1 {
 		return true, nil
 	}
-	// The broker chose the replication factor: read it back and set
-	// min.insync.replicas from it.
-	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return true, fmt.Errorf("state: describe new changelog topic %s: %w", topic, err)
-	}
-	n := 0
-	if d, ok := details[topic]; ok && d.Err == nil {
-		for _, p := range d.Partitions {
-			n = max(n, len(p.Replicas))
+	// The broker chose the replication factor: the create response says
+	// which (Kafka 2.4+); else read it back. Then set min.insync.replicas.
+	n := int(resp.ReplicationFactor)
+	if n <= 0 {
+		err := retryUnknownTopic(ctx, func() error {
+			details, err := adm.ListTopics(ctx, topic)
+			if err != nil {
+				return err
+			}
+			if err := details.Error(); err != nil {
+				return err
+			}
+			for _, p := range details[topic].Partitions {
+				n = max(n, len(p.Replicas))
+			}
+			return nil
+		})
+		if err != nil {
+			return true, fmt.Errorf("state: describe new changelog topic %s: %w", topic, err)
 		}
 	}
 	if n-1 >= 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -418,5 +419,56 @@ func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 	}
 	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("after wipe and restore: %v, want %v", got, want)
+	}
+}
+
+// TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne: a changelog
+// created with replication factor n gets min.insync.replicas n-1 where that
+// is at least 1 (losing one zone's broker loses no acknowledged write);
+// with -1 the broker's default factor decides. kfake runs three brokers
+// here; the real test broker has one.
+func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
+	c := kafkatest.New(t, kfake.NumBrokers(3))
+	adm := kadm.NewClient(c.Client(kgo.MetadataMinAge(100 * time.Millisecond)))
+	ctx := newEnv(t, 1).ctx()
+	rfs := []int16{-1, 1}
+	if !c.Real() {
+		rfs = append(rfs, 2, 3)
+	}
+	for _, rf := range rfs {
+		topic := c.Name("rf-changelog")
+		must(t, EnsureChangelogs(ctx, adm, 2, rf, topic))
+		var replicas int
+		var minISR string
+		kafkatest.Eventually(t, 30*time.Second, "changelog described", func() bool {
+			td, err := adm.ListTopics(ctx, topic)
+			if err != nil || td[topic].Err != nil || len(td[topic].Partitions) != 2 {
+				return false
+			}
+			replicas = len(td[topic].Partitions[0].Replicas)
+			cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
+			if err != nil {
+				return false
+			}
+			rc, err := cfgs.On(topic, nil)
+			if err != nil || rc.Err != nil {
+				return false
+			}
+			for _, c := range rc.Configs {
+				if c.Key == "min.insync.replicas" && c.Value != nil {
+					minISR = *c.Value
+				}
+			}
+			return true
+		})
+		if rf > 0 && replicas != int(rf) {
+			t.Fatalf("rf %d: topic has %d replicas", rf, replicas)
+		}
+		// With one replica, n-1 = 0 is no valid setting: the broker's
+		// default stays.
+		if want := strconv.Itoa(replicas - 1); replicas >= 2 && minISR != want {
+			t.Fatalf("rf %d (%d replicas): min.insync.replicas = %q, want %q", rf, replicas, minISR, want)
+		}
+		t.Logf("rf %d: %d replicas, min.insync.replicas %s", rf, replicas, minISR)
 	}
 }
