@@ -113,3 +113,25 @@ func BenchmarkAssignStandbyCount(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssignSmallGroups plans 300 scenarios of the property tests'
+// generator (up to 30 clients and 60 tasks, previous roles and lags, 0 to
+// 4 standbys) per op: groups small enough for the chain and whole-set
+// searches that even standby load, which the 1,000-client benchmarks skip.
+func BenchmarkAssignSmallGroups(b *testing.B) {
+	r := rand.New(rand.NewSource(20261202))
+	ins := make([]Input, 300)
+	for i := range ins {
+		ins[i] = randomInput(r, 30, 60)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		for _, in := range ins {
+			if _, err := Assign(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
