@@ -587,6 +587,7 @@ func TestStandbyLoadConvergesAsClientsJoinOneByOne(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(tt.tasks, tt.standbys, tt.dims, tt.joining[:tt.start]...)
 			var p *Plan
+			plans := 0
 			for n := tt.start; n <= len(tt.joining); n++ {
 				if p == nil {
 					p = mustAssign(t, in)
@@ -596,7 +597,9 @@ func TestStandbyLoadConvergesAsClientsJoinOneByOne(t *testing.T) {
 					in.Clients = append(in.Clients, tt.joining[n-1])
 					p = mustAssign(t, in)
 				}
-				in, p = settle(t, in, p, 4*tt.tasks)
+				var changed int
+				in, p, changed = settle(t, in, p, 4*tt.tasks)
+				plans += 1 + changed
 				for _, tp := range p.Tasks {
 					sp, _ := Spread(in, tp)
 					if best := bruteBestSpread(in, tp.Active); CompareSpread(sp, best) != 0 {
@@ -606,8 +609,12 @@ func TestStandbyLoadConvergesAsClientsJoinOneByOne(t *testing.T) {
 				if mv := evenerMove(in, p); mv != "" {
 					t.Fatalf("%d clients, settled: %s (%s)", n, mv, describe(p))
 				}
+				if mv := evenerSetMove(in, p); mv != "" {
+					t.Fatalf("%d clients, settled: %s (%s)", n, mv, describe(p))
+				}
 			}
 			lo, hi := replicaLoads(in, p)
+			t.Logf("settled after %d plans: replica_load %v..%v", plans, lo, hi)
 			if hi-lo > 1 {
 				t.Fatalf("settled replica load %v..%v, want within 1 (%s)", lo, hi, describe(p))
 			}

@@ -350,9 +350,10 @@ func evenerMove(in Input, p *Plan) string {
 }
 
 // settle feeds p back into in (its warmups caught up) until the plan stops
-// changing, and returns the last input and its plan. It fails the test if
-// that takes more than rounds plans.
-func settle(t testing.TB, in Input, p *Plan, rounds int) (Input, *Plan) {
+// changing, and returns the last input, its plan and the number of plans
+// that changed something. It fails the test if that takes more than rounds
+// plans.
+func settle(t testing.TB, in Input, p *Plan, rounds int) (Input, *Plan, int) {
 	t.Helper()
 	for round := 0; ; round++ {
 		if round > rounds {
@@ -361,7 +362,7 @@ func settle(t testing.TB, in Input, p *Plan, rounds int) (Input, *Plan) {
 		next := feedBack(in, p)
 		np := mustAssign(t, next)
 		if planJSON(t, np) == planJSON(t, p) && !np.ProbingRebalanceNeeded {
-			return next, np
+			return next, np, round
 		}
 		in, p = next, np
 	}
