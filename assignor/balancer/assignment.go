@@ -30,6 +30,11 @@ import (
 //	1+       standby            tasks      this member's standby tasks
 //	1+       warmup             tasks      this member's warmup tasks
 //	1+       probing_deadline   varint     Unix milliseconds of the planned probing rebalance, 0 for none
+//	3+       probe_triggers     tasks      this member's standby and warmup tasks that were not caught up
+//	                                       at plan time (lag above acceptable.recovery.lag) and whose
+//	                                       catch-up lets the plan move an active here: once one has caught
+//	                                       up, the member asks for a probing rebalance; each is one of its
+//	                                       standby or warmup tasks; empty unless probing_deadline > 0
 //	1+       placement          if bit 0: the placement (below)
 //	1+       placement_ref      if bit 1: string topic, varint partition, varint offset, 4-byte
 //	                                       big-endian CRC-32C of the uncompressed placement body
@@ -58,6 +63,9 @@ type AssignmentData struct {
 	Standby         []int32
 	Warmup          []int32
 	ProbingDeadline int64 // Unix milliseconds, 0 for none
+	// ProbeTriggers (version 3 and up) are the standby and warmup tasks of
+	// this member whose catch-up lets the plan progress.
+	ProbeTriggers []int32
 	// Placement is set when the placement travels inline.
 	Placement *Placement
 	// Ref is set when the placement was published.
@@ -108,6 +116,9 @@ func (a *AssignmentData) AppendTo(b []byte) []byte {
 	e.tasks(a.Standby)
 	e.tasks(a.Warmup)
 	e.varint(a.ProbingDeadline)
+	if a.Version >= Version3 {
+		e.tasks(a.ProbeTriggers)
+	}
 	switch {
 	case a.Placement != nil && a.encodedPlacement != nil:
 		e.b = append(e.b, a.encodedPlacement...)
@@ -159,6 +170,12 @@ func DecodeAssignment(b []byte, maxVersion uint8, processID string) (AssignmentD
 	if d.err == nil && a.ProbingDeadline < 0 {
 		d.fail("probing_deadline", "negative")
 	}
+	if a.Version >= Version3 {
+		a.ProbeTriggers = d.tasks("probe_triggers")
+		if d.err == nil && len(a.ProbeTriggers) > 0 && a.ProbingDeadline == 0 {
+			d.fail("probe_triggers", "probe triggers without a probing deadline")
+		}
+	}
 	switch {
 	case d.err != nil:
 	case flags&flagInline != 0:
@@ -200,6 +217,11 @@ func (a *AssignmentData) checkOwn(processID string) error {
 				return fmt.Errorf("%w: assignment gives task %d to this member as both %s and %s", ErrDecode, t, prev, l.name)
 			}
 			roles[t] = l.name
+		}
+	}
+	for _, t := range a.ProbeTriggers {
+		if r := roles[t]; r != "standby" && r != "warmup" {
+			return fmt.Errorf("%w: assignment's probe trigger %d is not one of this member's standby or warmup tasks", ErrDecode, t)
 		}
 	}
 	if a.Placement != nil {

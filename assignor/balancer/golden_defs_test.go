@@ -9,7 +9,7 @@ import (
 
 func goldenSubscription(v uint8) Subscription {
 	return Subscription{
-		Version: v, LatestSupported: 2, ProcessID: "p1", Endpoint: "h:1",
+		Version: v, LatestSupported: max(v, 2), ProcessID: "p1", Endpoint: "h:1",
 		Tags: tags.MustSet("zone", "a"), Capacity: 2, PlanGeneration: 7,
 		PlanActive: []int32{0, 3}, PlanStandby: []int32{1}, PlanWarmup: nil,
 		ProbeSeq: 1, Checkpoints: []Checkpoint{{Task: 1, Offset: 300}, {Task: 3, Offset: 5}},
@@ -35,6 +35,15 @@ func goldenAssignment(v uint8) AssignmentData {
 		Active: []int32{0}, Pending: []int32{1}, ProbingDeadline: 1000,
 		Placement: p,
 	}
+}
+
+// goldenAssignmentV3 is p2's assignment in the placement of
+// goldenAssignment: a standby and a warmup, both probe triggers.
+func goldenAssignmentV3() AssignmentData {
+	a := goldenAssignment(Version3)
+	a.Active, a.Pending = nil, nil
+	a.Standby, a.Warmup, a.ProbeTriggers = []int32{0}, []int32{1}, []int32{0, 1}
+	return a
 }
 
 func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -304,24 +304,34 @@ func TestLeaderReadsPreviousVersionMembers(t *testing.T) {
 	}
 }
 
-func TestRollingUpgradeFromVersion1ToVersion2(t *testing.T) {
+func TestRollingUpgradeFromVersion1ToVersion2(t *testing.T) { rollingUpgrade(t, Version1, Version2) }
+
+func TestRollingUpgradeFromVersion2ToVersion3(t *testing.T) { rollingUpgrade(t, Version2, Version3) }
+
+// rollingUpgrade replaces the members of a group speaking version from, one
+// by one, by members speaking version to, with leaders of both builds.
+func rollingUpgrade(t *testing.T, from, to uint8) {
 	o := newOffsets()
 	s := newSim(t, 9)
-	for i := range 3 {
+	settings := func(i int, v uint8) Settings {
 		st := simSettings(fmt.Sprintf("p%d", i), zoneCluster(i), o)
-		st.wireVersion = Version1
-		s.add(fmt.Sprintf("m%d-v1", i), st)
+		st.wireVersion = v
+		return st
 	}
-	s.settle("m0-v1", 3)
-	leader := "m0-v1"
+	oldID := func(i int) string { return fmt.Sprintf("m%d-old", i) }
+	newID := func(i int) string { return fmt.Sprintf("m%d-new", i) }
 	for i := range 3 {
-		// Replace member i by a version-2 build with the same process id.
-		s.remove(fmt.Sprintf("m%d-v1", i))
-		id := fmt.Sprintf("m%d-v2", i)
-		s.add(id, simSettings(fmt.Sprintf("p%d", i), zoneCluster(i), o))
-		// A new build leads first (reading version 1), then an old one
-		// (answering version-2 members in version 1), then a new one.
-		leader = []string{"m0-v2", "m2-v1", "m0-v2"}[i]
+		s.add(oldID(i), settings(i, from))
+	}
+	s.settle(oldID(0), 3)
+	leader := oldID(0)
+	for i := range 3 {
+		// Replace member i by a newer build with the same process id.
+		s.remove(oldID(i))
+		s.add(newID(i), settings(i, to))
+		// A new build leads first (reading the old version), then an old
+		// one (answering new members in the old version), then a new one.
+		leader = []string{newID(0), oldID(2), newID(0)}[i]
 		s.settle(leader, 5)
 		total := 0
 		for _, m := range s.members {
@@ -335,22 +345,24 @@ func TestRollingUpgradeFromVersion1ToVersion2(t *testing.T) {
 		}
 		if i < 2 {
 			for _, m := range s.members {
-				if v := m.b.subscription().Version; v != Version1 {
-					t.Fatalf("after upgrading %d members, %s speaks version %d while version-1 members remain", i+1, m.id, v)
+				if v := m.b.subscription().Version; v != from {
+					t.Fatalf("after upgrading %d members, %s speaks version %d while version-%d members remain", i+1, m.id, v, from)
 				}
 			}
 		}
 	}
-	// All upgraded: the group steps up to version 2 and carries builds.
+	// All upgraded: the group steps up to the new version.
 	s.settle(leader, 3)
 	for _, m := range s.members {
-		if v := m.b.subscription().Version; v != Version2 {
-			t.Fatalf("%s still speaks version %d after the upgrade", m.id, v)
+		if v := m.b.subscription().Version; v != to {
+			t.Fatalf("%s still speaks version %d after the upgrade to %d", m.id, v, to)
 		}
 	}
-	for _, mb := range s.member(leader).b.Placement().Members {
-		if mb.Build != Build {
-			t.Fatalf("member %s has build %q after the upgrade", mb.ProcessID, mb.Build)
+	if to >= Version2 {
+		for _, mb := range s.member(leader).b.Placement().Members {
+			if mb.Build != Build {
+				t.Fatalf("member %s has build %q after the upgrade", mb.ProcessID, mb.Build)
+			}
 		}
 	}
 }

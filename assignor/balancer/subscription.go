@@ -35,6 +35,9 @@ import (
 //	                                            its changelog partitions of the next offset to read
 //	2+       build                   string     the member's software build, 0..255 bytes
 //
+// Version 3 adds nothing here (it adds probe_triggers to the assignment);
+// a version-3 subscription is laid out as version 2's.
+//
 // Nothing may follow the last field of the version. A decoder that meets a
 // version newer than its own reads the two header bytes only (future
 // versions keep them) and reports ErrNewerVersion; a version byte above 32

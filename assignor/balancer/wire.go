@@ -16,8 +16,12 @@ const (
 	Version1 uint8 = 1
 	// Version2 adds each member's build string.
 	Version2 uint8 = 2
+	// Version3 adds the assignment's probe triggers: the member's replica
+	// tasks whose catch-up lets the plan progress. The subscription's
+	// layout is version 2's.
+	Version3 uint8 = 3
 	// LatestVersion is the newest version this build writes and reads.
-	LatestVersion = Version2
+	LatestVersion = Version3
 	// MinVersion is the oldest version this build reads.
 	MinVersion = Version1
 	// maxFutureVersion is the highest version byte taken for a newer

@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
@@ -28,6 +30,13 @@ const (
 		"02" + "027031" + "03683a31" + "01047a6f6e650161" + "01" + "0162" +
 		"027032" + "03683a32" + "01047a6f6e650162" + "01" + "00" +
 		"02" + "01" + "0101" + "00" + "00" + "00" + "0101" + goldenQuality
+	goldenSubV3 = "03" + "03" + "027031" + "03683a31" + "01047a6f6e650161" + "02" + "0e" +
+		"020002" + "0101" + "00" + "01" + "02" + "01ac02" + "0105" + "0162"
+	// p2's view: standby 0, warmup 1, both probe triggers (gaps 0, 0).
+	goldenAsgV3 = "03" + "03" + "10" + "01" + "00" + "00" + "0100" + "0101" + "d00f" + "020000" +
+		"02" + "027031" + "03683a31" + "01047a6f6e650161" + "01" + "0162" +
+		"027032" + "03683a32" + "01047a6f6e650162" + "01" + "00" +
+		"02" + "01" + "0101" + "00" + "00" + "00" + "0101" + goldenQuality
 )
 
 func TestGoldenBytesPinTheFormats(t *testing.T) {
@@ -40,6 +49,8 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 		{"subscription v2", goldenSubV2, func() []byte { s := goldenSubscription(Version2); return s.AppendTo(nil) }},
 		{"assignment v1", goldenAsgV1, func() []byte { a := goldenAssignment(Version1); return a.AppendTo(nil) }},
 		{"assignment v2", goldenAsgV2, func() []byte { a := goldenAssignment(Version2); return a.AppendTo(nil) }},
+		{"subscription v3", goldenSubV3, func() []byte { s := goldenSubscription(Version3); return s.AppendTo(nil) }},
+		{"assignment v3", goldenAsgV3, func() []byte { a := goldenAssignmentV3(); return a.AppendTo(nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := hex.EncodeToString(tc.encode()); got != tc.golden {
@@ -50,12 +61,12 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 }
 
 func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
-	for _, v := range []uint8{Version1, Version2} {
+	for _, v := range []uint8{Version1, Version2, Version3} {
 		want := goldenSubscription(v)
 		if v == Version1 {
 			want.Build = "" // version 1 has no build
 		}
-		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2}[v])
+		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2, 3: goldenSubV3}[v])
 		got, err := DecodeSubscription(raw, LatestVersion)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
@@ -64,13 +75,16 @@ func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
 			t.Fatalf("v%d subscription:\n got %+v\nwant %+v", v, got, want)
 		}
 
-		wantA := goldenAssignment(v)
+		wantA, pid := goldenAssignment(v), "p1"
+		if v == Version3 {
+			wantA, pid = goldenAssignmentV3(), "p2"
+		}
 		if v == Version1 {
 			wantA.Placement.Members[0].Build = ""
 		}
 		wantA.Placement.ProbingDeadline = unixMilli(wantA.ProbingDeadline)
-		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2}[v])
-		gotA, err := DecodeAssignment(raw, LatestVersion, "p1")
+		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2, 3: goldenAsgV3}[v])
+		gotA, err := DecodeAssignment(raw, LatestVersion, pid)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -152,7 +166,7 @@ func TestDecodeAssignmentRejects(t *testing.T) {
 		field string
 	}{
 		{"empty input", nil, "version"},
-		{"newer version", []byte{3, 3}, "newer"},
+		{"newer version", []byte{LatestVersion + 1, LatestVersion + 1}, "newer"},
 		{"negative generation", enc(func(a *AssignmentData) { a.Generation = -1 }), "generation"},
 		{"unknown flag", func() []byte { b := enc(func(*AssignmentData) {}); b[3] |= 0x80; return b }(), "flags"},
 		{"task in two roles", enc(func(a *AssignmentData) { a.Standby = []int32{0} }), "both"},
@@ -173,6 +187,43 @@ func TestDecodeAssignmentRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeAssignment(tc.in, LatestVersion, "p1")
+			if err == nil {
+				t.Fatal("decoded without error")
+			}
+			if !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("error %q should wrap ErrDecode and name %q", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestDecodeAssignmentRejectsBadProbeTriggers(t *testing.T) {
+	enc := func(mut func(*AssignmentData)) []byte {
+		a := goldenAssignmentV3()
+		mut(&a)
+		return a.AppendTo(nil)
+	}
+	for _, tc := range []struct {
+		name  string
+		in    []byte
+		field string
+	}{
+		{"trigger that is not a replica task of the member", enc(func(a *AssignmentData) { a.ProbeTriggers = []int32{0, 1, 2} }), "probe trigger 2"},
+		{"trigger on an active task", func() []byte {
+			a := goldenAssignment(Version3)
+			a.ProbeTriggers = []int32{0}
+			return a.AppendTo(nil)
+		}(), "probe trigger 0"},
+		{"triggers without a probing deadline", enc(func(a *AssignmentData) { a.ProbingDeadline = 0; a.Placement.ProbingDeadline = time.Time{} }), "probing deadline"},
+		{"truncated triggers", enc(func(*AssignmentData) {})[:13], "probe_triggers"},
+		{"trigger beyond the task limit", enc(func(a *AssignmentData) { a.ProbeTriggers = []int32{maxTask} }), "probe_triggers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pid := "p2"
+			if strings.Contains(tc.name, "active") {
+				pid = "p1"
+			}
+			_, err := DecodeAssignment(tc.in, LatestVersion, pid)
 			if err == nil {
 				t.Fatal("decoded without error")
 			}
@@ -211,7 +262,7 @@ func TestPlacementRecordRoundTripsAndChecksGenerationAndCRC(t *testing.T) {
 }
 
 func FuzzDecodeSubscription(f *testing.F) {
-	for _, h := range []string{goldenSubV1, goldenSubV2} {
+	for _, h := range []string{goldenSubV1, goldenSubV2, goldenSubV3} {
 		f.Add(hexBytes(h))
 	}
 	f.Add([]byte{})
@@ -228,24 +279,37 @@ func FuzzDecodeSubscription(f *testing.F) {
 }
 
 func FuzzDecodeAssignment(f *testing.F) {
-	for _, h := range []string{goldenAsgV1, goldenAsgV2} {
+	for _, h := range []string{goldenAsgV1, goldenAsgV2, goldenAsgV3} {
 		f.Add(hexBytes(h))
 	}
 	ref := AssignmentData{Version: 2, CommonVersion: 2, Generation: 3, Ref: &PlacementRef{Topic: "app-placement", Offset: 9, CRC: 0xdeadbeef}}
 	f.Add(ref.AppendTo(nil))
+	ref3 := AssignmentData{Version: 3, CommonVersion: 3, Generation: 3, Standby: []int32{4}, ProbingDeadline: 1, ProbeTriggers: []int32{4},
+		Ref: &PlacementRef{Topic: "app-placement", Offset: 9, CRC: 0xdeadbeef}}
+	f.Add(ref3.AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := DecodeAssignment(b, LatestVersion, "p1")
-		if err != nil {
-			return
-		}
-		if a.Placement != nil {
-			for _, r := range a.Placement.Tasks {
-				if r.Active >= len(a.Placement.Members) {
-					t.Fatalf("active index %d out of %d members", r.Active, len(a.Placement.Members))
+		for _, pid := range []string{"p1", "p2"} { // the goldens' members
+			a, err := DecodeAssignment(b, LatestVersion, pid)
+			if err != nil {
+				continue
+			}
+			if a.Placement != nil {
+				for _, r := range a.Placement.Tasks {
+					if r.Active >= len(a.Placement.Members) {
+						t.Fatalf("active index %d out of %d members", r.Active, len(a.Placement.Members))
+					}
 				}
 			}
+			for _, task := range a.ProbeTriggers {
+				if !slices.Contains(a.Standby, task) && !slices.Contains(a.Warmup, task) {
+					t.Fatalf("probe trigger %d is neither a standby %v nor a warmup %v", task, a.Standby, a.Warmup)
+				}
+			}
+			if len(a.ProbeTriggers) > 0 && (a.Version < Version3 || a.ProbingDeadline == 0) {
+				t.Fatalf("probe triggers %v in version %d with deadline %d", a.ProbeTriggers, a.Version, a.ProbingDeadline)
+			}
+			_ = a.AppendTo(nil)
 		}
-		_ = a.AppendTo(nil)
 	})
 }
 
