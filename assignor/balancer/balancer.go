@@ -46,13 +46,32 @@ type Balancer struct {
 	changed   chan struct{} // closed and replaced whenever cur changes
 	warned    map[string]bool
 	// probing state of this member
-	probedFor      map[int32]bool  // warmups we already asked a probing rebalance for
+	probedFor      map[int32]bool  // triggers and warmups we asked a probing rebalance for, this generation
+	probedRoles    *roles          // our roles when we asked, until the next assignment shows the effect
+	probeBackoff   time.Duration   // how long to wait after a probe that changed nothing
+	nextProbe      time.Time       // no trigger probe before this
 	probedDeadline int64           // the deadline we already probed for
 	unread         *AssignmentData // the current assignment, while its published placement is unread
 	retryAt        time.Time       // leader: rebalance again at this time (end offsets failed)
 	endFailStreak  int             // leader: consecutive plans made without end offsets
 	loopStop       chan struct{}
 	loopDone       chan struct{}
+}
+
+// minProbeBackoff is the first wait after a probing rebalance that left this
+// member's roles unchanged; it doubles up to the probing interval.
+const minProbeBackoff = time.Second
+
+// roles are one member's tasks in one assignment.
+type roles struct{ active, pending, standby, warmup []int32 }
+
+func rolesOf(a *Assignment) *roles {
+	return &roles{a.Active, a.Pending, a.Standby, a.Warmup}
+}
+
+func (r *roles) same(a *Assignment) bool {
+	return slices.Equal(r.active, a.Active) && slices.Equal(r.pending, a.Pending) &&
+		slices.Equal(r.standby, a.Standby) && slices.Equal(r.warmup, a.Warmup)
 }
 
 // lastPlan is this member's share of the last plan it received.
@@ -339,12 +358,13 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 		p.ProbingDeadline = time.UnixMilli(a.ProbingDeadline)
 	}
 	asg := Assignment{
-		Generation: a.Generation,
-		Active:     a.Active,
-		Pending:    a.Pending,
-		Standby:    a.Standby,
-		Warmup:     a.Warmup,
-		Placement:  p,
+		Generation:    a.Generation,
+		Active:        a.Active,
+		Pending:       a.Pending,
+		Standby:       a.Standby,
+		Warmup:        a.Warmup,
+		ProbeTriggers: a.ProbeTriggers,
+		Placement:     p,
 	}
 	want := min(a.CommonVersion, b.s.wireVersion)
 	b.mu.Lock()
@@ -355,10 +375,20 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
-	for t := range b.probedFor {
-		if !slices.Contains(a.Warmup, t) {
-			delete(b.probedFor, t)
+	clear(b.probedFor) // a new plan: its triggers are new catch-ups to wait for
+	if b.probedRoles != nil {
+		// The first assignment after our probe shows whether it moved
+		// anything; if not, back off so that a lag hovering around the
+		// bound cannot make us rebalance the group in a loop.
+		if b.probedRoles.same(&asg) {
+			b.probeBackoff = min(max(2*b.probeBackoff, minProbeBackoff), b.s.ProbingInterval)
+			b.nextProbe = time.Now().Add(b.probeBackoff)
+			b.log.Info("the probing rebalance we asked for left our tasks unchanged; backing off",
+				"generation", a.Generation, "next_probe_in", b.probeBackoff)
+		} else {
+			b.probeBackoff, b.nextProbe = 0, time.Time{}
 		}
+		b.probedRoles = nil
 	}
 	rejoin := a.Rejoin
 	if want != b.version {
@@ -451,7 +481,14 @@ func (b *Balancer) retryRead(stop chan struct{}) {
 	}
 }
 
-// probeReason returns why a probing rebalance is due, or "".
+// probeReason returns why a probing rebalance is due, or "". A rebalance
+// is due when the leader must retry a plan; when the plan's probing
+// deadline has passed (asked once per deadline, by members that wait for a
+// catch-up and by the placement's first member, so that some member asks
+// even when no catch-up is awaited); and when one of this member's probe
+// triggers or warmups has caught up: once per task and generation, one
+// probe in flight at a time, and not before the backoff after a probe that
+// changed nothing.
 func (b *Balancer) probeReason(stop chan struct{}) string {
 	b.mu.Lock()
 	cur := b.cur
@@ -463,23 +500,31 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	if retry {
 		return "retrying a plan made without changelog end offsets or a published placement"
 	}
-	if len(cur.Warmup) == 0 {
-		return ""
-	}
-	if p := cur.Placement; p != nil && !p.ProbingDeadline.IsZero() && time.Now().After(p.ProbingDeadline) {
+	watch := mergeTasks(cur.Warmup, cur.ProbeTriggers)
+	if p := cur.Placement; p != nil && !p.ProbingDeadline.IsZero() && time.Now().After(p.ProbingDeadline) &&
+		(len(watch) > 0 || p.MemberIndex(b.s.ProcessID) == 0) {
 		b.mu.Lock()
 		first := b.probedDeadline != p.ProbingDeadline.UnixMilli()
 		b.probedDeadline = p.ProbingDeadline.UnixMilli()
 		b.mu.Unlock()
 		if first {
-			return "probing.rebalance.interval.ms elapsed with warmups pending"
+			return "probing.rebalance.interval.ms elapsed with moves pending"
 		}
+	}
+	if len(watch) == 0 {
+		return ""
+	}
+	b.mu.Lock()
+	wait := b.probedRoles != nil || time.Now().Before(b.nextProbe)
+	b.mu.Unlock()
+	if wait {
+		return ""
 	}
 	ctx, cancel := stoppable(stop, DefaultEndOffsetsTimeout)
 	defer cancel()
 	ends, err := b.endOffsets(ctx)
 	if err != nil {
-		b.log.Debug("warmup check: end offsets unavailable", "err", err)
+		b.log.Debug("catch-up check: end offsets unavailable", "err", err)
 		return ""
 	}
 	var cps map[int32]int64
@@ -488,16 +533,24 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, t := range cur.Warmup {
-		if b.probedFor[t] {
-			continue
-		}
-		if lag := max(0, ends.sum(t)-cps[t]); lag <= b.s.AcceptableRecoveryLag {
-			b.probedFor[t] = true
-			return fmt.Sprintf("warmup task %d caught up (lag %d <= acceptable.recovery.lag %d)", t, lag, b.s.AcceptableRecoveryLag)
+	if b.cur.Generation != cur.Generation || b.probedRoles != nil {
+		return "" // a newer assignment, or another probe, came meanwhile
+	}
+	var caught []int32
+	for _, t := range watch {
+		if !b.probedFor[t] && max(0, ends.sum(t)-cps[t]) <= b.s.AcceptableRecoveryLag {
+			caught = append(caught, t)
 		}
 	}
-	return ""
+	if len(caught) == 0 {
+		return ""
+	}
+	for _, t := range caught {
+		b.probedFor[t] = true
+	}
+	b.probedRoles = rolesOf(&cur)
+	return fmt.Sprintf("replica tasks %v of generation %d caught up (lag <= acceptable.recovery.lag %d)",
+		caught, cur.Generation, b.s.AcceptableRecoveryLag)
 }
 
 // endSums holds, per task, the sum of its changelog partitions' end offsets.

@@ -63,7 +63,26 @@
 // assignment in the leader's version, falls back to it and rejoins. Once
 // every member understands a newer version, the leader says so in the
 // assignment and members step up (Kafka Streams' version probing, KIP-268,
-// kept simple). Version 2 adds the member's build string to both formats.
+// kept simple). Version 2 adds the member's build string to both formats;
+// version 3 adds the assignment's probe triggers (below).
+//
+// # Probing rebalances
+//
+// A plan whose actives are unbalanced waits for receivers to catch up: on a
+// warmup, or on a standby the receiver already holds (the assignor never
+// warms up a task on a client that holds a replica of it). The leader
+// sends each member its probe triggers: those of its standby and warmup
+// tasks that lagged beyond acceptable.recovery.lag at plan time and whose
+// active would move to it, were it caught up. The member compares their
+// checkpoints with the changelog end offsets every WarmupCheckInterval and,
+// once one has caught up, bumps probe_seq in its join metadata and calls
+// ForceRebalance, so that the next plan makes the move. It asks once per
+// trigger and generation; when a rebalance it asked for leaves its roles
+// unchanged, it waits twice as long before asking again (1 s up to
+// probing.rebalance.interval.ms), so a lag that hovers around the bound
+// cannot make the group rebalance in a loop. Members of a group that still
+// speaks version 2 watch their warmups only, and the probing deadline is
+// the fallback for everything else.
 //
 // # Static membership
 //

@@ -281,6 +281,11 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 		p.ProbingDeadline = time.UnixMilli(deadline)
 	}
 
+	var triggers map[string][]int32
+	if common >= Version3 {
+		triggers = probeTriggers(plan, &in)
+	}
+
 	out := &syncAssignment{plan: asMap, userData: make(map[string][]byte, len(g.order))}
 	// Every member's roles, in one pass over the tasks (ascending).
 	roles := make([]AssignmentData, len(p.Members))
@@ -308,6 +313,9 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 		}
 		r := roles[p.MemberIndex(st.sub.ProcessID)]
 		a.Active, a.Pending, a.Standby, a.Warmup = r.Active, r.Pending, r.Standby, r.Warmup
+		if deadline > 0 {
+			a.ProbeTriggers = triggers[st.sub.ProcessID]
+		}
 		return a
 	}
 	// Size the generation with the placement inline: the placement is
@@ -358,6 +366,51 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 			"generation", generation, "bytes", total, "limit", brokerGroupRecordBytes, "members", len(g.order))
 	}
 	return out, nil
+}
+
+// probeTriggers returns, per process id, the standby and warmup tasks
+// whose catch-up would let a plan that asks for probing progress: those the
+// process lagged on beyond acceptable.recovery.lag at plan time (or whose
+// lag is unknown) and whose active is more loaded, per unit of capacity,
+// than the process would be with one more active, the assignor's own test
+// for a balancing move. Tasks are ascending.
+func probeTriggers(plan *assignor.Plan, in *assignor.Input) map[string][]int32 {
+	if !plan.ProbingRebalanceNeeded {
+		return nil
+	}
+	idx := make(map[string]int, len(in.Clients))
+	for i := range in.Clients {
+		idx[in.Clients[i].ID] = i
+	}
+	load := make([]int64, len(in.Clients))
+	for _, tp := range plan.Tasks {
+		if i, ok := idx[tp.Active]; ok {
+			load[i]++
+		}
+	}
+	capa := func(i int) int64 { return int64(max(in.Clients[i].Capacity, 1)) }
+	out := make(map[string][]int32)
+	for _, tp := range plan.Tasks { // in task order: lists come out ascending
+		src, ok := idx[tp.Active]
+		if !ok {
+			continue
+		}
+		for _, ids := range [2][]string{tp.Standby, tp.Warmup} {
+			for _, id := range ids {
+				dst, ok := idx[id]
+				if !ok || dst == src {
+					continue
+				}
+				if lag, known := in.Clients[dst].Lags[tp.Task]; known && lag <= in.AcceptableRecoveryLag {
+					continue
+				}
+				if (load[dst]+1)*capa(src) < load[src]*capa(dst) {
+					out[id] = append(out[id], int32(tp.Task))
+				}
+			}
+		}
+	}
+	return out
 }
 
 func activeOf(plan *assignor.Plan, task int) string {

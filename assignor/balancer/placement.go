@@ -110,6 +110,10 @@ type Assignment struct {
 	Standby []int32
 	// Warmup are the tasks this member restores ahead of a move.
 	Warmup []int32
+	// ProbeTriggers are those of its standby and warmup tasks that lagged
+	// at plan time and whose catch-up lets the plan move an active here:
+	// the member asks for a probing rebalance once one has caught up.
+	ProbeTriggers []int32
 	// Placement is the whole placement of this generation. It is nil only
 	// when a published placement could not be read (the member keeps
 	// retrying; [Balancer.Placement] then still returns the previous one).
@@ -128,8 +132,9 @@ type Stats struct {
 	// PlacementsPublished counts placements this member, as leader, wrote
 	// to the placement topic.
 	PlacementsPublished uint64
-	// ProbingRebalances counts rebalances this member asked for to complete
-	// a warmup or on the probing interval.
+	// ProbingRebalances counts rebalances this member asked for because a
+	// probe trigger or warmup caught up, the probing interval elapsed, or
+	// (as leader) a plan must be retried.
 	ProbingRebalances uint64
 	// EndOffsetFailures counts leader plans made without fresh end offsets
 	// (the previous placement was kept and a retry scheduled).
