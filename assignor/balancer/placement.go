@@ -95,6 +95,23 @@ func (p *Placement) Standbys(task int32) []Member {
 	return out
 }
 
+// TasksWithoutStandby counts the tasks that have no standby at all (a
+// warmup is no standby): each would have to restore its state from the
+// changelog if its active were lost. With num.standby.replicas=0 it is every
+// task. It complements Quality.StandbyShortfall, which sums the standbys
+// missing over all tasks, and Quality.Dimensions[i].TasksRepeating, which
+// counts tasks whose replicas share a tag value more than they must: metrics
+// export all three.
+func (p *Placement) TasksWithoutStandby() int {
+	n := 0
+	for i := range p.Tasks {
+		if len(p.Tasks[i].Standbys) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Assignment is what one member was given in one generation.
 type Assignment struct {
 	// Generation is the group generation.
