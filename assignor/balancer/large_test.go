@@ -130,6 +130,24 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 	if stats.LastGenerationBytes >= brokerRecordLimit {
 		t.Fatalf("a generation takes %d bytes, over the broker's %d", stats.LastGenerationBytes, brokerRecordLimit)
 	}
+	// The worst probing generation: every replica task of every member a
+	// probe trigger (the leader names only lagging ones, so real probing
+	// plans carry fewer).
+	extra := 0
+	for _, m := range s.members {
+		ad, err := DecodeAssignment(mustUserData(t, s.syncs[m.id]), LatestVersion, m.b.s.ProcessID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(ad.AppendTo(nil))
+		ad.ProbingDeadline = 1_800_000_000_000
+		ad.ProbeTriggers = mergeTasks(ad.Standby, ad.Warmup)
+		extra += len(ad.AppendTo(nil)) - before
+	}
+	t.Logf("with every replica task a probe trigger, a generation takes %d bytes more: %d", extra, stats.LastGenerationBytes+extra)
+	if stats.LastGenerationBytes+extra >= brokerRecordLimit {
+		t.Fatalf("a probing generation takes %d bytes, over the broker's %d", stats.LastGenerationBytes+extra, brokerRecordLimit)
+	}
 	if len(record) >= brokerRecordLimit {
 		t.Fatalf("the placement record takes %d bytes, over the topic's default %d", len(record), brokerRecordLimit)
 	}
@@ -159,4 +177,14 @@ func TestLargeGroupFitsTheBrokerRecordAndEveryMemberLearnsThePlacement(t *testin
 			t.Fatalf("%s: %v", m.id, err)
 		}
 	}
+}
+
+// mustUserData returns the UserData of a raw consumer member assignment.
+func mustUserData(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var ka kmsg.ConsumerMemberAssignment
+	if err := ka.ReadFrom(raw); err != nil {
+		t.Fatal(err)
+	}
+	return ka.UserData
 }
