@@ -65,9 +65,12 @@ type Settings struct {
 	AcceptableRecoveryLag int64
 	// MaxWarmups is max.warmup.replicas; 0 means the default, 2.
 	MaxWarmups int
-	// ProbingInterval is probing.rebalance.interval.ms: while the plan has
-	// warmups, a probing rebalance runs at least this often. 0 means 10
-	// minutes; less than a minute is an error, as in Kafka Streams.
+	// ProbingInterval is probing.rebalance.interval.ms: while the plan asks
+	// for probing (its actives wait for a receiver to catch up), a probing
+	// rebalance runs at least this often, sooner when a probe trigger or
+	// warmup catches up. It also caps the backoff after probes that changed
+	// nothing. 0 means 10 minutes; less than a minute is an error, as in
+	// Kafka Streams.
 	ProbingInterval time.Duration
 
 	// Checkpoints returns, for every task whose state this instance holds,
@@ -102,8 +105,9 @@ type Settings struct {
 	// installs; 0 means 1 s, so that a clean leave is acted on within a
 	// second.
 	HeartbeatInterval time.Duration
-	// WarmupCheckInterval is how often a member with warmup tasks compares
-	// its checkpoints to the end offsets; 0 means 1 s.
+	// WarmupCheckInterval is how often a member with warmups or probe
+	// triggers compares their checkpoints to the changelog end offsets; 0
+	// means 1 s.
 	WarmupCheckInterval time.Duration
 
 	// OnAssignment, if set, is called with every generation's assignment
