@@ -362,29 +362,6 @@ func (sp *standbyPlacer) lightCandidates(dst []int32, al *allowedSet, n int, eli
 	return dst
 }
 
-// relieves reports whether trading the standby clients old for new (both
-// already counted as new) lowers the heaviest of the clients involved:
-// every client only in new is lighter now than some client only in old was
-// before.
-func (sp *standbyPlacer) relieves(old, new []int32) bool {
-	pl, m := sp.pl, sp.pl.m
-	giver := int32(-1)
-	for _, c := range old {
-		if !contains(new, c) && (giver < 0 || lessLoad(pl.replicas[giver]+1, m.capa[giver], pl.replicas[c]+1, m.capa[c])) {
-			giver = c
-		}
-	}
-	if giver < 0 {
-		return false // the same set
-	}
-	for _, v := range new {
-		if !contains(old, v) && !lessLoad(pl.replicas[v], m.capa[v], pl.replicas[giver]+1, m.capa[giver]) {
-			return false
-		}
-	}
-	return true
-}
-
 // place makes c task t's standby in slot j; unplace empties the slot.
 func (sp *standbyPlacer) place(t, j int, c int32) {
 	pl := sp.pl
