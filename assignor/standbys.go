@@ -23,13 +23,13 @@ func (a *allowedSet) has(q, g int32) bool {
 // placeStandbys gives every task min(num.standby.replicas, clients - 1)
 // standbys, in rounds: standby #1 of every task, in task order, then #2, and
 // so on, so that load and any shortage are spread over all tasks. Then it
-// evens out load by moving standbys between clients where the task keeps its
-// optimal spread (see rebalance and chains): first only to clients holding
-// at least as much of the task's state, then to any client. The second
-// phase is what bounds stickiness: a holder keeps a standby only while no
-// eligible client would be lighter after taking it than the holder is with
-// it (see rebalance), so standbys placed while few clients had joined do
-// not stay piled on them.
+// evens out load by moving standbys between clients where the task keeps
+// its optimal spread (see rebalance, chains and repick): first only to
+// clients holding at least as much of the task's state, then to any client.
+// The second phase is what bounds stickiness: a holder keeps a standby only
+// while no eligible client would be lighter after taking it than the holder
+// is with it (see rebalance), so standbys placed while few clients had
+// joined do not stay piled on them.
 //
 // Each pick is restricted to the classes from which the task can still reach
 // its optimal spread (computed exactly by the searcher, once per active class
