@@ -36,13 +36,18 @@ type session struct {
 
 	changelogs map[string]bool
 
-	mu          sync.Mutex
-	active      map[int32]*task
-	standby     map[int32]*state.Task // standby and warmup replicas
-	assigned    bool                  // an assignment arrived
-	closing     bool                  // graceful shutdown: revoked tasks close
-	broken      error                 // set when the session must end; revokes then drop
-	topoErr     error                 // partition counts changed: tasks stopped, none started
+	mu       sync.Mutex
+	active   map[int32]*task
+	standby  map[int32]*state.Task // standby and warmup replicas
+	assigned bool                  // an assignment arrived
+	// epoch counts assignment changes. A task remembers the epoch it was
+	// created in, and a batch polled before that is not its: it belongs to
+	// an earlier owner of the partition (possibly this member, before a
+	// revoke), and handing it over would reorder or skip records.
+	epoch       int64
+	closing     bool  // graceful shutdown: revoked tasks close
+	broken      error // set when the session must end; revokes then drop
+	topoErr     error // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
 
 	commitMu sync.Mutex // one commit at a time
@@ -236,6 +241,9 @@ func (s *session) poll(ctx context.Context) error {
 		cancel()
 	}
 	for {
+		s.mu.Lock()
+		polledIn := s.epoch
+		s.mu.Unlock()
 		fs := s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
 		if ctx.Err() != nil {
 			return nil
@@ -267,7 +275,7 @@ func (s *session) poll(ctx context.Context) error {
 			}
 			last := p.Records[len(p.Records)-1].Offset
 			s.r.met.consumerLag.WithLabelValues(p.Topic, taskLabel(p.Partition)).Set(float64(max(0, p.HighWatermark-last-1)))
-			s.dispatch(p)
+			s.dispatch(p, polledIn)
 		})
 	}
 }
@@ -284,12 +292,14 @@ func isRetriable(err error) bool {
 	return errors.As(err, &dl) || errors.As(err, &gs) || kgo.IsRetryableBrokerErr(err)
 }
 
-func (s *session) dispatch(p kgo.FetchTopicPartition) {
+func (s *session) dispatch(p kgo.FetchTopicPartition, polledIn int64) {
 	s.mu.Lock()
 	t := s.active[p.Partition]
 	s.mu.Unlock()
-	if t == nil {
-		return // revoked meanwhile: its records will be fetched again by the next owner
+	if t == nil || t.epoch > polledIn {
+		// Revoked meanwhile (and maybe assigned again): the owner
+		// fetches these records again from the committed offset.
+		return
 	}
 	select {
 	case t.queue <- p:
@@ -544,6 +554,7 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 	newTasks := tasksOf(assigned)
 
 	s.mu.Lock()
+	s.epoch++
 	if !s.revokeStart.IsZero() {
 		s.r.met.rebalanceTime.Observe(time.Since(s.revokeStart).Seconds())
 		s.revokeStart = time.Time{}
@@ -558,6 +569,7 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 			continue // with a broken topology the partitions stay paused
 		}
 		t := newTask(s, id)
+		t.epoch = s.epoch
 		if st := s.standby[id]; st != nil {
 			t.st = st // promoted below, without a full restore
 			delete(s.standby, id)
@@ -627,6 +639,7 @@ func activeIDs(s *session) []int32 {
 // by the next assignment if the plan has no standby here).
 func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	s.mu.Lock()
+	s.epoch++
 	s.revokeStart = time.Now()
 	broken, closing := s.broken, s.closing
 	var tasks []*task
@@ -688,6 +701,7 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 // their partitions already.
 func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	s.mu.Lock()
+	s.epoch++
 	s.revokeStart = time.Now()
 	s.assigned = false // not ready until the next assignment
 	var tasks []*task

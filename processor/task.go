@@ -17,6 +17,7 @@ import (
 // on its own goroutine in offset order, and the task's stores.
 type task struct {
 	id    int32
+	epoch int64 // the session's assignment epoch the task was created in
 	s     *session
 	queue chan kgo.FetchTopicPartition
 	proc  *recordProcessor
