@@ -1,0 +1,128 @@
+package dev.rackstream.kstreams;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * The Kafka Streams side of Rackstream's processing benchmark: a per-key count
+ * of an input topic (String keys, opaque byte values), materialised in RocksDB
+ * as the store "counts" (changelog {@code <application.id>-counts-changelog}),
+ * every updated count written to an output topic (String key, Long value).
+ *
+ * <pre>java -jar kstreams-count.jar BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR [key=value ...]</pre>
+ *
+ * The key=value arguments are StreamsConfig settings (num.standby.replicas,
+ * commit.interval.ms, num.stream.threads, statestore.cache.max.bytes, ...).
+ * The program prints one line per event on stdout, for the Go driver:
+ * {@code STARTED <epoch ms>} once start() returned, {@code RUNNING <epoch ms>}
+ * on every transition to RUNNING, {@code RESTORED <records> <first start ms>
+ * <last end ms>} after each restore, {@code STATE <new> <old>} on every state
+ * change, {@code CLOSED} at the end. It runs until its stdin closes, then
+ * closes Kafka Streams cleanly.
+ */
+public final class Main {
+    public static void main(String[] args) throws Exception {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        if (args.length < 5) {
+            System.err.println("usage: kstreams-count BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR [key=value ...]");
+            System.exit(2);
+        }
+        String bootstrap = args[0], appID = args[1], input = args[2], output = args[3], stateDir = args[4];
+
+        Properties props = new Properties();
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appID);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+        props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        for (int i = 5; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq <= 0) {
+                System.err.println("argument " + (i + 1) + " is not key=value: " + args[i]);
+                System.exit(2);
+            }
+            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+            .groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.Long()))
+            .toStream()
+            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        Object out = new Object();
+        AtomicLong restored = new AtomicLong(), firstStart = new AtomicLong(), lastEnd = new AtomicLong();
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long startingOffset, long endingOffset) {
+                firstStart.compareAndSet(0, System.currentTimeMillis());
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEndOffset, long numRestored) {
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long totalRestored) {
+                restored.addAndGet(totalRestored);
+                lastEnd.set(System.currentTimeMillis());
+            }
+        });
+        streams.setStateListener((now, old) -> {
+            long at = System.currentTimeMillis();
+            synchronized (out) {
+                System.out.println("STATE " + now + " " + old);
+                if (now == KafkaStreams.State.RUNNING) {
+                    if (firstStart.get() != 0) {
+                        System.out.println("RESTORED " + restored.get() + " " + firstStart.get() + " " + lastEnd.get());
+                    }
+                    System.out.println("RUNNING " + at);
+                }
+                System.out.flush();
+            }
+        });
+        streams.setUncaughtExceptionHandler(e -> {
+            System.err.println("kstreams-count: stream thread failed: " + e);
+            e.printStackTrace();
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+
+        streams.start();
+        synchronized (out) {
+            System.out.println("STARTED " + System.currentTimeMillis());
+            System.out.flush();
+        }
+
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        while (stdin.readLine() != null) {
+            // The driver only closes stdin; lines are ignored.
+        }
+        boolean clean = streams.close(Duration.ofSeconds(60));
+        synchronized (out) {
+            System.out.println(clean ? "CLOSED" : "CLOSE-TIMEOUT");
+            System.out.flush();
+        }
+        System.exit(clean ? 0 : 1);
+    }
+}
