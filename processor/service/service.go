@@ -192,6 +192,9 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
+	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
+		return fail(fmt.Errorf("service: placement metrics: %w", err))
+	}
 	var stores []query.Store
 	var names []string
 	for _, s := range topo.Stores() {
