@@ -9,7 +9,6 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/query"
-	"github.com/rackstream/rackstream/state"
 )
 
 // runtimeAdapter presents the processor runtime as the query server's
@@ -29,16 +28,14 @@ func (a runtimeAdapter) Ready() error {
 	return nil
 }
 
+// Replica and Replicas use the role the runtime reports for the task, a
+// snapshot taken when the request arrived.
 func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
 	rep, ok := a.rt.Replica(task)
 	if !ok {
 		return nil
 	}
-	s := rep.Stores[store]
-	if s == nil {
-		return nil
-	}
-	return storeReplica{role: rep.Role, s: s}
+	return query.StoreReplica(rep.Role, rep.Stores[store])
 }
 
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
@@ -49,45 +46,10 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 			continue
 		}
 		for _, s := range rep.Stores {
-			out = append(out, storeReplica{role: rep.Role, s: s}.Status())
+			out = append(out, query.StoreReplica(rep.Role, s).Status())
 		}
 	}
 	return out
-}
-
-// storeReplica is one local store of one task, with the task's role as the
-// runtime reported it when the request arrived.
-type storeReplica struct {
-	role state.Role
-	s    *state.Store
-}
-
-func (r storeReplica) Status() query.ReplicaStatus {
-	st := query.ReplicaStatus{Store: r.s.Name(), Task: r.s.Task(), Lag: r.s.Lag(), Position: r.s.Checkpoint()}
-	switch r.role {
-	case state.RoleActive:
-		st.Role = query.RoleActive
-	case state.RoleStandby:
-		st.Role = query.RoleStandby
-	case state.RoleRestoring:
-		st.Role, st.Reason = query.RoleRestoring, "restoring from the changelog"
-	default:
-		st.Role, st.Reason = query.RoleIdle, "task is "+r.role.String()
-	}
-	return st
-}
-
-// Get reads the checkpoint first: it is published after the LevelDB batch
-// it covers, so the value read next is at least that new.
-func (r storeReplica) Get(key []byte) ([]byte, bool, int64, error) {
-	pos := r.s.Checkpoint()
-	v, found, err := r.s.View().Get(key)
-	return v, found, pos, err
-}
-
-func (r storeReplica) Scan(start, end []byte, fn func(key, value []byte) bool) (int64, error) {
-	pos := r.s.Checkpoint()
-	return pos, r.s.View().Scan(start, end, fn)
 }
 
 // logPlacement logs a placement's summary, one line: the generation, the

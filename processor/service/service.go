@@ -219,18 +219,9 @@ func New(opts Options) (*Instance, error) {
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}
-	// The query server's limits (its defaults), on a server of our own so
-	// that Wrap can add routes.
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		TLSConfig:         serverTLS,
-	}
+	// The query server's limits and TLS on a server of our own, so that
+	// Wrap can add routes.
+	srv := qs.HTTPServer(h)
 	return &Instance{
 		cfg:      cfg,
 		log:      log,
