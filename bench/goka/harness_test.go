@@ -1,0 +1,398 @@
+package gokabench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// The data shape of processor/bench_test.go (keys "key-<i>", 100-byte
+// values, 12 partitions), scaled down so that a side-by-side run stays
+// within a couple of minutes on the shared machine.
+const (
+	partitions = 12
+	valueBytes = 100
+)
+
+// envInt reads a positive integer from the environment, def when unset.
+func envInt(tb testing.TB, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+// fnv1a is the partitioner of every topic here: goka's, so that goka's
+// group table stays co-partitioned with the input, and Rackstream's
+// partitioner=fnv1a.
+var fnv1a = partition.FNV1a()
+
+func keyOf(i, keys int) string { return "key-" + strconv.Itoa(i%keys) }
+
+// createTopics creates topics with the job's partition count and deletes
+// them when the benchmark ends (the real broker keeps what it is given).
+func createTopics(tb testing.TB, c *kafkatest.Cluster, configs map[string]*string, topics ...string) {
+	tb.Helper()
+	for _, t := range topics {
+		c.CreateTopic(t, partitions, configs)
+	}
+	dropTopics(tb, c, topics...)
+}
+
+// dropTopics deletes topics, created by the systems under test, at the end.
+func dropTopics(tb testing.TB, c *kafkatest.Cluster, topics ...string) {
+	if !c.Real() {
+		return // the fake cluster goes with the test
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
+		defer cancel()
+		if _, err := c.Admin().DeleteTopics(ctx, topics...); err != nil {
+			tb.Logf("delete topics %v: %v", topics, err)
+		}
+	})
+}
+
+// produceInput fills topic with records records over keys keys (record i
+// has key keyOf(i, keys) and a 100-byte value) and returns each key's count.
+func produceInput(tb testing.TB, c *kafkatest.Cluster, topic string, records, keys int) map[string]int64 {
+	tb.Helper()
+	want := make(map[string]int64, keys)
+	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(partition.Kgo(fnv1a)),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	ctx := context.Background()
+	var failed atomic.Pointer[error]
+	for i := 0; i < records; i++ {
+		v := make([]byte, valueBytes)
+		binary.BigEndian.PutUint64(v, uint64(i))
+		k := keyOf(i, keys)
+		want[k]++
+		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		tb.Fatalf("produce input %s: %v", topic, err)
+	}
+	if err := failed.Load(); err != nil {
+		tb.Fatalf("produce input %s: %v", topic, *err)
+	}
+	return want
+}
+
+// produceTable fills a table topic with keys keys, key i holding count i+1
+// in decimal (goka's codec.Int64 and Rackstream's codec.Int64 both read it).
+func produceTable(tb testing.TB, c *kafkatest.Cluster, topic string, keys int) {
+	tb.Helper()
+	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(partition.Kgo(fnv1a)),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	ctx := context.Background()
+	var failed atomic.Pointer[error]
+	for i := 0; i < keys; i++ {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(keyOf(i, keys)), Value: strconv.AppendInt(nil, int64(i+1), 10)},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		tb.Fatalf("produce table %s: %v", topic, err)
+	}
+	if err := failed.Load(); err != nil {
+		tb.Fatalf("produce table %s: %v", topic, *err)
+	}
+}
+
+// instance is one running instance of either system's job.
+type instance interface {
+	// handled is the number of records whose update ran.
+	handled() int64
+	// group is the consumer group whose committed offsets show progress.
+	group() string
+	// recovered reports whether every assigned partition's table is
+	// rebuilt and processing runs.
+	recovered() bool
+	// count returns key's count in the instance's local state.
+	count(key string) (n int64, found bool, err error)
+	// stop shuts the instance down and returns Run's error.
+	stop() error
+}
+
+// system starts an instance of one system's job as consumer group name
+// over input, its state in dir.
+type system struct {
+	name  string
+	start func(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) instance
+}
+
+var (
+	gokaSystem       = system{name: "goka", start: startGoka}
+	rackstreamSystem = system{name: "rackstream", start: startRackstream}
+)
+
+type gokaInstance struct {
+	proc   *goka.Processor
+	name   string
+	n      atomic.Int64
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startGoka runs GokaCount as group name; its group table is name-table.
+func startGoka(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) instance {
+	tb.Helper()
+	g := &gokaInstance{name: name, done: make(chan error, 1)}
+	proc, err := goka.NewProcessor(c.Brokers, GokaCount(name, input, func() { g.n.Add(1) }), GokaOptions(dir, SaramaConfig())...)
+	if err != nil {
+		tb.Fatalf("goka processor %s on %s: %v", name, c.Kind(), err)
+	}
+	dropTopics(tb, c, name+"-table")
+	g.proc = proc
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go func() { g.done <- proc.Run(ctx) }()
+	return g
+}
+
+func (g *gokaInstance) handled() int64  { return g.n.Load() }
+func (g *gokaInstance) group() string   { return g.name }
+func (g *gokaInstance) recovered() bool { return g.proc.Recovered() }
+
+func (g *gokaInstance) count(key string) (int64, bool, error) {
+	v, err := g.proc.Get(key)
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	return v.(int64), true, nil
+}
+
+func (g *gokaInstance) stop() error { g.cancel(); return waitRun(g.done) }
+
+type rackstreamInstance struct {
+	rt     *processor.Runtime
+	name   string
+	n      atomic.Int64
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startRackstream runs RackstreamCount as application name with its own
+// changelog, name-counts-changelog.
+func startRackstream(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) instance {
+	tb.Helper()
+	return startRackstreamOn(tb, c, name, input, dir)
+}
+
+// startRackstreamOn is startRackstream with store options (the recovery
+// benchmark adopts goka's group table with processor.WithChangelog).
+func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir string, opts ...processor.StoreOption) instance {
+	tb.Helper()
+	r := &rackstreamInstance{name: name, done: make(chan error, 1)}
+	topo, _ := RackstreamCount(name, input, func() { r.n.Add(1) }, opts...)
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:        c.Brokers,
+		ClientOpts:     c.ClientOpts()[1:], // SASL, when the cluster has it
+		StateDir:       dir,
+		Partitioner:    fnv1a,
+		CommitInterval: time.Second, // sarama's auto-commit interval, which goka uses
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})).With("instance", name),
+	})
+	if err != nil {
+		tb.Fatalf("rackstream runtime %s: %v", name, err)
+	}
+	dropTopics(tb, c, name+"-dlq")
+	if len(opts) == 0 {
+		dropTopics(tb, c, name+"-counts-changelog")
+	}
+	r.rt = rt
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- rt.Run(ctx) }()
+	return r
+}
+
+func (r *rackstreamInstance) handled() int64 { return r.n.Load() }
+func (r *rackstreamInstance) group() string  { return r.name }
+func (r *rackstreamInstance) recovered() bool {
+	ok, _ := r.rt.Ready()
+	return ok
+}
+
+func (r *rackstreamInstance) count(key string) (int64, bool, error) {
+	task := fnv1a.Partition([]byte(key), partitions)
+	rep, ok := r.rt.Replica(task)
+	if !ok {
+		return 0, false, fmt.Errorf("no replica of task %d", task)
+	}
+	st := rep.Stores["counts"]
+	if st == nil {
+		return 0, false, fmt.Errorf("task %d has no store counts", task)
+	}
+	b, found, err := st.Get([]byte(key))
+	if err != nil || !found {
+		return 0, false, err
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, true, err
+}
+
+func (r *rackstreamInstance) stop() error { r.cancel(); return waitRun(r.done) }
+
+// waitRun waits for an instance's Run to return after its cancel.
+func waitRun(done <-chan error) error {
+	select {
+	case err := <-done:
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("did not stop within a minute")
+	}
+}
+
+// waitFor polls cond every interval until it holds; it fails tb after
+// limit, saying what was awaited.
+func waitFor(tb testing.TB, limit, interval time.Duration, what func() string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %s", limit, what())
+		}
+		time.Sleep(interval)
+	}
+}
+
+// committedThrough reports whether group's committed offsets on topic
+// reach the topic's end offsets on every non-empty partition.
+func committedThrough(adm *kadm.Client, group, topic string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false
+	}
+	done := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
+			done = false
+		}
+	})
+	return done
+}
+
+// usage is what one measured run cost the process.
+type usage struct {
+	wall     time.Duration
+	cpu      time.Duration // user+system CPU of the whole process
+	mallocs  uint64
+	bytes    uint64
+	peakHeap uint64 // highest heap-object bytes seen, over the level at the start
+}
+
+// meter measures the process from its creation to done: CPU, allocations,
+// and the heap sampled every 10 ms.
+type meter struct {
+	start      time.Time
+	cpu0       time.Duration
+	ms0        runtime.MemStats
+	base, peak atomic.Uint64
+	stopSample chan struct{}
+	sampled    chan struct{}
+}
+
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+func heapNow(s []metrics.Sample) uint64 {
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func startMeter() *meter {
+	runtime.GC()
+	m := &meter{stopSample: make(chan struct{}), sampled: make(chan struct{})}
+	s := []metrics.Sample{{Name: heapObjects}}
+	m.base.Store(heapNow(s))
+	runtime.ReadMemStats(&m.ms0)
+	m.cpu0 = processCPU()
+	go func() {
+		defer close(m.sampled)
+		s := []metrics.Sample{{Name: heapObjects}}
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := heapNow(s); h > m.peak.Load() {
+				m.peak.Store(h)
+			}
+			select {
+			case <-m.stopSample:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	m.start = time.Now()
+	return m
+}
+
+func (m *meter) done() usage {
+	wall := time.Since(m.start)
+	cpu := processCPU() - m.cpu0
+	close(m.stopSample)
+	<-m.sampled
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	u := usage{wall: wall, cpu: cpu, mallocs: ms.Mallocs - m.ms0.Mallocs, bytes: ms.TotalAlloc - m.ms0.TotalAlloc}
+	if p, b := m.peak.Load(), m.base.Load(); p > b {
+		u.peakHeap = p - b
+	}
+	return u
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// logLevel is Rackstream's log level: errors, or everything with
+// RACKSTREAM_TEST_DEBUG set.
+func logLevel() slog.Level {
+	if os.Getenv("RACKSTREAM_TEST_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelError
+}
