@@ -25,10 +25,14 @@ func TestGokaAndRackstreamCountEveryKeyAlike(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			in := s.start(t, c, c.Name(s.name+"-check"), input, t.TempDir())
 			waitFor(t, time.Minute, 20*time.Millisecond,
-				func() string { return fmt.Sprintf("%s on %s handled %d of %d records", s.name, c.Kind(), in.handled(), records) },
+				func() string {
+					return fmt.Sprintf("%s on %s handled %d of %d records", s.name, c.Kind(), in.handled(), records)
+				},
 				func() bool { return in.handled() >= records })
 			waitFor(t, time.Minute, 50*time.Millisecond,
-				func() string { return fmt.Sprintf("%s on %s: offsets of group %s not committed to the end", s.name, c.Kind(), in.group()) },
+				func() string {
+					return fmt.Sprintf("%s on %s: offsets of group %s not committed to the end", s.name, c.Kind(), in.group())
+				},
 				func() bool { return committedThrough(adm, in.group(), input) })
 			for k, n := range want {
 				got, found, err := in.count(k)
