@@ -22,7 +22,9 @@ import (
 //
 // and RACKSTREAM_TEST_BROKERS=127.0.0.1:39092 for the real broker.
 // GOKA_BENCH_RECORDS, GOKA_BENCH_KEYS and GOKA_BENCH_TABLE_KEYS change the
-// sizes (defaults 200k records over 20k keys; a 200k-key table).
+// sizes (defaults 200k records over 20k keys; a 200k-key table);
+// GOKA_BENCH_RS_WRITE_BUFFER sets Rackstream's LevelDB write buffer per
+// store in bytes (default 16 MiB; goka's LevelDB default is 4 MiB).
 
 // sample is one system's figures from one run.
 type sample struct {
@@ -50,14 +52,16 @@ func BenchmarkCount(b *testing.B) {
 		if i%2 == 1 {
 			slices.Reverse(order)
 		}
+		line := fmt.Sprintf("%s, run %d:", c.Kind(), i+1)
 		for _, s := range order {
 			r := runCount(b, c, adm, s, input, records, want)
 			runs[s.name] = append(runs[s.name], r)
-			b.Logf("%s on %s, run %d: %d records handled in %v (%.0f records/s), committed after %v; %.1f allocs/record, %.0f B/record, %.1f µs CPU/record, peak heap +%.0f MB",
-				s.name, c.Kind(), i+1, records, r.u.wall.Round(time.Millisecond), float64(records)/r.u.wall.Seconds(),
-				r.committed.Round(time.Millisecond), float64(r.u.mallocs)/float64(records), float64(r.u.bytes)/float64(records),
+			line += fmt.Sprintf(" | %s %v (%.0f/s, committed %v, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB)",
+				s.name, r.u.wall.Round(time.Millisecond), float64(records)/r.u.wall.Seconds(), r.committed.Round(time.Millisecond),
+				float64(r.u.mallocs)/float64(records), float64(r.u.bytes)/float64(records),
 				float64(r.u.cpu.Microseconds())/float64(records), float64(r.u.peakHeap)/1e6)
 		}
+		b.Log(line)
 	}
 	b.StopTimer()
 	report(b, runs, map[string]func(sample) float64{
@@ -133,6 +137,7 @@ func BenchmarkRecovery(b *testing.B) {
 		if i%2 == 1 {
 			slices.Reverse(order)
 		}
+		line := fmt.Sprintf("%s, run %d:", c.Kind(), i+1)
 		for _, name := range order {
 			dir := b.TempDir()
 			m := startMeter()
@@ -151,11 +156,12 @@ func BenchmarkRecovery(b *testing.B) {
 				b.Fatalf("%s: stop: %v", name, err)
 			}
 			runs[name] = append(runs[name], sample{u: u})
-			b.Logf("%s on %s, run %d: %d keys recovered in %v (%.0f records/s); %.1f allocs/record, %.0f B/record, %.1f µs CPU/record, peak heap +%.0f MB",
-				name, c.Kind(), i+1, keys, u.wall.Round(time.Millisecond), float64(keys)/u.wall.Seconds(),
+			line += fmt.Sprintf(" | %s %v (%.0f/s, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB)",
+				name, u.wall.Round(time.Millisecond), float64(keys)/u.wall.Seconds(),
 				float64(u.mallocs)/float64(keys), float64(u.bytes)/float64(keys),
 				float64(u.cpu.Microseconds())/float64(keys), float64(u.peakHeap)/1e6)
 		}
+		b.Log(line)
 	}
 	b.StopTimer()
 	report(b, runs, map[string]func(sample) float64{

@@ -22,6 +22,7 @@ import (
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/state"
 )
 
 // The data shape of processor/bench_test.go (keys "key-<i>", 100-byte
@@ -219,6 +220,7 @@ func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir str
 		Brokers:        c.Brokers,
 		ClientOpts:     c.ClientOpts()[1:], // SASL, when the cluster has it
 		StateDir:       dir,
+		LevelDB:        state.LevelDBOptions{WriteBufferBytes: envInt(tb, "GOKA_BENCH_RS_WRITE_BUFFER", 16<<20)},
 		Partitioner:    fnv1a,
 		CommitInterval: time.Second, // sarama's auto-commit interval, which goka uses
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})).With("instance", name),
