@@ -101,7 +101,8 @@ type Options struct {
 	TopologyCheckInterval time.Duration
 	// MaxPollRecords bounds the records taken per poll [10000].
 	MaxPollRecords int
-	// TaskQueue is how many fetched batches may wait per task [64].
+	// TaskQueue is how many fetched records may wait per task before its
+	// partitions are paused until it has worked through half [20000].
 	TaskQueue int
 
 	// Logger receives structured logs [slog.Default()].
@@ -152,7 +153,7 @@ func (o Options) withDefaults(appID string) Options {
 		o.MaxPollRecords = 10000
 	}
 	if o.TaskQueue <= 0 {
-		o.TaskQueue = 64
+		o.TaskQueue = 20000
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -36,18 +36,13 @@ type session struct {
 
 	changelogs map[string]bool
 
-	mu       sync.Mutex
-	active   map[int32]*task
-	standby  map[int32]*state.Task // standby and warmup replicas
-	assigned bool                  // an assignment arrived
-	// epoch counts assignment changes. A task remembers the epoch it was
-	// created in, and a batch polled before that is not its: it belongs to
-	// an earlier owner of the partition (possibly this member, before a
-	// revoke), and handing it over would reorder or skip records.
-	epoch       int64
-	closing     bool  // graceful shutdown: revoked tasks close
-	broken      error // set when the session must end; revokes then drop
-	topoErr     error // partition counts changed: tasks stopped, none started
+	mu          sync.Mutex
+	active      map[int32]*task
+	standby     map[int32]*state.Task // standby and warmup replicas
+	assigned    bool                  // an assignment arrived
+	closing     bool                  // graceful shutdown: revoked tasks close
+	broken      error                 // set when the session must end; revokes then drop
+	topoErr     error                 // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
 
 	commitMu sync.Mutex // one commit at a time
@@ -115,6 +110,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
 		kgo.SessionTimeout(r.opts.SessionTimeout),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(state.ChangelogPartitioner(func(t string) bool { return s.changelogs[t] }, partition.Kgo(r.opts.Partitioner))),
@@ -241,43 +237,55 @@ func (s *session) poll(ctx context.Context) error {
 		cancel()
 	}
 	for {
-		s.mu.Lock()
-		polledIn := s.epoch
-		s.mu.Unlock()
 		fs := s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := s.failure(); err != nil {
+		err := s.handOver(ctx, fs)
+		// Every batch of this poll is with its task: rebalances may run.
+		// (BlockRebalanceOnPoll keeps them from running between a poll
+		// and its hand-over, where a revoke and a reassignment could give
+		// an earlier owner's batch to a new task, out of order.)
+		s.cl.AllowRebalance()
+		if err != nil || ctx.Err() != nil {
 			return err
 		}
-		if fs.IsClientClosed() {
-			return kgo.ErrClientClosed
-		}
-		var fatal error
-		fs.EachError(func(topic string, p int32, err error) {
-			switch {
-			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			case isRetriable(err):
-				s.log.Warn("fetch error; retrying", "topic", topic, "partition", p, "err", err)
-			default:
-				if fatal == nil {
-					fatal = fmt.Errorf("fetch %s/%d: %w", topic, p, err)
-				}
-			}
-		})
-		if fatal != nil {
-			return fatal
-		}
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			last := p.Records[len(p.Records)-1].Offset
-			s.r.met.consumerLag.WithLabelValues(p.Topic, taskLabel(p.Partition)).Set(float64(max(0, p.HighWatermark-last-1)))
-			s.dispatch(p, polledIn)
-		})
 	}
+}
+
+// handOver queues the batches of one poll on their tasks. It returns an
+// error that ends the session, and nil when ctx is done.
+func (s *session) handOver(ctx context.Context, fs kgo.Fetches) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := s.failure(); err != nil {
+		return err
+	}
+	if fs.IsClientClosed() {
+		return kgo.ErrClientClosed
+	}
+	var fatal error
+	fs.EachError(func(topic string, p int32, err error) {
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		case isRetriable(err):
+			s.log.Warn("fetch error; retrying", "topic", topic, "partition", p, "err", err)
+		default:
+			if fatal == nil {
+				fatal = fmt.Errorf("fetch %s/%d: %w", topic, p, err)
+			}
+		}
+	})
+	if fatal != nil {
+		return fatal
+	}
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		last := p.Records[len(p.Records)-1].Offset
+		s.r.met.consumerLag.WithLabelValues(p.Topic, taskLabel(p.Partition)).Set(float64(max(0, p.HighWatermark-last-1)))
+		s.dispatch(p)
+	})
+	return nil
 }
 
 // isRetriable reports whether a fetch error is one the client recovers from
@@ -292,18 +300,17 @@ func isRetriable(err error) bool {
 	return errors.As(err, &dl) || errors.As(err, &gs) || kgo.IsRetryableBrokerErr(err)
 }
 
-func (s *session) dispatch(p kgo.FetchTopicPartition, polledIn int64) {
+// dispatch queues a batch on its task without blocking: a task whose queue
+// is long has its partitions paused until it catches up.
+func (s *session) dispatch(p kgo.FetchTopicPartition) {
 	s.mu.Lock()
 	t := s.active[p.Partition]
 	s.mu.Unlock()
-	if t == nil || t.epoch > polledIn {
-		// Revoked meanwhile (and maybe assigned again): the owner
-		// fetches these records again from the committed offset.
-		return
+	if t == nil {
+		return // not ours (anymore): the owner fetches from the committed offset
 	}
-	select {
-	case t.queue <- p:
-	case <-t.done:
+	if t.q.push(p) > s.r.opts.TaskQueue {
+		t.maybePause()
 	}
 }
 
@@ -554,7 +561,6 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 	newTasks := tasksOf(assigned)
 
 	s.mu.Lock()
-	s.epoch++
 	if !s.revokeStart.IsZero() {
 		s.r.met.rebalanceTime.Observe(time.Since(s.revokeStart).Seconds())
 		s.revokeStart = time.Time{}
@@ -569,7 +575,6 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 			continue // with a broken topology the partitions stay paused
 		}
 		t := newTask(s, id)
-		t.epoch = s.epoch
 		if st := s.standby[id]; st != nil {
 			t.st = st // promoted below, without a full restore
 			delete(s.standby, id)
@@ -639,7 +644,6 @@ func activeIDs(s *session) []int32 {
 // by the next assignment if the plan has no standby here).
 func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	s.mu.Lock()
-	s.epoch++
 	s.revokeStart = time.Now()
 	broken, closing := s.broken, s.closing
 	var tasks []*task
@@ -701,7 +705,6 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 // their partitions already.
 func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	s.mu.Lock()
-	s.epoch++
 	s.revokeStart = time.Now()
 	s.assigned = false // not ready until the next assignment
 	var tasks []*task

@@ -16,11 +16,14 @@ import (
 // task is one active partition slot: partition id of every input, handled
 // on its own goroutine in offset order, and the task's stores.
 type task struct {
-	id    int32
-	epoch int64 // the session's assignment epoch the task was created in
-	s     *session
-	queue chan kgo.FetchTopicPartition
-	proc  *recordProcessor
+	id   int32
+	s    *session
+	q    batchQueue
+	proc *recordProcessor
+	// bpMu guards paused: the task's partitions are paused because its
+	// queue grew past Options.TaskQueue records.
+	bpMu   sync.Mutex
+	paused bool
 
 	ctx    context.Context // cancelled by stop
 	cancel context.CancelFunc
@@ -46,7 +49,7 @@ func newTask(s *session, id int32) *task {
 	ctx, cancel := context.WithCancel(s.ctx)
 	t := &task{
 		id: id, s: s,
-		queue:     make(chan kgo.FetchTopicPartition, s.r.opts.TaskQueue),
+		q:         batchQueue{ready: make(chan struct{}, 1)},
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -79,43 +82,115 @@ func (t *task) run() {
 	processed := t.s.r.met.processed.WithLabelValues(label)
 	latency := t.s.r.met.processLatency.WithLabelValues(label)
 	for {
-		select {
-		case <-t.ctx.Done():
-			return
-		case p := <-t.queue:
-			// One clock read per record: a record's latency runs from the
-			// end of the previous one (or the batch's arrival).
-			prev := time.Now()
-			for _, rec := range p.Records {
-				if t.ctx.Err() != nil {
-					return
-				}
-				t.mu.Lock()
-				out, err := t.proc.process(t.ctx, rec)
-				if err == nil {
-					t.next[rec.Topic] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
-				}
-				t.mu.Unlock()
-				if err != nil {
-					if t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()) {
-						return // stopped during a retry backoff: the record was not processed
-					}
-					t.setErr(fmt.Errorf("task %d: %w", t.id, err))
-					return
-				}
-				now := time.Now()
-				processed.Inc()
-				latency.Observe(now.Sub(prev).Seconds())
-				prev = now
-				switch stage := t.proc.lastStage; out {
-				case outcomeDeadLettered:
-					t.s.r.met.deadLettered.WithLabelValues(label, stage).Inc()
-				case outcomeSkipped:
-					t.s.r.met.skipped.WithLabelValues(label, stage).Inc()
-				}
+		p, ok := t.q.pop()
+		if !ok {
+			select {
+			case <-t.ctx.Done():
+				return
+			case <-t.q.ready:
+				continue
 			}
 		}
+		// One clock read per record: a record's latency runs from the end
+		// of the previous one (or the batch's turn).
+		prev := time.Now()
+		for _, rec := range p.Records {
+			if t.ctx.Err() != nil {
+				return
+			}
+			t.mu.Lock()
+			out, err := t.proc.process(t.ctx, rec)
+			if err == nil {
+				t.next[rec.Topic] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			}
+			t.mu.Unlock()
+			if err != nil {
+				if t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()) {
+					return // stopped during a retry backoff: the record was not processed
+				}
+				t.setErr(fmt.Errorf("task %d: %w", t.id, err))
+				return
+			}
+			now := time.Now()
+			processed.Inc()
+			latency.Observe(now.Sub(prev).Seconds())
+			prev = now
+			switch stage := t.proc.lastStage; out {
+			case outcomeDeadLettered:
+				t.s.r.met.deadLettered.WithLabelValues(label, stage).Inc()
+			case outcomeSkipped:
+				t.s.r.met.skipped.WithLabelValues(label, stage).Inc()
+			}
+		}
+		t.maybeResume()
 	}
+}
+
+// maybePause pauses the task's partitions when its queue is too long.
+func (t *task) maybePause() {
+	t.bpMu.Lock()
+	defer t.bpMu.Unlock()
+	if !t.paused && t.q.len() > t.s.r.opts.TaskQueue {
+		t.paused = true
+		t.s.cl.PauseFetchPartitions(t.s.partitionsOf([]int32{t.id}))
+	}
+}
+
+// maybeResume resumes them once the task has worked through half. Both
+// check the queue's live length under bpMu, so a pause is always followed
+// by a resume: the task still has the queued batches to work through.
+func (t *task) maybeResume() {
+	t.bpMu.Lock()
+	defer t.bpMu.Unlock()
+	if t.paused && t.q.len() <= t.s.r.opts.TaskQueue/2 && t.ctx.Err() == nil {
+		t.paused = false
+		t.s.cl.ResumeFetchPartitions(t.s.partitionsOf([]int32{t.id}))
+	}
+}
+
+// batchQueue holds a task's fetched batches in order. Pushing never blocks
+// (the poll loop must hand over every batch before it allows a rebalance);
+// its length is bounded by pausing the task's partitions instead.
+type batchQueue struct {
+	mu      sync.Mutex
+	batches []kgo.FetchTopicPartition
+	records int
+	ready   chan struct{} // signalled (capacity 1) on push
+}
+
+// push appends p and returns the records now queued.
+func (q *batchQueue) push(p kgo.FetchTopicPartition) int {
+	q.mu.Lock()
+	q.batches = append(q.batches, p)
+	q.records += len(p.Records)
+	n := q.records
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+// pop removes the oldest batch.
+func (q *batchQueue) pop() (p kgo.FetchTopicPartition, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.batches) == 0 {
+		return p, false
+	}
+	p = q.batches[0]
+	q.batches[0] = kgo.FetchTopicPartition{}
+	q.batches = q.batches[1:]
+	q.records -= len(p.Records)
+	return p, true
+}
+
+// len returns the records queued.
+func (q *batchQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.records
 }
 
 // start opens the task's stores: a standby (or warmup) replica held here is
