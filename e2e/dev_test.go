@@ -79,6 +79,41 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 		}
 	}
 
+	// /metrics tells the placement's quality as /v1/metadata does for the
+	// same generation: every zone and cluster as spread as it can be, no
+	// task short of standbys.
+	kafkatest.Eventually(t, time.Minute, "i3's placement metrics agree with its metadata", func() bool {
+		var now metadata
+		if code, err := getJSON("http://"+addrs["i3"]+"/v1/metadata", &now); code != 200 || err != nil {
+			return false
+		}
+		fams, err := scrape("http://" + addrs["i3"] + "/metrics")
+		if err != nil {
+			return false
+		}
+		if gen, ok := metricValue(fams, "rackstream_placement_generation"); !ok || int32(gen) != now.Generation {
+			return false // a rebalance in between: read both again
+		}
+		if now.spreadProblem(12, 6, 2, "zone") != "" {
+			return false // not settled (a probing rebalance): read both again
+		}
+		for _, d := range now.Quality.Dimensions {
+			v, ok := metricValue(fams, "rackstream_placement_tasks_repeating", "tag", d.Tag)
+			if !ok || int(v) != d.TasksRepeating {
+				t.Fatalf("generation %d: rackstream_placement_tasks_repeating{tag=%q} %v (present %v), metadata says %d", now.Generation, d.Tag, v, ok, d.TasksRepeating)
+			}
+		}
+		if len(now.Quality.Dimensions) != 2 || now.Quality.Dimensions[0].Tag != "zone" || now.Quality.Dimensions[0].TasksRepeating != 0 {
+			t.Fatalf("generation %d: quality dimensions %+v, want zone (0 repeating) and cluster", now.Generation, now.Quality.Dimensions)
+		}
+		for _, name := range []string{"rackstream_placement_tasks_short_of_standbys", "rackstream_placement_tasks_without_standby", "rackstream_placement_standby_shortfall"} {
+			if v, ok := metricValue(fams, name); !ok || v != 0 {
+				t.Fatalf("generation %d: %s %v (present %v), want 0", now.Generation, name, v, ok)
+			}
+		}
+		return true
+	})
+
 	// A key of our own, so that the built-in producer does not move it.
 	key := fmt.Sprintf("probe-%d", time.Now().UnixNano())
 	task := partition.Murmur2().Partition([]byte(key), 12)

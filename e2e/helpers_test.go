@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // binary is the rackstream binary TestMain builds.
@@ -198,6 +202,14 @@ type metadata struct {
 		Active  string   `json:"active"`
 		Standby []string `json:"standby"`
 	} `json:"tasks"`
+	Quality struct {
+		Dimensions []struct {
+			Tag            string `json:"tag"`
+			Values         int    `json:"values"`
+			TasksRepeating int    `json:"tasks_repeating"`
+		} `json:"dimensions"`
+		StandbyShortfall int `json:"standby_shortfall"`
+	} `json:"quality"`
 }
 
 func (m *metadata) client(id string) (endpoint string, tags map[string]string) {
@@ -238,4 +250,41 @@ type keyAnswer struct {
 	Task     int32           `json:"task"`
 	ServedBy string          `json:"served_by"`
 	Role     string          `json:"role"`
+}
+
+// scrape reads the /metrics page at url.
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// metricValue returns the value of the gauge or counter series of family
+// name whose labels include the given name=value pairs, and whether there
+// is exactly one.
+func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	var v float64
+	n := 0
+next:
+	for _, m := range fams[name].GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.GetLabel() {
+				found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}
+			if !found {
+				continue next
+			}
+		}
+		n++
+		v = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+	}
+	return v, n == 1
 }
