@@ -20,6 +20,18 @@
 // The instance logs one start-up line (instance id, tags, endpoint, group)
 // and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
+//
+// Its registry (Instance.Registry, served on /metrics) holds the runtime's
+// series (records, latency, lag, commits, rebalances, tasks by role), the
+// stores' (restore, standby lag), the query server's (HTTP), and the
+// placement's quality, read from the runtime at scrape time:
+// rackstream_placement_tasks_repeating{tag} and
+// rackstream_placement_tag_values{tag} per key of
+// rack.aware.assignment.tags, rackstream_placement_standby_shortfall,
+// rackstream_placement_tasks_short_of_standbys,
+// rackstream_placement_tasks_without_standby and the placement's
+// generation, members and tasks. Every member knows the whole placement, so
+// these are the same on every instance of a generation.
 package service
 
 import (
