@@ -77,10 +77,11 @@ var issue8Metrics = []struct {
 //
 // The life: instance A alone processes records, one of them poison (dead
 // lettered); A stops. B and C, with empty state directories, restore A's
-// stores from the changelogs, each keeps a standby of the other's tasks, and
-// keys are queried on B (those C owns are forwarded). The union of the
-// three scrapes must hold each name; a family only described (registered,
-// no series yet) passes only when eventOnly says why.
+// stores from the changelogs as the plan makes them actives or standbys
+// (every task has one of each), more records arrive, and every key is read
+// through both (each forwards what the other owns). The union of the three
+// scrapes must hold each name; a family only described (registered, no
+// series yet) passes only when eventOnly says why.
 func TestMetricsOnALiveInstance(t *testing.T) {
 	got := liveMetrics(t)
 
@@ -302,11 +303,11 @@ func liveMetrics(t *testing.T) *live {
 		}
 		return true
 	})
-	produce(3) // the standbys tail it
+	produce(3) // the standbys tail it from the changelogs
 	kafkatest.Eventually(t, time.Minute, "every sum through b and through c (each forwards to the other's actives)", func() bool {
 		return everySum(b) && everySum(cc)
 	})
-	kafkatest.Eventually(t, time.Minute, "c's standbys caught up", func() bool {
+	kafkatest.Eventually(t, time.Minute, "c caught up with the changelogs", func() bool {
 		sum := func(f *dto.MetricFamily, v func(*dto.Metric) float64) (n float64, series int) {
 			for _, m := range f.GetMetric() {
 				n += v(m)
