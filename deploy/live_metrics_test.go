@@ -150,6 +150,18 @@ func TestMetricsOnALiveInstance(t *testing.T) {
 				}
 			}
 		}
+		// Per task: every task processed records and has a standby.
+		for _, name := range []string{"rackstream_process_records_total", "rackstream_state_lag_records"} {
+			tasks := map[string]bool{}
+			for _, m := range got.families[name].GetMetric() {
+				tasks[labelValue(m, "task")] = true
+			}
+			for task := range liveTasks {
+				if !tasks[strconv.Itoa(task)] {
+					t.Errorf("%s has no series for task %d: %v", name, task, tasks)
+				}
+			}
+		}
 		roles := map[string]bool{}
 		for _, m := range got.families["rackstream_tasks"].GetMetric() {
 			roles[labelValue(m, "role")] = true
