@@ -8,6 +8,6 @@
 // the YAML subset the files are written in (yaml_test.go), load the
 // ConfigMap's properties with package config exactly as `rackstream run`
 // would, run the init container's script against a fake API server, and
-// compare every metric name the alerts and the dashboard use with the
-// metrics the Go code declares.
+// compare every metric name the alerts and the dashboard use with what live
+// instances export on /metrics.
 package deploy
