@@ -189,7 +189,7 @@ func TestRatesAreTakenOfCounters(t *testing.T) {
 		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
 			fam, ok := series[m[2]]
 			if !ok {
-				continue // TestMetricNamesAreExported reports it
+				continue // TestMetricsOnALiveInstance reports names nothing exports
 			}
 			if k := declared[fam]; k == gauge || (k != counter && fam == m[2]) {
 				t.Errorf("%s: %s(%s): %s is a %s", f, m[1], m[2], fam, k)
