@@ -69,6 +69,12 @@ func (a *countApp) checkCounts(t *testing.T, exact bool) {
 	if missing > 0 {
 		t.Errorf("%d produced records were never handled", missing)
 	}
+	a.mu.Lock()
+	ooo := a.outOfOrder
+	a.mu.Unlock()
+	if ooo > 0 {
+		t.Errorf("%d records handled out of their key's order", ooo)
+	}
 	if exact && dups > 0 {
 		t.Errorf("%d records handled twice in a run without failures", dups)
 	}

@@ -45,7 +45,7 @@ type session struct {
 	topoErr     error                 // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
 
-	commitMu sync.Mutex // one commit at a time
+	commitMu ctxMutex // one commit at a time
 
 	prodMu  sync.Mutex
 	prodErr error // the first failed produce (output or dead letter)
@@ -71,6 +71,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		changelogs: make(map[string]bool),
 		active:     make(map[int32]*task),
 		standby:    make(map[int32]*state.Task),
+		commitMu:   make(ctxMutex, 1),
 	}
 	for _, c := range r.topo.ChangelogTopics() {
 		s.changelogs[c] = true
@@ -182,8 +183,7 @@ func (s *session) closeAll() {
 	standbys := slices.Collect(maps.Values(s.standby))
 	clear(s.standby)
 	s.mu.Unlock()
-	for _, t := range tasks {
-		t.stop()
+	for _, t := range stopAll(tasks, s.r.opts.ShutdownTimeout) {
 		t.drop()
 	}
 	for _, st := range standbys {
@@ -354,9 +354,7 @@ func (s *session) stopForTopology(err error) {
 	s.mu.Unlock()
 	s.log.Error("partition counts changed: stopping every task; restart once the topics are consistent again", "err", err)
 	s.cl.PauseFetchTopics(s.r.topo.InputTopics()...)
-	for _, t := range tasks {
-		t.stop()
-	}
+	tasks = stopAll(tasks, s.r.opts.ShutdownTimeout)
 	if cerr := s.commit(s.ctx, tasks); cerr != nil {
 		s.log.Error("commit before stopping for the topology", "err", cerr)
 	}
@@ -409,11 +407,18 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	s.commitMu.Lock()
+	if err := s.commitMu.LockContext(ctx); err != nil {
+		return fmt.Errorf("waiting for the previous commit: %w", err)
+	}
 	defer s.commitMu.Unlock()
 	start := time.Now()
-	for _, t := range tasks {
-		t.mu.Lock()
+	for i, t := range tasks {
+		if err := t.mu.LockContext(ctx); err != nil {
+			for _, u := range tasks[:i] {
+				u.mu.Unlock()
+			}
+			return fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
+		}
 	}
 	locked := true
 	for _, t := range tasks {
@@ -657,9 +662,7 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	if len(tasks) == 0 {
 		return
 	}
-	for _, t := range tasks {
-		t.stop()
-	}
+	tasks = stopAll(tasks, s.r.opts.ShutdownTimeout)
 	if broken != nil {
 		s.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids(tasks), "err", broken)
 		for _, t := range tasks {
@@ -715,8 +718,7 @@ func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 		}
 	}
 	s.mu.Unlock()
-	for _, t := range tasks {
-		t.stop()
+	for _, t := range stopAll(tasks, s.r.opts.ShutdownTimeout) {
 		t.drop()
 	}
 	if len(tasks) > 0 {

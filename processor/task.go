@@ -30,10 +30,14 @@ type task struct {
 	done   chan struct{}
 
 	running atomic.Bool // restored and processing
+	// exit is taskRunning, then taskExited when run returns, or
+	// taskAbandoned when stop gave up waiting (run then drops the task
+	// itself when it finally returns).
+	exit atomic.Int32
 
 	// mu is held while a record is processed; commit holds every task's
 	// to flush and write the stores between records.
-	mu        sync.Mutex
+	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.Store // in topology order
 	activated bool
@@ -49,6 +53,7 @@ func newTask(s *session, id int32) *task {
 	ctx, cancel := context.WithCancel(s.ctx)
 	t := &task{
 		id: id, s: s,
+		mu:        make(ctxMutex, 1),
 		q:         batchQueue{ready: make(chan struct{}, 1)},
 		ctx:       ctx,
 		cancel:    cancel,
@@ -69,7 +74,12 @@ func newTask(s *session, id int32) *task {
 // run restores (or promotes) the task's stores, resumes its partitions and
 // processes its records until stopped.
 func (t *task) run() {
-	defer close(t.done)
+	defer func() {
+		close(t.done)
+		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
+			t.drop() // abandoned by stop: nobody else will
+		}
+	}()
 	if err := t.start(); err != nil {
 		if t.ctx.Err() == nil {
 			t.setErr(fmt.Errorf("task %d: start: %w", t.id, err))
@@ -233,10 +243,63 @@ func (t *task) start() error {
 	return nil
 }
 
-// stop makes the task finish its in-flight record and waits for it.
-func (t *task) stop() {
+const (
+	taskRunning int32 = iota
+	taskExited
+	taskAbandoned
+)
+
+// stop makes the task finish its in-flight record and waits for it, at
+// most within. It reports whether the task stopped; if not (its goroutine is
+// blocked producing to unreachable brokers), the task is abandoned: it must
+// be neither committed nor dropped by the caller, and drops itself when its
+// goroutine returns. Waiting longer inside a group callback would keep the
+// client from leaving the group, the one thing that unblocks the producer.
+func (t *task) stop(within time.Duration) bool {
 	t.cancel()
-	<-t.done
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case <-t.done:
+		return true
+	case <-timer.C:
+	}
+	if t.exit.CompareAndSwap(taskRunning, taskAbandoned) {
+		t.s.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id, "waited", within)
+		return false
+	}
+	<-t.done // it returned just now
+	return true
+}
+
+// stopAll stops tasks and returns those that stopped.
+func stopAll(tasks []*task, within time.Duration) []*task {
+	var stopped []*task
+	for _, t := range tasks {
+		t.cancel() // all at once: their in-flight records finish in parallel
+	}
+	for _, t := range tasks {
+		if t.stop(within) {
+			stopped = append(stopped, t)
+		}
+	}
+	return stopped
+}
+
+// ctxMutex is a mutex whose Lock can give up when a context ends: a commit
+// must not wait forever for a task stuck on unreachable brokers.
+type ctxMutex chan struct{}
+
+func (m ctxMutex) Lock()   { m <- struct{}{} }
+func (m ctxMutex) Unlock() { <-m }
+
+func (m ctxMutex) LockContext(ctx context.Context) error {
+	select {
+	case m <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // drop discards the task's uncommitted writes and closes its stores: its
