@@ -36,9 +36,9 @@ flock 9
 if [[ ! -f "$out/kstreams-count.jar" ]]; then
 	log="$(mktemp)"
 	trap 'rm -f "$log"' EXIT
-	if ! (cd "$here" && mvn -q -o -B package >"$log" 2>&1); then
+	if ! (cd "$here" && mvn -q -o -B clean package >"$log" 2>&1); then
 		echo "kstreams: offline build failed, fetching from Maven Central" >&2
-		if ! (cd "$here" && mvn -q -B package >"$log" 2>&1); then
+		if ! (cd "$here" && mvn -q -B clean package >"$log" 2>&1); then
 			cat "$log" >&2
 			echo "kstreams: mvn package failed in $here" >&2
 			exit 1

@@ -10,6 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -34,7 +35,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * on every transition to RUNNING, {@code RESTORED <records> <first start ms>
  * <last end ms>} after each restore, {@code STATE <new> <old>} on every state
  * change, {@code CLOSED} at the end. It runs until its stdin closes, then
- * closes Kafka Streams cleanly.
+ * closes Kafka Streams cleanly, leaving the group.
  */
 public final class Main {
     public static void main(String[] args) throws Exception {
@@ -118,7 +119,11 @@ public final class Main {
         while (stdin.readLine() != null) {
             // The driver only closes stdin; lines are ignored.
         }
-        boolean clean = streams.close(Duration.ofSeconds(60));
+        // Leave the group on close (Kafka Streams stays a member by default
+        // until its session times out), so that the next instance of the
+        // application, the restore, is assigned at once.
+        boolean clean = streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+            .withTimeout(Duration.ofSeconds(60)));
         synchronized (out) {
             System.out.println(clean ? "CLOSED" : "CLOSE-TIMEOUT");
             System.out.flush();

@@ -1,0 +1,247 @@
+package kstreams
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrNoToolchain reports that Java or Maven is not installed, so the Kafka
+// Streams program cannot be built; callers skip on it.
+var ErrNoToolchain = errors.New("kstreams: java or mvn not installed")
+
+// Build builds the Kafka Streams program in dir (this package's directory)
+// with its build.sh, which caches the build by source hash, and returns the
+// runnable jar's path.
+func Build(ctx context.Context, dir string) (string, error) {
+	script, err := filepath.Abs(filepath.Join(dir, "build.sh"))
+	if err != nil {
+		return "", fmt.Errorf("kstreams: locate build.sh: %w", err)
+	}
+	for _, tool := range []string{"java", "mvn", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%w: %s not found on PATH", ErrNoToolchain, tool)
+		}
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 3 {
+			return "", fmt.Errorf("%w: %s", ErrNoToolchain, strings.TrimSpace(stderr.String()))
+		}
+		return "", fmt.Errorf("kstreams: %s: %w\n%s", script, err, stderr.String())
+	}
+	jar := strings.TrimSpace(string(out))
+	if jar == "" {
+		return "", fmt.Errorf("kstreams: %s printed no jar path", script)
+	}
+	return jar, nil
+}
+
+// PeerConfig says what one Kafka Streams instance runs.
+type PeerConfig struct {
+	Jar           string
+	JavaOpts      []string // JVM options before -jar
+	Bootstrap     string
+	ApplicationID string
+	Input, Output string
+	StateDir      string
+	// Props are StreamsConfig settings (num.standby.replicas,
+	// commit.interval.ms, num.stream.threads, ...).
+	Props map[string]string
+}
+
+// Peer is one running Kafka Streams instance (one JVM).
+type Peer struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stderr   *lockedBuffer
+	launched time.Time
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every event
+	started  time.Time     // start() returned
+	running  time.Time     // first transition to RUNNING
+	restored Restored
+	exited   bool
+	waitErr  error
+}
+
+// Restored is what the program's restore listener reported before the
+// first RUNNING: records restored over all store partitions, and the span
+// from the first restore's start to the last one's end.
+type Restored struct {
+	Records int64
+	Span    time.Duration
+}
+
+// StartPeer launches the JVM. Cancelling ctx kills it.
+func StartPeer(ctx context.Context, c PeerConfig) (*Peer, error) {
+	args := append(append([]string(nil), c.JavaOpts...), "-jar", c.Jar,
+		c.Bootstrap, c.ApplicationID, c.Input, c.Output, c.StateDir)
+	for k, v := range c.Props {
+		args = append(args, k+"="+v)
+	}
+	cmd := exec.CommandContext(ctx, "java", args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("kstreams: stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("kstreams: stdout pipe: %w", err)
+	}
+	p := &Peer{cmd: cmd, stdin: stdin, stderr: &lockedBuffer{}, changed: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	p.launched = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("kstreams: start java %s: %w", strings.Join(args, " "), err)
+	}
+	go p.read(stdout)
+	return p, nil
+}
+
+// read follows the program's event lines (see Main.java) until it exits.
+func (p *Peer) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		p.mu.Lock()
+		switch {
+		case f[0] == "STARTED" && len(f) == 2:
+			p.started = epochMillis(f[1])
+		case f[0] == "RUNNING" && len(f) == 2 && p.running.IsZero():
+			p.running = epochMillis(f[1])
+		case f[0] == "RESTORED" && len(f) == 4 && p.running.IsZero():
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			p.restored = Restored{Records: n, Span: epochMillis(f[3]).Sub(epochMillis(f[2]))}
+		}
+		p.notifyLocked()
+		p.mu.Unlock()
+	}
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.exited, p.waitErr = true, err
+	p.notifyLocked()
+	p.mu.Unlock()
+}
+
+func (p *Peer) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func epochMillis(s string) time.Time {
+	ms, _ := strconv.ParseInt(s, 10, 64)
+	return time.UnixMilli(ms)
+}
+
+// Launched is when the JVM was started.
+func (p *Peer) Launched() time.Time { return p.launched }
+
+// WaitRunning waits until the instance first reaches RUNNING (assigned and
+// restored) and returns when start() returned, when it was running, and
+// what it restored on the way.
+func (p *Peer) WaitRunning(ctx context.Context) (started, running time.Time, r Restored, err error) {
+	for {
+		p.mu.Lock()
+		started, running, r, exited, changed := p.started, p.running, p.restored, p.exited, p.changed
+		p.mu.Unlock()
+		if !running.IsZero() {
+			return started, running, r, nil
+		}
+		if exited {
+			return started, running, r, p.failed(errors.New("kstreams: the JVM exited before RUNNING"))
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return started, running, r, p.failed(fmt.Errorf("kstreams: waiting for RUNNING: %w", ctx.Err()))
+		}
+	}
+}
+
+// Running reports whether the instance has reached RUNNING, and when.
+func (p *Peer) Running() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running, !p.running.IsZero()
+}
+
+// Err returns why the JVM exited, nil while it runs.
+func (p *Peer) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
+		return nil
+	}
+	if p.waitErr != nil {
+		return p.failed(fmt.Errorf("kstreams: the JVM exited: %w", p.waitErr))
+	}
+	return p.failed(errors.New("kstreams: the JVM exited"))
+}
+
+// Close closes the program's stdin, which makes it close Kafka Streams
+// cleanly (leaving the group), and waits for the JVM to exit.
+func (p *Peer) Close(ctx context.Context) error {
+	p.stdin.Close()
+	for {
+		p.mu.Lock()
+		exited, err, changed := p.exited, p.waitErr, p.changed
+		p.mu.Unlock()
+		if exited {
+			if err != nil {
+				return p.failed(fmt.Errorf("kstreams: the JVM exited: %w", err))
+			}
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return p.failed(fmt.Errorf("kstreams: waiting for the JVM to close: %w", ctx.Err()))
+		}
+	}
+}
+
+// failed adds the JVM's stderr to an error: it usually says why.
+func (p *Peer) failed(err error) error {
+	if s := strings.TrimSpace(p.stderr.String()); s != "" {
+		return fmt.Errorf("%w\njava stderr:\n%s", err, s)
+	}
+	return err
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 1<<20 {
+		return len(p), nil // keep the beginning; it says what went wrong
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
