@@ -81,11 +81,11 @@ func runCount(b *testing.B, c *kafkatest.Cluster, adm *kadm.Client, s system, in
 	dir := b.TempDir()
 	m := startMeter()
 	in := s.start(b, c, c.Name(s.name+"-count"), input, dir)
-	waitFor(b, 10*time.Minute, 5*time.Millisecond,
+	waitFor(b, in, 10*time.Minute, 5*time.Millisecond,
 		func() string { return fmt.Sprintf("%s handled %d of %d records", s.name, in.handled(), records) },
 		func() bool { return in.handled() >= int64(records) })
 	u := m.done()
-	waitFor(b, 2*time.Minute, 20*time.Millisecond,
+	waitFor(b, in, 2*time.Minute, 20*time.Millisecond,
 		func() string { return fmt.Sprintf("%s: group %s not committed through the end", s.name, in.group()) },
 		func() bool { return committedThrough(adm, in.group(), input) })
 	r := sample{u: u, committed: time.Since(m.start)}
@@ -147,7 +147,7 @@ func BenchmarkRecovery(b *testing.B) {
 			} else {
 				in = startRackstreamOn(b, c, c.Name("rackstream-restore"), input, dir, processor.WithChangelog(table))
 			}
-			waitFor(b, 10*time.Minute, 5*time.Millisecond,
+			waitFor(b, in, 10*time.Minute, 5*time.Millisecond,
 				func() string { return name + " did not recover" },
 				in.recovered)
 			u := m.done()

@@ -24,12 +24,12 @@ func TestGokaAndRackstreamCountEveryKeyAlike(t *testing.T) {
 	for _, s := range []system{gokaSystem, rackstreamSystem} {
 		t.Run(s.name, func(t *testing.T) {
 			in := s.start(t, c, c.Name(s.name+"-check"), input, t.TempDir())
-			waitFor(t, 30*time.Second, 20*time.Millisecond,
+			waitFor(t, in, 30*time.Second, 20*time.Millisecond,
 				func() string {
 					return fmt.Sprintf("%s on %s handled %d of %d records", s.name, c.Kind(), in.handled(), records)
 				},
 				func() bool { return in.handled() >= records })
-			waitFor(t, 30*time.Second, 50*time.Millisecond,
+			waitFor(t, in, 30*time.Second, 50*time.Millisecond,
 				func() string {
 					return fmt.Sprintf("%s on %s: offsets of group %s not committed to the end", s.name, c.Kind(), in.group())
 				},

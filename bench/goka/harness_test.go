@@ -141,8 +141,50 @@ type instance interface {
 	recovered() bool
 	// count returns key's count in the instance's local state.
 	count(key string) (n int64, found bool, err error)
+	// exited reports whether Run has returned, and its error.
+	exited() (bool, error)
 	// stop shuts the instance down and returns Run's error.
 	stop() error
+}
+
+// running is the Run goroutine of an instance.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // Run's, set before done is closed
+}
+
+func run(fn func(context.Context) error) *running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = fn(ctx)
+	}()
+	return r
+}
+
+func (r *running) exited() (bool, error) {
+	select {
+	case <-r.done:
+		return true, r.err
+	default:
+		return false, nil
+	}
+}
+
+// stop cancels Run and waits for it to return.
+func (r *running) stop() error {
+	r.cancel()
+	select {
+	case <-r.done:
+		if errors.Is(r.err, context.Canceled) {
+			return nil
+		}
+		return r.err
+	case <-time.After(time.Minute):
+		return errors.New("did not stop within a minute")
+	}
 }
 
 // system starts an instance of one system's job as consumer group name
@@ -158,26 +200,23 @@ var (
 )
 
 type gokaInstance struct {
-	proc   *goka.Processor
-	name   string
-	n      atomic.Int64
-	cancel context.CancelFunc
-	done   chan error
+	*running
+	proc *goka.Processor
+	name string
+	n    atomic.Int64
 }
 
 // startGoka runs GokaCount as group name; its group table is name-table.
 func startGoka(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) instance {
 	tb.Helper()
-	g := &gokaInstance{name: name, done: make(chan error, 1)}
+	g := &gokaInstance{name: name}
 	proc, err := goka.NewProcessor(c.Brokers, GokaCount(name, input, func() { g.n.Add(1) }), GokaOptions(dir, SaramaConfig())...)
 	if err != nil {
 		tb.Fatalf("goka processor %s on %s: %v", name, c.Kind(), err)
 	}
 	dropTopics(tb, c, name+"-table")
 	g.proc = proc
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	go func() { g.done <- proc.Run(ctx) }()
+	g.running = run(proc.Run)
 	return g
 }
 
@@ -193,14 +232,11 @@ func (g *gokaInstance) count(key string) (int64, bool, error) {
 	return v.(int64), true, nil
 }
 
-func (g *gokaInstance) stop() error { g.cancel(); return waitRun(g.done) }
-
 type rackstreamInstance struct {
-	rt     *processor.Runtime
-	name   string
-	n      atomic.Int64
-	cancel context.CancelFunc
-	done   chan error
+	*running
+	rt   *processor.Runtime
+	name string
+	n    atomic.Int64
 }
 
 // startRackstream runs RackstreamCount as application name with its own
@@ -214,7 +250,7 @@ func startRackstream(tb testing.TB, c *kafkatest.Cluster, name, input, dir strin
 // benchmark adopts goka's group table with processor.WithChangelog).
 func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir string, opts ...processor.StoreOption) instance {
 	tb.Helper()
-	r := &rackstreamInstance{name: name, done: make(chan error, 1)}
+	r := &rackstreamInstance{name: name}
 	topo, _ := RackstreamCount(name, input, func() { r.n.Add(1) }, opts...)
 	rt, err := processor.NewRuntime(topo, processor.Options{
 		Brokers:        c.Brokers,
@@ -233,9 +269,7 @@ func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir str
 		dropTopics(tb, c, name+"-counts-changelog")
 	}
 	r.rt = rt
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- rt.Run(ctx) }()
+	r.running = run(rt.Run)
 	return r
 }
 
@@ -264,27 +298,15 @@ func (r *rackstreamInstance) count(key string) (int64, bool, error) {
 	return n, true, err
 }
 
-func (r *rackstreamInstance) stop() error { r.cancel(); return waitRun(r.done) }
-
-// waitRun waits for an instance's Run to return after its cancel.
-func waitRun(done <-chan error) error {
-	select {
-	case err := <-done:
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	case <-time.After(time.Minute):
-		return errors.New("did not stop within a minute")
-	}
-}
-
 // waitFor polls cond every interval until it holds; it fails tb after
-// limit, saying what was awaited.
-func waitFor(tb testing.TB, limit, interval time.Duration, what func() string, cond func() bool) {
+// limit, saying what was awaited, or as soon as in's Run returns.
+func waitFor(tb testing.TB, in instance, limit, interval time.Duration, what func() string, cond func() bool) {
 	tb.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
+		if ended, err := in.exited(); ended {
+			tb.Fatalf("%s: Run returned early: %v", what(), err)
+		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("not within %v: %s", limit, what())
 		}
