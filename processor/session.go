@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -47,6 +48,13 @@ type session struct {
 
 	commitMu ctxMutex // one commit at a time
 
+	// queued counts the records handed to tasks and not yet taken up; the
+	// poll loop waits while it is above 2 x MaxPollRecords, so that it does
+	// not race ahead of the tasks for CPU and memory. drained is signalled
+	// (capacity 1) whenever a task takes up a batch.
+	queued  atomic.Int64
+	drained chan struct{}
+
 	prodMu  sync.Mutex
 	prodErr error // the first failed produce (output or dead letter)
 
@@ -72,6 +80,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		active:     make(map[int32]*task),
 		standby:    make(map[int32]*state.Task),
 		commitMu:   make(ctxMutex, 1),
+		drained:    make(chan struct{}, 1),
 	}
 	for _, c := range r.topo.ChangelogTopics() {
 		s.changelogs[c] = true
@@ -236,7 +245,18 @@ func (s *session) poll(ctx context.Context) error {
 	if failed {
 		cancel()
 	}
+	limit := int64(2 * s.r.opts.MaxPollRecords)
 	for {
+		for s.queued.Load() > limit {
+			select {
+			case <-s.drained:
+			case <-pctx.Done():
+				if err := s.failure(); err != nil && ctx.Err() == nil {
+					return err
+				}
+				return nil
+			}
+		}
 		fs := s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
 		err := s.handOver(ctx, fs)
 		// Every batch of this poll is with its task: rebalances may run.
@@ -309,7 +329,12 @@ func (s *session) dispatch(p kgo.FetchTopicPartition) {
 	if t == nil {
 		return // not ours (anymore): the owner fetches from the committed offset
 	}
-	if t.q.push(p) > s.r.opts.TaskQueue {
+	n, ok := t.q.push(p)
+	if !ok {
+		return // the task ended meanwhile
+	}
+	s.queued.Add(int64(len(p.Records)))
+	if n > s.r.opts.TaskQueue {
 		t.maybePause()
 	}
 }

@@ -75,6 +75,15 @@ func newTask(s *session, id int32) *task {
 // processes its records until stopped.
 func (t *task) run() {
 	defer func() {
+		// The records still queued will be fetched again by the next
+		// owner; release them from the session's count.
+		if n := t.q.close(); n > 0 {
+			t.s.queued.Add(-int64(n))
+			select {
+			case t.s.drained <- struct{}{}:
+			default:
+			}
+		}
 		close(t.done)
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
@@ -100,6 +109,11 @@ func (t *task) run() {
 			case <-t.q.ready:
 				continue
 			}
+		}
+		t.s.queued.Add(-int64(len(p.Records)))
+		select {
+		case t.s.drained <- struct{}{}:
+		default:
 		}
 		// One clock read per record: a record's latency runs from the end
 		// of the previous one (or the batch's turn).
@@ -165,12 +179,18 @@ type batchQueue struct {
 	mu      sync.Mutex
 	batches []kgo.FetchTopicPartition
 	records int
+	closed  bool
 	ready   chan struct{} // signalled (capacity 1) on push
 }
 
-// push appends p and returns the records now queued.
-func (q *batchQueue) push(p kgo.FetchTopicPartition) int {
+// push appends p and returns the records now queued; ok is false when the
+// queue is closed (its task has ended) and p was not taken.
+func (q *batchQueue) push(p kgo.FetchTopicPartition) (queued int, ok bool) {
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return 0, false
+	}
 	q.batches = append(q.batches, p)
 	q.records += len(p.Records)
 	n := q.records
@@ -179,6 +199,15 @@ func (q *batchQueue) push(p kgo.FetchTopicPartition) int {
 	case q.ready <- struct{}{}:
 	default:
 	}
+	return n, true
+}
+
+// close empties the queue for good and returns the records it dropped.
+func (q *batchQueue) close() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.records
+	q.closed, q.batches, q.records = true, nil, 0
 	return n
 }
 
