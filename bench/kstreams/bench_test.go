@@ -182,8 +182,9 @@ type engine interface {
 type instance interface {
 	// waitRunning waits until the instance is assigned and restored and
 	// returns when it was asked to start (after process start-up) and
-	// when it was running, and the records it restored if it can tell.
-	waitRunning(ctx context.Context) (started, running time.Time, restored int64, err error)
+	// when it was running, and the records it restored and the span of the
+	// restore itself if it can tell (-1 if not).
+	waitRunning(ctx context.Context) (started, running time.Time, restored int64, span time.Duration, err error)
 	// err is non-nil once the instance has failed.
 	err() error
 	close(ctx context.Context) error
@@ -197,7 +198,8 @@ type result struct {
 	changelog       int64         // records in the changelog after the count
 	outputs         int64         // records in the output topic after the count
 	restore         time.Duration // a fresh instance, empty state dir: start to running
-	restored        int64         // records it restored (-1: not reported)
+	restored        int64         // records it restored
+	restoreSpan     time.Duration // Kafka Streams' restore listener: first restore start to last end (-1: not reported)
 }
 
 func (r result) recordsPerSec(records int) float64 {
@@ -205,9 +207,13 @@ func (r result) recordsPerSec(records int) float64 {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("start-up %6v  processing %7v  total %7v  changelog %7d  outputs %7d  restore %6v (%d records)",
+	span := ""
+	if r.restoreSpan >= 0 {
+		span = fmt.Sprintf(", restore listener span %v", r.restoreSpan.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("start-up %6v  processing %7v  total %7v  changelog %7d  outputs %7d  restore %6v (%d records%s)",
 		r.launchToRunning.Round(time.Millisecond), r.processing.Round(time.Millisecond), r.total.Round(time.Millisecond),
-		r.changelog, r.outputs, r.restore.Round(time.Millisecond), r.restored)
+		r.changelog, r.outputs, r.restore.Round(time.Millisecond), r.restored, span)
 }
 
 // runOnce runs e's count with n instances on a fresh application id until
@@ -257,7 +263,7 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 	}
 	firstRunning := time.Time{}
 	for _, in := range insts {
-		_, running, _, err := in.waitRunning(ctx)
+		_, running, _, _, err := in.waitRunning(ctx)
 		if err != nil {
 			b.Fatalf("%s: %v", e.name(), err)
 		}
@@ -282,11 +288,11 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 		b.Fatal(err)
 	}
 	insts = append(insts, in)
-	started, running, restored, err := in.waitRunning(ctx)
+	started, running, restored, span, err := in.waitRunning(ctx)
 	if err != nil {
 		b.Fatalf("%s restore: %v", e.name(), err)
 	}
-	r.restore, r.restored = running.Sub(started), restored
+	r.restore, r.restored, r.restoreSpan = running.Sub(started), restored, span
 	if r.restored < 0 {
 		r.restored = r.changelog // an empty state dir restores the whole changelog
 	}
@@ -418,6 +424,8 @@ func report(b *testing.B, n int, s settings, ks, rs []result) {
 	for _, row := range rows {
 		fmt.Fprintf(&t, "| %s | "+row.unit+" | "+row.unit+" | %.2f |\n", row.name, med(ks, row.f), med(rs, row.f), ratios(row.f))
 	}
+	fmt.Fprintf(&t, "\nKafka Streams' restore listener span (first restore start to last restore end, inside the restore above), median: %.0f ms\n",
+		med(ks, func(r result) float64 { return ms(r.restoreSpan) }))
 	b.Log("\n" + t.String())
 	suffix := ""
 	if n > 1 {
@@ -462,9 +470,9 @@ func (k kafkaStreams) start(ctx context.Context, c *kafkatest.Cluster, app, inpu
 
 type jvm struct{ p *Peer }
 
-func (j jvm) waitRunning(ctx context.Context) (time.Time, time.Time, int64, error) {
+func (j jvm) waitRunning(ctx context.Context) (time.Time, time.Time, int64, time.Duration, error) {
 	started, running, r, err := j.p.WaitRunning(ctx)
-	return started, running, r.Records, err
+	return started, running, r.Records, r.Span, err
 }
 func (j jvm) err() error                      { return j.p.Err() }
 func (j jvm) close(ctx context.Context) error { return j.p.Close(ctx) }
@@ -542,15 +550,15 @@ func (g *goRuntime) watchReady(ctx context.Context) {
 	}
 }
 
-func (g *goRuntime) waitRunning(ctx context.Context) (time.Time, time.Time, int64, error) {
+func (g *goRuntime) waitRunning(ctx context.Context) (time.Time, time.Time, int64, time.Duration, error) {
 	select {
 	case <-g.ready:
-		return g.started, g.readyAt, -1, nil
+		return g.started, g.readyAt, -1, -1, nil
 	case <-g.done:
-		return g.started, time.Time{}, -1, fmt.Errorf("rackstream: Run returned before ready: %v", g.runErr)
+		return g.started, time.Time{}, -1, -1, fmt.Errorf("rackstream: Run returned before ready: %v", g.runErr)
 	case <-ctx.Done():
 		_, reason := g.rt.Ready()
-		return g.started, time.Time{}, -1, fmt.Errorf("rackstream: not ready (%s): %w", reason, ctx.Err())
+		return g.started, time.Time{}, -1, -1, fmt.Errorf("rackstream: not ready (%s): %w", reason, ctx.Err())
 	}
 }
 
