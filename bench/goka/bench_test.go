@@ -56,10 +56,10 @@ func BenchmarkCount(b *testing.B) {
 		for _, s := range order {
 			r := runCount(b, c, adm, s, input, records, want)
 			runs[s.name] = append(runs[s.name], r)
-			line += fmt.Sprintf(" | %s %v (%.0f/s, committed %v, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB)",
+			line += fmt.Sprintf(" | %s %v (%.0f/s, committed %v, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB, live +%.0f MB)",
 				s.name, r.u.wall.Round(time.Millisecond), float64(records)/r.u.wall.Seconds(), r.committed.Round(time.Millisecond),
 				float64(r.u.mallocs)/float64(records), float64(r.u.bytes)/float64(records),
-				float64(r.u.cpu.Microseconds())/float64(records), float64(r.u.peakHeap)/1e6)
+				float64(r.u.cpu.Microseconds())/float64(records), float64(r.u.peakHeap)/1e6, float64(r.u.peakLive)/1e6)
 		}
 		b.Log(line)
 	}
@@ -71,6 +71,7 @@ func BenchmarkCount(b *testing.B) {
 		"B/record":      func(s sample) float64 { return float64(s.u.bytes) / float64(records) },
 		"cpu-µs/record": func(s sample) float64 { return float64(s.u.cpu.Microseconds()) / float64(records) },
 		"peak-heap-MB":  func(s sample) float64 { return float64(s.u.peakHeap) / 1e6 },
+		"peak-live-MB":  func(s sample) float64 { return float64(s.u.peakLive) / 1e6 },
 	}, "records/s")
 }
 
@@ -156,10 +157,10 @@ func BenchmarkRecovery(b *testing.B) {
 				b.Fatalf("%s: stop: %v", name, err)
 			}
 			runs[name] = append(runs[name], sample{u: u})
-			line += fmt.Sprintf(" | %s %v (%.0f/s, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB)",
+			line += fmt.Sprintf(" | %s %v (%.0f/s, %.1f allocs, %.0f B, %.1f µs CPU per record, heap +%.0f MB, live +%.0f MB)",
 				name, u.wall.Round(time.Millisecond), float64(keys)/u.wall.Seconds(),
 				float64(u.mallocs)/float64(keys), float64(u.bytes)/float64(keys),
-				float64(u.cpu.Microseconds())/float64(keys), float64(u.peakHeap)/1e6)
+				float64(u.cpu.Microseconds())/float64(keys), float64(u.peakHeap)/1e6, float64(u.peakLive)/1e6)
 		}
 		b.Log(line)
 	}
@@ -170,6 +171,7 @@ func BenchmarkRecovery(b *testing.B) {
 		"B/record":      func(s sample) float64 { return float64(s.u.bytes) / float64(keys) },
 		"cpu-µs/record": func(s sample) float64 { return float64(s.u.cpu.Microseconds()) / float64(keys) },
 		"peak-heap-MB":  func(s sample) float64 { return float64(s.u.peakHeap) / 1e6 },
+		"peak-live-MB":  func(s sample) float64 { return float64(s.u.peakLive) / 1e6 },
 	}, "records/s")
 }
 

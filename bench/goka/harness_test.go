@@ -217,6 +217,7 @@ func startGoka(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) ins
 	dropTopics(tb, c, name+"-table")
 	g.proc = proc
 	g.running = run(proc.Run)
+	tb.Cleanup(func() { _ = g.stop() }) // after a failure; stopping twice is harmless
 	return g
 }
 
@@ -270,6 +271,7 @@ func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir str
 	}
 	r.rt = rt
 	r.running = run(rt.Run)
+	tb.Cleanup(func() { _ = r.stop() }) // after a failure; stopping twice is harmless
 	return r
 }
 
@@ -342,42 +344,47 @@ type usage struct {
 	cpu      time.Duration // user+system CPU of the whole process
 	mallocs  uint64
 	bytes    uint64
-	peakHeap uint64 // highest heap-object bytes seen, over the level at the start
+	peakHeap uint64 // highest heap-object bytes seen (live and not yet swept), over the start
+	peakLive uint64 // highest live heap a GC cycle marked, over the start
 }
 
 // meter measures the process from its creation to done: CPU, allocations,
-// and the heap sampled every 10 ms.
+// and the heap sampled every 10 ms: the bytes in heap objects (what the
+// heap's footprint follows, garbage not yet swept included) and the live
+// heap the last GC cycle marked.
 type meter struct {
 	start      time.Time
 	cpu0       time.Duration
 	ms0        runtime.MemStats
-	base, peak atomic.Uint64
+	base       [2]uint64
+	peak       [2]uint64 // written by the sampler until sampled is closed
 	stopSample chan struct{}
 	sampled    chan struct{}
 }
 
-const heapObjects = "/memory/classes/heap/objects:bytes"
-
-func heapNow(s []metrics.Sample) uint64 {
-	metrics.Read(s)
-	return s[0].Value.Uint64()
+func heapSamples() []metrics.Sample {
+	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 }
 
 func startMeter() *meter {
 	runtime.GC()
 	m := &meter{stopSample: make(chan struct{}), sampled: make(chan struct{})}
-	s := []metrics.Sample{{Name: heapObjects}}
-	m.base.Store(heapNow(s))
+	s := heapSamples()
+	metrics.Read(s)
+	for i := range s {
+		m.base[i] = s[i].Value.Uint64()
+	}
 	runtime.ReadMemStats(&m.ms0)
 	m.cpu0 = processCPU()
 	go func() {
 		defer close(m.sampled)
-		s := []metrics.Sample{{Name: heapObjects}}
+		s := heapSamples()
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if h := heapNow(s); h > m.peak.Load() {
-				m.peak.Store(h)
+			metrics.Read(s)
+			for i := range s {
+				m.peak[i] = max(m.peak[i], s[i].Value.Uint64())
 			}
 			select {
 			case <-m.stopSample:
@@ -397,11 +404,14 @@ func (m *meter) done() usage {
 	<-m.sampled
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	u := usage{wall: wall, cpu: cpu, mallocs: ms.Mallocs - m.ms0.Mallocs, bytes: ms.TotalAlloc - m.ms0.TotalAlloc}
-	if p, b := m.peak.Load(), m.base.Load(); p > b {
-		u.peakHeap = p - b
+	over := func(i int) uint64 {
+		if m.peak[i] > m.base[i] {
+			return m.peak[i] - m.base[i]
+		}
+		return 0
 	}
-	return u
+	return usage{wall: wall, cpu: cpu, mallocs: ms.Mallocs - m.ms0.Mallocs, bytes: ms.TotalAlloc - m.ms0.TotalAlloc,
+		peakHeap: over(0), peakLive: over(1)}
 }
 
 func processCPU() time.Duration {
