@@ -23,9 +23,12 @@ HOME_DIR=$CACHE/kafka-$KAFKA_VERSION
 LIBS=$HOME_DIR/libs
 RUN_DIR=${RACKSTREAM_KAFKA_DIR:-/tmp/rackstream-kafka}
 HOST=127.0.0.1
-PORT=${RACKSTREAM_KAFKA_PORT:-39092}
-CONTROLLER_PORT=${RACKSTREAM_KAFKA_CONTROLLER_PORT:-39093}
-SASL_PORT=${RACKSTREAM_KAFKA_SASL_PORT:-39094}
+# Below the kernel's ephemeral range (32768-60999 on Linux): a port in it can
+# be taken at any moment as the local port of some outgoing connection, and
+# the broker then fails to bind.
+PORT=${RACKSTREAM_KAFKA_PORT:-19092}
+CONTROLLER_PORT=${RACKSTREAM_KAFKA_CONTROLLER_PORT:-19093}
+SASL_PORT=${RACKSTREAM_KAFKA_SASL_PORT:-19094}
 SASL_USER=${RACKSTREAM_KAFKA_SASL_USER:-rackstream}
 SASL_PASSWORD=${RACKSTREAM_KAFKA_SASL_PASSWORD:-rackstream-test-secret}
 HEAP=${RACKSTREAM_KAFKA_HEAP:--Xms256m -Xmx768m}
@@ -33,6 +36,7 @@ START_TIMEOUT=${RACKSTREAM_KAFKA_START_TIMEOUT:-120}
 STOP_TIMEOUT=${RACKSTREAM_KAFKA_STOP_TIMEOUT:-30}
 
 PID_FILE=$RUN_DIR/kafka.pid
+PORTS_FILE=$RUN_DIR/ports
 LOG_DIR=$RUN_DIR/logs
 CONFIG=$RUN_DIR/server.properties
 
@@ -111,6 +115,15 @@ pid_running() {
 	echo "$pid"
 }
 
+# use_running_ports makes status, env and the rest name the ports the running
+# broker was started with, whatever this shell's defaults are.
+use_running_ports() {
+	pid_running >/dev/null || return 0
+	[[ -f $PORTS_FILE ]] || return 0
+	# shellcheck disable=SC1090 # written by start below
+	. "$PORTS_FILE"
+}
+
 port_free() { ! (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
 # jvm_args sets JVM to the options both the storage tool and the broker run with.
@@ -169,6 +182,7 @@ start() {
 	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with internal/kafkatest/cmd/kafkaping"
 	fetch
 	if pid=$(pid_running); then
+		use_running_ports
 		die "already running (pid $pid, run dir $RUN_DIR): 'deploy/local/kafka.sh stop' first, or use it: RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
 	fi
 	local p
@@ -180,6 +194,7 @@ start() {
 	rm -rf "$RUN_DIR"
 	mkdir -p "$LOG_DIR" "$RUN_DIR/data" "$RUN_DIR/bin"
 	write_config
+	printf 'PORT=%s\nCONTROLLER_PORT=%s\nSASL_PORT=%s\n' "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" >"$PORTS_FILE"
 
 	# Build the readiness probe while nothing else runs (cached after the first time).
 	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./internal/kafkatest/cmd/kafkaping) ||
@@ -250,6 +265,7 @@ stop() {
 
 status() {
 	local pid
+	use_running_ports
 	if pid=$(pid_running); then
 		say "running (pid $pid, Apache Kafka $(cat "$RUN_DIR/version" 2>/dev/null || echo '?')): PLAINTEXT $HOST:$PORT, SASL_PLAINTEXT $HOST:$SASL_PORT; run dir $RUN_DIR"
 		return 0
@@ -259,6 +275,7 @@ status() {
 }
 
 print_env() {
+	use_running_ports
 	# RACKSTREAM_TEST_BROKER_RUN names this broker's life (its cluster id):
 	# kafkatest reads it, so go test's cache never answers for a test that
 	# ran against an earlier broker.

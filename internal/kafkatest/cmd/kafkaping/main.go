@@ -6,7 +6,7 @@
 // deploy/local/kafka.sh runs it in a loop to decide when the broker it
 // started is ready:
 //
-//	kafkaping -brokers 127.0.0.1:39092 -sasl-brokers 127.0.0.1:39094 -timeout 3s
+//	kafkaping -brokers 127.0.0.1:19092 -sasl-brokers 127.0.0.1:19094 -timeout 3s
 //
 // The SASL user and password come from RACKSTREAM_TEST_SASL_USER and
 // RACKSTREAM_TEST_SASL_PASSWORD (never from flags, so they stay out of ps).
@@ -28,7 +28,7 @@ import (
 )
 
 func main() {
-	brokers := flag.String("brokers", "127.0.0.1:39092", "PLAINTEXT seed brokers, comma separated")
+	brokers := flag.String("brokers", "127.0.0.1:19092", "PLAINTEXT seed brokers, comma separated")
 	saslBrokers := flag.String("sasl-brokers", "", "SASL_PLAINTEXT seed brokers (SCRAM-SHA-512), comma separated; empty skips the SASL check")
 	timeout := flag.Duration("timeout", 5*time.Second, "deadline for all checks")
 	flag.Parse()
