@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,6 +189,9 @@ type instance interface {
 	// err is non-nil once the instance has failed.
 	err() error
 	close(ctx context.Context) error
+	// cpu is the CPU time its process used, once closed; -1 for an
+	// instance inside this process (the run measures the process's).
+	cpu() time.Duration
 }
 
 // result is one engine's run: the count from scratch, then a restore.
@@ -197,6 +201,7 @@ type result struct {
 	total           time.Duration // first instance launched to every input offset committed
 	changelog       int64         // records in the changelog after the count
 	outputs         int64         // records in the output topic after the count
+	cpu             time.Duration // CPU time of the count: its processes from launch to close
 	restore         time.Duration // a fresh instance, empty state dir: start to running
 	restored        int64         // records it restored
 	restoreSpan     time.Duration // Kafka Streams' restore listener: first restore start to last end (-1: not reported)
@@ -211,9 +216,9 @@ func (r result) String() string {
 	if r.restoreSpan >= 0 {
 		span = fmt.Sprintf(", restore listener span %v", r.restoreSpan.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("start-up %6v  processing %7v  total %7v  changelog %7d  outputs %7d  restore %6v (%d records%s)",
+	return fmt.Sprintf("start-up %6v  processing %7v  total %7v  CPU %7v  changelog %7d  outputs %7d  restore %6v (%d records%s)",
 		r.launchToRunning.Round(time.Millisecond), r.processing.Round(time.Millisecond), r.total.Round(time.Millisecond),
-		r.changelog, r.outputs, r.restore.Round(time.Millisecond), r.restored, span)
+		r.cpu.Round(time.Millisecond), r.changelog, r.outputs, r.restore.Round(time.Millisecond), r.restored, span)
 }
 
 // runOnce runs e's count with n instances on a fresh application id until
@@ -245,7 +250,6 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 				b.Fatalf("%s: close: %v", e.name(), err)
 			}
 		}
-		insts = nil
 	}
 	defer func() {
 		for _, in := range insts {
@@ -253,6 +257,7 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 		}
 	}()
 	progress("%s: %d instance(s) of %s counting", e.name(), n, app)
+	selfCPU := processCPU(b)
 	launched := time.Now()
 	for i := range n {
 		in, err := e.start(ctx, c, app, input, output, filepath.Join(dirs, "count-"+strconv.Itoa(i)), i, n)
@@ -278,6 +283,15 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 	r.processing = done.Sub(firstRunning)
 	r.total = done.Sub(launched)
 	closeAll()
+	for _, in := range insts {
+		if c := in.cpu(); c >= 0 {
+			r.cpu += c
+		} else {
+			r.cpu += processCPU(b) - selfCPU
+			selfCPU = processCPU(b) // count this process once
+		}
+	}
+	insts = nil
 	r.changelog = sum(c.EndOffsets(changelog))
 	r.outputs = sum(c.EndOffsets(output))
 	checkCounts(b, c, e.name(), output, s)
@@ -297,6 +311,7 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 		r.restored = r.changelog // an empty state dir restores the whole changelog
 	}
 	closeAll()
+	insts = nil
 	return r
 }
 
@@ -368,6 +383,15 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
 }
 
+// processCPU is this process's CPU time so far (user and system).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func sum(offsets map[int32]int64) int64 {
 	var n int64
 	for _, o := range offsets {
@@ -414,6 +438,7 @@ func report(b *testing.B, n int, s settings, ks, rs []result) {
 		{"processing time, ms", func(r result) float64 { return ms(r.processing) }, "%.0f"},
 		{"launch to running, ms", func(r result) float64 { return ms(r.launchToRunning) }, "%.0f"},
 		{"launch to all committed, ms", func(r result) float64 { return ms(r.total) }, "%.0f"},
+		{"CPU of the count (launch to close), s", func(r result) float64 { return r.cpu.Seconds() }, "%.1f"},
 		{"changelog records", func(r result) float64 { return float64(r.changelog) }, "%.0f"},
 		{"output records", func(r result) float64 { return float64(r.outputs) }, "%.0f"},
 		{"restore (start to running), ms", func(r result) float64 { return ms(r.restore) }, "%.0f"},
@@ -476,6 +501,7 @@ func (j jvm) waitRunning(ctx context.Context) (time.Time, time.Time, int64, time
 }
 func (j jvm) err() error                      { return j.p.Err() }
 func (j jvm) close(ctx context.Context) error { return j.p.Close(ctx) }
+func (j jvm) cpu() time.Duration              { return j.p.CPU() }
 
 // rackstream runs the same count with the processor package, one Runtime
 // per instance, in this process.
@@ -570,6 +596,8 @@ func (g *goRuntime) err() error {
 		return nil
 	}
 }
+
+func (g *goRuntime) cpu() time.Duration { return -1 }
 
 func (g *goRuntime) close(ctx context.Context) error {
 	g.cancel()

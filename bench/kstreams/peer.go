@@ -196,6 +196,17 @@ func (p *Peer) Err() error {
 	return p.failed(errors.New("kstreams: the JVM exited"))
 }
 
+// CPU returns the CPU time (user and system) the JVM used, once it has
+// exited; 0 before.
+func (p *Peer) CPU() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited || p.cmd.ProcessState == nil {
+		return 0
+	}
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
 // Close closes the program's stdin, which makes it close Kafka Streams
 // cleanly (leaving the group), and waits for the JVM to exit.
 func (p *Peer) Close(ctx context.Context) error {
