@@ -34,11 +34,12 @@ import (
 	"github.com/rackstream/rackstream/processor/codec"
 )
 
-// SaramaConfig is goka's default sarama configuration with the two changes
-// this job needs: a protocol version a Kafka 4 broker still accepts (4.0
-// removed the request versions of sarama's default V2_0_0_0 for some APIs),
-// and input streams read from their start instead of goka's default, the
-// newest offset.
+// SaramaConfig is goka's default sarama configuration with two changes:
+// protocol version V2_1_0_0, the version the repository's goka interop test
+// uses for Kafka 4 (Kafka 4.0 removed many old request versions; goka's
+// default V2_0_0_0 also ran this job on kfake and Kafka 4.4 when tried), and
+// input streams read from their start instead of goka's default, the newest
+// offset.
 func SaramaConfig() *sarama.Config {
 	cfg := goka.DefaultConfig()
 	cfg.Version = sarama.V2_1_0_0
