@@ -192,6 +192,7 @@ func New(opts Options) (*Instance, error) {
 		MaxWarmups:            cfg.MaxWarmupReplicas,
 		ProbingInterval:       cfg.ProbingRebalanceInterval,
 		Partitioner:           part,
+		CacheMaxBytes:         cfg.StatestoreCacheMaxBytes,
 		CommitInterval:        cfg.CommitInterval,
 		ErrorPolicy:           policy,
 		DLQTopic:              cfg.DeadLetterQueueTopic,

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/codec"
 )
@@ -134,5 +136,84 @@ func TestRunFailsAtStartupOnRefusedSASLLogin(t *testing.T) {
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled instead of refused: %v", err)
+	}
+}
+
+// TestRecordCacheSettingReachesTheRuntime runs the count processor with an
+// output topic on 60 records of one key, with statestore.cache.max.bytes on
+// and off, and a commit interval longer than the test so that the only
+// flush is the one before the shutdown commit. With the cache the updates
+// of the key are merged before they reach the output (fewer records than
+// updates, the last one the final count); without it every update goes out.
+func TestRecordCacheSettingReachesTheRuntime(t *testing.T) {
+	const updates = 60
+	for _, tc := range []struct {
+		name  string
+		cache string
+		check func(n int) bool
+		want  string
+	}{
+		{"a cache merges a key's updates before they reach the output", "10485760", func(n int) bool { return n < updates }, "fewer than 60"},
+		{"no cache emits every update", "0", func(n int) bool { return n == updates }, "60"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.Name("cache-in"), c.Name("cache-out")
+			c.CreateTopic(in, 1, nil)
+			c.CreateTopic(out, 1, nil)
+			var recs []*kgo.Record
+			for range updates {
+				recs = append(recs, &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("x")})
+			}
+			c.Produce(recs...)
+			cfg := load(t, "application.id="+c.Name("cache"), "bootstrap.servers="+strings.Join(c.Brokers, ","),
+				"processor.type=count", "processor.input.topic="+in, "processor.output.topic="+out,
+				"statestore.cache.max.bytes="+tc.cache, "commit.interval.ms=3600000",
+				"session.timeout.ms=6000", "replication.factor=1")
+			inst, err := New(Options{Config: cfg, Logger: quiet, ClientOpts: c.ClientOpts()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- inst.Run(ctx) }()
+			// Queries read committed state, so the processed-records
+			// counter tells when every update is in.
+			kafkatest.Eventually(t, time.Minute, "60 records processed", func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("Run returned early: %v", err)
+				default:
+				}
+				fams, err := inst.Registry().Gather()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n float64
+				for _, f := range fams {
+					if f.GetName() == "rackstream_process_records_total" {
+						for _, m := range f.GetMetric() {
+							n += m.GetCounter().GetValue()
+						}
+					}
+				}
+				return n >= updates
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			var values []string
+			for _, r := range c.ConsumeAll(out) {
+				if string(r.Key) == "k" {
+					values = append(values, string(r.Value))
+				}
+			}
+			if !tc.check(len(values)) || len(values) == 0 || values[len(values)-1] != "60" {
+				t.Fatalf("output of k: %d records ending %q; want %s ending with the final count 60", len(values), values[max(0, len(values)-1):], tc.want)
+			}
+			t.Logf("%d updates of k, %d output records", updates, len(values))
+		})
 	}
 }
