@@ -82,27 +82,13 @@ func dropTopics(tb testing.TB, c *kafkatest.Cluster, topics ...string) {
 func produceInput(tb testing.TB, c *kafkatest.Cluster, topic string, records, keys int) map[string]int64 {
 	tb.Helper()
 	want := make(map[string]int64, keys)
-	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(partition.Kgo(fnv1a)),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
-	ctx := context.Background()
-	var failed atomic.Pointer[error]
-	for i := 0; i < records; i++ {
+	produce(tb, c, topic, records, func(i int) *kgo.Record {
 		v := make([]byte, valueBytes)
 		binary.BigEndian.PutUint64(v, uint64(i))
 		k := keyOf(i, keys)
 		want[k]++
-		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				failed.CompareAndSwap(nil, &err)
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		tb.Fatalf("produce input %s: %v", topic, err)
-	}
-	if err := failed.Load(); err != nil {
-		tb.Fatalf("produce input %s: %v", topic, *err)
-	}
+		return &kgo.Record{Key: []byte(k), Value: v}
+	})
 	return want
 }
 
@@ -110,24 +96,33 @@ func produceInput(tb testing.TB, c *kafkatest.Cluster, topic string, records, ke
 // in decimal (goka's codec.Int64 and Rackstream's codec.Int64 both read it).
 func produceTable(tb testing.TB, c *kafkatest.Cluster, topic string, keys int) {
 	tb.Helper()
+	produce(tb, c, topic, keys, func(i int) *kgo.Record {
+		return &kgo.Record{Key: []byte(keyOf(i, keys)), Value: strconv.AppendInt(nil, int64(i+1), 10)}
+	})
+}
+
+// produce writes n records made by record(0..n-1) to topic,
+// partitioned by FNV-1a, and fails tb on any error.
+func produce(tb testing.TB, c *kafkatest.Cluster, topic string, n int, record func(i int) *kgo.Record) {
+	tb.Helper()
 	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(partition.Kgo(fnv1a)),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
 	ctx := context.Background()
 	var failed atomic.Pointer[error]
-	for i := 0; i < keys; i++ {
-		cl.Produce(ctx, &kgo.Record{Key: []byte(keyOf(i, keys)), Value: strconv.AppendInt(nil, int64(i+1), 10)},
-			func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-			})
+	for i := 0; i < n; i++ {
+		cl.Produce(ctx, record(i), func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		tb.Fatalf("produce table %s: %v", topic, err)
+		tb.Fatalf("produce to %s: %v", topic, err)
 	}
 	if err := failed.Load(); err != nil {
-		tb.Fatalf("produce table %s: %v", topic, *err)
+		tb.Fatalf("produce to %s: %v", topic, *err)
 	}
+	cl.Close() // its buffers are not the systems' to carry
 }
 
 // instance is one running instance of either system's job.
