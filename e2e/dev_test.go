@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,23 +129,45 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	owner := md.Tasks[task].Active
-	ownerAddr, _ := md.client(owner)
-	var nonOwner string
-	for name, addr := range addrs {
-		if addr != ownerAddr {
-			nonOwner = name
-			break
+	// Right after the start the placement may still change (a warmup that
+	// caught up triggers a probing rebalance that moves its task), so the
+	// owner is read from a settled placement (no probing rebalance pending)
+	// of the same generation as the answer, and the read of the owner and
+	// the query are repeated until the generations agree.
+	var (
+		owner, ownerAddr, nonOwner string
+		ans                        keyAnswer
+		gen                        int32
+	)
+	kafkatest.Eventually(t, time.Minute, "count of the probe key is 7 on a non-owner, in a settled generation", func() bool {
+		var before, after metadata
+		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &before); code != 200 || err != nil {
+			return false
 		}
-	}
-	var ans keyAnswer
-	kafkatest.Eventually(t, time.Minute, "count of the probe key is 7 on a non-owner", func() bool {
+		if before.ProbingRebalanceNeeded || before.spreadProblem(12, 6, 2, "zone") != "" {
+			return false
+		}
+		owner = before.Tasks[task].Active
+		ownerAddr, _ = before.client(owner)
+		nonOwner = ""
+		for _, name := range slices.Sorted(maps.Keys(addrs)) {
+			if addrs[name] != ownerAddr {
+				nonOwner = name
+				break
+			}
+		}
 		ans = keyAnswer{}
-		code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)
-		return code == 200 && string(ans.Value) == "7"
+		if code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans); code != 200 || string(ans.Value) != "7" {
+			return false
+		}
+		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &after); code != 200 || err != nil {
+			return false
+		}
+		gen = before.Generation
+		return ans.Generation == gen && after.Generation == gen
 	})
 	if ans.ServedBy != owner || ans.Role != "active" || ans.Task != task {
-		t.Errorf("answer from %s: served by %s as %s for task %d; want the owner %s, active, task %d", nonOwner, ans.ServedBy, ans.Role, ans.Task, owner, task)
+		t.Errorf("answer from %s at generation %d: served by %s as %s for task %d; want the owner %s, active, task %d", nonOwner, gen, ans.ServedBy, ans.Role, ans.Task, owner, task)
 	}
 
 	// Kill the owner through the admin route of another instance.
@@ -157,8 +181,11 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 		if code, err := getJSON("http://"+addrs[nonOwner]+"/v1/metadata", &after); code != 200 || err != nil {
 			return false
 		}
-		if a := after.Tasks[task].Active; a == "" || a == owner {
+		if a := after.Tasks[task].Active; a == "" || a == owner || after.Generation <= gen {
 			return false
+		}
+		if ep, _ := after.client(owner); ep != "" {
+			return false // still a member: the task may not have moved for the kill
 		}
 		ans = keyAnswer{}
 		code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)

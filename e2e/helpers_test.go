@@ -202,7 +202,10 @@ type metadata struct {
 		Active  string   `json:"active"`
 		Standby []string `json:"standby"`
 	} `json:"tasks"`
-	Quality struct {
+	// ProbingRebalanceNeeded: warmups are catching up, and a rebalance
+	// will move their tasks when they have; the placement is not settled.
+	ProbingRebalanceNeeded bool `json:"probing_rebalance_needed"`
+	Quality                struct {
 		Dimensions []struct {
 			Tag            string `json:"tag"`
 			Values         int    `json:"values"`
@@ -250,6 +253,9 @@ type keyAnswer struct {
 	Task     int32           `json:"task"`
 	ServedBy string          `json:"served_by"`
 	Role     string          `json:"role"`
+	// Generation is the placement generation of the instance that served
+	// the answer.
+	Generation int32 `json:"generation"`
 }
 
 // scrape reads the /metrics page at url.
