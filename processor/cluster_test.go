@@ -65,7 +65,7 @@ func allReady(ins ...*instance) bool {
 func (a *countApp) checkCounts(t *testing.T, exact bool) {
 	t.Helper()
 	missing, dups := a.missing()
-	t.Logf("%d keys, %d valid records, %d poison: %d missing, %d duplicates (by partition %v)", len(a.produced), sumValues(a.produced), a.poison, missing, dups, a.dupByPart)
+	t.Logf("%d keys, %d valid records, %d poison: %d missing, %d duplicates (by partition %v; by first->again handler %v)", len(a.produced), sumValues(a.produced), a.poison, missing, dups, a.dupByPart, a.dupBy)
 	if missing > 0 {
 		t.Errorf("%d produced records were never handled", missing)
 	}
@@ -493,6 +493,7 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 		}
 		return n >= clusterRecords/4
 	})
+	t.Logf("cutting i0 (active tasks %v); i1 (active tasks %v) leaves", activeTasks(ins[0]), activeTasks(ins[1]))
 	victim.Cut()
 	ins[1].stop(t)
 	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
@@ -511,4 +512,15 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 	}
 	ins[0].stop(t)
 	a.checkCounts(t, false)
+}
+
+// activeTasks lists the tasks in is active for.
+func activeTasks(in *instance) []int32 {
+	var out []int32
+	for task := int32(0); task < in.rt.Tasks(); task++ {
+		if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+			out = append(out, task)
+		}
+	}
+	return out
 }

@@ -220,3 +220,37 @@ func TestRunFailsAtStartWhenAnOutputTopicIsMissing(t *testing.T) {
 		t.Fatalf("Run: %v; want the missing output named", err)
 	}
 }
+
+// An instance cut off from the brokers mid-stream (as in a network
+// partition) loses its partitions while a commit is stuck flushing to the
+// unreachable brokers with its tasks locked. Dropping the lost tasks must
+// not wait for that commit: the poll loop waits for the drop, and the
+// shutdown for the poll loop. Run returns within its shutdown timeout,
+// and nothing is lost once another instance takes over.
+func TestShutdownIsBoundedWhenCutOffWhileACommitIsFlushing(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 4)
+	d := &cutDialer{}
+	o := a.options(t, "cut", "a")
+	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.ShutdownTimeout = 2 * time.Second
+	in := a.start(t, "cut", o)
+	kafkatest.Eventually(t, time.Minute, "ready", func() bool { return allReady(in) })
+	a.produce(t, 40000, 1000, 0)
+	kafkatest.Eventually(t, time.Minute, "some records handled", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.seen) > 0
+	})
+	d.Cut()
+	kafkatest.Eventually(t, time.Minute, "the cut instance noticed it lost the group", func() bool {
+		_, reason := in.rt.Ready()
+		return strings.Contains(reason, "joining the group") || strings.Contains(reason, "rebuilding")
+	})
+	in.stop(t) // fails after 60s with a goroutine dump, where the hang was
+
+	other := a.start(t, "other", a.options(t, "other", "b"))
+	a.waitCommitted(t, 3*time.Minute)
+	other.stop(t)
+	a.checkCounts(t, false)
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,12 +32,25 @@ type Options struct {
 	// ClientOpts are added to every Kafka client the runtime makes (group
 	// member, restore consumer, admin): TLS, SASL, a dialer, a client id.
 	ClientOpts []kgo.Opt
+	// ClientOptsFor, when set, returns options added after ClientOpts to
+	// the Kafka clients the runtime makes once it knows its process id
+	// (the group member, the placement and admin clients): typically
+	// kgo.ClientID("<name>-"+processID), so that the brokers' logs and
+	// quotas tell the instances apart. The state directory's restore
+	// consumer is made before the process id is read and gets ClientOpts
+	// only.
+	ClientOptsFor func(processID string) []kgo.Opt
 
 	// StateDir is the state directory (state.dir); the application's
 	// stores live in StateDir/<application.id>.
 	StateDir string
 	// LevelDB are the stores' LevelDB options.
 	LevelDB state.LevelDBOptions
+	// CleanupDelay is how long the stores of a task this instance no
+	// longer holds stay on disk before they are deleted
+	// (state.cleanup.delay.ms) [10 minutes]: a task that comes back
+	// within it restores only what it missed.
+	CleanupDelay time.Duration
 
 	// Endpoint is this instance's host:port for queries (application.server).
 	Endpoint string
@@ -193,6 +207,21 @@ type Runtime struct {
 	processID string
 	tasks     int32
 	running   bool
+	ended     bool // Run returned (maybe leaving a session's stragglers)
+
+	// phase is what the runtime waits for at a point where it may block
+	// (a *string): a shutdown that exceeds its bound logs it.
+	phase atomic.Pointer[string]
+}
+
+// setPhase records what the runtime is waiting for now.
+func (r *Runtime) setPhase(what string) { r.phase.Store(&what) }
+
+func (r *Runtime) waitingFor() string {
+	if p := r.phase.Load(); p != nil {
+		return *p
+	}
+	return "nothing known"
 }
 
 // NewRuntime returns a runtime for t. Run starts it.
@@ -252,7 +281,7 @@ func (r *Runtime) Ready() (ready bool, reason string) {
 	if r.fatal != nil {
 		return false, r.fatal.Error()
 	}
-	if r.sess == nil {
+	if r.sess == nil || r.ended {
 		return false, r.notReady
 	}
 	return r.sess.readiness()
@@ -321,10 +350,16 @@ func (r *Runtime) setFatal(err error) {
 
 // Run runs the instance until ctx is cancelled, then shuts down gracefully
 // within ShutdownTimeout: finishes in-flight records, commits, leaves the
-// group and closes the stores. It returns nil after a graceful shutdown,
-// or the error that prevented the start (the topology check, the state
+// group and closes the stores. It returns nil after the shutdown, or the
+// error that prevented the start (the topology check, the state
 // directory). Fatal Kafka client errors do not end Run: the client is
 // rebuilt with bounded exponential backoff.
+//
+// The shutdown never takes longer than ShutdownTimeout: if it has not
+// finished by then (brokers unreachable, a task stuck in its handler), Run
+// gives up, logs what it was waiting for, and returns nil; the work not
+// committed is processed again by the next owner, and the stores close
+// when the stragglers return.
 func (r *Runtime) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
@@ -333,22 +368,25 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	r.running = true
 	r.mu.Unlock()
+	r.setPhase("starting")
 	mgr, err := state.Open(state.Options{
 		Dir:           r.opts.StateDir,
 		ApplicationID: r.topo.appID,
 		LevelDB:       r.opts.LevelDB,
-		ClientOpts:    r.clientOpts(),
+		CleanupDelay:  r.opts.CleanupDelay,
+		ClientOpts:    r.clientOpts(), // the process id is not known yet
 		Logger:        r.opts.Logger,
 		Registerer:    r.opts.Registerer,
 	})
 	if err != nil {
 		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 	}
-	defer func() {
+	closeMgr := func() {
+		r.setPhase("closing the stores")
 		if err := mgr.Close(); err != nil {
 			r.log.Error("closing the state directory", "err", err)
 		}
-	}()
+	}
 	r.mu.Lock()
 	r.mgr = mgr
 	r.processID = mgr.ProcessID()
@@ -357,6 +395,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 
 	n, err := r.prepareTopics(ctx, mgr)
 	if err != nil {
+		closeMgr()
 		r.setFatal(err)
 		return err
 	}
@@ -366,11 +405,38 @@ func (r *Runtime) Run(ctx context.Context) error {
 	defer func() {
 		r.mu.Lock()
 		r.notReady = "stopped"
+		r.ended = true
 		r.mu.Unlock()
 	}()
 	r.log.Info("starting", "inputs", r.topo.InputTopics(), "tasks", n, "endpoint", r.opts.Endpoint,
 		"tags", r.opts.Tags.String(), "standbys", r.opts.NumStandbys)
 
+	done := make(chan error, 1)
+	go func() {
+		err := r.runSessions(ctx, mgr, n)
+		closeMgr()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	bound := time.NewTimer(r.opts.ShutdownTimeout)
+	defer bound.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-bound.C:
+		r.log.Error("shutdown did not finish within shutdown.timeout.ms; giving up (uncommitted work is processed again by the next owner)",
+			"timeout", r.opts.ShutdownTimeout, "waiting_for", r.waitingFor())
+		return nil
+	}
+}
+
+// runSessions runs sessions, rebuilding the Kafka client after fatal
+// errors, until ctx is cancelled and the last one has shut down.
+func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) error {
 	backoff := r.opts.RebuildBackoff
 	for {
 		started := time.Now()
@@ -403,8 +469,16 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 }
 
+// clientOpts are the options of every Kafka client the runtime makes:
+// with ClientOptsFor's once the process id is known.
 func (r *Runtime) clientOpts() []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...)}, r.opts.ClientOpts...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...)}, r.opts.ClientOpts...)
+	if r.opts.ClientOptsFor != nil {
+		if pid := r.ProcessID(); pid != "" {
+			opts = append(opts, r.opts.ClientOptsFor(pid)...)
+		}
+	}
+	return opts
 }
 
 // prepareTopics checks the partition counts, creates missing changelogs and

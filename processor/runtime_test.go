@@ -1,11 +1,13 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -40,12 +42,15 @@ type countApp struct {
 	maxSeq     map[string]int64
 	outOfOrder int
 	dupByPart  map[int32]int
+	firstBy    map[string]map[int64]string // key -> seq -> the instance that handled it first
+	dupBy      map[string]int              // "first->again": duplicates by the instances that handled them
 }
 
 func newCountApp(t *testing.T, c *kafkatest.Cluster, parts int32) *countApp {
 	a := &countApp{
 		c: c, appID: c.Name("count"), input: c.Name("count-in"), output: c.Name("count-out"), parts: parts,
 		produced: make(map[string]int), seen: make(map[string]map[int64]int), dupByPart: map[int32]int{}, maxSeq: map[string]int64{},
+		firstBy: map[string]map[int64]string{}, dupBy: map[string]int{},
 	}
 	c.CreateTopic(a.input, parts, nil)
 	c.CreateTopic(a.output, parts, nil)
@@ -53,6 +58,12 @@ func newCountApp(t *testing.T, c *kafkatest.Cluster, parts int32) *countApp {
 }
 
 func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int64]) {
+	return a.topologyFor("")
+}
+
+// topologyFor is the topology of instance name, whose handlings are
+// attributed to it when duplicates are counted.
+func (a *countApp) topologyFor(name string) (*processor.Topology, *processor.Store[string, int64]) {
 	topo := processor.New(a.appID)
 	counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
 	out := processor.NewOutput(topo, a.output, codec.String(), codec.Int64())
@@ -71,6 +82,7 @@ func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int
 		a.mu.Lock()
 		if a.seen[key] == nil {
 			a.seen[key] = make(map[int64]int)
+			a.firstBy[key] = make(map[int64]string)
 			a.maxSeq[key] = -1
 		}
 		if a.seen[key][seq] == 0 {
@@ -82,10 +94,12 @@ func (a *countApp) topology() (*processor.Topology, *processor.Store[string, int
 				a.outOfOrder++
 			}
 			a.maxSeq[key] = max(a.maxSeq[key], seq)
+			a.firstBy[key][seq] = name
 		}
 		a.seen[key][seq]++
 		if a.seen[key][seq] > 1 {
 			a.dupByPart[ctx.Partition()]++
+			a.dupBy[a.firstBy[key][seq]+"->"+name]++
 		}
 		a.mu.Unlock()
 		return nil
@@ -185,7 +199,7 @@ func testLogger(_ testing.TB, name string) *slog.Logger {
 
 func (a *countApp) start(t *testing.T, name string, opts processor.Options) *instance {
 	t.Helper()
-	topo, _ := a.topology()
+	topo, _ := a.topologyFor(name)
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	rt, err := processor.NewRuntime(topo, opts)
@@ -208,7 +222,10 @@ func (in *instance) stop(t *testing.T) {
 		}
 		in.done <- nil // later stops return at once
 	case <-time.After(60 * time.Second):
-		t.Errorf("%s: did not shut down within 60s", in.name)
+		// Where it hangs is what a fix needs: dump every goroutine.
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+		t.Errorf("%s: did not shut down within 60s; goroutines:\n%s", in.name, buf.String())
 	}
 }
 
@@ -442,4 +459,36 @@ func TestBackpressurePausesAndResumesWithoutLosingOrRepeating(t *testing.T) {
 	a.waitCommitted(t, 2*time.Minute)
 	in.stop(t)
 	a.checkCounts(t, true)
+}
+
+// ClientOptsFor gives the runtime's clients options that depend on the
+// process id: here a client id the broker reports for the group member.
+func TestClientOptsForNamesTheGroupMemberWithTheProcessID(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 2)
+	o := a.options(t, "solo", "a")
+	var calledWith sync.Map
+	o.ClientOptsFor = func(processID string) []kgo.Opt {
+		calledWith.Store(processID, true)
+		return []kgo.Opt{kgo.ClientID("count-" + processID)}
+	}
+	in := a.start(t, "solo", o)
+	kafkatest.Eventually(t, time.Minute, "ready", func() bool { return allReady(in) })
+	pid := in.rt.ProcessID()
+	calledWith.Range(func(k, _ any) bool {
+		if k != pid {
+			t.Errorf("ClientOptsFor called with %q; the process id is %q", k, pid)
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gs, err := c.Admin().DescribeGroups(ctx, a.appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gs[a.appID]
+	if len(g.Members) != 1 || g.Members[0].ClientID != "count-"+pid {
+		t.Errorf("group members %+v; want one with client id %q", g.Members, "count-"+pid)
+	}
 }

@@ -48,6 +48,16 @@ type session struct {
 
 	commitMu ctxMutex // one commit at a time
 
+	// abortMu guards aborts: the cancels of the background commits in
+	// progress (the commit loop's, the topology stop's). A lost partition
+	// and a shutdown abort them: a commit flushing to unreachable brokers
+	// holds its tasks' locks, and the group callback that drops those
+	// tasks (which the poll loop, and so the shutdown, waits for) must not
+	// wait for brokers that may never come back.
+	abortMu sync.Mutex
+	aborts  map[*context.CancelFunc]struct{}
+	stopped bool // shutting down: no new background commit starts
+
 	// queued counts the records handed to tasks and not yet taken up; the
 	// poll loop waits while it is above 2 x MaxPollRecords, so that it does
 	// not race ahead of the tasks for CPU and memory. drained is signalled
@@ -80,6 +90,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		active:     make(map[int32]*task),
 		standby:    make(map[int32]*state.Task),
 		commitMu:   make(ctxMutex, 1),
+		aborts:     make(map[*context.CancelFunc]struct{}),
 		drained:    make(chan struct{}, 1),
 	}
 	for _, c := range r.topo.ChangelogTopics() {
@@ -149,6 +160,12 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		defer close(watchDone)
 		s.watchTopology()
 	}()
+	// A shutdown aborts the background commit in progress at once: the
+	// revoke while leaving the group commits everything again, within the
+	// shutdown timeout, and it must not wait for a commit stuck flushing.
+	stopAborting := context.AfterFunc(ctx, func() { s.abortBackgroundCommits(true) })
+	defer stopAborting()
+	r.setPhase("polling (a rebalance callback may be running)")
 	err = s.poll(ctx)
 	if ctx.Err() != nil {
 		s.mu.Lock()
@@ -158,12 +175,47 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	} else {
 		s.setBroken(err)
 	}
+	s.abortBackgroundCommits(true)
+	r.setPhase("closing the Kafka client (leaving the group, committing the revoked tasks)")
 	s.closeClient()
 	cancel()
+	r.setPhase("the commit loop and the topology watcher to return")
 	<-commitDone
 	<-watchDone
 	s.closeAll()
 	return err
+}
+
+// backgroundCommit commits tasks like commit, abortably: see aborts.
+func (s *session) backgroundCommit(tasks []*task) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	s.abortMu.Lock()
+	if s.stopped {
+		s.abortMu.Unlock()
+		return context.Canceled
+	}
+	s.aborts[&cancel] = struct{}{}
+	s.abortMu.Unlock()
+	defer func() {
+		s.abortMu.Lock()
+		delete(s.aborts, &cancel)
+		s.abortMu.Unlock()
+	}()
+	return s.commit(ctx, tasks)
+}
+
+// abortBackgroundCommits cancels the background commits in progress; with
+// stop, none starts any more.
+func (s *session) abortBackgroundCommits(stop bool) {
+	s.abortMu.Lock()
+	defer s.abortMu.Unlock()
+	if stop {
+		s.stopped = true
+	}
+	for cancel := range s.aborts {
+		(*cancel)()
+	}
 }
 
 // closeClient closes the client within the shutdown timeout: leaving the
@@ -192,9 +244,11 @@ func (s *session) closeAll() {
 	standbys := slices.Collect(maps.Values(s.standby))
 	clear(s.standby)
 	s.mu.Unlock()
+	s.r.setPhase(fmt.Sprintf("stopping the remaining tasks %v", ids(tasks)))
 	for _, t := range stopAll(tasks, s.r.opts.ShutdownTimeout) {
 		t.drop()
 	}
+	s.r.setPhase("closing the standbys")
 	for _, st := range standbys {
 		if err := st.Close(); err != nil {
 			s.log.Warn("closing standby", "task", st.ID(), "err", err)
@@ -380,7 +434,7 @@ func (s *session) stopForTopology(err error) {
 	s.log.Error("partition counts changed: stopping every task; restart once the topics are consistent again", "err", err)
 	s.cl.PauseFetchTopics(s.r.topo.InputTopics()...)
 	tasks = stopAll(tasks, s.r.opts.ShutdownTimeout)
-	if cerr := s.commit(s.ctx, tasks); cerr != nil {
+	if cerr := s.backgroundCommit(tasks); cerr != nil {
 		s.log.Error("commit before stopping for the topology", "err", cerr)
 	}
 	for _, t := range tasks {
@@ -401,9 +455,12 @@ func (s *session) commitLoop() {
 		s.mu.Lock()
 		tasks := slices.Collect(maps.Values(s.active))
 		s.mu.Unlock()
-		if err := s.commit(s.ctx, tasks); err != nil {
+		if err := s.backgroundCommit(tasks); err != nil {
 			if s.ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, context.Canceled) {
+				continue // aborted by a lost partition or the shutdown
 			}
 			var oce *offsetCommitError
 			if errors.As(err, &oce) {
@@ -432,12 +489,14 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	s.r.setPhase("a commit to finish the previous one")
 	if err := s.commitMu.LockContext(ctx); err != nil {
 		return fmt.Errorf("waiting for the previous commit: %w", err)
 	}
 	defer s.commitMu.Unlock()
 	start := time.Now()
 	for i, t := range tasks {
+		s.r.setPhase(fmt.Sprintf("a commit to lock task %d (finishing its record)", t.id))
 		if err := t.mu.LockContext(ctx); err != nil {
 			for _, u := range tasks[:i] {
 				u.mu.Unlock()
@@ -463,6 +522,7 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 	}
 	defer unlock()
 
+	s.r.setPhase(fmt.Sprintf("a commit of tasks %v to flush the producer (changelog, outputs, dead letters)", ids(tasks)))
 	if err := s.cl.Flush(ctx); err != nil {
 		s.r.met.commitFailures.Inc()
 		return fmt.Errorf("flush: %w", err)
@@ -497,6 +557,7 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 		return nil
 	}
 	var cerr error
+	s.r.setPhase(fmt.Sprintf("a commit of tasks %v to commit their offsets", ids(committing)))
 	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
@@ -687,6 +748,11 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	if len(tasks) == 0 {
 		return
 	}
+	// The revoke commits these tasks itself, at once: a background commit
+	// in progress would only make it wait (for as long as the brokers are
+	// unreachable, holding the tasks' locks).
+	s.abortBackgroundCommits(false)
+	s.r.setPhase(fmt.Sprintf("the revoke of tasks %v: their in-flight records", ids(tasks)))
 	tasks = stopAll(tasks, s.r.opts.ShutdownTimeout)
 	if broken != nil {
 		s.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids(tasks), "err", broken)
@@ -743,12 +809,19 @@ func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 		}
 	}
 	s.mu.Unlock()
+	if len(tasks) == 0 {
+		s.updateTaskGauges()
+		return
+	}
+	// A commit in progress may hold these tasks' locks while it flushes to
+	// brokers that are gone: abort it (its offsets would be refused now
+	// anyway) instead of waiting for it.
+	s.abortBackgroundCommits(false)
+	s.r.setPhase(fmt.Sprintf("dropping the lost tasks %v", ids(tasks)))
 	for _, t := range stopAll(tasks, s.r.opts.ShutdownTimeout) {
 		t.drop()
 	}
-	if len(tasks) > 0 {
-		s.log.Warn("partitions lost; tasks dropped without commit", "tasks", ids(tasks))
-	}
+	s.log.Warn("partitions lost; tasks dropped without commit", "tasks", ids(tasks))
 	s.updateTaskGauges()
 }
 

@@ -279,14 +279,14 @@ const (
 )
 
 // stop makes the task finish its in-flight record and waits for it, at
-// most within. It reports whether the task stopped; if not (its goroutine is
+// most until deadline. It reports whether the task stopped; if not (its goroutine is
 // blocked producing to unreachable brokers), the task is abandoned: it must
 // be neither committed nor dropped by the caller, and drops itself when its
 // goroutine returns. Waiting longer inside a group callback would keep the
 // client from leaving the group, the one thing that unblocks the producer.
-func (t *task) stop(within time.Duration) bool {
+func (t *task) stop(deadline time.Time) bool {
 	t.cancel()
-	timer := time.NewTimer(within)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case <-t.done:
@@ -294,21 +294,22 @@ func (t *task) stop(within time.Duration) bool {
 	case <-timer.C:
 	}
 	if t.exit.CompareAndSwap(taskRunning, taskAbandoned) {
-		t.s.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id, "waited", within)
+		t.s.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id)
 		return false
 	}
 	<-t.done // it returned just now
 	return true
 }
 
-// stopAll stops tasks and returns those that stopped.
+// stopAll stops tasks, all within one bound, and returns those that stopped.
 func stopAll(tasks []*task, within time.Duration) []*task {
 	var stopped []*task
 	for _, t := range tasks {
 		t.cancel() // all at once: their in-flight records finish in parallel
 	}
+	deadline := time.Now().Add(within)
 	for _, t := range tasks {
-		if t.stop(within) {
+		if t.stop(deadline) {
 			stopped = append(stopped, t)
 		}
 	}
@@ -333,8 +334,19 @@ func (m ctxMutex) LockContext(ctx context.Context) error {
 
 // drop discards the task's uncommitted writes and closes its stores: its
 // checkpoint stays at the last commit, and the changelog has the rest.
+//
+// A commit holds the lock while it flushes; callers abort background
+// commits first, and drop waits for the lock at most the shutdown timeout:
+// a task it cannot lock is left open, logged, rather than hanging a group
+// callback (and with it the poll loop and the shutdown).
 func (t *task) drop() {
-	t.mu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), t.s.r.opts.ShutdownTimeout)
+	err := t.mu.LockContext(ctx)
+	cancel()
+	if err != nil {
+		t.s.log.Error("dropping a task: its lock is held by a commit; leaving its stores open", "task", t.id, "waited", t.s.r.opts.ShutdownTimeout)
+		return
+	}
 	defer t.mu.Unlock()
 	if t.st == nil {
 		return
