@@ -20,7 +20,7 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3x -timeout 30m ./bench/goka/
 //
-// and RACKSTREAM_TEST_BROKERS=127.0.0.1:39092 for the real broker.
+// after eval "$(deploy/local/kafka.sh env)" for the real broker.
 // GOKA_BENCH_RECORDS, GOKA_BENCH_KEYS and GOKA_BENCH_TABLE_KEYS change the
 // sizes (defaults 200k records over 20k keys; a 200k-key table);
 // GOKA_BENCH_RS_WRITE_BUFFER sets Rackstream's LevelDB write buffer per
