@@ -54,6 +54,14 @@
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. 0 turns it off.
 //
+// Shutdown (cancelling Run's context) finishes the in-flight records,
+// commits as above, leaves the group and closes the stores, within
+// Options.ShutdownTimeout. Every wait on the way is bounded: a commit that
+// is flushing to unreachable brokers is aborted when its partitions are
+// lost or revoked, or the shutdown begins, rather than holding its tasks
+// (and with them the group callbacks and the poll loop) until the brokers
+// return; past the timeout Run gives up and logs what it was waiting for.
+//
 // # Poison records
 //
 // A record whose key or value does not decode, or whose handler still fails

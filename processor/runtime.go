@@ -100,7 +100,10 @@ type Options struct {
 	SessionTimeout time.Duration
 	// HeartbeatInterval is the group heartbeat [1s].
 	HeartbeatInterval time.Duration
-	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms) [30s].
+	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms)
+	// [30s]: Run returns within it after its context is cancelled; work
+	// it could not commit by then (brokers unreachable) is logged with
+	// what it waited for and processed again by the next owner.
 	ShutdownTimeout time.Duration
 	// RebuildBackoff is the first wait before rebuilding a Kafka client
 	// after a fatal error [1s]; it doubles per consecutive failure up to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/codec"
 	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -491,4 +493,47 @@ func TestClientOptsForNamesTheGroupMemberWithTheProcessID(t *testing.T) {
 	if len(g.Members) != 1 || g.Members[0].ClientID != "count-"+pid {
 		t.Errorf("group members %+v; want one with client id %q", g.Members, "count-"+pid)
 	}
+}
+
+// CleanupDelay (state.cleanup.delay.ms) reaches the state directory: the
+// stores of a task that moved to another instance are deleted once it has
+// not been used for that long.
+func TestCleanupDelayDeletesTheStoresOfTasksMovedAway(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 4)
+	o := a.options(t, "first", "a")
+	o.CleanupDelay = time.Second
+	first := a.start(t, "first", o)
+	a.produce(t, 400, 40, 0)
+	a.waitCommitted(t, time.Minute)
+	taskDir := func(task int32) string {
+		return filepath.Join(o.StateDir, a.appID, strconv.Itoa(int(task)))
+	}
+	for task := int32(0); task < 4; task++ {
+		if _, err := os.Stat(taskDir(task)); err != nil {
+			t.Fatalf("task %d's stores before the move: %v", task, err)
+		}
+	}
+	second := a.start(t, "second", a.options(t, "second", "b"))
+	var gone int32 = -1
+	kafkatest.Eventually(t, 2*time.Minute, "the stores of a task moved away deleted", func() bool {
+		for task := int32(0); task < 4; task++ {
+			if _, held := first.rt.Replica(task); held {
+				continue
+			}
+			if _, err := os.Stat(taskDir(task)); errors.Is(err, os.ErrNotExist) {
+				gone = task
+				return true
+			}
+		}
+		return false
+	})
+	if r, ok := second.rt.Replica(gone); !ok || r.Role != state.RoleActive {
+		t.Errorf("task %d, deleted on the first instance, is not active on the second", gone)
+	}
+	a.produce(t, 400, 40, 0)
+	a.waitCommitted(t, time.Minute)
+	second.stop(t)
+	first.stop(t)
+	a.checkCounts(t, false)
 }
