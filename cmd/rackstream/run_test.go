@@ -161,22 +161,33 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 		code, _ := getJSON(base+"/readyz", nil)
 		return code == http.StatusOK
 	})
+	var gen int32
 	kafkatest.Eventually(t, time.Minute, "count of k1 is 10", func() bool {
 		var body struct {
-			Value json.RawMessage `json:"value"`
-			Role  string          `json:"role"`
+			Value      json.RawMessage `json:"value"`
+			Role       string          `json:"role"`
+			Generation int32           `json:"generation"`
 		}
 		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
+		gen = body.Generation
 		return err == nil && code == 200 && string(body.Value) == "10" && body.Role == "active"
 	})
-	pl := jsonLines(stderr.String(), "placement")
-	if len(pl) == 0 {
-		t.Fatalf("no placement line:\n%s", stderr.String())
-	}
-	last := pl[len(pl)-1]
-	q, _ := last["quality"].([]any)
-	if len(q) != 1 || q[0].(map[string]any)["tag"] != "zone" || !strings.Contains(fmt.Sprint(last["replicas"]), start["instance"].(string)+"[cluster=c1,zone=zone-a]=3/0/0") {
-		t.Errorf("placement line %v: want the zone's quality and this instance with 3 active tasks", last)
+	// The placement line is written by a poller that may trail the
+	// placement the query was answered in: wait for the line of the
+	// answer's generation.
+	var line map[string]any
+	kafkatest.Eventually(t, 10*time.Second, fmt.Sprintf("placement line of generation %d", gen), func() bool {
+		for _, l := range jsonLines(stderr.String(), "placement") {
+			if g, _ := l["generation"].(float64); int32(g) == gen {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	q, _ := line["quality"].([]any)
+	if len(q) != 1 || q[0].(map[string]any)["tag"] != "zone" || !strings.Contains(fmt.Sprint(line["replicas"]), start["instance"].(string)+"[cluster=c1,zone=zone-a]=3/0/0") {
+		t.Errorf("placement line %v: want the zone's quality and this instance with 3 active tasks", line)
 	}
 
 	cancel()
@@ -274,8 +285,13 @@ func TestRunAuthenticatesEveryKafkaClientWithSASL(t *testing.T) {
 		return err == nil && code == 200 && string(body.Value) == "4"
 	})
 	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d after cancel", code)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after cancel:\n%s", code, tailLines(stderr.String(), 20))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run did not stop within 30s of cancel:\n%s", tailLines(stderr.String(), 20))
 	}
 	if strings.Contains(stderr.String(), sc.Password) {
 		t.Error("the password appears in the log")
