@@ -45,6 +45,7 @@ type session struct {
 	broken      error                 // set when the session must end; revokes then drop
 	topoErr     error                 // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
+	abandoned   []*task // tasks stop gave up on; they drop themselves
 
 	commitMu ctxMutex // one commit at a time
 
@@ -183,6 +184,25 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	<-commitDone
 	<-watchDone
 	s.closeAll()
+	// Tasks abandoned stuck producing return now that the session's
+	// context is cancelled: wait for them (the shutdown bound still
+	// applies), so that the stores are not closed under their records.
+	s.mu.Lock()
+	abandoned := s.abandoned
+	s.mu.Unlock()
+	if len(abandoned) > 0 {
+		wait := time.NewTimer(r.opts.ShutdownTimeout)
+		defer wait.Stop()
+		for _, t := range abandoned {
+			r.setPhase(fmt.Sprintf("abandoned task %d to return from its record", t.id))
+			select {
+			case <-t.done:
+			case <-wait.C:
+				s.log.Error("an abandoned task is still in its record (a handler that ignores its context?); going on without it", "task", t.id)
+				return err
+			}
+		}
+	}
 	return err
 }
 

@@ -84,10 +84,10 @@ func (t *task) run() {
 			default:
 			}
 		}
-		close(t.done)
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
 		}
+		close(t.done) // after the drop: the session waits for abandoned tasks
 	}()
 	if err := t.start(); err != nil {
 		if t.ctx.Err() == nil {
@@ -295,6 +295,9 @@ func (t *task) stop(deadline time.Time) bool {
 	}
 	if t.exit.CompareAndSwap(taskRunning, taskAbandoned) {
 		t.s.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id)
+		t.s.mu.Lock()
+		t.s.abandoned = append(t.s.abandoned, t)
+		t.s.mu.Unlock()
 		return false
 	}
 	<-t.done // it returned just now
