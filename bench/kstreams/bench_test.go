@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor/kafkaref"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/codec"
@@ -103,7 +104,7 @@ func BenchmarkCountSideBySide(b *testing.B) {
 	}
 	ctx := context.Background()
 	jar, err := Build(ctx, ".")
-	if errors.Is(err, ErrNoToolchain) {
+	if errors.Is(err, kafkaref.ErrNoToolchain) {
 		b.Skipf("skipping the Kafka Streams side-by-side: %v", err)
 	}
 	if err != nil {

@@ -2,50 +2,29 @@ package kstreams
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-)
 
-// ErrNoToolchain reports that Java or Maven is not installed, so the Kafka
-// Streams program cannot be built; callers skip on it.
-var ErrNoToolchain = errors.New("kstreams: java or mvn not installed")
+	"github.com/rackstream/rackstream/assignor/kafkaref"
+)
 
 // Build builds the Kafka Streams program in dir (this package's directory)
 // with its build.sh, which caches the build by source hash, and returns the
-// runnable jar's path.
+// runnable jar's path. It is assignor/kafkaref's builder, which runs the
+// build.sh of the directory it is given; its error wraps
+// kafkaref.ErrNoToolchain when java or mvn is missing.
 func Build(ctx context.Context, dir string) (string, error) {
-	script, err := filepath.Abs(filepath.Join(dir, "build.sh"))
+	jar, err := kafkaref.Build(ctx, dir)
 	if err != nil {
-		return "", fmt.Errorf("kstreams: locate build.sh: %w", err)
-	}
-	for _, tool := range []string{"java", "mvn", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%w: %s not found on PATH", ErrNoToolchain, tool)
-		}
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 3 {
-			return "", fmt.Errorf("%w: %s", ErrNoToolchain, strings.TrimSpace(stderr.String()))
-		}
-		return "", fmt.Errorf("kstreams: %s: %w\n%s", script, err, stderr.String())
-	}
-	jar := strings.TrimSpace(string(out))
-	if jar == "" {
-		return "", fmt.Errorf("kstreams: %s printed no jar path", script)
+		return "", fmt.Errorf("kstreams: build the Kafka Streams program: %w", err)
 	}
 	return jar, nil
 }
@@ -67,7 +46,7 @@ type PeerConfig struct {
 type Peer struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	stderr   *lockedBuffer
+	stderr   *os.File // the JVM's stderr, removed after a clean close
 	launched time.Time
 
 	mu       sync.Mutex
@@ -103,8 +82,12 @@ func StartPeer(ctx context.Context, c PeerConfig) (*Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kstreams: stdout pipe: %w", err)
 	}
-	p := &Peer{cmd: cmd, stdin: stdin, stderr: &lockedBuffer{}, changed: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	stderr, err := os.CreateTemp("", "kstreams-stderr-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("kstreams: stderr file: %w", err)
+	}
+	p := &Peer{cmd: cmd, stdin: stdin, stderr: stderr, changed: make(chan struct{})}
+	cmd.Stderr = stderr
 	p.launched = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("kstreams: start java %s: %w", strings.Join(args, " "), err)
@@ -219,6 +202,8 @@ func (p *Peer) Close(ctx context.Context) error {
 			if err != nil {
 				return p.failed(fmt.Errorf("kstreams: the JVM exited: %w", err))
 			}
+			p.stderr.Close()
+			os.Remove(p.stderr.Name())
 			return nil
 		}
 		select {
@@ -229,30 +214,13 @@ func (p *Peer) Close(ctx context.Context) error {
 	}
 }
 
-// failed adds the JVM's stderr to an error: it usually says why.
+// failed adds the beginning of the JVM's stderr to an error: it usually
+// says why. The whole of it stays in its file, which the error names.
 func (p *Peer) failed(err error) error {
-	if s := strings.TrimSpace(p.stderr.String()); s != "" {
-		return fmt.Errorf("%w\njava stderr:\n%s", err, s)
+	b := make([]byte, 16<<10)
+	n, _ := p.stderr.ReadAt(b, 0)
+	if s := strings.TrimSpace(string(b[:n])); s != "" {
+		return fmt.Errorf("%w\njava stderr (%s):\n%s", err, p.stderr.Name(), s)
 	}
 	return err
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 {
-		return len(p), nil // keep the beginning; it says what went wrong
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
