@@ -19,7 +19,7 @@
 // a run and reads it.
 //
 //	deploy/local/kafka.sh status   # the real broker must be running
-//	RACKSTREAM_TEST_BROKERS=127.0.0.1:39092 go test -run '^$' -bench . -benchtime 1x -timeout 60m ./bench/kstreams/
+//	RACKSTREAM_TEST_BROKERS=127.0.0.1:19092 go test -run '^$' -bench . -benchtime 1x -timeout 60m ./bench/kstreams/
 //
 // Without RACKSTREAM_TEST_BROKERS, java or mvn the benchmark skips with one
 // line. It is not part of make test. The environment variables that size the
