@@ -176,7 +176,14 @@ func New(opts Options) (*Instance, error) {
 	rt, err := processor.NewRuntime(topo, processor.Options{
 		Brokers:    cfg.BootstrapServers,
 		ClientOpts: kc.Opts(kclient.RoleGroup, opts.ClientOpts...),
-		StateDir:   cfg.StateDir,
+		// Once the process id is known, the client ids carry it, so that
+		// the brokers' logs and quotas tell the instances apart; the
+		// caller's options still come last and win.
+		ClientOptsFor: func(processID string) []kgo.Opt {
+			return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
+		},
+		StateDir:     cfg.StateDir,
+		CleanupDelay: cleanupDelay(cfg.StateCleanupDelay),
 		LevelDB: state.LevelDBOptions{
 			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
 			WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
@@ -248,6 +255,15 @@ func New(opts Options) (*Instance, error) {
 		stores:   names,
 		abort:    make(chan struct{}),
 	}, nil
+}
+
+// cleanupDelay maps state.cleanup.delay.ms (0 = delete at the next
+// cleanup) to the runtime's convention (0 = the default).
+func cleanupDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Nanosecond
+	}
+	return d
 }
 
 // bloomBits maps state.leveldb.bloom.bits (0 = no filter) to state's

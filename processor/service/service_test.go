@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +219,104 @@ func TestRecordCacheSettingReachesTheRuntime(t *testing.T) {
 			t.Logf("%d updates of k, %d output records", updates, len(values))
 		})
 	}
+}
+
+// runInstance starts inst, returning a stop that cancels it and waits for a
+// clean end; the test fails if Run ends before.
+func runInstance(t *testing.T, inst *Instance) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- inst.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestClientIDsCarryTheInstanceOnceItIsKnown: the group member's client
+// id, as the broker reports it, is <application.id>-<process id>-group, so
+// that the brokers' logs and quotas tell the instances apart.
+func TestClientIDsCarryTheInstanceOnceItIsKnown(t *testing.T) {
+	c := kafkatest.New(t)
+	in, app := c.Name("cid-in"), c.Name("cid")
+	c.CreateTopic(in, 2, nil)
+	cfg := load(t, "application.id="+app, "bootstrap.servers="+strings.Join(c.Brokers, ","),
+		"processor.type=count", "processor.input.topic="+in, "session.timeout.ms=6000", "replication.factor=1")
+	inst, err := New(Options{Config: cfg, Logger: quiet, ClientOpts: c.ClientOpts()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runInstance(t, inst)
+	var got []string
+	kafkatest.Eventually(t, time.Minute, "the group's member described", func() bool {
+		pid := inst.Runtime().ProcessID()
+		gs, err := c.Admin().DescribeGroups(t.Context(), app)
+		if err != nil || pid == "" {
+			return false
+		}
+		got = got[:0]
+		for _, m := range gs[app].Members {
+			got = append(got, m.ClientID)
+		}
+		return len(got) == 1 && got[0] == app+"-"+pid+"-group"
+	})
+}
+
+// TestStateCleanupDelayDeletesTheStoresOfATaskMovedAway: with
+// state.cleanup.delay.ms=1000, the stores of a task that moved to a second
+// instance are deleted from the first one's state directory (the runtime's
+// default, 10 minutes, would keep them through the test).
+func TestStateCleanupDelayDeletesTheStoresOfATaskMovedAway(t *testing.T) {
+	c := kafkatest.New(t)
+	in, app := c.Name("cleanup-in"), c.Name("cleanup")
+	c.CreateTopic(in, 4, nil)
+	var recs []*kgo.Record
+	for i := range 40 {
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte("k" + strconv.Itoa(i)), Value: []byte("x")})
+	}
+	c.Produce(recs...)
+	newInstance := func() (*Instance, *config.Config) {
+		cfg := load(t, "application.id="+app, "bootstrap.servers="+strings.Join(c.Brokers, ","),
+			"processor.type=count", "processor.input.topic="+in, "commit.interval.ms=100",
+			"state.cleanup.delay.ms=1000", "session.timeout.ms=6000", "replication.factor=1")
+		inst, err := New(Options{Config: cfg, Logger: quiet, ClientOpts: c.ClientOpts()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst, cfg
+	}
+	first, cfg := newInstance()
+	runInstance(t, first)
+	taskDir := func(task int32) string { return filepath.Join(cfg.StateDir, app, strconv.Itoa(int(task))) }
+	kafkatest.Eventually(t, time.Minute, "the first instance holds the stores of every task", func() bool {
+		for task := range int32(4) {
+			if _, err := os.Stat(taskDir(task)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	second, _ := newInstance()
+	runInstance(t, second)
+	kafkatest.Eventually(t, time.Minute, "the stores of a task moved away deleted on the first instance", func() bool {
+		for task := range int32(4) {
+			if _, held := first.Runtime().Replica(task); held {
+				continue
+			}
+			if _, err := os.Stat(taskDir(task)); errors.Is(err, os.ErrNotExist) {
+				return true
+			}
+		}
+		return false
+	})
 }
