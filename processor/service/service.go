@@ -17,6 +17,12 @@
 // is the listener's address, with the host's name when the listener is on
 // every interface.
 //
+// Every Kafka client carries the settings package kclient builds from the
+// configuration (SASL, TLS, client rack); its client id is
+// <application.id>-group until the runtime knows its process id, and
+// <application.id>-<process id>-group after, so that broker logs and quotas
+// tell the instances apart.
+//
 // The instance logs one start-up line (instance id, tags, endpoint, group)
 // and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
