@@ -1,16 +1,21 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
 )
 
 func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -253,4 +258,92 @@ func TestShutdownIsBoundedWhenCutOffWhileACommitIsFlushing(t *testing.T) {
 	a.waitCommitted(t, 3*time.Minute)
 	other.stop(t)
 	a.checkCounts(t, false)
+}
+
+// syncBuffer is a bytes.Buffer for a logger written by many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A handler that ignores its context cannot hold the shutdown beyond
+// shutdown.timeout.ms: Run gives up and logs what it was waiting for.
+func TestShutdownGivesUpAfterItsTimeoutNamingWhatItWaitsFor(t *testing.T) {
+	c := kafkatest.New(t)
+	input := c.Name("stuck-in")
+	c.CreateTopic(input, 1, nil)
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	topo := processor.New(c.Name("stuck"))
+	processor.NewStore(topo, "unused", codec.String(), codec.String())
+	processor.NewInput(topo, input, codec.String(), codec.String(), func(*processor.Context, string, string) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release // ignores its context
+		return nil
+	})
+	var logs syncBuffer
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:           c.Brokers,
+		StateDir:          t.TempDir(),
+		SessionTimeout:    3 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		ShutdownTimeout:   time.Second,
+		Logger:            slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	cl := c.Client(kgo.DefaultProduceTopic(input))
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	if err := cl.ProduceSync(pctx, &kgo.Record{Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatalf("the handler was not called within a minute; logs:\n%s", logs.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return within 60s of the cancel")
+	}
+	out := logs.String()
+	i := strings.Index(out, "shutdown did not finish within shutdown.timeout.ms")
+	if i < 0 {
+		t.Fatalf("no log line says the shutdown gave up; logs:\n%s", out)
+	}
+	line := out[i:]
+	line = line[:strings.IndexByte(line, '\n')]
+	if !strings.Contains(line, "waiting_for=") || strings.Contains(line, "nothing known") {
+		t.Errorf("the give-up line does not say what it waited for: %s", line)
+	}
+	t.Log(line)
+	if ok, reason := rt.Ready(); ok {
+		t.Errorf("ready after Run returned (%s)", reason)
+	}
 }
