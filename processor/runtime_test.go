@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -536,4 +537,68 @@ func TestCleanupDelayDeletesTheStoresOfTasksMovedAway(t *testing.T) {
 	second.stop(t)
 	first.stop(t)
 	a.checkCounts(t, false)
+}
+
+// A topology without stores runs: its tasks have nothing to open or
+// restore, and commits only flush the outputs and commit the offsets.
+func TestStatelessTopologyForwardsEveryRecord(t *testing.T) {
+	c := kafkatest.New(t)
+	input, output := c.Name("upper-in"), c.Name("upper-out")
+	c.CreateTopic(input, 2, nil)
+	c.CreateTopic(output, 2, nil)
+	topo := processor.New(c.Name("upper"))
+	out := processor.NewOutput(topo, output, codec.String(), codec.String())
+	processor.NewInput(topo, input, codec.String(), codec.String(), func(ctx *processor.Context, k, v string) error {
+		return out.Emit(ctx, k, strings.ToUpper(v))
+	})
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:        c.Brokers,
+		StateDir:       t.TempDir(),
+		CommitInterval: 200 * time.Millisecond,
+		Logger:         testLogger(t, "upper"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{rt: rt, cancel: cancel, done: make(chan error, 1), name: "upper"}
+	go func() { in.done <- rt.Run(ctx) }()
+	t.Cleanup(func() { in.stop(t) })
+
+	var recs []*kgo.Record
+	for i := 0; i < 100; i++ {
+		recs = append(recs, &kgo.Record{Key: []byte("k" + strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i))})
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	if err := c.Client(kgo.DefaultProduceTopic(input)).ProduceSync(pctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := c.Admin()
+	kafkatest.Eventually(t, time.Minute, "offsets committed at the end of the input", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, input)
+		if err != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(ctx, topo.ApplicationID())
+		if err != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if c, ok := committed.Lookup(o.Topic, o.Partition); !ok || c.At < o.Offset {
+				done = false
+			}
+		})
+		return done
+	})
+	got := lastValues(t, c, output)
+	for i := 0; i < 100; i++ {
+		if k, want := "k"+strconv.Itoa(i), "V"+strconv.Itoa(i); got[k] != want {
+			t.Errorf("output %s = %q, want %q", k, got[k], want)
+		}
+	}
+	in.stop(t)
 }

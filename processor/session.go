@@ -178,7 +178,11 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	}
 	s.abortBackgroundCommits(true)
 	r.setPhase("closing the Kafka client (leaving the group, committing the revoked tasks)")
-	s.closeClient()
+	// On shutdown, Run's own bound (ShutdownTimeout from the cancel) gives
+	// up on these waits and logs the one it was in; after a fatal error
+	// they are bounded here, so that the client is rebuilt.
+	shutdown := ctx.Err() != nil
+	s.closeClient(!shutdown)
 	cancel()
 	r.setPhase("the commit loop and the topology watcher to return")
 	<-commitDone
@@ -193,11 +197,15 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	if len(abandoned) > 0 {
 		wait := time.NewTimer(r.opts.ShutdownTimeout)
 		defer wait.Stop()
+		var bound <-chan time.Time
+		if !shutdown {
+			bound = wait.C
+		}
 		for _, t := range abandoned {
 			r.setPhase(fmt.Sprintf("abandoned task %d to return from its record", t.id))
 			select {
 			case <-t.done:
-			case <-wait.C:
+			case <-bound:
 				s.log.Error("an abandoned task is still in its record (a handler that ignores its context?); going on without it", "task", t.id)
 				return err
 			}
@@ -238,14 +246,19 @@ func (s *session) abortBackgroundCommits(stop bool) {
 	}
 }
 
-// closeClient closes the client within the shutdown timeout: leaving the
-// group runs onRevoked, which commits (or drops, when broken) every task.
-func (s *session) closeClient() {
+// closeClient closes the client, within the shutdown timeout if bounded:
+// leaving the group runs onRevoked, which commits (or drops, when broken)
+// every task.
+func (s *session) closeClient(bounded bool) {
 	done := make(chan struct{})
 	go func() {
 		s.cl.Close()
 		close(done)
 	}()
+	if !bounded {
+		<-done
+		return
+	}
 	t := time.NewTimer(s.r.opts.ShutdownTimeout)
 	defer t.Stop()
 	select {
@@ -557,10 +570,12 @@ func (s *session) commit(ctx context.Context, tasks []*task) error {
 		if !t.activated || t.getErr() != nil {
 			continue
 		}
-		if err := t.st.Commit(); err != nil {
-			s.r.met.commitFailures.Inc()
-			t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
-			continue
+		if t.st != nil { // nil: a stateless topology
+			if err := t.st.Commit(); err != nil {
+				s.r.met.commitFailures.Inc()
+				t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
+				continue
+			}
 		}
 		for topic, eo := range t.next {
 			if eo.Offset > t.committed[topic] {
@@ -695,7 +710,7 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 	}
 	want := make(map[int32]bool)
 	for _, id := range append(slices.Clone(asg.Standby), asg.Warmup...) {
-		if s.active[id] == nil {
+		if s.active[id] == nil && len(s.r.topo.stores) > 0 {
 			want[id] = true
 		}
 	}
@@ -798,7 +813,7 @@ func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 		return
 	}
 	for _, t := range tasks {
-		if closing || !t.activated || t.getErr() != nil {
+		if closing || !t.activated || t.getErr() != nil || t.st == nil {
 			t.drop()
 			continue
 		}

@@ -236,6 +236,12 @@ func (q *batchQueue) len() int {
 // promoted, catching up only its lag; otherwise the stores are opened and
 // restored from their checkpoints.
 func (t *task) start() error {
+	if len(t.s.r.topo.stores) == 0 { // stateless: nothing to open or restore
+		t.mu.Lock()
+		t.activated = true
+		t.mu.Unlock()
+		return nil
+	}
 	mgr := t.s.mgr
 	st := t.st
 	if st == nil {
