@@ -285,10 +285,10 @@ const (
 )
 
 // stop makes the task finish its in-flight record and waits for it, at
-// most until deadline. It reports whether the task stopped; if not (its goroutine is
-// blocked producing to unreachable brokers), the task is abandoned: it must
-// be neither committed nor dropped by the caller, and drops itself when its
-// goroutine returns. Waiting longer inside a group callback would keep the
+// most until deadline. It reports whether the task stopped; if not (its
+// goroutine is blocked producing to unreachable brokers), the task is
+// abandoned: it must be neither committed nor dropped by the caller, and
+// drops itself when its goroutine returns (the session waits for that). Waiting longer inside a group callback would keep the
 // client from leaving the group, the one thing that unblocks the producer.
 func (t *task) stop(deadline time.Time) bool {
 	t.cancel()
