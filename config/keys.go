@@ -123,7 +123,7 @@ var keys = []*keyDef{
 		doc:   "What happens to a record that fails to decode or whose handler fails after retries: `dlq` sends it to the dead-letter topic, `skip` (alias `continue`) logs and counts it, `fail` stops the task and marks the instance not ready.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingExceptionHandler) }},
 	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2"},
-		doc:   "`at_least_once`, or `exactly_once_v2` for Kafka transactions around each commit.",
+		doc:   "`at_least_once`, or `exactly_once_v2` for Kafka transactions around each commit (accepted by `validate`; `run` refuses it until the runtime implements it).",
 		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
 	{name: "processor.changelog.topic", doc: "The built-in processor's store changelog topic; empty for the default `<application.id>-<store>-changelog`.",
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
