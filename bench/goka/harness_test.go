@@ -63,6 +63,26 @@ func createTopics(tb testing.TB, c *kafkatest.Cluster, configs map[string]*strin
 	dropTopics(tb, c, topics...)
 }
 
+// ensureTable creates goka's group table, compacted, unless it exists, and
+// waits until every partition has a leader: goka creates a missing table
+// itself and asks for its offsets at once, which a real broker may answer
+// with NOT_LEADER_FOR_PARTITION before the new partitions' leaders are known,
+// and goka gives up on that.
+func ensureTable(tb testing.TB, c *kafkatest.Cluster, topic string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Timeout)
+	defer cancel()
+	details, err := c.Admin().ListTopics(ctx, topic)
+	if err != nil {
+		tb.Fatalf("list topic %s on %s: %v", topic, c.Kind(), err)
+	}
+	if details.Has(topic) {
+		return
+	}
+	compact := "compact"
+	c.CreateTopic(topic, partitions, map[string]*string{"cleanup.policy": &compact})
+}
+
 // dropTopics deletes topics, created by the systems under test, at the end.
 func dropTopics(tb testing.TB, c *kafkatest.Cluster, topics ...string) {
 	if !c.Real() {
@@ -205,6 +225,7 @@ type gokaInstance struct {
 func startGoka(tb testing.TB, c *kafkatest.Cluster, name, input, dir string) instance {
 	tb.Helper()
 	g := &gokaInstance{name: name}
+	ensureTable(tb, c, name+"-table")
 	proc, err := goka.NewProcessor(c.Brokers, GokaCount(name, input, func() { g.n.Add(1) }), GokaOptions(dir, SaramaConfig())...)
 	if err != nil {
 		tb.Fatalf("goka processor %s on %s: %v", name, c.Kind(), err)
