@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,9 +47,20 @@ func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
 	c := kafkatest.New(t)
 	base := freePorts(t, 3)
 	script := "../deploy/local/cluster.sh"
+	dir := t.TempDir()
+	t.Cleanup(func() { // the instances' logs tell why
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s (tail):\n%s", filepath.Base(l), tail(string(b), 30))
+		}
+	})
 	env := append(os.Environ(),
 		"RACKSTREAM_BOOTSTRAP="+strings.Join(c.Brokers, ","),
-		"RACKSTREAM_CLUSTER_DIR="+t.TempDir(),
+		"RACKSTREAM_CLUSTER_DIR="+dir,
 		"RACKSTREAM_CLUSTER_APP="+c.Name("e2e-cluster"),
 		"RACKSTREAM_CLUSTER_HTTP_PORT="+strconv.Itoa(base),
 		"RACKSTREAM_CLUSTER_PARTITIONS=6",

@@ -30,6 +30,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/state"
 )
 
 const devUsage = `Usage: rackstream dev [flags]
@@ -364,20 +365,34 @@ func (in *devInstance) start() error {
 		return fmt.Errorf("%s is running", in.name)
 	}
 	if done != nil {
-		<-done // the previous run has released the state directory
+		<-done // the previous run has returned (see run for its state directory)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.svc != nil || in.done != done {
 		return fmt.Errorf("%s is being started already", in.name)
 	}
+	svc, dialer, err := in.newService()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan struct{})
+	in.svc, in.dialer, in.cancel, in.done, in.err = svc, dialer, cancel, done, nil
+	go in.run(ctx, svc, done)
+	return nil
+}
+
+// newService builds the instance's service on its address. The caller
+// holds in.mu.
+func (in *devInstance) newService() (*service.Instance, *cutDialer, error) {
 	cfg, err := in.config()
 	if err != nil {
-		return fmt.Errorf("%s: configuration: %w", in.name, err)
+		return nil, nil, fmt.Errorf("%s: configuration: %w", in.name, err)
 	}
 	ln, err := net.Listen("tcp", in.addr)
 	if err != nil {
-		return fmt.Errorf("%s: listen on %s: %w", in.name, in.addr, err)
+		return nil, nil, fmt.Errorf("%s: listen on %s: %w", in.name, in.addr, err)
 	}
 	in.addr = ln.Addr().String()
 	cfg.ApplicationServer = in.addr
@@ -390,14 +405,45 @@ func (in *devInstance) start() error {
 		Wrap:       in.d.admin,
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", in.name, err)
+		return nil, nil, fmt.Errorf("%s: %w", in.name, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done = make(chan struct{})
-	in.svc, in.dialer, in.cancel, in.done, in.err = svc, dialer, cancel, done, nil
-	go func() {
-		defer close(done)
+	return svc, dialer, nil
+}
+
+// devLockWait bounds how long a start waits for the instance's previous
+// run to let go of its state directory.
+const devLockWait = 30 * time.Second
+
+// run runs svc until it stops, then closes done. A killed instance's
+// previous run can hold the state directory a moment after its Run
+// returned: cut off from Kafka, the runtime gives up waiting for its
+// shutdown after shutdown.timeout.ms, and the abandoned session closes the
+// stores just after. So a run refused by this process's own lock on the
+// directory is started again, for up to devLockWait.
+func (in *devInstance) run(ctx context.Context, svc *service.Instance, done chan struct{}) {
+	defer close(done)
+	deadline := time.Now().Add(devLockWait)
+	for {
 		err := svc.Run(ctx)
+		var locked *state.LockedError
+		if errors.As(err, &locked) && locked.PID == os.Getpid() && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			in.mu.Lock()
+			if in.svc == svc && ctx.Err() == nil {
+				next, dialer, nerr := in.newService()
+				if nerr == nil {
+					in.svc, in.dialer = next, dialer
+					in.mu.Unlock()
+					svc = next
+					continue
+				}
+				err = nerr
+			}
+			in.mu.Unlock()
+		}
 		in.mu.Lock()
 		in.err = err
 		if in.svc == svc {
@@ -408,8 +454,8 @@ func (in *devInstance) start() error {
 			in.d.log.Error("instance stopped", "instance", in.name, "err", err)
 			fmt.Fprintf(in.d.out, "rackstream dev: %s stopped: %v\n", in.name, err)
 		}
-	}()
-	return nil
+		return
+	}
 }
 
 // kill crashes the instance as far as the cluster can tell: its Kafka
