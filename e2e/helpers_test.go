@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,7 +132,9 @@ func (p *proc) exited() bool {
 // returning its exit code.
 func (p *proc) signal(sig syscall.Signal, within time.Duration) int {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !p.exited() {
+	// os.ErrProcessDone: it has exited (an earlier signal), and p.done
+	// closes once Wait has seen it.
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) && !p.exited() {
 		p.t.Fatalf("signal %s: %v", p.name, err)
 	}
 	select {
