@@ -1,6 +1,7 @@
 package state
 
 import (
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -51,3 +52,43 @@ type pathError struct {
 
 func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
 func (e *pathError) Unwrap() error { return e.err }
+
+// gatedDisk holds every storage write, once armed, until gate is closed,
+// and closes blocked when the first write arrives.
+type gatedDisk struct {
+	armed   atomic.Bool
+	once    sync.Once
+	gate    chan struct{}
+	blocked chan struct{}
+}
+
+func (g *gatedDisk) wait() {
+	if !g.armed.Load() {
+		return
+	}
+	g.once.Do(func() { close(g.blocked) })
+	<-g.gate
+}
+
+type gatedStorage struct {
+	storage.Storage
+	g *gatedDisk
+}
+
+func (s gatedStorage) Create(fd storage.FileDesc) (storage.Writer, error) {
+	w, err := s.Storage.Create(fd)
+	if err != nil {
+		return nil, err
+	}
+	return gatedWriter{w, s.g}, nil
+}
+
+type gatedWriter struct {
+	storage.Writer
+	g *gatedDisk
+}
+
+func (w gatedWriter) Write(p []byte) (int, error) {
+	w.g.wait()
+	return w.Writer.Write(p)
+}

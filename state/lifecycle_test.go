@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -347,13 +348,34 @@ func TestCloseDuringRestoreEndsIt(t *testing.T) {
 	}
 	e.commit(task, p)
 
-	m2 := e.open(t.TempDir(), func(o *Options) { o.RestoreBatchBytes = 4 << 10 })
+	// The restore's first write after it starts blocks on a gate, so Close
+	// lands while the restore is certainly under way, whatever the speed of
+	// the broker.
+	gate := &gatedDisk{gate: make(chan struct{}), blocked: make(chan struct{})}
+	m2 := e.open(t.TempDir(), func(o *Options) {
+		o.RestoreBatchBytes = 4 << 10
+		o.WrapStorage = func(_ string, s storage.Storage) storage.Storage { return gatedStorage{s, gate} }
+	})
 	t2, err := m2.OpenTask(0, e.stores)
 	must(t, err)
+	gate.armed.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- t2.Restore(e.ctx()) }()
-	kafkatest.Eventually(t, time.Minute, "restore started", func() bool { return t2.Role() == RoleRestoring })
-	must(t, t2.Close())
+	select {
+	case <-gate.blocked:
+	case err := <-done:
+		t.Fatalf("restore ended (%v) before writing anything", err)
+	case <-time.After(time.Minute):
+		t.Fatal("restore wrote nothing within a minute")
+	}
+	if r := t2.Role(); r != RoleRestoring {
+		t.Fatalf("role while the restore writes = %s, want %s", r, RoleRestoring)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- t2.Close() }()
+	kafkatest.Eventually(t, time.Minute, "Close marks the task closed", func() bool { return t2.Role() == RoleClosed })
+	close(gate.gate)
+	must(t, <-closed)
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, ErrTaskClosed) {
