@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -45,27 +43,9 @@ func runCommand(environ func() []string) command {
 const shutdownGrace = 5 * time.Second
 
 func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addConfigFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), runUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rackstream run: unexpected argument %q (the file goes after --config)\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := cf.load(env)
-	if err != nil {
-		printConfigErrors(stderr, "run", err)
-		return 2
+	cfg, code, ok := loadConfigCommand("run", runUsage, args, env, stderr)
+	if !ok {
+		return code
 	}
 	if cfg.Processor.Type == "" {
 		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")

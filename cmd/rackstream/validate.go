@@ -36,27 +36,9 @@ func validateCommand(environ func() []string) command {
 }
 
 func runValidate(args, env []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addConfigFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), validateUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rackstream validate: unexpected argument %q (the file goes after --config)\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := cf.load(env)
-	if err != nil {
-		printConfigErrors(stderr, "validate", err)
-		return 2
+	cfg, code, ok := loadConfigCommand("validate", validateUsage, args, env, stderr)
+	if !ok {
+		return code
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "rackstream validate: warning: %s\n", w)
@@ -73,6 +55,36 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 type configFlags struct {
 	file string
 	sets setFlag
+}
+
+// loadConfigCommand parses the flags of a command that takes nothing but
+// --config and --set, and loads the configuration. When ok is false the
+// command is over and exits with code: 0 after --help, 2 on a usage or
+// configuration error (every error printed to stderr).
+func loadConfigCommand(name, usage string, args, env []string, stderr io.Writer) (cfg *config.Config, code int, ok bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addConfigFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0, false
+		}
+		return nil, 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rackstream %s: unexpected argument %q (the file goes after --config)\n", name, fs.Arg(0))
+		return nil, 2, false
+	}
+	cfg, err := cf.load(env)
+	if err != nil {
+		printConfigErrors(stderr, name, err)
+		return nil, 2, false
+	}
+	return cfg, 0, true
 }
 
 // addConfigFlags registers --config and --set on fs.
