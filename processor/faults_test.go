@@ -298,14 +298,12 @@ func TestShutdownGivesUpAfterItsTimeoutNamingWhatItWaitsFor(t *testing.T) {
 		return nil
 	})
 	var logs syncBuffer
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:           c.Brokers,
-		StateDir:          t.TempDir(),
-		SessionTimeout:    3 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		ShutdownTimeout:   time.Second,
-		Logger:            slog.New(slog.NewTextHandler(&logs, nil)),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir, o.CacheMaxBytes = c.Brokers, t.TempDir(), 0
+	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.ShutdownTimeout = time.Second
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,11 @@ type session struct {
 	queued  atomic.Int64
 	drained chan struct{}
 
+	// commitWanted is signalled (capacity 1) when a task has worked
+	// through a batch: with a zero CommitInterval the commit loop commits
+	// then.
+	commitWanted chan time.Time
+
 	prodMu  sync.Mutex
 	prodErr error // the first failed produce (output or dead letter)
 
@@ -93,29 +98,22 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		commitMu:   make(ctxMutex, 1),
 		aborts:     make(map[*context.CancelFunc]struct{}),
 		drained:    make(chan struct{}, 1),
+
+		commitWanted: make(chan time.Time, 1),
 	}
 	for _, c := range r.topo.ChangelogTopics() {
 		s.changelogs[c] = true
 	}
-	bal, err := balancer.New(balancer.Settings{
-		ApplicationID:              r.topo.appID,
-		ProcessID:                  mgr.ProcessID(),
-		Endpoint:                   r.opts.Endpoint,
-		Tags:                       r.opts.Tags,
-		Capacity:                   r.opts.Capacity,
-		InputTopics:                r.topo.InputTopics(),
-		ChangelogTopics:            r.topo.ChangelogTopics(),
-		NumStandbys:                r.opts.NumStandbys,
-		RackAwareTags:              r.opts.RackAwareTags,
-		AcceptableRecoveryLag:      r.opts.AcceptableRecoveryLag,
-		MaxWarmups:                 r.opts.MaxWarmups,
-		ProbingInterval:            r.opts.ProbingInterval,
-		Checkpoints:                s.checkpoints,
-		ClientOpts:                 r.clientOpts(),
-		PlacementReplicationFactor: r.opts.ReplicationFactor,
-		HeartbeatInterval:          r.opts.HeartbeatInterval,
-		Logger:                     r.opts.Logger,
-	})
+	bs := balancer.DefaultSettings()
+	bs.ApplicationID, bs.ProcessID, bs.Endpoint, bs.Tags = r.topo.appID, mgr.ProcessID(), r.opts.Endpoint, r.opts.Tags
+	bs.Capacity = r.opts.Capacity
+	bs.InputTopics, bs.ChangelogTopics = r.topo.InputTopics(), r.topo.ChangelogTopics()
+	bs.NumStandbys, bs.RackAwareTags = r.opts.NumStandbys, r.opts.RackAwareTags
+	bs.AcceptableRecoveryLag, bs.MaxWarmups, bs.ProbingInterval = r.opts.AcceptableRecoveryLag, r.opts.MaxWarmups, r.opts.ProbingInterval
+	bs.Checkpoints, bs.ClientOpts = s.checkpoints, r.clientOpts()
+	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.HeartbeatInterval
+	bs.Logger = r.opts.Logger
+	bal, err := balancer.New(bs)
 	if err != nil {
 		return &startError{fmt.Errorf("balancer: %w", err)}
 	}
@@ -476,14 +474,20 @@ func (s *session) stopForTopology(err error) {
 	s.updateTaskGauges()
 }
 
+// commitLoop commits every CommitInterval, or, with a zero interval,
+// whenever a task has worked through a batch (commitWanted).
 func (s *session) commitLoop() {
-	tick := time.NewTicker(s.r.opts.CommitInterval)
-	defer tick.Stop()
+	var due <-chan time.Time = s.commitWanted
+	if every := s.r.opts.CommitInterval; every > 0 {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		due = tick.C
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-tick.C:
+		case <-due:
 		}
 		s.mu.Lock()
 		tasks := slices.Collect(maps.Values(s.active))

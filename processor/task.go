@@ -147,6 +147,12 @@ func (t *task) run() {
 			}
 		}
 		t.maybeResume()
+		if t.s.r.opts.CommitInterval == 0 {
+			select {
+			case t.s.commitWanted <- time.Time{}:
+			default: // a commit is due already: it covers this batch too
+			}
+		}
 	}
 }
 

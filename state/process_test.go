@@ -42,11 +42,10 @@ func TestHelperProcess(t *testing.T) {
 func helperMain(mode string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := Open(Options{
-		Dir:           os.Getenv(envDir),
-		ApplicationID: os.Getenv(envApp),
-		ClientOpts:    []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...)},
-	})
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID = os.Getenv(envDir), os.Getenv(envApp)
+	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...)}
+	m, err := Open(o)
 	if err != nil {
 		return err
 	}
@@ -138,7 +137,7 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	if line != "LOCKED "+strconv.Itoa(cmd.Process.Pid) {
 		t.Fatalf("helper said %q", line)
 	}
-	_, err := Open(Options{Dir: dir, ApplicationID: e.app})
+	_, err := Open(dirOptions(dir, e.app))
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("Open while another process holds the directory = %v, want *LockedError", err)
@@ -150,7 +149,7 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper exit: %v", err)
 	}
-	m, err := Open(Options{Dir: dir, ApplicationID: e.app})
+	m, err := Open(dirOptions(dir, e.app))
 	if err != nil {
 		t.Fatalf("Open after the holder exited: %v", err)
 	}
@@ -161,15 +160,15 @@ func TestSecondProcessIsRefused(t *testing.T) {
 // directory: the second fails naming this process.
 func TestSecondInstanceInProcessIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	m, err := Open(Options{Dir: dir, ApplicationID: "app"})
+	m, err := Open(dirOptions(dir, "app"))
 	must(t, err)
-	_, err = Open(Options{Dir: dir, ApplicationID: "app"})
+	_, err = Open(dirOptions(dir, "app"))
 	var le *LockedError
 	if !errors.As(err, &le) || le.PID != os.Getpid() || !strings.Contains(err.Error(), "this process") {
 		t.Fatalf("second in-process Open = %v, want *LockedError naming this process", err)
 	}
 	must(t, m.Close())
-	m, err = Open(Options{Dir: dir, ApplicationID: "app"})
+	m, err = Open(dirOptions(dir, "app"))
 	must(t, err)
 	m.Close()
 }
@@ -205,4 +204,11 @@ func TestKilledProcessRestoresExactlyTheChangelog(t *testing.T) {
 		t.Fatalf("changelog content unexpected: k1=%q k3=%q k300=%q", want["k1"], want["k3"], want["k300"])
 	}
 	t.Logf("restored %d keys, checkpoint %d", len(got), s.Checkpoint())
+}
+
+// dirOptions are the default options for application app in dir.
+func dirOptions(dir, app string) Options {
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID = dir, app
+	return o
 }
