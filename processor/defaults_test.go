@@ -37,8 +37,8 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		{"ProbingInterval", func(o *Options) { o.ProbingInterval = 0 }, "ProbingInterval (probing.rebalance.interval.ms) 0s: must be at least 1m0s", nil},
 		{"Partitioner", func(o *Options) { o.Partitioner = nil }, "no Partitioner (partitioner)", nil},
 		{"CacheMaxBytes", func(o *Options) { o.CacheMaxBytes = 0 }, "", func(r *Runtime) string {
-			s := &session{r: r, n: 4, ctx: t.Context(), log: r.log}
-			return unless(newTask(s, 0).cache == nil, "a zero record cache still caches")
+			env := &taskEnv{topo: r.topo, opts: &r.opts, log: r.log, tasks: 4, ctx: t.Context()}
+			return unless(newTask(env, 0, nil).cache == nil, "a zero record cache still caches")
 		}},
 		{"CommitInterval", func(o *Options) { o.CommitInterval = 0 }, "", func(r *Runtime) string {
 			return unless(r.opts.CommitInterval == 0, "commit.interval.ms=0 (commit after every batch) became a default")

@@ -190,13 +190,26 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	if err := opts.check(t.appID); err != nil {
 		return nil, err
 	}
-	return &Runtime{
+	r := &Runtime{
 		topo:     t,
 		opts:     opts,
 		log:      opts.Logger.With("group", t.appID),
-		met:      newMetrics(opts.Registerer),
 		notReady: "starting",
-	}, nil
+	}
+	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	return r, nil
+}
+
+// liveTasks returns the active tasks of the current session: the tasks
+// whose series the metrics show.
+func (r *Runtime) liveTasks() []*task {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.m.live()
 }
 
 // Topology returns the runtime's topology.
@@ -233,7 +246,7 @@ func (r *Runtime) Ready() (ready bool, reason string) {
 	if r.sess == nil || r.ended {
 		return false, r.notReady
 	}
-	return r.sess.readiness()
+	return r.sess.m.readiness()
 }
 
 // Placement returns the latest placement of the group this instance knows,
@@ -457,7 +470,7 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 				r.topo.appID, strings.Join(missing, ", "), n)
 		}
 	}
-	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.storeSpecs()); err != nil {
+	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.topo.storeSpecs()); err != nil {
 		return 0, fmt.Errorf("processor %s: changelogs: %w", r.topo.appID, err)
 	}
 	if r.opts.ErrorPolicy == PolicyDeadLetter {
@@ -472,9 +485,10 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 	return n, nil
 }
 
-func (r *Runtime) storeSpecs() []state.StoreSpec {
-	specs := make([]state.StoreSpec, len(r.topo.stores))
-	for i, s := range r.topo.stores {
+// storeSpecs declares t's stores to the state directory.
+func (t *Topology) storeSpecs() []state.StoreSpec {
+	specs := make([]state.StoreSpec, len(t.stores))
+	for i, s := range t.stores {
 		specs[i] = state.StoreSpec{Name: s.name, Changelog: s.changelog}
 	}
 	return specs
