@@ -98,11 +98,13 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	}
 	defer unlock()
 	for _, t := range tasks {
-		if t.activated && t.getErr() == nil {
+		t.closeMu.RLock()
+		if t.activated && !t.closed.Load() && t.getErr() == nil {
 			if err := t.flushCache(); err != nil {
 				t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
 			}
 		}
+		t.closeMu.RUnlock()
 	}
 
 	c.phase(fmt.Sprintf("a commit of tasks %v to flush the producer (changelog, outputs, dead letters)", ids(tasks)))
@@ -120,12 +122,10 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 		if !t.activated || t.getErr() != nil {
 			continue
 		}
-		if t.st != nil { // nil: a stateless topology
-			if err := t.st.Commit(); err != nil {
-				c.met.commitFailures.Inc()
-				t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
-				continue
-			}
+		if err := t.commitStores(); err != nil {
+			c.met.commitFailures.Inc()
+			t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
+			continue
 		}
 		for topic, eo := range t.next {
 			if eo.Offset > t.committed[topic] {

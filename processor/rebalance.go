@@ -45,6 +45,7 @@ type member struct {
 	topoErr     error                 // partition counts changed: tasks stopped, none started
 	revokeStart time.Time
 	abandoned   []*task // tasks stop gave up on; they drop themselves
+	started     []*task // every task started whose stores may still be open
 }
 
 func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
@@ -77,6 +78,7 @@ func (m *member) assign(newTasks, replicas []int32) {
 	if len(newTasks) > 0 {
 		m.env.fetch.PauseFetchPartitions(m.env.partitions(newTasks...))
 	}
+	m.started = slices.DeleteFunc(m.started, func(t *task) bool { return t.closed.Load() })
 	for _, id := range newTasks {
 		if m.active[id] != nil || m.topoErr != nil {
 			continue // with a broken topology the partitions stay paused
@@ -86,6 +88,7 @@ func (m *member) assign(newTasks, replicas []int32) {
 		t := newTask(m.env, id, held)
 		m.active[id] = t
 		started = append(started, t)
+		m.started = append(m.started, t)
 	}
 	want := make(map[int32]bool)
 	for _, id := range replicas {
@@ -271,6 +274,24 @@ func (m *member) waitAbandoned(bound <-chan time.Time) *task {
 		}
 	}
 	return nil
+}
+
+// forceClose closes the stores of every task this session started, under
+// any handler still running (its store reads and writes fail with
+// ErrTaskClosed from now on), and returns the tasks still in a handler.
+// Run calls it when the shutdown outlives its bound, so that the state
+// directory is released whatever a handler does.
+func (m *member) forceClose() (running []int32) {
+	m.mu.Lock()
+	tasks := slices.Clone(m.started)
+	m.mu.Unlock()
+	for _, t := range tasks {
+		if t.forceClose() {
+			running = append(running, t.id)
+		}
+	}
+	slices.Sort(running)
+	return running
 }
 
 // setBroken marks the session as ending with err (the first one wins):

@@ -312,3 +312,37 @@ func seriesTasks(t *testing.T, reg *prometheus.Registry) map[string]string {
 	}
 	return out
 }
+
+// TestForceCloseClosesTheStoresUnderAStuckHandler: when the shutdown gives
+// up, the stores of a task whose handler ignores its context close anyway;
+// the handler's store reads fail with ErrTaskClosed once it goes on, and
+// its record is neither processed nor dead-lettered.
+func TestForceCloseClosesTheStoresUnderAStuckHandler(t *testing.T) {
+	h := newHarness(t, nil)
+	release := h.block()
+	h.start(0, 1)
+	h.waitProcessed(h.feed(1, 0, "k", "a"), 1)
+	tk := h.feed(0, 0, "k", "block")
+	<-h.inGate
+	if running := h.m.forceClose(); len(running) != 1 || running[0] != 0 {
+		t.Fatalf("forceClose reports handlers running in tasks %v; want [0]", running)
+	}
+	for _, id := range []int32{0, 1} {
+		if st := h.mgr.Task(id); st != nil {
+			t.Errorf("task %d's stores open (%s) after forceClose", id, st.Role())
+		}
+	}
+	if err := tk.commitStores(); !errors.Is(err, ErrTaskClosed) {
+		t.Errorf("a commit of the closed task's stores = %v; want ErrTaskClosed", err)
+	}
+	release()
+	<-tk.done
+	if got := processed(tk); got != 0 {
+		t.Errorf("the stuck record counts as processed (next offset %d)", got)
+	}
+	for _, r := range h.kafka.records {
+		if r.topic == h.opts.DLQTopic {
+			t.Errorf("the stuck record was dead-lettered: %+v", r)
+		}
+	}
+}

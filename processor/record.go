@@ -170,6 +170,12 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			p.clear()
 			return outcomeProcessed, nil
 		}
+		if ctx.Err() != nil {
+			// The task is stopping (its stores may be closed under the
+			// handler): the record was not processed, and is no poison.
+			p.clear()
+			return 0, ctx.Err()
+		}
 		if stage != StageHandler || isPermanent(err) || tries >= p.retry.Attempts {
 			break
 		}

@@ -317,11 +317,14 @@ func (r *Runtime) setFatal(err error) {
 // directory). Fatal Kafka client errors do not end Run: the client is
 // rebuilt with bounded exponential backoff.
 //
-// The shutdown never takes longer than ShutdownTimeout: if it has not
+// The shutdown never takes longer than ShutdownTimeout plus a second, and
+// Run always releases the stores and the state directory: if it has not
 // finished by then (brokers unreachable, a task stuck in its handler), Run
-// gives up, logs what it was waiting for, and returns nil; the work not
-// committed is processed again by the next owner, and the stores close
-// when the stragglers return.
+// gives up, logs what it was waiting for, and closes the stores anyway;
+// the work not committed is processed again by the next owner. A handler
+// still running then has its stores closed under it (its later store reads
+// and writes fail with ErrTaskClosed), and Run returns an error naming its
+// task; otherwise it returns nil.
 func (r *Runtime) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
@@ -341,12 +344,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 	}
-	closeMgr := func() {
+	// Once: the session's end and a shutdown that gave up may both close.
+	closeMgr := sync.OnceFunc(func() {
 		r.setPhase("closing the stores")
 		if err := mgr.Close(); err != nil {
 			r.log.Error("closing the state directory", "err", err)
 		}
-	}
+	})
 	r.mu.Lock()
 	r.mgr = mgr
 	r.processID = mgr.ProcessID()
@@ -388,9 +392,41 @@ func (r *Runtime) Run(ctx context.Context) error {
 	case err := <-done:
 		return err
 	case <-bound.C:
-		r.log.Error("shutdown did not finish within shutdown.timeout.ms; giving up (uncommitted work is processed again by the next owner)",
-			"timeout", r.opts.ShutdownTimeout, "waiting_for", r.waitingFor())
-		return nil
+	}
+	r.log.Error("shutdown did not finish within shutdown.timeout.ms; giving up (uncommitted work is processed again by the next owner)",
+		"timeout", r.opts.ShutdownTimeout, "waiting_for", r.waitingFor())
+	return r.forceClose(closeMgr)
+}
+
+// forceClose ends a shutdown that outlived its bound: it closes the stores
+// of the session's tasks, under any handler still running, and the state
+// directory (releasing its lock), within a second. It returns an error
+// naming the tasks whose handler was still running, nil when none was.
+func (r *Runtime) forceClose(closeMgr func()) error {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	result := make(chan []int32, 1)
+	go func() {
+		var running []int32
+		if s != nil {
+			running = s.m.forceClose()
+		}
+		closeMgr()
+		result <- running
+	}()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case running := <-result:
+		if len(running) == 0 {
+			return nil
+		}
+		return fmt.Errorf("processor %s: shutdown did not finish within shutdown.timeout.ms (%v): the handler of tasks %v was still running (it ignores its context); their stores were closed under it, and its store reads and writes fail with ErrTaskClosed",
+			r.topo.appID, r.opts.ShutdownTimeout, running)
+	case <-t.C:
+		return fmt.Errorf("processor %s: shutdown did not finish within shutdown.timeout.ms (%v), and closing the stores took over a second more (waiting for %s)",
+			r.topo.appID, r.opts.ShutdownTimeout, r.waitingFor())
 	}
 }
 

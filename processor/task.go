@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +88,21 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+
+	// closeMu guards the stores against a forced close (Run's, when a
+	// handler outlives the shutdown bound): the record path's store reads
+	// and writes hold it shared, forceClose exclusively. closed says the
+	// stores are closed; closeOnce closes them once, whoever comes first.
+	closeMu   sync.RWMutex
+	closed    atomic.Bool
+	closeOnce sync.Once
 }
+
+// ErrTaskClosed is what a handler's store reads and writes fail with once
+// its task's stores are closed under it: the shutdown gave up waiting for
+// the handler (it ignored its context past shutdown.timeout.ms). It wraps
+// state.ErrTaskClosed.
+var ErrTaskClosed = fmt.Errorf("processor: the task's stores were closed under its handler: %w", state.ErrTaskClosed)
 
 func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	ctx, cancel := context.WithCancel(env.ctx)
@@ -315,12 +330,51 @@ func (t *task) drop() {
 	}
 	defer t.mu.Unlock()
 	t.activated = false
-	if t.st == nil {
-		return
+	t.closeStores()
+}
+
+// closeStores drops the uncommitted writes and closes the stores, once.
+func (t *task) closeStores() {
+	t.closeOnce.Do(func() {
+		t.closed.Store(true)
+		if t.st == nil {
+			return
+		}
+		t.st.Abort()
+		if err := t.st.Close(); err != nil {
+			t.env.log.Warn("closing a task's stores", "task", t.id, "err", err)
+		}
+	})
+}
+
+// commitStores writes the stores' buffers and checkpoints (nothing for a
+// stateless topology); the task's lock must be held.
+func (t *task) commitStores() error {
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if t.closed.Load() {
+		return ErrTaskClosed
 	}
-	t.st.Abort()
-	if err := t.st.Close(); err != nil {
-		t.env.log.Warn("closing a dropped task", "task", t.id, "err", err)
+	if t.st == nil {
+		return nil
+	}
+	return t.st.Commit()
+}
+
+// forceClose closes the task's stores without its lock, which a handler
+// that ignores its context may hold forever: from now on its store reads
+// and writes fail with ErrTaskClosed. It reports whether the task's
+// goroutine was still running.
+func (t *task) forceClose() (running bool) {
+	t.cancel()
+	t.closeMu.Lock()
+	t.closeStores()
+	t.closeMu.Unlock()
+	select {
+	case <-t.done:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -341,6 +395,11 @@ func (t *task) getErr() error { return t.err.get() }
 type taskBackend struct{ t *task }
 
 func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error) {
+	b.t.closeMu.RLock()
+	defer b.t.closeMu.RUnlock()
+	if b.t.closed.Load() {
+		return nil, false, fmt.Errorf("task %d: read store %s: %w", b.t.id, s.name, ErrTaskClosed)
+	}
 	if c := b.t.cache; c != nil {
 		if v, found := c.get(s.index, key); found {
 			if v == nil {
@@ -354,6 +413,11 @@ func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error
 
 func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	t := b.t
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if t.closed.Load() {
+		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
+	}
 	if c := t.cache; c != nil {
 		over := false
 		for i := range ws {
@@ -410,7 +474,8 @@ func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader)
 }
 
 // flushCache sends the record cache's merged writes and emits on; the task's
-// lock must be held.
+// lock must be held (and closeMu, shared, by the record path; a commit
+// takes it here).
 func (t *task) flushCache() error {
 	if t.cache == nil {
 		return nil
