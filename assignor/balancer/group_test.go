@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/tags"
 )
@@ -56,7 +57,7 @@ type member struct {
 	pid    string
 	b      *Balancer
 	cl     *kgo.Client
-	dialer *cutDialer
+	dialer *cutdial.Dialer
 	cancel context.CancelFunc
 	closed bool
 }
@@ -141,7 +142,7 @@ func (g *group) settings(pid string, tg tags.Set) Settings {
 // start adds a member with the given settings.
 func (g *group) start(s Settings) *member {
 	g.t.Helper()
-	m := &member{pid: s.ProcessID, dialer: &cutDialer{}}
+	m := &member{pid: s.ProcessID, dialer: new(cutdial.Dialer)}
 	return g.startMember(m, s, true)
 }
 
@@ -150,7 +151,7 @@ func (g *group) start(s Settings) *member {
 func (g *group) startMember(m *member, s Settings, ownClientOpts bool) *member {
 	g.t.Helper()
 	if ownClientOpts {
-		s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.dial)}
+		s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.Dial)}
 	}
 	b, err := New(s)
 	if err != nil {
@@ -161,7 +162,7 @@ func (g *group) startMember(m *member, s Settings, ownClientOpts bool) *member {
 	m.cancel = cancel
 	opts := append(b.Opts(),
 		kgo.SeedBrokers(g.c.Brokers...),
-		kgo.Dialer(m.dialer.dial),
+		kgo.Dialer(m.dialer.Dial),
 		kgo.WithContext(ctx),
 		kgo.SessionTimeout(testSession),
 		kgo.RebalanceTimeout(20*time.Second),
@@ -219,7 +220,7 @@ func (g *group) released(m *member, ps []int32, revoke bool) {
 // process killed with SIGKILL. Its partitions are free from then on.
 func (g *group) kill(m *member) string {
 	id, _ := m.cl.GroupMetadata()
-	m.dialer.cut()
+	m.dialer.Cut()
 	m.cancel()
 	g.mu.Lock()
 	m.closed = true
@@ -323,37 +324,6 @@ func (g *group) waitStable(what string) *Placement {
 		return ok
 	})
 	return p
-}
-
-// cutDialer dials loopback and, once cut, closes every connection it made
-// and refuses new ones.
-type cutDialer struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	isCut bool
-	d     net.Dialer
-}
-
-func (c *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.isCut {
-		return nil, errors.New("test dialer: connections are cut")
-	}
-	conn, err := c.d.DialContext(ctx, network, host)
-	if err == nil {
-		c.conns = append(c.conns, conn)
-	}
-	return conn, err
-}
-
-func (c *cutDialer) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.isCut = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
 }
 
 // startSix starts six members tagged 3 zones x 2 clusters and waits until
@@ -746,7 +716,7 @@ func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
 	// p2's own clients (the placement reader) cannot reach the broker.
 	gate := &gateDialer{closed: true}
 	s := settings("p2")
-	m := &member{pid: "p2", dialer: &cutDialer{}}
+	m := &member{pid: "p2", dialer: new(cutdial.Dialer)}
 	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.dial)}
 	g.startMember(m, s, false)
 	kafkatest.Eventually(t, waitLong, "p2 is assigned but cannot read the placement", func() bool {
