@@ -165,7 +165,8 @@ func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
 		{"not JSON", `{"tasks": 1,`, nil, "decode scenario"},
 		{"metadata naming an unknown client", `{"tasks": [{"task": 0, "active": "ghost"}], "clients": [{"id": "a", "tags": {}}]}`, nil, "tasks[0].active"},
 		{"--lose with no such client", `{"tasks": 1, "clients": [{"id": "a", "tags": {"zone": "z"}}]}`, []string{"--lose", "zone=elsewhere"}, "zone=elsewhere"},
-		{"--lose without =", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "zone"}, "KEY=VALUE"},
+		{"--lose with an empty key", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "=b"}, "KEY=VALUE"},
+		{"--lose with no such client id", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "zone"}, "--lose zone: no client has this id"},
 		{"unknown format", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--format", "yaml"}, "--format"},
 	}
 	for _, tt := range tests {
