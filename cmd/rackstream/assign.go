@@ -7,12 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/internal/boundedread"
 )
 
 const assignUsage = `Usage: rackstream assign [--format json|table] [--lose KEY=VALUE|ID]... [FILE|-]
@@ -43,7 +43,11 @@ JSON:
    "failover": [{"task": 0, "from": "n2", "to": "n3", "restore": false}],
    "plan_after": {...}}}
 
-Exit status: 0 plan printed, 1 input unreadable, 2 bad usage or scenario.
+The input may be at most 64 MiB (a FIFO or device is read with the same
+bound; a directory is refused), and the read ends on SIGINT or SIGTERM.
+
+Exit status: 0 plan printed, 1 input unreadable (missing, too large,
+interrupted), 2 bad usage or scenario.
 
 Flags:
 `
@@ -109,19 +113,17 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 2
 	}
 
-	name, r := "stdin", stdin
+	name := "stdin"
+	var data []byte
+	var err error
 	if len(files) == 1 && files[0] != "-" {
-		f, err := os.Open(files[0])
-		if err != nil {
-			fmt.Fprintf(stderr, "rackstream assign: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		name, r = files[0], f
+		name = files[0]
+		data, err = boundedread.ReadFile(ctx, name, boundedread.PlacementDocument)
+	} else {
+		data, err = boundedread.ReadAll(ctx, stdin, name, boundedread.PlacementDocument)
 	}
-	data, err := io.ReadAll(r)
 	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: read %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "rackstream assign: %v\n", err)
 		return 1
 	}
 	in, err := assignor.DecodeInput(data)
