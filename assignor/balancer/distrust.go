@@ -3,6 +3,7 @@ package balancer
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/rackstream/rackstream/internal/endpoint"
 )
@@ -66,9 +67,11 @@ const (
 	noteBadEndpoint = "invalid endpoint"
 )
 
-// firstNote reports whether member id has not been warned about kind since
-// it joined, and records that it now has. b.mu must be held.
-func (b *Balancer) firstNote(kind, id string) bool {
+// noteOnce reports whether member id has not been warned about kind since
+// it joined, records that it now has, and then counts it in counter.
+func (b *Balancer) noteOnce(kind, id string, counter *atomic.Uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.noted[kind] == nil {
 		b.noted[kind] = make(map[string]bool)
 	}
@@ -76,6 +79,7 @@ func (b *Balancer) firstNote(kind, id string) bool {
 		return false
 	}
 	b.noted[kind][id] = true
+	counter.Add(1)
 	return true
 }
 
@@ -95,13 +99,9 @@ func (b *Balancer) forgetNotes(present map[string]*memberState) {
 // noteBadEndpoint warns once per member that its announced endpoint was
 // dropped, and counts it.
 func (b *Balancer) noteBadEndpoint(memberID, processID, announced string, reason error) {
-	b.mu.Lock()
-	first := b.firstNote(noteBadEndpoint, memberID)
-	b.mu.Unlock()
-	if !first {
+	if !b.noteOnce(noteBadEndpoint, memberID, &b.badEndpoints) {
 		return
 	}
-	b.badEndpoints.Add(1)
 	b.log.Warn("member announced an endpoint that is not host:port; it keeps its tasks but no query is forwarded to it",
 		"member_id", memberID, "process_id", quoteForLog(processID), "endpoint", quoteForLog(announced), "reason", reason.Error())
 }
@@ -109,13 +109,9 @@ func (b *Balancer) noteBadEndpoint(memberID, processID, announced string, reason
 // noteBeyondEnd warns once per member that it claimed checkpoints beyond
 // the changelog end for tasks, and counts it.
 func (b *Balancer) noteBeyondEnd(memberID, processID string, tasks []int32) {
-	b.mu.Lock()
-	first := b.firstNote(noteBeyondEnd, memberID)
-	b.mu.Unlock()
-	if !first {
+	if !b.noteOnce(noteBeyondEnd, memberID, &b.beyondEnd) {
 		return
 	}
-	b.beyondEnd.Add(1)
 	b.log.Warn("member claims store checkpoints beyond the changelog end; its lag on those tasks counts as unknown (not caught up)",
 		"member_id", memberID, "process_id", quoteForLog(processID), "tasks", tasks)
 }
