@@ -191,11 +191,29 @@ func (s Secret) GoString() string             { return fmt.Sprintf("%q", s.mask(
 func (s Secret) LogValue() slog.Value         { return slog.StringValue(s.mask()) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.mask()), nil }
 
-// IsSecret reports whether a key's value must never be shown: sasl.password,
-// any key containing "password", and any key ending in ".token".
+// IsSecret reports whether a key's value must never be shown. For a key of
+// the table the table's secret flag decides (sasl.password,
+// http.auth.token, ...). A key outside it (a client tag, a misspelt or
+// unknown key) is treated as secret when its name looks like one: it
+// contains "password", "secret", "token", "credential" or "jaas", or ends in
+// ".key"; better to mask a harmless value than to show a password under a
+// misspelt key.
 func IsSecret(key string) bool {
+	if d := lookup(key); d != nil {
+		return d.secret
+	}
+	return looksSecret(key)
+}
+
+// looksSecret is IsSecret's guess for a key outside the table.
+func looksSecret(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "password") || strings.HasSuffix(k, ".token")
+	for _, word := range []string{"password", "secret", "token", "credential", "jaas"} {
+		if strings.Contains(k, word) {
+			return true
+		}
+	}
+	return strings.HasSuffix(k, ".key")
 }
 
 // ExactlyOnce reports whether processing.guarantee is exactly_once_v2.
