@@ -83,12 +83,24 @@ func (s Security) UsesTLS() bool { return s.Protocol == SSL || s.Protocol == SAS
 
 // HTTP holds the query server's and peer forwarding's settings (http.*).
 type HTTP struct {
-	Listen    string // http.listen
-	AuthToken Secret // http.auth.token
-	TLSCert   string // http.tls.cert
-	TLSKey    string // http.tls.key
-	TLSCA     string // http.tls.ca
+	Listen    string   // http.listen
+	Auth      HTTPAuth // http.auth
+	AuthToken Secret   // http.auth.token
+	TLSCert   string   // http.tls.cert
+	TLSKey    string   // http.tls.key
+	TLSCA     string   // http.tls.ca
 }
+
+// HTTPAuth is http.auth: whether an HTTP server reachable from other hosts
+// must authenticate its clients.
+type HTTPAuth string
+
+const (
+	// HTTPAuthToken: beyond loopback, http.auth.token is required.
+	HTTPAuthToken HTTPAuth = "token"
+	// HTTPAuthNone: no authentication, chosen explicitly.
+	HTTPAuthNone HTTPAuth = "none"
+)
 
 // Processor holds the built-in processor's settings (processor.*).
 type Processor struct {

@@ -87,6 +87,9 @@ var keys = []*keyDef{
 			}
 			return c.ApplicationID + "-dlq", "<application.id>-dlq"
 		}},
+	{name: "http.auth", def: "token", enum: []string{"token", "none"},
+		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and `http.auth.token` is not set. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
+		field: func(c *Config) any { return (*string)(&c.HTTP.Auth) }},
 	{name: "http.auth.token", secret: true, doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
 	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,

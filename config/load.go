@@ -266,6 +266,9 @@ func (c *Config) crossCheck() Errors {
 	}
 	pair("ssl.certificate.location", "ssl.key.location", c.Security.SSLCertificateLocation, c.Security.SSLKeyLocation)
 	pair("http.tls.cert", "http.tls.key", c.HTTP.TLSCert, c.HTTP.TLSKey)
+	if c.HTTP.Auth == HTTPAuthNone && c.HTTP.AuthToken != "" {
+		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or http.auth=none to require it")
+	}
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}

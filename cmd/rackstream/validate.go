@@ -43,6 +43,9 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "rackstream validate: warning: %s\n", w)
 	}
+	if err := cfg.HTTP.CheckExposure(); err != nil {
+		fmt.Fprintf(stderr, "rackstream validate: warning: 'rackstream run' would refuse this configuration: %v\n", err)
+	}
 	if err := cfg.WriteEffective(stdout); err != nil {
 		fmt.Fprintf(stderr, "rackstream validate: %v\n", err)
 		return 1
