@@ -65,6 +65,7 @@ import (
 	"github.com/rackstream/rackstream/processor/builtin"
 	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/processor/query/page"
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -246,7 +247,8 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
-	var h http.Handler = qs
+	// The placement page and /v1/whatif in front of the query server.
+	var h http.Handler = page.New(page.Options{Query: qs, Logger: log.With("component", "page")})
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}

@@ -1,0 +1,165 @@
+package page
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/rackstream/rackstream/assignor"
+)
+
+// HeaderGeneration carries the placement generation a what-if answer was
+// computed for (the same header name the query server uses between peers).
+const HeaderGeneration = "Rackstream-Generation"
+
+// whatIf answers GET /v1/whatif?lose=SEL[&lose=SEL...]: assignor.WhatIf on
+// this instance's /v1/metadata document, as `rackstream assign --lose`
+// computes it from the same document.
+func (h *Handler) whatIf(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "query string: "+err.Error())
+		return
+	}
+	for k := range q {
+		if k != "lose" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter %q: /v1/whatif takes lose=KEY=VALUE (a tag value) or lose=ID (an instance), repeatable", k))
+			return
+		}
+	}
+	if len(q["lose"]) == 0 {
+		writeError(w, http.StatusBadRequest, "missing lose: /v1/whatif?lose=KEY=VALUE (a tag value) or lose=ID (an instance), repeatable")
+		return
+	}
+	lose := make([]assignor.Selector, 0, len(q["lose"]))
+	for _, s := range q["lose"] {
+		sel, err := assignor.ParseSelector(s)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "lose: "+err.Error())
+			return
+		}
+		lose = append(lose, sel)
+	}
+
+	// The metadata is asked of the query server as this very request
+	// (same headers, TLS state and context), so that the query server
+	// alone decides who may read it and how it fails.
+	code, hdr, body := h.metadata(r)
+	if code != http.StatusOK {
+		for _, k := range []string{"Content-Type", "Retry-After", "WWW-Authenticate"} {
+			if v := hdr.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		w.Write(body)
+		return
+	}
+	var gen struct {
+		Generation int32 `json:"generation"`
+	}
+	if err := json.Unmarshal(body, &gen); err != nil {
+		h.log.Error("what-if: the metadata document does not decode", "err", err)
+		writeError(w, http.StatusInternalServerError, "what-if: this instance's metadata document does not decode")
+		return
+	}
+	// What `rackstream assign --lose` does with a saved document: decode
+	// it (its placement as the previous plan), plan, what-if the plan.
+	in, err := assignor.DecodeInput(body)
+	if err != nil {
+		h.log.Error("what-if: the metadata document is not a scenario", "err", err)
+		writeError(w, http.StatusInternalServerError, "what-if: this instance's metadata document is not a scenario: "+err.Error())
+		return
+	}
+	plan, err := assignor.Assign(in)
+	if err != nil {
+		h.log.Error("what-if: the metadata document cannot be planned", "err", err)
+		writeError(w, http.StatusInternalServerError, "what-if: planning this instance's metadata document: "+err.Error())
+		return
+	}
+	res, err := assignor.WhatIf(in, plan, lose)
+	if err != nil {
+		// A selector that names no client: the request is at fault.
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.Header().Set(HeaderGeneration, strconv.FormatInt(int64(gen.Generation), 10))
+	writeJSON(w, http.StatusOK, res)
+}
+
+// metadata runs GET /v1/metadata through the query server as r and returns
+// its status, headers and body (the body bounded by MaxMetadataBytes).
+func (h *Handler) metadata(r *http.Request) (int, http.Header, []byte) {
+	sub := r.Clone(r.Context())
+	sub.Method = http.MethodGet
+	sub.URL.Path, sub.URL.RawPath, sub.URL.RawQuery = "/v1/metadata", "", ""
+	sub.RequestURI = sub.URL.RequestURI()
+	rec := &recorder{header: http.Header{}, code: http.StatusOK, max: h.maxMeta}
+	h.query.ServeHTTP(rec, sub)
+	if rec.over {
+		h.log.Error("what-if: the metadata document exceeds its bound", "max_bytes", h.maxMeta)
+		return http.StatusInternalServerError, http.Header{}, errorJSON("what-if: this instance's metadata document exceeds " + strconv.Itoa(h.maxMeta) + " bytes")
+	}
+	return rec.code, rec.header, rec.body.Bytes()
+}
+
+// recorder is the http.ResponseWriter of an in-process request: it keeps
+// the status, headers and up to max bytes of body.
+type recorder struct {
+	header      http.Header
+	code        int
+	wroteHeader bool
+	body        bytes.Buffer
+	max         int
+	over        bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.code, r.wroteHeader = code, true
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	if r.body.Len()+len(b) > r.max {
+		r.over = true
+		return 0, fmt.Errorf("response exceeds %d bytes", r.max)
+	}
+	return r.body.Write(b)
+}
+
+// errorBody is the query server's error shape.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func errorJSON(msg string) []byte {
+	b, _ := json.Marshal(errorBody{Error: msg})
+	return append(b, '\n')
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(errorJSON(msg))
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "render answer: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
