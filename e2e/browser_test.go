@@ -65,7 +65,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(1400, 900),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -156,14 +156,16 @@ type pageGrid struct {
 	Cells int `json:"cells"`
 }
 
-// gridColumn is an instance's column: its id and tag values.
+// gridColumn is an instance's column: its id, the name it shows (a
+// prefix of the id), and its tag values.
 type gridColumn struct {
 	ID   string            `json:"id"`
+	Text string            `json:"text"`
 	Tags map[string]string `json:"tags"`
 }
 
-// readGridJS reads the grid back from the DOM: column ids from the last
-// header row, each column's tag values from the rows above (a row per tag
+// readGridJS reads the grid back from the DOM: column ids (data-id) and
+// names from the last header row, each column's tag values from the rows above (a row per tag
 // key, named in its first cell, groups spanning columns), each row's cell
 // texts.
 const readGridJS = `(() => {
@@ -171,7 +173,7 @@ const readGridJS = `(() => {
   const gen = document.getElementById('generation');
   if (!g || !g.tHead || g.tHead.rows.length === 0) return {generation: -1, columns: [], rows: [], cells: 0};
   const head = [...g.tHead.rows];
-  const cols = [...head[head.length - 1].cells].slice(1).map((c) => ({id: c.textContent, tags: {}}));
+  const cols = [...head[head.length - 1].cells].slice(1).map((c) => ({id: c.dataset.id, text: c.textContent, tags: {}}));
   for (const r of head.slice(0, -1)) {
     const cells = [...r.cells];
     const dim = cells[0].textContent;

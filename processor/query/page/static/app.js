@@ -261,6 +261,20 @@
     }
   }
 
+  // shortNames maps each id to its shortest prefix of at least 8
+  // characters that no other id starts with: process ids are UUIDs, and
+  // 30 of them in full would not fit a screen. The full id is in the
+  // column's title and in the instances table.
+  function shortNames(ids) {
+    const out = new Map();
+    for (const id of ids) {
+      let n = Math.min(id.length, 8);
+      while (n < id.length && ids.some((o) => o !== id && o.startsWith(id.slice(0, n)))) n++;
+      out.set(id, n < id.length ? id.slice(0, n) + '…' : id);
+    }
+    return out;
+  }
+
   function buildGrid(d, gridKey) {
     const thead = el('thead');
     const prefix = (c, upto) => d.dims.slice(0, upto + 1).map((k) => d.tagOf(c, k)).join('\u0000');
@@ -278,8 +292,9 @@
     });
     const idRow = el('tr', { class: 'r' + Math.min(d.dims.length, 5) });
     idRow.append(el('th', { scope: 'col', class: 'corner' }, 'task'));
+    const short = shortNames(d.clients.map((c) => c.id));
     const heads = d.clients.map((c) => {
-      const th = el('th', { scope: 'col', class: 'id', title: c.endpoint }, c.id);
+      const th = el('th', { scope: 'col', class: 'id', title: c.id + ' at ' + c.endpoint, 'data-id': c.id }, short.get(c.id));
       idRow.append(th);
       return th;
     });
