@@ -222,7 +222,7 @@ func TestWhatIfIsAssignLoseOnTheSameDocument(t *testing.T) {
 		{"lose=zone=b&lose=n3", []assignor.Selector{{Tag: "zone", Value: "b"}, {Client: "n3"}}, nil},
 		{"lose=zone=a&lose=zone=b&lose=zone=c", []assignor.Selector{{Tag: "zone", Value: "a"}, {Tag: "zone", Value: "b"}, {Tag: "zone", Value: "c"}}, []int{0, 1, 2, 3}},
 	} {
-		resp, body := get(t, srv.URL+"/v1/whatif?"+tc.query, "Authorization", "Bearer s3cret")
+		resp, body := get(t, srv.URL+"/v1/whatif?"+tc.query, "Authorization", "Bearer s3cret", "Rackstream-Forwarded-By", "n2")
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: %s %s", tc.query, resp.Status, body)
 			continue
@@ -248,10 +248,13 @@ func TestWhatIfIsAssignLoseOnTheSameDocument(t *testing.T) {
 		}
 	}
 	// The metadata was asked of the query server as /v1/metadata with
-	// the caller's token and no query string.
+	// the caller's token, no query string and no header between instances.
 	for _, r := range f.requests() {
 		if r.URL.Path != "/v1/metadata" || r.URL.RawQuery != "" || r.Header.Get("Authorization") != "Bearer s3cret" {
 			t.Errorf("the query server was asked %s?%s with Authorization %q", r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"))
+		}
+		if by := r.Header.Get("Rackstream-Forwarded-By"); by != "" {
+			t.Errorf("a client's peer header reached the query server: Rackstream-Forwarded-By %q", by)
 		}
 	}
 }
@@ -281,8 +284,9 @@ func TestWhatIfRefusals(t *testing.T) {
 		}
 		var eb struct {
 			Error string `json:"error"`
+			Code  string `json:"code"`
 		}
-		if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == "" {
+		if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == "" || eb.Code != "bad_request" {
 			t.Errorf("?%s: body %q is not the JSON error shape", tc.query, body)
 		}
 	}

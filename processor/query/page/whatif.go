@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/rackstream/rackstream/assignor"
 )
@@ -92,9 +93,16 @@ func (h *Handler) whatIf(w http.ResponseWriter, r *http.Request) {
 }
 
 // metadata runs GET /v1/metadata through the query server as r and returns
-// its status, headers and body (the body bounded by MaxMetadataBytes).
+// its status, headers and body (the body bounded by MaxMetadataBytes). The
+// request is a client's: headers between instances (Rackstream-*) are
+// dropped, as no peer ever asks for a what-if.
 func (h *Handler) metadata(r *http.Request) (int, http.Header, []byte) {
 	sub := r.Clone(r.Context())
+	for k := range sub.Header {
+		if strings.HasPrefix(k, "Rackstream-") {
+			sub.Header.Del(k)
+		}
+	}
 	sub.Method = http.MethodGet
 	sub.URL.Path, sub.URL.RawPath, sub.URL.RawQuery = "/v1/metadata", "", ""
 	sub.RequestURI = sub.URL.RequestURI()
@@ -102,7 +110,8 @@ func (h *Handler) metadata(r *http.Request) (int, http.Header, []byte) {
 	h.query.ServeHTTP(rec, sub)
 	if rec.over {
 		h.log.Error("what-if: the metadata document exceeds its bound", "max_bytes", h.maxMeta)
-		return http.StatusInternalServerError, http.Header{}, errorJSON("what-if: this instance's metadata document exceeds " + strconv.Itoa(h.maxMeta) + " bytes")
+		return http.StatusInternalServerError, http.Header{"Content-Type": {"application/json"}},
+			errorJSON(http.StatusInternalServerError, "what-if: this instance's metadata document exceeds "+strconv.Itoa(h.maxMeta)+" bytes")
 	}
 	return rec.code, rec.header, rec.body.Bytes()
 }
@@ -135,21 +144,30 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
-// errorBody is the query server's error shape.
+// errorBody is the query server's error shape: the message in words and a
+// code a program can test.
 type errorBody struct {
 	Error string `json:"error"`
+	Code  string `json:"code"`
 }
 
-func errorJSON(msg string) []byte {
-	b, _ := json.Marshal(errorBody{Error: msg})
+func errorJSON(status int, msg string) []byte {
+	code := "internal"
+	switch status {
+	case http.StatusBadRequest:
+		code = "bad_request"
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	}
+	b, _ := json.Marshal(errorBody{Error: msg, Code: code})
 	return append(b, '\n')
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) {
+func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	w.Write(errorJSON(msg))
+	w.WriteHeader(status)
+	w.Write(errorJSON(status, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
