@@ -29,6 +29,10 @@
 // group) and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
 //
+// Its HTTP handler is the placement page and /v1/whatif (package
+// processor/query/page) in front of the query server; Options.Wrap, when
+// set, wraps both.
+//
 // Its registry (Instance.Registry, served on /metrics) holds
 // rackstream_build_info (package internal/buildinfo), the runtime's
 // series (records, latency, lag, commits, rebalances, tasks by role), the
