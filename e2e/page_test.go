@@ -252,6 +252,11 @@ func testSyntheticPage(t *testing.T, b *browser) {
 	if lost != "node-05" {
 		t.Errorf("losing cluster=%s loses %q, want node-05", hostileTag, lost)
 	}
+	var pendingSaid bool
+	b.eval(`document.getElementById('whatif').textContent.includes('A rebalance is pending')`, &pendingSaid)
+	if !pendingSaid {
+		t.Error("the what-if of a placement with a probing rebalance pending does not say the grid may differ")
+	}
 	b.audit("synthetic page")
 	b.noProblems("synthetic page")
 }

@@ -402,7 +402,14 @@
         el('th', { scope: 'row' }, str(f.task)), el('td', { class: 'id' }, str(f.from)),
         el('td', { class: 'id' }, f.to ? str(f.to) : '(nobody survives)'),
         el('td', null, f.restore ? 'restores from the changelog' : 'its standby takes over')));
+      // The what-if is of the plan the assignor computes from the live
+      // placement (as `rackstream assign --lose` does with the document):
+      // the live placement itself once it is settled.
+      const pending = st.doc && st.doc.doc.probing_rebalance_needed
+        ? el('p', null, 'A rebalance is pending: this is the loss of the placement the assignor would settle on, which may differ from the grid.')
+        : null;
       box.replaceChildren(
+        ...(pending ? [pending] : []),
         el('p', null, 'Generation ', el('span', { id: 'whatif-generation' }, String(w.generation)), ': losing ',
           el('span', { class: 'mono' }, arr(r.lose).map((s) => (s.tag ? str(s.tag) + '=' + str(s.value) : str(s.client))).join(' and ')),
           ' loses instance(s) ', el('span', { class: 'mono', id: 'whatif-lost' }, arr(r.clients_lost).map(str).join(', ')), '.'),
