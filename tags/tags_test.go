@@ -43,7 +43,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a key of 21 characters is too long",
 			tags: []Tag{{"abcdefghijklmnopqrstu", "a"}},
-			want: []Error{{"client.tag.abcdefghijklmnopqrstu", "Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."}},
+			want: []Error{{"client.tag.abcdefghijklmnopqrstu", "client.tag.abcdefghijklmnopqrstu: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."}},
 		},
 		{
 			name: "a key of 20 characters fits",
@@ -52,7 +52,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a value of 31 characters is too long",
 			tags: []Tag{{"zone", strings.Repeat("v", 31)}},
-			want: []Error{{"client.tag.zone", "Invalid value " + strings.Repeat("v", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
+			want: []Error{{"client.tag.zone", "client.tag.zone: Invalid value " + strings.Repeat("v", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
 		},
 		{
 			name: "lengths count characters, not bytes",
@@ -61,7 +61,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a value of 31 multibyte characters is too long",
 			tags: []Tag{{"zone", strings.Repeat("€", 31)}},
-			want: []Error{{"client.tag.zone", "Invalid value " + strings.Repeat("€", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
+			want: []Error{{"client.tag.zone", "client.tag.zone: Invalid value " + strings.Repeat("€", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
 		},
 		{
 			name: "six rack-aware keys exceed the list size",
@@ -76,8 +76,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			name: "empty key and empty value are rejected",
 			tags: []Tag{{"", "a"}, {"zone", ""}},
 			want: []Error{
-				{"client.tag.", `Invalid value "" for configuration client.tag.: Tag key must not be empty.`},
-				{"client.tag.zone", `Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
+				{"client.tag.", `client.tag.: Invalid value "" for configuration client.tag.: Tag key must not be empty.`},
+				{"client.tag.zone", `client.tag.zone: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
 			},
 		},
 		{
@@ -90,8 +90,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			name: "invalid UTF-8 is rejected",
 			tags: []Tag{{"zone\xff", "a\xfe"}},
 			want: []Error{
-				{"client.tag.zone\xff", `Invalid value "zone\xff" for configuration client.tag.: Tag key is not valid UTF-8.`},
-				{"client.tag.zone\xff", `Invalid value "a\xfe" for configuration client.tag.: Tag value is not valid UTF-8.`},
+				{"client.tag.zone\xff", `client.tag."zone\xff": Invalid value "zone\xff" for configuration client.tag.: Tag key is not valid UTF-8.`},
+				{"client.tag.zone\xff", `client.tag."zone\xff": Invalid value "a\xfe" for configuration client.tag.: Tag value is not valid UTF-8.`},
 			},
 		},
 		{
@@ -101,8 +101,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			want: []Error{
 				{"client.tag.abcdefghijklmnopqrstuvw", "At most 5 client tags can be specified using client.tag. prefix."},
 				{"rack.aware.assignment.tags", "Invalid value [a, b, c, d, e, zone] for configuration rack.aware.assignment.tags: Contains invalid value [zone] which doesn't have corresponding tag set via [client.tag.] prefix."},
-				{"client.tag.abcdefghijklmnopqrstuvw", "Invalid value abcdefghijklmnopqrstuvw for configuration client.tag.: Tag key exceeds maximum length of 20."},
-				{"client.tag.abcdefghijklmnopqrstuvw", "Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+				{"client.tag.abcdefghijklmnopqrstuvw", "client.tag.abcdefghijklmnopqrstuvw: Invalid value abcdefghijklmnopqrstuvw for configuration client.tag.: Tag key exceeds maximum length of 20."},
+				{"client.tag.abcdefghijklmnopqrstuvw", "client.tag.abcdefghijklmnopqrstuvw: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 				{"rack.aware.assignment.tags", "Invalid value [a, b, c, d, e, zone] for configuration rack.aware.assignment.tags: exceeds maximum list size of [5]."},
 			},
 		},
