@@ -29,7 +29,8 @@ from FILE or stdin:
 
 A /v1/metadata document of a running group is accepted too: its placement is
 the previous plan and its status lags the lags, so a live cluster's placement
-can be replayed and what-if'd.
+can be replayed. With --lose, a metadata document's own placement (the live
+one) is the plan printed and what-if'd, not the replay.
 
 --lose KEY=VALUE (every client with that tag value) or --lose ID (one
 client), repeatable (the losses add up), also prints the tasks left without
@@ -127,15 +128,18 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		failf(stderr, "%v", err)
 		return 1
 	}
-	in, err := assignor.DecodeInput(data)
+	in, current, err := assignor.DecodeDocument(data)
 	if err != nil {
 		failf(stderr, "%s: %v", name, err)
 		return 2
 	}
-	plan, err := assignor.Assign(in)
+	plan, err := assignor.Assign(in) // for a metadata document, the replay
 	if err != nil {
 		failf(stderr, "%s: %v", name, err)
 		return 2
+	}
+	if len(lose) > 0 && current != nil {
+		plan = current // what-if of the live placement, as /v1/whatif
 	}
 	if len(lose) == 0 {
 		if *format == "table" {
@@ -146,8 +150,12 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 
 	res, err := assignor.WhatIf(in, plan, lose)
-	if err != nil {
+	var selErr *assignor.SelectorError
+	if errors.As(err, &selErr) {
 		failf(stderr, "--%v", err)
+		return 2
+	} else if err != nil {
+		failf(stderr, "%s: %v", name, err)
 		return 2
 	}
 	if *format == "json" {
@@ -175,7 +183,7 @@ func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
 		fmt.Fprintf(w, "Tasks left without any replica: %s\n", joinInts(ts))
 	}
 	for _, f := range res.Failover {
-		how := "takes over from its standby"
+		how := "caught up"
 		switch {
 		case f.To == "":
 			how = "no client left"

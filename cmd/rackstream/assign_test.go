@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -194,11 +195,10 @@ func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
 	}
 }
 
-func TestAssignReplaysAMetadataDocument(t *testing.T) {
-	// A /v1/metadata document: its placement is the previous plan. n3 is a
-	// caught-up warmup of task 0 and n1 is overloaded, so the replay moves
-	// task 0 to n3 and keeps everything else.
-	doc := `{"generation": 12, "self": "n1",
+// liveDoc is a /v1/metadata document. n3 is a caught-up warmup of task 0
+// and n1 is overloaded, so a replay moves task 0 to n3 and keeps everything
+// else.
+const liveDoc = `{"generation": 12, "self": "n1",
 	  "clients": [
 	    {"id": "n1", "endpoint": "10.0.0.1:8080", "tags": {"zone": "a"}, "active": [0, 1], "standby": [2], "warmup": []},
 	    {"id": "n2", "endpoint": "10.0.0.2:8080", "tags": {"zone": "b"}, "active": [2], "standby": [0, 1], "warmup": []},
@@ -214,7 +214,10 @@ func TestAssignReplaysAMetadataDocument(t *testing.T) {
 	             "lags": [{"task": 0, "client": "n3", "role": "warmup", "lag": 0},
 	                      {"task": 0, "client": "n1", "role": "active", "lag": 0},
 	                      {"task": 1, "client": "n2", "role": "standby", "lag": 40}]}}`
-	code, out, errs := runCLI(t, doc)
+
+func TestAssignReplaysAMetadataDocument(t *testing.T) {
+	// A /v1/metadata document: its placement is the previous plan.
+	code, out, errs := runCLI(t, liveDoc)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -478,5 +481,38 @@ func TestAssignPrintsNoTerminalEscapes(t *testing.T) {
 		if code != 2 || raw(errs) || !strings.Contains(errs, `\x1b[1m`) {
 			t.Errorf("exit %d, stderr %q: want 2 and the value escaped", code, errs)
 		}
+	}
+}
+
+// TestAssignLoseOnAMetadataDocumentIsTheLivePlacementsWhatIf: with --lose,
+// a metadata document's own placement is analysed (as /v1/whatif does), not
+// its replay: losing n1 fails over task 0 too, which the replay would have
+// moved to n3 already.
+func TestAssignLoseOnAMetadataDocumentIsTheLivePlacementsWhatIf(t *testing.T) {
+	code, out, errs := runCLI(t, liveDoc, "--lose", "n1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep lossReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Plan.Tasks[0].Active != "n1" {
+		t.Fatalf("plan printed is not the document's placement: task 0 on %s", rep.Plan.Tasks[0].Active)
+	}
+	in, live, err := assignor.DecodeDocument([]byte(liveDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := assignor.WhatIf(in, live, []assignor.Selector{{Client: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep.Loss, want) {
+		t.Fatalf("assign --lose differs from assignor.WhatIf of the live placement:\n%+v\n%+v", rep.Loss, want)
+	}
+	// Task 0 goes to n3, its caught-up warmup, with no restore.
+	if len(want.Failover) != 2 || want.Failover[0].Task != 0 || want.Failover[0].To != "n3" || want.Failover[0].Restore {
+		t.Fatalf("failover = %+v; want tasks 0 and 1 off n1, task 0 onto its caught-up warmup n3", want.Failover)
 	}
 }
