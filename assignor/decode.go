@@ -101,10 +101,10 @@ type metadataDoc struct {
 		Tags     map[string]string `json:"tags"`
 		Capacity *int              `json:"capacity"`
 	} `json:"clients"`
-	Tasks   []TaskPlacement `json:"tasks"`
-	Quality                Quality `json:"quality"`
-	ProbingRebalanceNeeded bool    `json:"probing_rebalance_needed"`
-	Status struct {
+	Tasks                  []TaskPlacement `json:"tasks"`
+	Quality                Quality         `json:"quality"`
+	ProbingRebalanceNeeded bool            `json:"probing_rebalance_needed"`
+	Status                 struct {
 		Lags []struct {
 			Task   int    `json:"task"`
 			Client string `json:"client"`
