@@ -304,24 +304,29 @@ func (c *checker) entries(keys Keys, clientTags []Tag, withTags bool) {
 }
 
 func (c *checker) lengths(clientTags []Tag) {
-	// part checks a tag's key or value (what) against its length limit.
-	part := func(cfg, what, s string, maxLen int) {
-		at := cfg
-		if !utf8.ValidString(at) {
-			at = fmt.Sprintf("%s%q", Prefix, strings.TrimPrefix(cfg, Prefix))
-		}
+	// part checks a tag's key or value (what) against its length limit;
+	// nothing is allocated unless it fails.
+	part := func(key, what, s string, maxLen int) {
+		var msg string
 		switch {
 		case s == "":
-			c.add(cfg, "%s: Invalid value \"\" for configuration %s: Tag %s must not be empty.", at, Prefix, what)
+			msg = fmt.Sprintf("Invalid value \"\" for configuration %s: Tag %s must not be empty.", Prefix, what)
 		case !utf8.ValidString(s):
-			c.add(cfg, "%s: Invalid value %q for configuration %s: Tag %s is not valid UTF-8.", at, s, Prefix, what)
+			msg = fmt.Sprintf("Invalid value %q for configuration %s: Tag %s is not valid UTF-8.", s, Prefix, what)
 		case utf8.RuneCountInString(s) > maxLen:
-			c.add(cfg, "%s: Invalid value %s for configuration %s: Tag %s exceeds maximum length of %d.", at, s, Prefix, what, maxLen)
+			msg = fmt.Sprintf("Invalid value %s for configuration %s: Tag %s exceeds maximum length of %d.", s, Prefix, what, maxLen)
+		default:
+			return
 		}
+		at := Prefix + key
+		if !utf8.ValidString(key) {
+			at = fmt.Sprintf("%s%q", Prefix, key)
+		}
+		c.add(Prefix+key, "%s: %s", at, msg)
 	}
 	for _, t := range clientTags {
-		part(Prefix+t.Key, "key", t.Key, MaxKeyLen)
-		part(Prefix+t.Key, "value", t.Value, MaxValueLen)
+		part(t.Key, "key", t.Key, MaxKeyLen)
+		part(t.Key, "value", t.Value, MaxValueLen)
 	}
 }
 
