@@ -280,3 +280,43 @@ func TestSetJSONIsAnObjectInKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTagsAndCheckKeysAreHalvesOfCheck: each reports, with the same
+// messages, what Check reports about its half, and nothing about the other.
+func TestCheckTagsAndCheckKeysAreHalvesOfCheck(t *testing.T) {
+	long := strings.Repeat("v", 31)
+	tests := []struct {
+		name     string
+		tags     []Tag
+		keys     Keys
+		wantTags int // violations CheckTags finds
+		wantKeys int // violations CheckKeys finds
+	}{
+		{"valid", []Tag{{"zone", "a"}}, Keys{"zone"}, 0, 0},
+		{"a long value", []Tag{{"zone", long}}, nil, 1, 0},
+		{"six tags and an empty value", []Tag{{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}, {"e", ""}, {"f", "6"}}, nil, 2, 0},
+		{"duplicate and surplus keys", nil, Keys{"a", "b", "c", "d", "e", "a"}, 0, 2},
+		{"an empty key entry", nil, Keys{"zone", ""}, 0, 1},
+	}
+	msgs := func(es Errors) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Msg)
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			all := msgs(Check(tt.tags, tt.keys))
+			gotTags, gotKeys := msgs(CheckTags(tt.tags)), msgs(CheckKeys(tt.keys))
+			if len(gotTags) != tt.wantTags || len(gotKeys) != tt.wantKeys {
+				t.Fatalf("CheckTags %q, CheckKeys %q; want %d and %d violations", gotTags, gotKeys, tt.wantTags, tt.wantKeys)
+			}
+			for _, m := range append(gotTags, gotKeys...) {
+				if !slices.Contains(all, m) {
+					t.Errorf("%q is not one of Check's messages %q", m, all)
+				}
+			}
+		})
+	}
+}
