@@ -142,6 +142,16 @@
       for (const id of t.standby) roles.set(key(t.task, id), 's');
       if (t.active) roles.set(key(t.task, t.active), 'a');
     }
+    // Each client's replicas, for the instances table: [task, role, key].
+    const held = new Map();
+    for (const t of tasks) {
+      for (const id of [t.active, ...t.standby, ...t.warmup]) {
+        if (!id) continue;
+        if (!held.has(id)) held.set(id, []);
+        const k = key(t.task, id);
+        held.get(id).push([t.task, roles.get(k), k]);
+      }
+    }
     const status = doc.status && typeof doc.status === 'object' ? doc.status : {};
     const lags = new Map();
     for (const l of arr(status.lags)) lags.set(key(Number(l.task), str(l.client)), Number(l.lag));
@@ -149,7 +159,7 @@
     for (const c of arr(status.clients)) ready.set(str(c.id), { ready: c.ready === true, reason: str(c.reason) });
     let standbys = Number(doc.num_standby_replicas);
     if (!Number.isInteger(standbys)) standbys = tasks.reduce((m, t) => Math.max(m, t.standby.length), 0);
-    return { doc, clients, tasks, dims, tagOf, roles, lags, ready, quality, standbys, status };
+    return { doc, clients, tasks, dims, tagOf, roles, held, lags, ready, quality, standbys, status };
   }
 
   // ---- rendering ---------------------------------------------------------
@@ -354,7 +364,10 @@
     sel.replaceChildren(el('option', { value: '' }, 'nothing'), ...groups.filter((g) => g.values.length).map((g) =>
       el('optgroup', { label: g.label }, ...g.values.map((v) => el('option', { value: v }, v)))));
     sel.value = was;
-    if (sel.value !== was) { sel.value = ''; showWhatIf(null); }
+    if (sel.value !== was) {
+      sel.value = '';
+      fetchWhatIf(''); // what it named is gone
+    }
   }
 
   function whatIfOverlay() {
@@ -432,8 +445,7 @@
       let restoring = 0;
       let toGo = 0;
       let seen = 0;
-      for (const [k, role] of d.roles) {
-        if (!k.endsWith('|' + c.id)) continue;
+      for (const [, role, k] of d.held.get(c.id) || []) {
         const lag = d.lags.get(k);
         if (role === 's' && lag >= 0) maxStandby = Math.max(maxStandby, lag);
         if ((role === 'a' || role === 'w') && lag > 0) {
