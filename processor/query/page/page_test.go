@@ -190,6 +190,17 @@ func TestOtherRequestsReachTheQueryServerAsSent(t *testing.T) {
 			t.Errorf("GET %s: %s %q, want the query server's answer for the same path", path, resp.Status, body)
 		}
 	}
+	if resp, _ := get(t, srv.URL+"/ui"); resp.StatusCode/100 != 3 || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %s to %q, want a redirect to /ui/", resp.Status, resp.Header.Get("Location"))
+	}
+	head, err := http.Head(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || head.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("HEAD /: %s, CSP %q", head.Status, head.Header.Get("Content-Security-Policy"))
+	}
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
