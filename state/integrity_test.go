@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/syndtr/goleveldb/leveldb/journal"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // integrityKeys is how many keys the damage tests write, in commits of
@@ -254,32 +253,43 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 
-// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: a compaction that
-// meets a damaged table halts the database's writes with the corruption;
-// the task's next commit fails with it, and the next open rebuilds.
+// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: the task keeps
+// committing over the key range of a damaged table until goleveldb's
+// compaction merges that table and meets the damage; goleveldb then halts
+// the database's writes with the corruption, the task's commit fails with
+// it, and the next open rebuilds.
 func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
-	path, want, _ := fillTable(t, e, dir, 1.0/2)
+	path, want, table := fillTable(t, e, dir, 1.0/2)
 
+	// A small memtable: the commits below make level-0 tables quickly,
+	// and four of them start a compaction that reads the damaged one.
+	e.stores[0].LevelDB = &LevelDBOptions{WriteBufferBytes: 32 << 10}
 	m, task := reopen(t, e, dir)
 	must(t, task.Restore(e.ctx()))
 	p := e.producer()
 	must(t, task.Activate(p))
 	s := task.Store("s")
-	// goleveldb's compaction goroutine exits on the corruption, so
-	// CompactRange itself may say only "closed": the writes tell.
-	_ = s.db.CompactRange(util.Range{})
-	must(t, s.Put([]byte("after"), []byte("v")))
-	must(t, p.Flush(e.ctx()))
-	err := task.Commit()
-	if _, ok := corruptedFile(err); !ok || task.Err() == nil {
-		t.Fatalf("commit after the failed compaction = %v (task err %v), want the corruption, task failed", err, task.Err())
+	var err error
+	commits := 0
+	for ; commits < 2000 && err == nil; commits++ {
+		for i := range integrityBatch {
+			k := integrityKey((commits*integrityBatch + i) % integrityKeys)
+			v := fmt.Sprintf("c%d", commits)
+			must(t, s.Put([]byte(k), []byte(v)))
+			want[k] = v
+		}
+		must(t, p.Flush(e.ctx()))
+		err = task.Commit()
 	}
+	if _, ok := corruptedFile(err); !ok || task.Err() == nil || !strings.Contains(err.Error(), table) {
+		t.Fatalf("after %d commits: err %v (task err %v), want the corruption of %s from a compaction, task failed", commits, err, task.Err(), table)
+	}
+	t.Logf("commit %d met the compaction's corruption: %v", commits, err)
 	m.Close() // returns the corruption too: goleveldb's Close reports it
 
 	m, task = reopen(t, e, dir)
-	want["after"] = "v"
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 
