@@ -2,18 +2,21 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/syndtr/goleveldb/leveldb/journal"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // integrityKeys is how many keys the damage tests write, in commits of
@@ -53,10 +56,10 @@ func fillStore(t *testing.T, e *env, dir string, lo *LevelDBOptions) (path strin
 }
 
 // reopen opens a Manager on dir with a fresh registry and task 0.
-func reopen(t *testing.T, e *env, dir string) (*Manager, *Task) {
+func reopen(t *testing.T, e *env, dir string, mods ...func(*Options)) (*Manager, *Task) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := e.open(dir, func(o *Options) { o.Registerer = reg })
+	m := e.open(dir, append([]func(*Options){func(o *Options) { o.Registerer = reg }}, mods...)...)
 	task, err := m.OpenTask(0, e.stores)
 	if err != nil {
 		t.Fatalf("open task after the damage = %v, want it opened (rebuilt if damaged)", err)
@@ -114,6 +117,61 @@ func fillTable(t *testing.T, e *env, dir string, at float64) (path string, conte
 	return path, content, filepath.Base(table)
 }
 
+// capturedLogs keeps a Manager's log records as flat attribute maps (with
+// "level" and "msg"), for tests of what is logged.
+type capturedLogs struct {
+	mu   sync.Mutex
+	recs []map[string]string
+}
+
+// install is an Options modifier that sends the Manager's logs here.
+func (c *capturedLogs) install(o *Options) { o.Logger = slog.New(captureHandler{c: c}) }
+
+// find returns the first record at level whose message contains msg.
+func (c *capturedLogs) find(level slog.Level, msg string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.recs {
+		if r["level"] == level.String() && strings.Contains(r["msg"], msg) {
+			return r
+		}
+	}
+	return nil
+}
+
+type captureHandler struct {
+	c     *capturedLogs
+	attrs []slog.Attr
+}
+
+func (h captureHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h captureHandler) WithGroup(string) slog.Handler            { return h }
+func (h captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return captureHandler{h.c, append(slices.Clip(h.attrs), as...)}
+}
+
+func (h captureHandler) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"level": r.Level.String(), "msg": r.Message}
+	for _, a := range h.attrs {
+		m[a.Key] = a.Value.String()
+	}
+	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+	h.c.mu.Lock()
+	h.c.recs = append(h.c.recs, m)
+	h.c.mu.Unlock()
+	return nil
+}
+
+// assertLogged checks that an ERROR record about msg names the task, the
+// store, the damaged file and the reason.
+func assertLogged(t *testing.T, logs *capturedLogs, msg, file, reason string) {
+	t.Helper()
+	r := logs.find(slog.LevelError, msg)
+	if r == nil || r["task"] != "0" || r["store"] != "s" || r["file"] != file || r["reason"] != reason {
+		t.Fatalf("ERROR log %q = %v, want task 0, store s, file %s, reason %s", msg, r, file, reason)
+	}
+}
+
 // onlyFile returns the one file of path's directory matching pattern.
 func onlyFile(t *testing.T, path, pattern string) string {
 	t.Helper()
@@ -143,10 +201,12 @@ func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 	}
 	must(t, os.WriteFile(log, b, 0o644))
 
-	m, task := reopen(t, e, dir)
+	logs := new(capturedLogs)
+	m, task := reopen(t, e, dir, logs.install)
 	if n := testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s")); n != 0 {
 		t.Fatalf("damage with intact batches after it was taken for a torn tail (%v)", n)
 	}
+	assertLogged(t, logs, "DAMAGED STORE moved aside", filepath.Base(log), reasonJournal)
 	assertRebuilt(t, e, m, task, path, reasonJournal, want)
 }
 
@@ -160,7 +220,8 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	path, want, table := fillTable(t, e, dir, 1.0/3)
 
-	m, task := reopen(t, e, dir)
+	logs := new(capturedLogs)
+	m, task := reopen(t, e, dir, logs.install)
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 0 {
 		t.Fatalf("moved aside at open (%v): the damaged block is not read at open", aside)
 	}
@@ -184,38 +245,51 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	if other.Err() != nil {
 		t.Fatalf("the other task failed too: %v", other.Err())
 	}
+	assertLogged(t, logs, "DAMAGED STORE: the task fails", table, reasonTable)
 	must(t, m.Close())
 
-	m, task = reopen(t, e, dir)
+	m, task = reopen(t, e, dir, logs.install)
+	assertLogged(t, logs, "DAMAGED STORE moved aside", table, reasonTable)
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 
-// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: a compaction that
-// meets a damaged table halts the database's writes with the corruption;
-// the task's next commit fails with it, and the next open rebuilds.
+// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: the task keeps
+// committing over the key range of a damaged table until goleveldb's
+// compaction merges that table and meets the damage; goleveldb then halts
+// the database's writes with the corruption, the task's commit fails with
+// it, and the next open rebuilds.
 func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
-	path, want, _ := fillTable(t, e, dir, 1.0/2)
+	path, want, table := fillTable(t, e, dir, 1.0/2)
 
+	// A small memtable: the commits below make level-0 tables quickly,
+	// and four of them start a compaction that reads the damaged one.
+	e.stores[0].LevelDB = &LevelDBOptions{WriteBufferBytes: 32 << 10}
 	m, task := reopen(t, e, dir)
 	must(t, task.Restore(e.ctx()))
 	p := e.producer()
 	must(t, task.Activate(p))
 	s := task.Store("s")
-	// goleveldb's compaction goroutine exits on the corruption, so
-	// CompactRange itself may say only "closed": the writes tell.
-	_ = s.db.CompactRange(util.Range{})
-	must(t, s.Put([]byte("after"), []byte("v")))
-	must(t, p.Flush(e.ctx()))
-	err := task.Commit()
-	if _, ok := corruptedFile(err); !ok || task.Err() == nil {
-		t.Fatalf("commit after the failed compaction = %v (task err %v), want the corruption, task failed", err, task.Err())
+	var err error
+	commits := 0
+	for ; commits < 2000 && err == nil; commits++ {
+		for i := range integrityBatch {
+			k := integrityKey((commits*integrityBatch + i) % integrityKeys)
+			v := fmt.Sprintf("c%d", commits)
+			must(t, s.Put([]byte(k), []byte(v)))
+			want[k] = v
+		}
+		must(t, p.Flush(e.ctx()))
+		err = task.Commit()
 	}
+	if _, ok := corruptedFile(err); !ok || task.Err() == nil || !strings.Contains(err.Error(), table) {
+		t.Fatalf("after %d commits: err %v (task err %v), want the corruption of %s from a compaction, task failed", commits, err, task.Err(), table)
+	}
+	t.Logf("commit %d met the compaction's corruption: %v", commits, err)
 	m.Close() // returns the corruption too: goleveldb's Close reports it
 
 	m, task = reopen(t, e, dir)
-	want["after"] = "v"
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 

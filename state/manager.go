@@ -349,7 +349,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 		return err
 	}
 	if torn != nil {
-		s.task.m.tornTail(s, torn, ck)
+		s.task.m.reportTornTail(s, torn, ck)
 	}
 	s.dbMu.Lock()
 	s.db, s.stor = db, stor
@@ -359,8 +359,8 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 	return nil
 }
 
-// tornTail reports a journal tail torn by a crash that s's open dropped.
-func (m *Manager) tornTail(s *Store, scan *journalScan, ck int64) {
+// reportTornTail reports a journal tail torn by a crash that s's open dropped.
+func (m *Manager) reportTornTail(s *Store, scan *journalScan, ck int64) {
 	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
 	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
 		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)
