@@ -88,6 +88,9 @@ type HTTP struct {
 	TLSCert   string // http.tls.cert
 	TLSKey    string // http.tls.key
 	TLSCA     string // http.tls.ca
+	// TLSClientAuth is http.tls.client.auth: none, request or require.
+	TLSClientAuth string
+	TLSClientCA   string // http.tls.client.ca
 }
 
 // Processor holds the built-in processor's settings (processor.*).

@@ -84,7 +84,7 @@ var keys = []*keyDef{
 			}
 			return c.ApplicationID + "-dlq", "<application.id>-dlq"
 		}},
-	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none. Secret.",
+	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`. It is never sent to a peer: a forwarded query is signed with an HMAC keyed from it, and only a request so signed is treated as a peer's. Empty for none (then no hop is authenticated). Secret.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
 	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,
 		doc:   "The `host:port` the HTTP server (queries, metrics, health) listens on.",
@@ -93,6 +93,11 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return &c.HTTP.TLSCA }},
 	{name: "http.tls.cert", doc: "PEM certificate file: the HTTP server serves HTTPS when set (with `http.tls.key`).",
 		field: func(c *Config) any { return &c.HTTP.TLSCert }},
+	{name: "http.tls.client.auth", def: "none", enum: []string{"none", "request", "require"},
+		doc:   "Whether the HTTPS server verifies clients' certificates against `http.tls.client.ca`: `none`; `request` (a certificate a client presents must verify; a client may present none); `require` (mutual TLS: a client without a certificate that verifies fails the TLS handshake, `/healthz` and `/readyz` included). Instances present their own `http.tls.cert` when they forward, so it must allow client authentication too. Needs `http.tls.cert`.",
+		field: func(c *Config) any { return &c.HTTP.TLSClientAuth }},
+	{name: "http.tls.client.ca", doc: "PEM file of the certificate authorities that verify clients' certificates, required unless `http.tls.client.auth` is `none`.",
+		field: func(c *Config) any { return &c.HTTP.TLSClientCA }},
 	{name: "http.tls.key", doc: "PEM private key file of `http.tls.cert`.",
 		field: func(c *Config) any { return &c.HTTP.TLSKey }},
 	{name: "log.format", def: "text", enum: []string{"text", "json"},
