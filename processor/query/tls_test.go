@@ -181,3 +181,124 @@ func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
 		}
 	}
 }
+
+// mtlsCluster is a cluster whose instances load their TLS from files, as
+// rackstream does, with http.tls.client.auth=auth: each instance has its own
+// certificate, and one CA signs instances and clients.
+func mtlsCluster(t *testing.T, ca *testCA, auth string) *cluster {
+	t.Helper()
+	return newCluster(t, clusterOpts{token: "tok", tls: func(i int) (*tls.Config, *tls.Config) {
+		certFile, keyFile, caFile := ca.WriteFiles(t, t.TempDir(), int64(10+i))
+		srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: auth, ClientCA: caFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, peer
+	}})
+}
+
+// tlsClient returns an HTTPS client that trusts pool and presents cert
+// (none when nil) whatever CAs the server says it accepts: Go's client
+// would send nothing rather than a certificate of another CA.
+func tlsClient(t *testing.T, pool *x509.CertPool, cert *tls.Certificate) *http.Client {
+	cfg := &tls.Config{RootCAs: pool}
+	if cert != nil {
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// getWith sends GET path to n with the cluster's token through client and
+// returns the status, or the error of a request that got no answer.
+func (c *cluster) getWith(client *http.Client, n *node, path string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, n.url+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func TestRequiredClientCertificatesFailTheHandshakeOfOtherClients(t *testing.T) {
+	ca, rogue := newTestCA(t, "cluster"), newTestCA(t, "rogue")
+	c := mtlsCluster(t, ca, ClientAuthRequire)
+	key := []byte("mtls")
+	c.put(storeCounts, key, []byte("1"))
+	path := keyPath(storeCounts, key)
+	good, bad := ca.leaf(t, 50), rogue.leaf(t, 51)
+
+	// Through a non-owner: the instance presents its own certificate to
+	// the owner, which requires one.
+	if code, err := c.getWith(tlsClient(t, ca.pool, &good), c.other(key), path); err != nil || code != http.StatusOK {
+		t.Fatalf("client with a certificate of the cluster's CA: %d %v", code, err)
+	}
+	for name, client := range map[string]*http.Client{
+		"no certificate":              tlsClient(t, ca.pool, nil),
+		"a certificate of another CA": tlsClient(t, ca.pool, &bad),
+	} {
+		for _, p := range []string{path, "/healthz"} {
+			code, err := c.getWith(client, c.owner(key), p)
+			if err == nil || !strings.Contains(err.Error(), "tls: ") {
+				t.Errorf("%s, %s: answered %d (%v), want a failed TLS handshake", name, p, code, err)
+				continue
+			}
+			t.Logf("%s, %s: %v", name, p, err)
+		}
+	}
+}
+
+func TestRequestedClientCertificatesAreVerifiedWhenPresented(t *testing.T) {
+	ca, rogue := newTestCA(t, "cluster"), newTestCA(t, "rogue")
+	c := mtlsCluster(t, ca, ClientAuthRequest)
+	key := []byte("mtls")
+	c.put(storeCounts, key, []byte("1"))
+	path := keyPath(storeCounts, key)
+	good, bad := ca.leaf(t, 50), rogue.leaf(t, 51)
+	for _, tc := range []struct {
+		name string
+		cert *tls.Certificate
+		ok   bool
+	}{{"no certificate", nil, true}, {"the cluster's CA", &good, true}, {"another CA", &bad, false}} {
+		code, err := c.getWith(tlsClient(t, ca.pool, tc.cert), c.other(key), path)
+		if tc.ok && (err != nil || code != http.StatusOK) || !tc.ok && err == nil {
+			t.Errorf("%s: %d %v", tc.name, code, err)
+		}
+	}
+}
+
+func TestLoadTLSChecksTheClientCertificateSettings(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, caFile := newTestCA(t, "ca").WriteFiles(t, dir, 2)
+	srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: ClientAuthRequire, ClientCA: caFile})
+	if err != nil || srv.ClientAuth != tls.RequireAndVerifyClientCert || srv.ClientCAs == nil || len(peer.Certificates) != 1 {
+		t.Fatalf("require: %v", err)
+	}
+	if srv, _, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile}); err != nil || srv.ClientAuth != tls.NoClientCert {
+		t.Errorf("default: %v", err)
+	}
+	for _, tc := range []struct {
+		f   TLSFiles
+		msg string
+	}{
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: "maybe", ClientCA: caFile}, `http.tls.client.auth "maybe": want none, request or require`},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: ClientAuthRequire}, "http.tls.client.auth=require needs http.tls.client.ca"},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientCA: caFile}, "http.tls.client.ca is set but http.tls.client.auth is none"},
+		{TLSFiles{ClientAuth: ClientAuthRequest, ClientCA: caFile}, "http.tls.cert and http.tls.key must be set together"},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: ClientAuthRequest, ClientCA: keyFile}, "http.tls.client.ca " + keyFile + ": no PEM certificate found"},
+	} {
+		if _, _, err := LoadTLS(tc.f); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("LoadTLS(%+v) = %v, want %q", tc.f, err, tc.msg)
+		}
+	}
+	if _, err := New(Options{Runtime: &fakeRuntime{self: "n1"}, TLS: &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, PeerTLS: &tls.Config{}}); err == nil ||
+		!strings.Contains(err.Error(), "http.tls.client.ca") {
+		t.Errorf("New without ClientCAs: %v", err)
+	}
+}
