@@ -189,7 +189,11 @@ func mtlsCluster(t *testing.T, ca *testCA, auth string) *cluster {
 	t.Helper()
 	return newCluster(t, clusterOpts{token: "tok", tls: func(i int) (*tls.Config, *tls.Config) {
 		certFile, keyFile, caFile := ca.WriteFiles(t, t.TempDir(), int64(10+i))
-		srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: auth, ClientCA: caFile})
+		f := TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: auth}
+		if auth != ClientAuthNone {
+			f.ClientCA = caFile
+		}
+		srv, peer, err := LoadTLS(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,50 +230,46 @@ func (c *cluster) getWith(client *http.Client, n *node, path string) (int, error
 	return resp.StatusCode, nil
 }
 
-func TestRequiredClientCertificatesFailTheHandshakeOfOtherClients(t *testing.T) {
+// Under each http.tls.client.auth, which clients complete the handshake.
+// A lookup through a non-owner is forwarded: under require, it succeeds
+// only because the instance presents its own certificate to the owner.
+func TestClientCertificatesAreVerifiedAsClientAuthSays(t *testing.T) {
 	ca, rogue := newTestCA(t, "cluster"), newTestCA(t, "rogue")
-	c := mtlsCluster(t, ca, ClientAuthRequire)
-	key := []byte("mtls")
-	c.put(storeCounts, key, []byte("1"))
-	path := keyPath(storeCounts, key)
 	good, bad := ca.leaf(t, 50), rogue.leaf(t, 51)
-
-	// Through a non-owner: the instance presents its own certificate to
-	// the owner, which requires one.
-	if code, err := c.getWith(tlsClient(t, ca.pool, &good), c.other(key), path); err != nil || code != http.StatusOK {
-		t.Fatalf("client with a certificate of the cluster's CA: %d %v", code, err)
-	}
-	for name, client := range map[string]*http.Client{
-		"no certificate":              tlsClient(t, ca.pool, nil),
-		"a certificate of another CA": tlsClient(t, ca.pool, &bad),
-	} {
-		for _, p := range []string{path, "/healthz"} {
-			code, err := c.getWith(client, c.owner(key), p)
-			if err == nil || !strings.Contains(err.Error(), "tls: ") {
-				t.Errorf("%s, %s: answered %d (%v), want a failed TLS handshake", name, p, code, err)
-				continue
-			}
-			t.Logf("%s, %s: %v", name, p, err)
-		}
-	}
-}
-
-func TestRequestedClientCertificatesAreVerifiedWhenPresented(t *testing.T) {
-	ca, rogue := newTestCA(t, "cluster"), newTestCA(t, "rogue")
-	c := mtlsCluster(t, ca, ClientAuthRequest)
-	key := []byte("mtls")
-	c.put(storeCounts, key, []byte("1"))
-	path := keyPath(storeCounts, key)
-	good, bad := ca.leaf(t, 50), rogue.leaf(t, 51)
-	for _, tc := range []struct {
+	clients := []struct {
 		name string
 		cert *tls.Certificate
-		ok   bool
-	}{{"no certificate", nil, true}, {"the cluster's CA", &good, true}, {"another CA", &bad, false}} {
-		code, err := c.getWith(tlsClient(t, ca.pool, tc.cert), c.other(key), path)
-		if tc.ok && (err != nil || code != http.StatusOK) || !tc.ok && err == nil {
-			t.Errorf("%s: %d %v", tc.name, code, err)
-		}
+	}{{"no certificate", nil}, {"a certificate of the cluster's CA", &good}, {"a certificate of another CA", &bad}}
+	for _, tc := range []struct {
+		auth string
+		ok   []bool // per client
+	}{
+		{ClientAuthNone, []bool{true, true, true}},
+		{ClientAuthRequest, []bool{true, true, false}},
+		{ClientAuthRequire, []bool{false, true, false}},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			c := mtlsCluster(t, ca, tc.auth)
+			key := []byte("mtls")
+			c.put(storeCounts, key, []byte("1"))
+			for i, cl := range clients {
+				client := tlsClient(t, ca.pool, cl.cert)
+				for _, at := range []struct {
+					n    *node
+					path string
+				}{{c.other(key), keyPath(storeCounts, key)}, {c.owner(key), "/healthz"}} {
+					code, err := c.getWith(client, at.n, at.path)
+					switch {
+					case tc.ok[i] && (err != nil || code != http.StatusOK):
+						t.Errorf("%s, %s: %d %v, want 200", cl.name, at.path, code, err)
+					case !tc.ok[i] && (err == nil || !strings.Contains(err.Error(), "tls: ")):
+						t.Errorf("%s, %s: %d %v, want a failed TLS handshake", cl.name, at.path, code, err)
+					case !tc.ok[i]:
+						t.Logf("%s, %s: %v", cl.name, at.path, err)
+					}
+				}
+			}
+		})
 	}
 }
 
