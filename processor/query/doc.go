@@ -39,8 +39,8 @@
 // and the URL of a forward is built from scheme and host alone. The token
 // never leaves the instance: a forwarded request is a hop signed with
 // HMAC-SHA256 under a key derived from the token, over the method, path,
-// query, placement generation, signing time and sender (hop.go), and the
-// receiver accepts it within ±30 s of its own clock. Only a hop whose
+// query, placement generation, signing time, sender and receiver (hop.go),
+// and the receiver accepts it within ±30 s of its own clock. Only a hop whose
 // signature verifies is a peer's: it is answered locally and its scan
 // bounds may be as long as stored keys. HeaderForwardedBy without a valid
 // signature is ignored, and with no token configured no hop is

@@ -142,7 +142,7 @@ func TestAScanWithNoMatchAnswersAnEmptyList(t *testing.T) {
 		}
 	}
 	// A peer's page of a task with no match, too.
-	a := c.do(c.nodes[0], "/v1/stores/counts/scan?prefix=nomatch&tasks=0", c.asPeer("n9", time.Now()))
+	a := c.do(c.nodes[0], "/v1/stores/counts/scan?prefix=nomatch&tasks=0", c.asPeer("n9", c.nodes[0], time.Now()))
 	if a.code != 200 || !strings.Contains(string(a.body), `"items":[]`) {
 		t.Errorf("peer page: %s", a)
 	}

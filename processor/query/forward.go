@@ -126,7 +126,7 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 	if err != nil {
 		return fail(forwardUnreachable, u.String(), err)
 	}
-	signHop(req, s.hopKey, s.rt.Self(), gen, time.Now())
+	signHop(req, s.hopKey, s.rt.Self(), m.ProcessID, gen, time.Now())
 	resp, err := s.peers.Do(req)
 	if err != nil {
 		err = unwrapURLError(err)

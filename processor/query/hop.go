@@ -14,9 +14,9 @@ import (
 // forwarding instance signs the request with HMAC-SHA256 under a key derived
 // from http.auth.token, and the receiver checks the signature. A peer (or
 // anyone on the path, without TLS) that sees one forwarded request learns a
-// signature valid for that request only, for at most hopWindow: the key
-// stays secret, and a replayed request is a read-only GET that returns what
-// the original did.
+// signature valid for that request to that instance only, for at most
+// hopWindow: the key stays secret, and a replayed request is a read-only GET
+// that returns what the original did.
 //
 // Only a hop whose signature verifies gets peer treatment: it is answered
 // from the receiver's own replicas (never forwarded again) and its keys may
@@ -61,6 +61,7 @@ type hop struct {
 	generation string
 	unix       string // signing time, decimal Unix seconds
 	from       string // the forwarding instance's process id
+	to         string // the receiving instance's: a hop replayed to another instance does not verify
 }
 
 // mac returns the hop's HMAC under key. Each field is length-prefixed, so
@@ -68,7 +69,7 @@ type hop struct {
 func (h hop) mac(key []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	var n [4]byte
-	for _, f := range []string{hopKeyLabel, h.method, h.path, h.rawQuery, h.generation, h.unix, h.from} {
+	for _, f := range []string{hopKeyLabel, h.method, h.path, h.rawQuery, h.generation, h.unix, h.from, h.to} {
 		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
 		m.Write(n[:])
 		m.Write([]byte(f))
@@ -76,11 +77,11 @@ func (h hop) mac(key []byte) []byte {
 	return m.Sum(nil)
 }
 
-// signHop marks req as a hop forwarded by from at generation gen and,
-// with a key, signs it at now. req's URL must be final.
-func signHop(req *http.Request, key []byte, from string, gen int32, now time.Time) {
+// signHop marks req as a hop forwarded by from to the instance to at
+// generation gen and, with a key, signs it at now. req's URL must be final.
+func signHop(req *http.Request, key []byte, from, to string, gen int32, now time.Time) {
 	h := hop{method: req.Method, path: req.URL.EscapedPath(), rawQuery: req.URL.RawQuery,
-		generation: strconv.FormatInt(int64(gen), 10), unix: strconv.FormatInt(now.Unix(), 10), from: from}
+		generation: strconv.FormatInt(int64(gen), 10), unix: strconv.FormatInt(now.Unix(), 10), from: from, to: to}
 	req.Header.Set(HeaderForwardedBy, h.from)
 	req.Header.Set(HeaderGeneration, h.generation)
 	if key == nil {
@@ -100,10 +101,11 @@ const (
 	hopExpired                 // a signature outside hopWindow
 )
 
-// checkHop checks r's hop signature with key at now. The comparison is in
-// constant time (hmac.Equal); the time is checked after the MAC, so that a
-// forged request learns nothing from which check failed.
-func checkHop(r *http.Request, key []byte, now time.Time) hopCheck {
+// checkHop checks r's hop signature with key, as received by the instance
+// self at now. The comparison is in constant time (hmac.Equal); the time is
+// checked after the MAC, so that a forged request learns nothing from which
+// check failed.
+func checkHop(r *http.Request, key []byte, self string, now time.Time) hopCheck {
 	sig := r.Header.Get(HeaderForwardSignature)
 	if key == nil || sig == "" {
 		return hopNone
@@ -113,7 +115,7 @@ func checkHop(r *http.Request, key []byte, now time.Time) hopCheck {
 		return hopBadMAC
 	}
 	h := hop{method: r.Method, path: r.URL.EscapedPath(), rawQuery: r.URL.RawQuery,
-		generation: r.Header.Get(HeaderGeneration), unix: r.Header.Get(HeaderForwardTime), from: r.Header.Get(HeaderForwardedBy)}
+		generation: r.Header.Get(HeaderGeneration), unix: r.Header.Get(HeaderForwardTime), from: r.Header.Get(HeaderForwardedBy), to: self}
 	if !hmac.Equal(got, h.mac(key)) {
 		return hopBadMAC
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
-// asPeer signs a request as a hop forwarded by from, with the cluster's
-// token, at time at: what an instance does.
-func (c *cluster) asPeer(from string, at time.Time) func(*http.Request) {
-	return func(r *http.Request) { signHop(r, hopKey(c.token), from, c.p.Generation, at) }
+// asPeer signs a request as a hop forwarded by from to the node to, with
+// the cluster's token, at time at: what an instance does.
+func (c *cluster) asPeer(from string, to *node, at time.Time) func(*http.Request) {
+	return func(r *http.Request) { signHop(r, hopKey(c.token), from, to.id, c.p.Generation, at) }
 }
 
 // recorder is a listener that records the requests it receives and
@@ -83,17 +83,20 @@ func TestForwardedHopCarriesASignatureNeverTheToken(t *testing.T) {
 	// The signature verifies under the token's key, only within the
 	// window, and under no other key.
 	now := time.Now()
-	if got := checkHop(r, hopKey(token), now); got != hopValid {
+	if got := checkHop(r, hopKey(token), "n2", now); got != hopValid {
 		t.Errorf("check with the token's key: %v, want valid", got)
 	}
-	if got := checkHop(r, hopKey("another"), now); got != hopBadMAC {
+	if got := checkHop(r, hopKey("another"), "n2", now); got != hopBadMAC {
 		t.Errorf("check with another token's key: %v, want a bad MAC", got)
 	}
-	if got := checkHop(r, hopKey(token), now.Add(hopWindow+2*time.Second)); got != hopExpired {
+	if got := checkHop(r, hopKey(token), "n2", now.Add(hopWindow+2*time.Second)); got != hopExpired {
 		t.Errorf("check past the window: %v, want expired", got)
 	}
 	// Changing what it covers breaks it: the path, the query, the
-	// generation, the sender.
+	// generation, the time, the sender, the receiver.
+	if got := checkHop(r, hopKey(token), "n3", now); got != hopBadMAC {
+		t.Errorf("replayed to another instance: %v, want a bad MAC", got)
+	}
 	for name, change := range map[string]func(*http.Request){
 		"path":       func(r *http.Request) { r.URL.Path, r.URL.RawPath = "/v1/stores/docs/keys/x", "" },
 		"query":      func(r *http.Request) { r.URL.RawQuery = "max_lag=300" },
@@ -103,7 +106,7 @@ func TestForwardedHopCarriesASignatureNeverTheToken(t *testing.T) {
 	} {
 		m := r.Clone(r.Context())
 		change(m)
-		if got := checkHop(m, hopKey(token), now); got != hopBadMAC {
+		if got := checkHop(m, hopKey(token), "n2", now); got != hopBadMAC {
 			t.Errorf("%s changed: %v, want a bad MAC", name, got)
 		}
 	}
@@ -196,24 +199,24 @@ func TestAnUnverifiedHopWithoutTheTokenIs401(t *testing.T) {
 	n := c.nodes[0]
 	path := "/v1/stores/counts/keys/a"
 	if a := c.do(n, path, func(r *http.Request) {
-		c.asPeer("n9", time.Now())(r)
+		c.asPeer("n9", n, time.Now())(r)
 		r.Header.Set(HeaderForwardSignature, "AAAA")
 	}); a.code != http.StatusUnauthorized || a.json["code"] != codeHopSignature {
 		t.Errorf("bad signature: %s", a)
 	}
-	if a := c.do(n, path, c.asPeer("n9", time.Now().Add(-2*hopWindow))); a.code != http.StatusUnauthorized || a.json["code"] != codeHopExpired {
+	if a := c.do(n, path, c.asPeer("n9", n, time.Now().Add(-2*hopWindow))); a.code != http.StatusUnauthorized || a.json["code"] != codeHopExpired {
 		t.Errorf("stale signature: %s", a)
 	}
 	// Signed for another path: replayed elsewhere, it does not verify.
 	if a := c.do(n, path, func(r *http.Request) {
 		u := *r.URL
 		r.URL.Path = "/v1/stores/counts/keys/b"
-		c.asPeer("n9", time.Now())(r)
+		c.asPeer("n9", n, time.Now())(r)
 		r.URL = &u
 	}); a.code != http.StatusUnauthorized || a.json["code"] != codeHopSignature {
 		t.Errorf("signature of another path: %s", a)
 	}
-	if a := c.do(n, path, c.asPeer("n9", time.Now())); a.code != http.StatusNotFound {
+	if a := c.do(n, path, c.asPeer("n9", n, time.Now())); a.code != http.StatusNotFound {
 		t.Errorf("valid hop: %s", a)
 	}
 }
@@ -223,7 +226,7 @@ func TestASignedHopIsAnsweredLocallyNeverForwardedAgain(t *testing.T) {
 	key := []byte("hop")
 	c.put(storeCounts, key, []byte("1"))
 	other := c.other(key)
-	a := c.do(other, keyPath(storeCounts, key), c.asPeer("n9", time.Now()))
+	a := c.do(other, keyPath(storeCounts, key), c.asPeer("n9", other, time.Now()))
 	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), other.id+" holds no replica of task") || a.header.Get("Retry-After") == "" {
 		t.Fatalf("forwarded to a non-owner: %s", a)
 	}
@@ -231,11 +234,11 @@ func TestASignedHopIsAnsweredLocallyNeverForwardedAgain(t *testing.T) {
 		t.Errorf("the non-owner forwarded %v requests", n)
 	}
 	// The owner answers a forwarded request itself.
-	if a := c.do(c.owner(key), keyPath(storeCounts, key), c.asPeer("n9", time.Now())); a.code != http.StatusOK {
+	if a := c.do(c.owner(key), keyPath(storeCounts, key), c.asPeer("n9", c.owner(key), time.Now())); a.code != http.StatusOK {
 		t.Errorf("forwarded to the owner: %s", a)
 	}
 	// A peer's scan bounds may be as long as stored keys.
-	if a := c.do(c.owner(key), "/v1/stores/counts/scan?from="+strings.Repeat("k", 5000)+"&tasks="+fmt.Sprint(c.task(key)), c.asPeer("n9", time.Now())); a.code != http.StatusOK {
+	if a := c.do(c.owner(key), "/v1/stores/counts/scan?from="+strings.Repeat("k", 5000)+"&tasks="+fmt.Sprint(c.task(key)), c.asPeer("n9", c.owner(key), time.Now())); a.code != http.StatusOK {
 		t.Errorf("long scan bound from a peer: %s", a)
 	}
 	// A normal request through the non-owner takes exactly one forward.

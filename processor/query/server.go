@@ -290,7 +290,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
 	}
 	// A peer is a request whose hop signature verifies; anything else is
 	// a client's, whatever its headers claim, and needs the bearer token.
-	hc := checkHop(r, s.hopKey, time.Now())
+	hc := checkHop(r, s.hopKey, s.rt.Self(), time.Now())
 	peer := hc == hopValid
 	if !peer && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
