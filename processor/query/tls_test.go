@@ -157,6 +157,10 @@ func (ca *testCA) WriteFiles(t *testing.T, dir string, serial int64) (certFile, 
 		write("ca.pem", "CERTIFICATE", ca.cert.Raw)
 }
 
+// Leaf issues a certificate of the CA for 127.0.0.1, for the external
+// tests' clients.
+func (ca *testCA) Leaf(t *testing.T, serial int64) tls.Certificate { return ca.leaf(t, serial) }
+
 // Pool returns a pool trusting the CA.
 func (ca *testCA) Pool() *x509.CertPool { return ca.pool }
 
