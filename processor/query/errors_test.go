@@ -171,3 +171,23 @@ func TestAMalformedPathEscapeIsNetHTTPsPlainText400(t *testing.T) {
 		t.Errorf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
+
+func TestStorageErrorsStayInTheLog(t *testing.T) {
+	logs := &kafkatest.LogBuffer{}
+	c := newCluster(t, clusterOpts{members: 1, tasks: 1, tweak: func(_ int, o *Options) { o.Logger = logs.Logger() }})
+	n := c.nodes[0]
+	raw := "leveldb: corrupted block in /var/lib/rackstream/app/0/counts/000005.ldb"
+	n.rt.replica(storeCounts, 0).mu.Lock()
+	n.rt.replica(storeCounts, 0).err = errors.New(raw)
+	n.rt.replica(storeCounts, 0).mu.Unlock()
+	for _, path := range []string{keyPath(storeCounts, []byte("a")), "/v1/stores/counts/scan"} {
+		a := c.get(n, path)
+		if a.code != 503 || strings.Contains(string(a.body), "/var/lib") || !strings.Contains(a.errMsg(), "n1: reading task 0 failed (details in its log)") &&
+			!strings.Contains(a.errMsg(), "n1: scanning task 0 failed (details in its log)") {
+			t.Errorf("%s: %s", path, a)
+		}
+	}
+	if !strings.Contains(logs.String(), raw) {
+		t.Errorf("the log lacks the error:\n%s", logs.String())
+	}
+}

@@ -108,9 +108,9 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 		case kind == forwardUntrusted:
 			// A configuration error: http.tls.ca does not trust the peer.
 			s.log.Warn("forward failed: the peer's certificate is not trusted", "peer", m.ProcessID, "url", u, "err", err)
-		case s.logs.first("forward\x00"+m.ProcessID, forwardLogEvery):
+		case s.logs.first("forward\x00"+m.ProcessID, repeatLogEvery):
 			s.log.Info("forward failed", "peer", m.ProcessID, "url", u, "err", err,
-				"note", fmt.Sprintf("further failures to this peer are not logged for %v", forwardLogEvery))
+				"note", fmt.Sprintf("further failures to this peer are not logged for %v", repeatLogEvery))
 		}
 		return peerAnswer{}, fe
 	}
@@ -152,9 +152,10 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 	return peerAnswer{code: resp.StatusCode, body: body, retryAfter: resp.Header.Get("Retry-After")}, nil
 }
 
-// forwardLogEvery spaces the logged failures of forwards to one peer: a
-// peer that is down would otherwise log a line per request.
-const forwardLogEvery = 10 * time.Second
+// repeatLogEvery spaces the logged failures of one kind about one thing
+// (forwards to one peer, reads of one replica): a peer that is down would
+// otherwise log a line per request.
+const repeatLogEvery = 10 * time.Second
 
 // logLimiter says whether a log line keyed by what it is about is due.
 type logLimiter struct {

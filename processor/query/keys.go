@@ -199,7 +199,9 @@ func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*k
 	}
 	value, found, pos, err := rep.Get(req.key)
 	if err != nil {
-		s.log.Warn("read from a local replica failed", "store", req.store, "task", task, "err", err)
+		if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, task), repeatLogEvery) {
+			s.log.Warn("read from a local replica failed", "store", req.store, "task", task, "err", err)
+		}
 		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s: reading task %d failed (details in its log)", self, task)}
 	}
 	if req.minPosition >= 0 && pos < req.minPosition {

@@ -276,7 +276,9 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 			return true
 		})
 		if err != nil {
-			s.log.Warn("scan of a local replica failed", "store", req.store, "task", t, "err", err)
+			if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, t), repeatLogEvery) {
+				s.log.Warn("scan of a local replica failed", "store", req.store, "task", t, "err", err)
+			}
 			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scanning task %d failed (details in its log)", self, t)))
 			continue
 		}
