@@ -83,7 +83,7 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 	if err := endpoint.Validate(m.Endpoint); err != nil {
 		s.met.forwards.WithLabelValues(route, resultBadEndpoint).Inc()
 		if s.logs.first("endpoint\x00"+m.ProcessID+"\x00"+m.Endpoint, 0) {
-			s.log.Warn("a member announces an invalid endpoint: it gets no forwarded requests",
+			s.log.Warn("a member announces no valid endpoint (application.server): it gets no forwarded requests",
 				"peer", m.ProcessID, "endpoint", truncate(m.Endpoint), "err", err)
 		}
 		return peerAnswer{}, &forwardError{member: m.ProcessID, kind: forwardNoEndpoint, err: err, self: s.rt.Self()}

@@ -142,7 +142,7 @@ func TestAMemberWithAnInvalidEndpointGetsNoForwardedRequests(t *testing.T) {
 		t.Errorf("the member with an invalid endpoint received %d requests, e.g. %s", len(got), got[0].URL)
 	}
 	// One warning per member and endpoint, however many requests.
-	if n := strings.Count(logs.String(), "a member announces an invalid endpoint"); n != len(bad) {
+	if n := strings.Count(logs.String(), "a member announces no valid endpoint"); n != len(bad) {
 		t.Errorf("%d warnings for %d endpoints:\n%s", n, len(bad), logs.String())
 	}
 	// The metadata's status gathering skips it the same way.
