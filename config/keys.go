@@ -102,7 +102,7 @@ var keys = []*keyDef{
 	{name: "http.tls.client.auth", def: "none", enum: []string{"none", "request", "require"},
 		doc:   "Whether the HTTPS server verifies clients' certificates against `http.tls.client.ca`: `none`; `request` (a certificate a client presents must verify; a client may present none); `require` (mutual TLS: a client without a certificate that verifies fails the TLS handshake, `/healthz` and `/readyz` included). Instances present their own `http.tls.cert` when they forward, so it must allow client authentication too. Needs `http.tls.cert`.",
 		field: func(c *Config) any { return &c.HTTP.TLSClientAuth }},
-	{name: "http.tls.client.ca", doc: "PEM file of the certificate authorities that verify clients' certificates, required unless `http.tls.client.auth` is `none`.",
+	{name: "http.tls.client.ca", doc: "PEM file of the certificate authorities that verify clients' certificates, required unless `http.tls.client.auth` is `none`. Instances forwarding to each other are clients too: it must trust the instances' CA.",
 		field: func(c *Config) any { return &c.HTTP.TLSClientCA }},
 	{name: "http.tls.key", doc: "PEM private key file of `http.tls.cert`.",
 		field: func(c *Config) any { return &c.HTTP.TLSKey }},
