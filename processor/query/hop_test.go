@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -247,5 +248,25 @@ func TestASignedHopIsAnsweredLocallyNeverForwardedAgain(t *testing.T) {
 	}
 	if n := forwards(t, other, routeKeys, resultOK); n != 1 {
 		t.Errorf("forwards = %v, want 1", n)
+	}
+}
+
+// Each field is length-prefixed: moving bytes from one field to the next
+// changes the MAC.
+func TestHopMACSeparatesItsFields(t *testing.T) {
+	key := hopKey("tok")
+	base := hop{method: "GET", path: "/v1/stores/s/keys/a", rawQuery: "b", generation: "7", unix: "1700000000", from: "n1", to: "n2"}
+	moved := base
+	moved.path, moved.rawQuery = "/v1/stores/s/keys/ab", ""
+	if bytes.Equal(base.mac(key), moved.mac(key)) {
+		t.Error("moving a byte from the query to the path keeps the MAC")
+	}
+	swapped := base
+	swapped.from, swapped.to = base.to, base.from
+	if bytes.Equal(base.mac(key), swapped.mac(key)) {
+		t.Error("swapping sender and receiver keeps the MAC")
+	}
+	if !bytes.Equal(base.mac(key), base.mac(hopKey("tok"))) || hopKey("") != nil {
+		t.Error("the MAC is not a function of the token and the hop alone")
 	}
 }
