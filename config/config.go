@@ -89,6 +89,9 @@ type HTTP struct {
 	TLSCert   string   // http.tls.cert
 	TLSKey    string   // http.tls.key
 	TLSCA     string   // http.tls.ca
+	// TLSClientAuth is http.tls.client.auth: none, request or require.
+	TLSClientAuth string
+	TLSClientCA   string // http.tls.client.ca
 }
 
 // HTTPAuth is http.auth: whether an HTTP server reachable from other hosts

@@ -266,6 +266,14 @@ func (c *Config) crossCheck() Errors {
 	}
 	pair("ssl.certificate.location", "ssl.key.location", c.Security.SSLCertificateLocation, c.Security.SSLKeyLocation)
 	pair("http.tls.cert", "http.tls.key", c.HTTP.TLSCert, c.HTTP.TLSKey)
+	switch {
+	case c.HTTP.TLSClientAuth != "none" && c.HTTP.TLSCert == "":
+		fail("http.tls.client.auth", "http.tls.client.auth=%s requires http.tls.cert and http.tls.key (client certificates are verified over HTTPS only)", c.HTTP.TLSClientAuth)
+	case c.HTTP.TLSClientAuth != "none" && c.HTTP.TLSClientCA == "":
+		fail("http.tls.client.auth", "http.tls.client.auth=%s requires http.tls.client.ca", c.HTTP.TLSClientAuth)
+	case c.HTTP.TLSClientAuth == "none" && c.HTTP.TLSClientCA != "":
+		fail("http.tls.client.ca", "http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require")
+	}
 	if c.HTTP.Auth == HTTPAuthNone && c.HTTP.AuthToken != "" {
 		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or http.auth=none to require it")
 	}

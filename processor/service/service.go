@@ -160,7 +160,8 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: partitioner: %w", err)
 	}
-	serverTLS, peerTLS, err := query.LoadTLS(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, cfg.HTTP.TLSCA)
+	serverTLS, peerTLS, err := query.LoadTLS(query.TLSFiles{Cert: cfg.HTTP.TLSCert, Key: cfg.HTTP.TLSKey, CA: cfg.HTTP.TLSCA,
+		ClientAuth: cfg.HTTP.TLSClientAuth, ClientCA: cfg.HTTP.TLSClientCA})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
