@@ -37,7 +37,7 @@ func TestIsSecret(t *testing.T) {
 	// ... and a name that looks secret is masked outside it.
 	for key, want := range map[string]bool{
 		"sasl.pasword": false, "http.auth.tokens": true, "ssl.keystore.password.x": true, "client.tag.password": true,
-		"my.client.secret": true, "sasl.jaas.confg": true, "ssl.keystore.key": true, "PASSWORD": true,
+		"my.client.secret": true, "sasl.jaas.confg": true, "my.private.key": true, "PASSWORD": true,
 		"state.dirs": false, "client.tag.zone": false,
 	} {
 		if d := lookup(key); d != nil {
