@@ -1,6 +1,6 @@
 module github.com/rackstream/rackstream
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/IBM/sarama v1.41.3

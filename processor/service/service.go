@@ -23,11 +23,14 @@
 // <application.id>-<process id>-group after, so that broker logs and quotas
 // tell the instances apart.
 //
-// The instance logs one start-up line (instance id, tags, endpoint, group)
-// and, for every placement it learns, a summary line (tasks per member and
+// The instance logs one line as Run starts (the build, every setting that
+// differs from its default with secrets masked, the HTTP listener and the
+// Kafka brokers), one when it has joined (instance id, tags, endpoint,
+// group) and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
 //
-// Its registry (Instance.Registry, served on /metrics) holds the runtime's
+// Its registry (Instance.Registry, served on /metrics) holds
+// rackstream_build_info (package internal/buildinfo), the runtime's
 // series (records, latency, lag, commits, rebalances, tasks by role), the
 // stores' (restore, standby lag), the query server's (HTTP), and the
 // placement's quality, read from the runtime at scrape time:
@@ -44,7 +47,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,6 +59,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/buildinfo"
 	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/builtin"
@@ -97,6 +100,7 @@ type Instance struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	check    []kgo.Opt // the admin client's options, for the start-up check
+	kc       *kclient.Clients
 	rt       *processor.Runtime
 	qs       *query.Server
 	srv      *http.Server
@@ -176,6 +180,7 @@ func New(opts Options) (*Instance, error) {
 	}
 
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(buildinfo.Read().Collector())
 	if opts.ProcessMetrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -252,6 +257,7 @@ func New(opts Options) (*Instance, error) {
 		cfg:      cfg,
 		log:      log,
 		check:    kc.Opts(kclient.RoleAdmin, opts.ClientOpts...),
+		kc:       kc,
 		rt:       rt,
 		qs:       qs,
 		srv:      srv,
@@ -336,6 +342,11 @@ func (in *Instance) Run(ctx context.Context) error {
 }
 
 func (in *Instance) run(ctx context.Context) error {
+	scheme := "http://"
+	if in.srv.TLSConfig != nil {
+		scheme = "https://"
+	}
+	logStarting(in.log, in.cfg, scheme+in.ln.Addr().String(), in.endpoint, in.kc)
 	// A wrong address, TLS or SASL setting is one clear error now rather
 	// than clients retrying in the background.
 	if err := kclient.Check(ctx, in.check); err != nil {
@@ -454,14 +465,4 @@ func (in *Instance) watch(ctx context.Context) {
 			logPlacement(in.log, p, in.rt.ProcessID())
 		}
 	}
-}
-
-// NewLogger returns the slog logger log.format and log.level describe,
-// writing to w.
-func NewLogger(w io.Writer, format config.LogFormat, level slog.Level) *slog.Logger {
-	o := &slog.HandlerOptions{Level: level}
-	if format == config.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, o))
-	}
-	return slog.New(slog.NewTextHandler(w, o))
 }
