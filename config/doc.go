@@ -25,6 +25,10 @@
 // RACKSTREAM_ variables belong to scripts and tests and are ignored, but a
 // near miss of a real one is reported by [Config.Warnings].
 //
+// The file is read with a bound ([MaxFileSize], 1 MiB) and, through
+// [LoadContext], interruptibly: a command passes the context that SIGINT and
+// SIGTERM cancel, so a read from a silent FIFO does not hang it.
+//
 // # Errors
 //
 // Load reports every problem at once, as [Errors]: an unknown key with the

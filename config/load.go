@@ -1,12 +1,13 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/rackstream/rackstream/internal/boundedread"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -75,10 +76,24 @@ type setting struct {
 // prefix for their own settings), but one that is a near miss of a real
 // variable is reported by [Config.Warnings], as is a key the file sets twice.
 func Load(src Sources) (*Config, error) {
+	return LoadContext(context.Background(), src)
+}
+
+// MaxFileSize bounds the properties file: a configuration is a few KiB,
+// and a file past the bound (a device, an endless pipe, a wrong path) fails
+// with an error naming the limit instead of filling memory.
+const MaxFileSize = boundedread.PropertiesFile
+
+// LoadContext is [Load] with a context that bounds the read of the file:
+// when ctx ends (SIGINT or SIGTERM in a command), a read that waits on a
+// silent pipe or FIFO returns at once with an error. The file is read up to
+// [MaxFileSize]; a directory is refused, and anything else (a regular file,
+// a FIFO such as a shell's <(...), /dev/stdin) is read under the same bound.
+func LoadContext(ctx context.Context, src Sources) (*Config, error) {
 	var data []byte
 	if src.File != "" {
 		var err error
-		if data, err = os.ReadFile(src.File); err != nil {
+		if data, err = boundedread.ReadFile(ctx, src.File, MaxFileSize); err != nil {
 			return nil, Errors{{Msg: fmt.Sprintf("read configuration: %v", err)}}
 		}
 	}
