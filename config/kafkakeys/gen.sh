@@ -6,7 +6,7 @@
 #   config/kafkakeys/gen.sh > config/kafka_keys.txt
 #
 # The jars (kafka-streams and what it brings) are fetched once with Maven
-# into ${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafka-keys-<version>/libs,
+# into ${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafka-keys-<version>-<pom hash>/libs,
 # offline first (the local Maven repository), then from Maven Central.
 #
 # Exit status: 0 with the list on stdout; 3 when java or mvn is not
@@ -15,7 +15,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 version="${KAFKA_VERSION:-4.4.0}"
-libs="${RACKSTREAM_CACHE:-${HOME:-/tmp}/.cache/rackstream}/kafka-keys-$version/libs"
+# Keyed by the pom too, so that a changed dependency list fetches afresh.
+libs="${RACKSTREAM_CACHE:-${HOME:-/tmp}/.cache/rackstream}/kafka-keys-$version-$(sha256sum "$here/pom.xml" | cut -c1-12)/libs"
 
 for tool in java mvn; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
