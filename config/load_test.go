@@ -420,17 +420,17 @@ func TestClientTagLimitsNameTheKeyAndLine(t *testing.T) {
 		{
 			"an over-long tag value",
 			[]string{"client.tag.region=" + strings.Repeat("x", 31)},
-			[]string{":5: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+			[]string{":5: client.tag.region: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 		},
 		{
 			"an over-long tag key",
 			[]string{"client.tag.abcdefghijklmnopqrstu=x"},
-			[]string{":5: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."},
+			[]string{":5: client.tag.abcdefghijklmnopqrstu: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."},
 		},
 		{
 			"an empty tag value",
 			[]string{"client.tag.rack="},
-			[]string{`:5: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
+			[]string{`:5: client.tag.rack: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
 		},
 		{
 			"six rack-aware keys",

@@ -108,7 +108,7 @@ func TestValidateRejectsWithExit2NamingKeyAndLine(t *testing.T) {
 		{"a misspelt key", "num.standby.replica=2", `unknown configuration key "num.standby.replica"; did you mean "num.standby.replicas"?`},
 		{"a negative standby count", "num.standby.replicas=-1", "Invalid value -1 for configuration num.standby.replicas: Value must be at least 0"},
 		{"a rack-aware key without its tag", "rack.aware.assignment.tags=zone,rack", "Invalid value [zone, rack] for configuration rack.aware.assignment.tags: Contains invalid value [rack] which doesn't have corresponding tag set via [client.tag.] prefix."},
-		{"an over-long tag value", "client.tag.zone=" + strings.Repeat("z", 31), "Invalid value " + strings.Repeat("z", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+		{"an over-long tag value", "client.tag.zone=" + strings.Repeat("z", 31), "client.tag.zone: Invalid value " + strings.Repeat("z", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
