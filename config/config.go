@@ -83,12 +83,24 @@ func (s Security) UsesTLS() bool { return s.Protocol == SSL || s.Protocol == SAS
 
 // HTTP holds the query server's and peer forwarding's settings (http.*).
 type HTTP struct {
-	Listen    string // http.listen
-	AuthToken Secret // http.auth.token
-	TLSCert   string // http.tls.cert
-	TLSKey    string // http.tls.key
-	TLSCA     string // http.tls.ca
+	Listen    string   // http.listen
+	Auth      HTTPAuth // http.auth
+	AuthToken Secret   // http.auth.token
+	TLSCert   string   // http.tls.cert
+	TLSKey    string   // http.tls.key
+	TLSCA     string   // http.tls.ca
 }
+
+// HTTPAuth is http.auth: whether an HTTP server reachable from other hosts
+// must authenticate its clients.
+type HTTPAuth string
+
+const (
+	// HTTPAuthToken: beyond loopback, http.auth.token is required.
+	HTTPAuthToken HTTPAuth = "token"
+	// HTTPAuthNone: no authentication, chosen explicitly.
+	HTTPAuthNone HTTPAuth = "none"
+)
 
 // Processor holds the built-in processor's settings (processor.*).
 type Processor struct {
@@ -191,11 +203,29 @@ func (s Secret) GoString() string             { return fmt.Sprintf("%q", s.mask(
 func (s Secret) LogValue() slog.Value         { return slog.StringValue(s.mask()) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.mask()), nil }
 
-// IsSecret reports whether a key's value must never be shown: sasl.password,
-// any key containing "password", and any key ending in ".token".
+// IsSecret reports whether a key's value must never be shown. For a key of
+// the table the table's secret flag decides (sasl.password,
+// http.auth.token, ...). A key outside it (a client tag, a misspelt or
+// unknown key) is treated as secret when its name looks like one: it
+// contains "password", "secret", "token", "credential" or "jaas", or ends in
+// ".key"; better to mask a harmless value than to show a password under a
+// misspelt key.
 func IsSecret(key string) bool {
+	if d := lookup(key); d != nil {
+		return d.secret
+	}
+	return looksSecret(key)
+}
+
+// looksSecret is IsSecret's guess for a key outside the table.
+func looksSecret(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "password") || strings.HasSuffix(k, ".token")
+	for _, word := range []string{"password", "secret", "token", "credential", "jaas"} {
+		if strings.Contains(k, word) {
+			return true
+		}
+	}
+	return strings.HasSuffix(k, ".key")
 }
 
 // ExactlyOnce reports whether processing.guarantee is exactly_once_v2.

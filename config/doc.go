@@ -36,8 +36,12 @@
 //
 // # Secrets
 //
-// sasl.password, any key containing "password" and any key ending in
-// ".token" ([IsSecret]) are never shown: secret fields have the type
-// [Secret], which prints and logs as "[hidden]", and Config's String,
-// GoString and LogValue mask them too, so logging a Config cannot leak.
+// The key table marks the secret keys (sasl.password, http.auth.token, ...;
+// [IsSecret], which also masks unknown keys whose names look secret). Their
+// values are never shown: secret fields have the type [Secret], which prints
+// and logs as "[hidden]"; Config's String, GoString and LogValue mask them;
+// and no error or warning quotes them, whatever their source: a bad value is
+// shown as [hidden], a bad escape in the file is located by line and
+// character rather than quoted, and a --set argument without '=' is shown
+// only when it starts with a key that is not secret.
 package config

@@ -25,6 +25,9 @@ type keyDef struct {
 	def      string
 	required bool // no default: must be set, and not empty
 	nonEmpty bool // has a default, but may not be set to ""
+	// secret marks a value that is never shown: not in an error, a log line,
+	// a warning or the effective configuration (its field is a Secret).
+	secret bool
 	// enum lists the allowed values. aliases maps further accepted spellings
 	// to one of them; fold accepts any letter case.
 	enum    []string
@@ -84,7 +87,10 @@ var keys = []*keyDef{
 			}
 			return c.ApplicationID + "-dlq", "<application.id>-dlq"
 		}},
-	{name: "http.auth.token", doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none. Secret.",
+	{name: "http.auth", def: "token", enum: []string{"token", "none"},
+		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and `http.auth.token` is not set. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
+		field: func(c *Config) any { return (*string)(&c.HTTP.Auth) }},
+	{name: "http.auth.token", secret: true, doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
 	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,
 		doc:   "The `host:port` the HTTP server (queries, metrics, health) listens on.",
@@ -152,7 +158,7 @@ var keys = []*keyDef{
 	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, fold: true,
 		doc:   "The SASL mechanism under `security.protocol` SASL_PLAINTEXT or SASL_SSL.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLMechanism) }},
-	{name: "sasl.password", doc: "The SASL password. Secret.",
+	{name: "sasl.password", secret: true, doc: "The SASL password.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLPassword) }},
 	{name: "sasl.username", doc: "The SASL user name.",
 		field: func(c *Config) any { return &c.Security.SASLUsername }},

@@ -119,10 +119,10 @@ func load(src Sources, data []byte) (*Config, error) {
 		settings = append(settings, setting{key, env[name], Source{Kind: FromEnv, Env: name}})
 	}
 
-	for _, kv := range src.Set {
+	for i, kv := range src.Set {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok {
-			errs = append(errs, &Error{Source: Source{Kind: FromFlag}, Msg: fmt.Sprintf("--set %q: want key=value", maskUnparsed(kv))})
+			errs = append(errs, &Error{Source: Source{Kind: FromFlag}, Msg: badSet(i, kv)})
 			continue
 		}
 		settings = append(settings, setting{strings.TrimSpace(key), value, Source{Kind: FromFlag}})
@@ -266,6 +266,9 @@ func (c *Config) crossCheck() Errors {
 	}
 	pair("ssl.certificate.location", "ssl.key.location", c.Security.SSLCertificateLocation, c.Security.SSLKeyLocation)
 	pair("http.tls.cert", "http.tls.key", c.HTTP.TLSCert, c.HTTP.TLSKey)
+	if c.HTTP.Auth == HTTPAuthNone && c.HTTP.AuthToken != "" {
+		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or http.auth=none to require it")
+	}
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
@@ -311,12 +314,26 @@ func showValue(key, v string) string {
 	return v
 }
 
-// maskUnparsed masks a --set argument that has no '=' when it looks secret.
-func maskUnparsed(kv string) string {
-	if IsSecret(kv) {
-		return masked
+// badSet explains the i-th (from 0) --set argument kv, which has no '='.
+// Such an argument is often a key and its value with the wrong separator
+// (http.auth.token:VALUE, "sasl.password VALUE"), so it is shown only when
+// it starts with a key whose values are not secret; after a secret key, or
+// when no key is recognised, the rest is not shown.
+func badSet(i int, kv string) string {
+	const want = "want key=value"
+	key := kv
+	if j := strings.IndexAny(kv, ": \t"); j >= 0 {
+		key = kv[:j]
 	}
-	return kv
+	switch d := lookup(key); {
+	case d != nil && !d.secret, d == nil && strings.HasPrefix(key, tags.Prefix) && !looksSecret(key):
+		return fmt.Sprintf("--set %q: %s", kv, want)
+	case d != nil && key == kv:
+		return fmt.Sprintf("--set %q: %s", key, want)
+	case d != nil:
+		return fmt.Sprintf("--set %q followed by a value not shown (a secret): %s", key, want)
+	}
+	return fmt.Sprintf("--set argument %d (not shown: it may hold a secret): %s", i+1, want)
 }
 
 // unknownKey explains an unknown key, suggesting the nearest known one.

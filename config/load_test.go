@@ -542,17 +542,6 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	}
 }
 
-func TestIsSecret(t *testing.T) {
-	for key, want := range map[string]bool{
-		"sasl.password": true, "ssl.key.password": true, "http.auth.token": true, "PASSWORD": true,
-		"sasl.username": false, "http.tokens": false, "token.count": false, "state.dir": false,
-	} {
-		if IsSecret(key) != want {
-			t.Errorf("IsSecret(%q) = %v, want %v", key, !want, want)
-		}
-	}
-}
-
 func TestEffectiveConfigListsEveryKeySorted(t *testing.T) {
 	c := mustLoad(t, Sources{Set: append(slices.Clone(required), "client.tag.zone=z1")})
 	es := c.Entries()

@@ -102,8 +102,10 @@ with where it came from (secrets masked) and lists every error with its file and
   ` + "`client.tag.zone`" + `. Other ` + "`RACKSTREAM_`" + ` variables are ignored (a near miss of a real one is warned about).
 - **Errors**: an unknown key is an error that suggests the nearest known key; a bad value names the
   key, the value and what is allowed. Limits on client tags are Kafka Streams' (KIP-708).
-- **Secrets**: ` + "`sasl.password`" + `, any key containing ` + "`password`" + ` and any key ending in ` + "`.token`" + ` are
-  never printed or logged.
+- **Secrets**: the keys marked *Secret* below are never printed or logged, nor quoted in an error,
+  whichever source set them (a malformed ` + "`--set`" + ` argument or a bad escape in the file included);
+  unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
+  ` + "`credential`" + `, ` + "`jaas`" + `, a final ` + "`.key`" + `) are masked too.
 
 | Key | Default | Meaning |
 |---|---|---|
@@ -122,6 +124,9 @@ with where it came from (secrets masked) and lists every error with its file and
 		doc := d.doc
 		if r := d.rangeDoc(); r != "" {
 			doc += " " + r
+		}
+		if d.secret {
+			doc += " Secret: never shown."
 		}
 		rows = append(rows, [3]string{"`" + d.name + "`", def, doc})
 	}

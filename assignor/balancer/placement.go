@@ -160,4 +160,13 @@ type Stats struct {
 	// assignment bytes of the last generation it balanced: what the broker
 	// stores in one group-metadata record.
 	LastGenerationBytes int
+	// CheckpointsBeyondEnd counts, on a leader, members that claimed a
+	// store checkpoint beyond the changelog end (their lag on those tasks
+	// counted as unknown), once per member while it stays in the group.
+	CheckpointsBeyondEnd uint64
+	// InvalidEndpoints counts, on a leader, members whose announced
+	// endpoint was not a plain host:port (it was dropped from the
+	// placement: no query is forwarded to them), once per member while it
+	// stays in the group.
+	InvalidEndpoints uint64
 }

@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rackstream/rackstream/assignor"
 )
@@ -165,7 +172,8 @@ func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
 		{"not JSON", `{"tasks": 1,`, nil, "decode scenario"},
 		{"metadata naming an unknown client", `{"tasks": [{"task": 0, "active": "ghost"}], "clients": [{"id": "a", "tags": {}}]}`, nil, "tasks[0].active"},
 		{"--lose with no such client", `{"tasks": 1, "clients": [{"id": "a", "tags": {"zone": "z"}}]}`, []string{"--lose", "zone=elsewhere"}, "zone=elsewhere"},
-		{"--lose without =", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "zone"}, "KEY=VALUE"},
+		{"--lose with an empty key", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "=b"}, "KEY=VALUE"},
+		{"--lose with no such client id", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--lose", "zone"}, "--lose zone: no client has this id"},
 		{"unknown format", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`, []string{"--format", "yaml"}, "--format"},
 	}
 	for _, tt := range tests {
@@ -268,5 +276,85 @@ func TestREADMEPlacementExamplesAreRealOutput(t *testing.T) {
 	}
 	if examples == 0 {
 		t.Fatal("no `$ rackstream assign` example found in the README's placement section")
+	}
+}
+
+// zeros is an endless input, like /dev/zero on stdin.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func TestAssignBoundsItsInput(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"assign"}, zeros{}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "stdin is larger than the limit of 64 MiB") {
+		t.Fatalf("endless stdin: exit %d, stderr %q", code, errb.String())
+	}
+	if code, _, errs := runCLI(t, "", "/dev/zero"); code != 1 || !strings.Contains(errs, "/dev/zero is larger than the limit of 64 MiB") {
+		t.Fatalf("/dev/zero: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", t.TempDir()); code != 1 || !strings.Contains(errs, "not a regular file (a directory)") {
+		t.Fatalf("a directory: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestAssignReadingASilentPipeEndsOnSIGTERM runs `rackstream assign` in a
+// child process (this test binary, re-executed) whose stdin is a pipe that
+// nobody writes to or closes, and sends it SIGTERM.
+func TestAssignReadingASilentPipeEndsOnSIGTERM(t *testing.T) {
+	if os.Getenv("RACKSTREAM_TEST_ASSIGN_CHILD") == "1" {
+		// The child: main's signal set-up, then the command.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		fmt.Fprintln(os.Stderr, "ready")
+		os.Exit(dispatch(ctx, []string{"assign"}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pw.Close() // kept open and silent while the child runs
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAssignReadingASilentPipeEndsOnSIGTERM$")
+			cmd.Env = append(os.Environ(), "RACKSTREAM_TEST_ASSIGN_CHILD=1")
+			cmd.Stdin = pr
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pr.Close()
+			r := bufio.NewReader(stderr)
+			if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+				cmd.Process.Kill()
+				t.Fatalf("child did not start: %q, %v", line, err)
+			}
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var rest []byte
+			waitc := make(chan error, 1)
+			go func() {
+				rest, _ = io.ReadAll(r) // until the child exits
+				waitc <- cmd.Wait()
+			}()
+			select {
+			case <-waitc:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("the child still reads a silent pipe a minute after %v", sig)
+			}
+			t.Logf("exited %v after %v", cmd.ProcessState, time.Since(start))
+			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(rest), "read stdin: interrupted") {
+				t.Fatalf("exit %d, stderr %q; want 1 and an interruption", cmd.ProcessState.ExitCode(), rest)
+			}
+		})
 	}
 }

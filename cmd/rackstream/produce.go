@@ -57,7 +57,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rackstream produce: unexpected argument %q (lines come from stdin)\n", fs.Arg(0))
+		unexpectedArgs(stderr, "produce", fs.NArg(), "lines come from stdin")
 		return 2
 	}
 	set := map[string]bool{}

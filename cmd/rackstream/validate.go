@@ -43,6 +43,9 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "rackstream validate: warning: %s\n", w)
 	}
+	if err := cfg.HTTP.CheckExposure(); err != nil {
+		fmt.Fprintf(stderr, "rackstream validate: warning: 'rackstream run' would refuse this configuration: %v\n", err)
+	}
 	if err := cfg.WriteEffective(stdout); err != nil {
 		fmt.Fprintf(stderr, "rackstream validate: %v\n", err)
 		return 1
@@ -76,7 +79,7 @@ func loadConfigCommand(name, usage string, args, env []string, stderr io.Writer)
 		return nil, 2, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rackstream %s: unexpected argument %q (the file goes after --config)\n", name, fs.Arg(0))
+		unexpectedArgs(stderr, name, fs.NArg(), "the file goes after --config")
 		return nil, 2, false
 	}
 	cfg, err := cf.load(env)
@@ -85,6 +88,13 @@ func loadConfigCommand(name, usage string, args, env []string, stderr io.Writer)
 		return nil, 2, false
 	}
 	return cfg, 0, true
+}
+
+// unexpectedArgs reports n arguments left after the flags of a command
+// that takes --set, without quoting them: after "--set sasl.password VALUE"
+// the stray argument is the secret.
+func unexpectedArgs(w io.Writer, cmd string, n int, hint string) {
+	fmt.Fprintf(w, "rackstream %s: %d unexpected argument(s) after the flags, not shown (%s; --set takes key=value as one argument)\n", cmd, n, hint)
 }
 
 // addConfigFlags registers --config and --set on fs.
@@ -118,15 +128,15 @@ func printConfigErrors(w io.Writer, cmd string, err error) {
 	}
 }
 
-// setFlag collects repeated --set key=value flags in order.
+// setFlag collects repeated --set key=value flags in order. Set accepts
+// any argument: the flag package would quote a rejected one in its error
+// (--set http.auth.token:VALUE), so config.Load reports a malformed one
+// instead, without showing a secret.
 type setFlag []string
 
 func (s *setFlag) String() string { return strings.Join(*s, " ") }
 
 func (s *setFlag) Set(v string) error {
-	if !strings.Contains(v, "=") {
-		return fmt.Errorf("want key=value")
-	}
 	*s = append(*s, v)
 	return nil
 }

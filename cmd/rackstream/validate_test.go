@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rackstream/rackstream/config"
 )
 
 // doneWhenFile is the issue's example configuration.
@@ -179,12 +181,12 @@ func TestValidateUsage(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "flag provided but not defined: -bogus") {
 		t.Errorf("unknown flag: exit %d, stderr:\n%s", code, errOut)
 	}
-	code, _, errOut = validateDispatch(t, "validate", "--set", "novalue")
-	if code != 2 || !strings.Contains(errOut, `invalid value "novalue" for flag -set: want key=value`) {
+	code, _, errOut = validateDispatch(t, "validate", "--set", "state.dir")
+	if code != 2 || !strings.Contains(errOut, `flag --set: --set "state.dir": want key=value`) {
 		t.Errorf("--set without '=': exit %d, stderr:\n%s", code, errOut)
 	}
 	code, _, errOut = validateDispatch(t, "validate", "extra.properties")
-	if code != 2 || !strings.Contains(errOut, `unexpected argument "extra.properties"`) {
+	if code != 2 || !strings.Contains(errOut, `1 unexpected argument(s) after the flags, not shown (the file goes after --config`) {
 		t.Errorf("positional argument: exit %d, stderr:\n%s", code, errOut)
 	}
 	code, out, _ = validateDispatch(t, "--help")
@@ -207,4 +209,45 @@ func runValidateWithEnv(t *testing.T, env []string, args ...string) (int, string
 	cmd := validateCommand(func() []string { return env })
 	code := cmd.run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// TestValidateNeverEchoesASecretFromAMalformedCommandLine sets every secret
+// key of the table (the keys validate prints as secret) with the usual
+// command-line mistakes; the value appears nowhere in the output.
+func TestValidateNeverEchoesASecretFromAMalformedCommandLine(t *testing.T) {
+	const value = "Zq9-cmd-s3cr3t"
+	cfg, err := config.Load(config.Sources{Set: []string{"application.id=a", "bootstrap.servers=127.0.0.1:9092"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, e := range cfg.Entries() {
+		if e.Secret {
+			secrets = append(secrets, e.Key)
+		}
+	}
+	if len(secrets) == 0 {
+		t.Fatal("no key is secret")
+	}
+	file := writeValidateConfig(t, doneWhenFile...)
+	for _, key := range secrets {
+		for _, args := range [][]string{
+			{"--set", key + ":" + value},
+			{"--set", key + " " + value},
+			{"--set", key + value},
+			{"--set", key, value},
+			{"--set=" + key, value},
+			{"--set", key + "=" + value, "--set", "num.standby.replicas=-1"},
+		} {
+			var out, errOut bytes.Buffer
+			cmd := validateCommand(func() []string { return []string{config.EnvName(key) + "=" + value + "\\uZZZZ"} })
+			code := cmd.run(context.Background(), append([]string{"--config", file}, args...), strings.NewReader(""), &out, &errOut)
+			if code != 2 {
+				t.Errorf("validate %q: exit %d, want 2", args, code)
+			}
+			if strings.Contains(out.String()+errOut.String(), value) {
+				t.Errorf("validate %q: the secret leaked:\n%s%s", args, out.String(), errOut.String())
+			}
+		}
+	}
 }
