@@ -244,7 +244,7 @@ func (c *Config) crossCheck() Errors {
 	fail := func(key, format string, args ...any) {
 		errs = append(errs, &Error{Key: key, Source: c.Source(key), Msg: fmt.Sprintf(format, args...)})
 	}
-	if c.Security.UsesSASL() {
+	if c.Security.UsesSASL() && c.Security.SASLMechanism != OAuthBearer {
 		var missing []string
 		if c.Security.SASLUsername == "" {
 			missing = append(missing, "sasl.username")
@@ -272,6 +272,7 @@ func (c *Config) crossCheck() Errors {
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
+	c.checkOAuth(fail)
 	return errs
 }
 
