@@ -6,6 +6,7 @@ require (
 	github.com/IBM/sarama v1.41.3
 	github.com/lovoo/goka v1.1.13
 	github.com/moby/buildkit v0.31.0
+	github.com/moby/patternmatcher v0.6.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
 )
 
 // instruction is one Dockerfile instruction as BuildKit's parser reads it.
@@ -250,27 +252,29 @@ func checkRuntimeImage(t *testing.T, file string) {
 }
 
 // TestDockerignoreKeepsTheBuildInputs pins that the build context has what
-// the builder needs and not the repository's history or build outputs.
+// the builder needs and not the repository's history or build outputs. The
+// file is read and matched with moby/patternmatcher, the code docker and
+// BuildKit use for .dockerignore.
 func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
-	b, err := os.ReadFile("../.dockerignore")
+	f, err := os.Open("../.dockerignore")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var patterns []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			patterns = append(patterns, l)
-		}
+	defer f.Close()
+	patterns, err := ignorefile.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := patternmatcher.New(patterns)
+	if err != nil {
+		t.Fatal(err)
 	}
 	ignored := func(p string) bool {
-		out := false
-		for _, pat := range patterns {
-			neg := strings.HasPrefix(pat, "!")
-			if dockerignoreMatch(strings.TrimPrefix(pat, "!"), p) {
-				out = !neg
-			}
+		m, err := pm.MatchesOrParentMatches(p)
+		if err != nil {
+			t.Fatalf(".dockerignore against %s: %v", p, err)
 		}
-		return out
+		return m
 	}
 	for _, keep := range []string{"go.mod", "go.sum", "cmd/rackstream/main.go", "config/config.go", "processor/runtime.go", "internal/kclient/kclient.go"} {
 		if ignored(keep) {
@@ -282,31 +286,4 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 			t.Errorf(".dockerignore lets %s into the build context", drop)
 		}
 	}
-}
-
-// dockerignoreMatch reports whether a .dockerignore pattern excludes p: a
-// pattern matches the path or one of its parent directories, and "**"
-// matches any number of directories.
-func dockerignoreMatch(pattern, p string) bool {
-	pattern = strings.Trim(path.Clean(pattern), "/")
-	var match func(pat, segs []string) bool
-	match = func(pat, segs []string) bool {
-		if len(pat) == 0 {
-			return true // a directory pattern excludes everything under it
-		}
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if match(pat[1:], segs[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		ok, _ := path.Match(pat[0], segs[0])
-		return ok && match(pat[1:], segs[1:])
-	}
-	return match(strings.Split(pattern, "/"), strings.Split(p, "/"))
 }
