@@ -370,3 +370,14 @@ func TestDamageErrorNamesTheFile(t *testing.T) {
 		t.Fatalf("open of a journal damaged mid-file = %v, want a journal damageError naming %s", err, filepath.Base(log))
 	}
 }
+
+// TestMissingCurrentIsManifestDamage: a store whose CURRENT file is gone
+// (goleveldb cannot find its manifest) is rebuilt with reason manifest.
+func TestMissingCurrentIsManifestDamage(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	dir := t.TempDir()
+	path, want := fillStore(t, e, dir, nil)
+	must(t, os.Remove(filepath.Join(path, "CURRENT")))
+	m, task := reopen(t, e, dir)
+	assertRebuilt(t, e, m, task, path, reasonManifest, want)
+}
