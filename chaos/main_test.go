@@ -51,6 +51,10 @@ func suite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 1
 	}
-	defer broker.Close()
-	return m.Run()
+	code := m.Run()
+	broker.Close(code != 0)
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "chaos: the broker's logs are in %s/logs\n", broker.Dir)
+	}
+	return code
 }

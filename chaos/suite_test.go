@@ -77,6 +77,13 @@ func needMode(t *testing.T, long bool) {
 // placement, the producer and both readers running, some records in.
 func begin(t *testing.T, name string) *run {
 	t.Helper()
+	return beginWith(t, name, "")
+}
+
+// beginWith is begin with every instance running bin (this tree's build
+// when empty).
+func beginWith(t *testing.T, name, bin string) *run {
+	t.Helper()
 	p := paramsFor(mode)
 	k := kafkatest.At(t, broker.Addr)
 	r := &run{t: t, name: name, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
@@ -100,13 +107,30 @@ func begin(t *testing.T, name string) *run {
 		"num.stream.threads":            "1",
 		"log.format":                    "json",
 	})
-	base := cluster.LowFreePorts(t, 19600, slots)
+	// Every connection of instance i passes a proxy: to the broker through
+	// its own listener's (broker.Slots[i]), to its HTTP endpoint through
+	// one of its own, so that a scenario can cut it off.
+	base := cluster.LowFreePorts(t, 19600, 2*slots)
 	for i := range slots {
 		tags := map[string]string{"zone": zones[i%3], "cluster": clusters[i/3]}
-		in := r.g.Add(fmt.Sprintf("i%d-%s-%s", i, tags["zone"], tags["cluster"]), "127.0.0.1:"+strconv.Itoa(base+i), tags)
+		listen := "127.0.0.1:" + strconv.Itoa(base+i)
+		in := r.g.Add(fmt.Sprintf("i%d-%s-%s", i, tags["zone"], tags["cluster"]), listen, tags)
 		in.Set["bootstrap.servers"] = broker.Slots[i].Addr
+		hp, err := cluster.NewProxy("127.0.0.1:"+strconv.Itoa(base+slots+i), listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(hp.Close)
+		in.Endpoint = hp.Addr
+		in.Bin = bin
+		in.Proxies = []*cluster.Proxy{broker.Slots[i], hp}
 		r.ins = append(r.ins, in)
 	}
+	t.Cleanup(func() { // the broker's proxies outlive the scenario
+		for _, in := range r.ins {
+			in.Reconnect()
+		}
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("instance logs in %s", dir)
@@ -215,13 +239,19 @@ func (r *run) waitTakeover(gone ...*cluster.Instance) {
 }
 
 // healed records that a fault ended at from: it waits until every instance
-// is ready and the placement whole, and keeps the longest recovery.
+// is ready, the placement whole and every probe key read from an active
+// since, and keeps the longest such recovery.
 func (r *run) healed(from time.Time) {
 	r.t.Helper()
 	for _, in := range r.ins {
 		in.WaitReady(deadline)
 	}
 	r.waitWhole(r.name + " after the fault")
+	if r.active != nil { // nil before the load starts
+		kafkatest.Poll(r.t, deadline, 100*time.Millisecond, "every probe key read from an active", func() bool {
+			return r.active.AllReadSince(from)
+		})
+	}
 	took := time.Since(from)
 	r.mu.Lock()
 	r.recovered = max(r.recovered, took)

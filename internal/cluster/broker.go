@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,7 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 		protocols = append(protocols, name+":PLAINTEXT")
 		p, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", pport), fmt.Sprintf("127.0.0.1:%d", lport))
 		if err != nil {
-			b.Close()
+			b.Close(false)
 			return nil, err
 		}
 		b.Slots = append(b.Slots, p)
@@ -97,7 +98,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d%s
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT%s
 `, port, cport, sport, prefixed(listeners), port, sport, prefixed(advertised), prefixed(protocols))
 	if err := os.WriteFile(extra, []byte(props), 0o644); err != nil {
-		b.Close()
+		b.Close(false)
 		return nil, err
 	}
 	b.env = append(b.env,
@@ -111,7 +112,7 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLA
 	}
 	b.Addr = "127.0.0.1:" + strconv.Itoa(port)
 	if out, err := b.run("start"); err != nil {
-		b.Close()
+		b.Close(false)
 		return nil, fmt.Errorf("cluster: kafka.sh start in %s: %v\n%s", o.Dir, err, out)
 	}
 	return b, nil
@@ -161,12 +162,20 @@ func (b *Broker) Kill() error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("cluster: kill -9 broker pid %d: %w", pid, err)
 	}
+	// Dead when its process is gone, or a zombie (a container's init may
+	// be slow to reap it) with no thread left but the main one (the other
+	// threads of a killed JVM exit, and release its files, after the main
+	// thread turns zombie), and its listener refuses connections.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// Gone, or a zombie waiting for init to reap it: dead either way.
-		if err != nil || strings.Contains(string(st), ") Z ") {
-			return nil
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err == nil && !(strings.Contains(string(st), "State:\tZ") && strings.Contains(string(st), "Threads:\t1\n")) {
+			continue
 		}
+		if c, err := net.DialTimeout("tcp", b.Addr, time.Second); err == nil {
+			c.Close()
+			continue
+		}
+		return nil
 	}
 	return fmt.Errorf("cluster: broker pid %d still alive a minute after SIGKILL", pid)
 }
@@ -179,11 +188,15 @@ func (b *Broker) Resume() error {
 	return nil
 }
 
-// Close stops the broker and the proxies and removes the run directory.
-func (b *Broker) Close() {
+// Close stops the broker and the proxies and, unless keep is set (to read
+// the broker's logs after a failure), removes the run directory.
+func (b *Broker) Close(keep bool) {
 	b.run("stop")
 	for _, p := range b.Slots {
 		p.Close()
+	}
+	if keep {
+		return
 	}
 	os.RemoveAll(b.Dir)
 	os.Remove(b.Dir + ".properties")

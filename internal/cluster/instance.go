@@ -77,12 +77,18 @@ type Instance struct {
 	// Bin, when not empty, is the binary of its next life instead of the
 	// group's (a rolling upgrade sets it).
 	Bin string
+	// Proxies are the proxies every connection of the instance passes
+	// (its broker listener's, its HTTP endpoint's): Isolate cuts them all.
+	Proxies []*Proxy
 
 	g     *Group
 	mu    sync.Mutex // guards proc, lives and id
 	proc  *Proc      // the current (or last) life
 	lives []*Proc
 	id    string // process id of the current life, from its start-up line
+	// isolated: Isolate cut its proxies. The test's own observers
+	// (Group.Metadata) skip it; Readers, as clients, do not.
+	isolated bool
 }
 
 // Add adds an instance (not started) listening for HTTP on listen
@@ -187,8 +193,38 @@ func (in *Instance) Running() bool {
 	return p != nil && !p.Exited()
 }
 
-// URL is the base URL of its HTTP API (its listen address, never a proxy).
-func (in *Instance) URL() string { return "http://" + in.Listen }
+// URL is the base URL of its HTTP API as clients and peers reach it: its
+// endpoint (through its proxy, if it has one).
+func (in *Instance) URL() string { return "http://" + in.Endpoint }
+
+// Isolate cuts every proxy of the instance: a network partition of the
+// instance from the broker and from everyone who calls it. (It calls peers
+// only on behalf of requests it receives, which the cut stops too.)
+func (in *Instance) Isolate() {
+	in.mu.Lock()
+	in.isolated = true
+	in.mu.Unlock()
+	for _, p := range in.Proxies {
+		p.Cut()
+	}
+}
+
+// Reconnect ends Isolate.
+func (in *Instance) Reconnect() {
+	for _, p := range in.Proxies {
+		p.Restore()
+	}
+	in.mu.Lock()
+	in.isolated = false
+	in.mu.Unlock()
+}
+
+// Isolated reports whether Isolate cut the instance off.
+func (in *Instance) Isolated() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.isolated
+}
 
 // ID returns the process id of the current life ("" until its start-up
 // line was read by WaitStarted).
@@ -284,6 +320,9 @@ func (g *Group) Metadata() (Metadata, *Instance, error) {
 	var md Metadata
 	err := fmt.Errorf("no running instance")
 	for _, in := range g.Up() {
+		if in.Isolated() {
+			continue
+		}
 		md = Metadata{}
 		var code int
 		code, err = GetJSON(in.URL()+"/v1/metadata", &md)

@@ -121,6 +121,19 @@ func (r *Reader) window(key string, now time.Time) {
 	}
 }
 
+// AllReadSince reports whether every key has been read successfully after
+// t.
+func (r *Reader) AllReadSince(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.keys {
+		if !r.lastOK[k].After(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // ReaderReport is what a Reader measured.
 type ReaderReport struct {
 	Reads, Failures int
