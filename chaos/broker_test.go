@@ -18,6 +18,7 @@ func TestBrokerStoppedAndKilled(t *testing.T) {
 		outage = 30 * time.Second
 	}
 
+	down := time.Now()
 	if err := broker.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +28,11 @@ func TestBrokerStoppedAndKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
+	r.brokerDown = append(r.brokerDown, [2]time.Time{down, back})
 	r.healed(back)
 	r.settle()
 
+	down = time.Now()
 	if err := broker.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,8 @@ func TestBrokerStoppedAndKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	back = time.Now()
+	r.brokerDown = append(r.brokerDown, [2]time.Time{down, back})
 	r.healed(back)
 	r.settle()
-	r.end(time.Hour)
+	r.end(r.p.session + 5*time.Second)
 }

@@ -230,7 +230,10 @@ start() {
 		fi
 	fi
 
-	# setsid: the broker outlives the shell (and make) that started it.
+	# setsid: the broker outlives the shell (and make) that started it. The
+	# pid file of an earlier (killed) broker goes first: the wait below
+	# must read the new one.
+	rm -f "$PID_FILE"
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
 		</dev/null >>"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &

@@ -96,6 +96,10 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 	props := fmt.Sprintf(`listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d%s
 advertised.listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d%s
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT%s
+# A broker killed with kill -9 and restarted must wait until its controller
+# (itself) expires its old registration: 9 s by default.
+broker.heartbeat.interval.ms=750
+broker.session.timeout.ms=3000
 `, port, cport, sport, prefixed(listeners), port, sport, prefixed(advertised), prefixed(protocols))
 	if err := os.WriteFile(extra, []byte(props), 0o644); err != nil {
 		b.Close(false)

@@ -37,10 +37,19 @@ type Reader struct {
 	failures int
 	lastOK   map[string]time.Time // each key's last successful read
 	failing  map[string]bool      // keys whose last read failed
-	worst    time.Duration
-	worstKey string
-	worstAt  time.Time // when the worst window ended
+	windows  []Window             // closed unavailable windows
+	causes   map[string]int       // failed reads by cause ("503", "no answer")
 }
+
+// Window is a time in which Key could not be read: from its last
+// successful read before failures to its next successful read.
+type Window struct {
+	Key      string
+	From, To time.Time
+}
+
+// Len is the window's length.
+func (w Window) Len() time.Duration { return w.To.Sub(w.From) }
 
 // StartReader starts reading keys of store on g's running instances, one
 // read every interval; maxLag < 0 reads actives only.
@@ -49,7 +58,7 @@ func StartReader(g *Group, store string, keys []string, maxLag int64, interval t
 		MaxLag: maxLag, g: g, store: store, keys: keys, interval: interval,
 		client: &http.Client{Timeout: 2 * time.Second},
 		stop:   make(chan struct{}), done: make(chan struct{}),
-		lastOK: map[string]time.Time{}, failing: map[string]bool{},
+		lastOK: map[string]time.Time{}, failing: map[string]bool{}, causes: map[string]int{},
 	}
 	g.t.Cleanup(func() { r.Stop() })
 	go r.loop()
@@ -68,8 +77,8 @@ func (r *Reader) loop() {
 		case <-tick.C:
 		}
 		key := r.keys[i%len(r.keys)]
-		ok := false
-		for try := 0; try < 2 && !ok; try++ {
+		cause := "no instance"
+		for try := 0; try < 2; try++ {
 			up := r.g.Up()
 			if len(up) == 0 {
 				break
@@ -77,12 +86,13 @@ func (r *Reader) loop() {
 			in := up[next%len(up)]
 			next++
 			code, err := getJSON(r.client, in.URL()+r.path(key), nil)
-			ok = err == nil && code == 200
 			if err == nil {
+				cause = strconv.Itoa(code)
 				break // an HTTP answer: the instance's word on the key
 			}
+			cause = "no answer"
 		}
-		r.record(key, ok, time.Now())
+		r.record(key, cause, time.Now())
 	}
 }
 
@@ -94,31 +104,21 @@ func (r *Reader) path(key string) string {
 	return p
 }
 
-func (r *Reader) record(key string, ok bool, now time.Time) {
+func (r *Reader) record(key, cause string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads++
-	if !ok {
+	if cause != "200" {
 		r.failures++
+		r.causes[cause]++
 		r.failing[key] = true
 		return
 	}
-	if r.failing[key] {
-		r.window(key, now)
+	if from, seen := r.lastOK[key]; r.failing[key] && seen {
+		r.windows = append(r.windows, Window{Key: key, From: from, To: now})
 	}
 	r.failing[key] = false
 	r.lastOK[key] = now
-}
-
-// window closes key's unavailable window at now.
-func (r *Reader) window(key string, now time.Time) {
-	from, seen := r.lastOK[key]
-	if !seen {
-		return // never read yet: not a loss of availability
-	}
-	if w := now.Sub(from); w > r.worst {
-		r.worst, r.worstKey, r.worstAt = w, key, now
-	}
 }
 
 // AllReadSince reports whether every key has been read successfully after
@@ -137,34 +137,71 @@ func (r *Reader) AllReadSince(t time.Time) bool {
 // ReaderReport is what a Reader measured.
 type ReaderReport struct {
 	Reads, Failures int
-	// MaxUnavailable is the longest window in which one key could not be
-	// read, Key that key and Until when the window ended.
-	MaxUnavailable time.Duration
-	Key            string
-	Until          time.Time
+	// Causes counts failed reads by cause: an HTTP status ("503"), "no
+	// answer" (no instance answered at all) or "no instance".
+	Causes map[string]int
+	// Windows are the times in which a key could not be read, a key still
+	// failing counting until the report.
+	Windows []Window
+	// Worst is the longest window (zero when none).
+	Worst Window
 }
 
-// Report returns the figures so far; a key failing now counts as
-// unavailable until now.
+// MaxUnavailable is the length of the longest window.
+func (r ReaderReport) MaxUnavailable() time.Duration { return r.Worst.Len() }
+
+// Report returns the figures so far.
 func (r *Reader) Report() ReaderReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	worst, key, at := r.worst, r.worstKey, r.worstAt
+	rep := ReaderReport{Reads: r.reads, Failures: r.failures, Causes: map[string]int{}, Windows: append([]Window(nil), r.windows...)}
+	for c, n := range r.causes {
+		rep.Causes[c] = n
+	}
 	now := time.Now()
 	for k, f := range r.failing {
-		if from, seen := r.lastOK[k]; f && seen && now.Sub(from) > worst {
-			worst, key, at = now.Sub(from), k, now
+		if from, seen := r.lastOK[k]; f && seen {
+			rep.Windows = append(rep.Windows, Window{Key: k, From: from, To: now})
 		}
 	}
-	return ReaderReport{Reads: r.reads, Failures: r.failures, MaxUnavailable: worst, Key: key, Until: at}
+	for _, w := range rep.Windows {
+		if w.Len() > rep.Worst.Len() {
+			rep.Worst = w
+		}
+	}
+	return rep
 }
 
-// Reset forgets the figures (keeping each key's last successful read), to
-// measure one phase of a test.
-func (r *Reader) Reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reads, r.failures, r.worst, r.worstKey, r.worstAt = 0, 0, 0, "", time.Time{}
+// Excusing returns the longest part of any window that lies outside every
+// excused interval (pairs of from, to: e.g. while the broker was down),
+// for bounds that hold only while the excused cause is absent.
+func (r ReaderReport) Excusing(excused ...[2]time.Time) Window {
+	var worst Window
+	for _, w := range r.Windows {
+		parts := []Window{w}
+		for _, ex := range excused {
+			var next []Window
+			for _, p := range parts {
+				if !ex[0].Before(p.To) || !ex[1].After(p.From) { // no overlap
+					next = append(next, p)
+					continue
+				}
+				if p.From.Before(ex[0]) {
+					next = append(next, Window{Key: p.Key, From: p.From, To: ex[0]})
+				}
+				if ex[1].Before(p.To) {
+					next = append(next, Window{Key: p.Key, From: ex[1], To: p.To})
+				}
+			}
+			parts = next
+		}
+		for _, p := range parts {
+			if p.Len() > worst.Len() {
+				worst = p
+			}
+		}
+	}
+	return worst
 }
 
 // Stop stops the reader and returns its report.
