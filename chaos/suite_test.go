@@ -196,17 +196,25 @@ func (r *run) settle() {
 
 // waitWhole waits until the placement is whole on all six instances: every
 // task with an active, no task repeating a tag value, no standby
-// shortfall. It returns the generation.
+// shortfall; and it checks that it was whole within one rebalance of the
+// first generation in which all six were members (a cooperative
+// rebalance's follow-up round allowed). It returns the generation.
 func (r *run) waitWhole(what string) int32 {
 	r.t.Helper()
-	var gen int32
-	var last string
+	var (
+		last      string
+		firstFull int32 = -1 // the first generation seen with every member
+		md        cluster.Metadata
+		err       error
+	)
 	start := time.Now()
 	for {
-		md, _, err := r.g.Metadata()
+		md, _, err = r.g.Metadata()
 		if err == nil {
+			if firstFull < 0 && len(md.Clients) == slots {
+				firstFull = md.Generation
+			}
 			if last = md.WholeProblem(r.p.partitions, slots); last == "" {
-				gen = md.Generation
 				break
 			}
 		} else {
@@ -217,8 +225,12 @@ func (r *run) waitWhole(what string) int32 {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	r.t.Logf("%s: placement whole at generation %d after %v", what, gen, time.Since(start).Round(time.Millisecond))
-	return gen
+	r.t.Logf("%s: placement whole at generation %d after %v (all members back at generation %d)",
+		what, md.Generation, time.Since(start).Round(time.Millisecond), firstFull)
+	if md.Generation > firstFull+1 {
+		r.t.Errorf("%s: placement whole only at generation %d, more than one rebalance after generation %d had every member", what, md.Generation, firstFull)
+	}
+	return md.Generation
 }
 
 // waitTakeover waits until the gone instances are no members and every
