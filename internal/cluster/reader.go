@@ -5,19 +5,22 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Reader queries keys over HTTP throughout a test, as a client behind a
-// load balancer does, and measures how long each key could not be read.
+// Reader queries keys over HTTP throughout a test, as clients behind a
+// load balancer do, and measures how long each key could not be read.
 //
-// It reads the keys in turn, one read every Interval, each from the next
-// running instance (round robin); a request that gets no HTTP answer at
-// all (the instance died, froze or was cut under the reader's feet) is
-// retried once on the next instance, as a load balancer retries a failed
-// connection. A read fails when no answer was 200. A key's unavailable
-// window runs from its last successful read before a failure to its next
-// successful read, so it includes up to one round of reads of slack.
+// Each key is read by a client of its own (so that one read waiting on a
+// frozen or cut instance delays no other key), every interval x keys, from
+// the next running instance (round robin over all reads); a request that
+// gets no HTTP answer within 2 s (the instance died, froze or was cut under
+// the reader's feet) is retried once on the next instance, as a load
+// balancer retries a failed connection. A read fails when no answer was
+// 200. A key's unavailable window runs from its last successful read before
+// a failure to its next successful read, so it includes up to one period of
+// reads of slack.
 type Reader struct {
 	// MaxLag, when >= 0, is passed as max_lag: a standby that far behind
 	// may answer.
@@ -30,7 +33,8 @@ type Reader struct {
 	client   *http.Client
 
 	stop chan struct{}
-	done chan struct{}
+	wg   sync.WaitGroup // the keys' clients
+	next atomic.Int64   // round-robin position over instances
 
 	mu       sync.Mutex // guards the fields below
 	reads    int
@@ -52,39 +56,42 @@ type Window struct {
 func (w Window) Len() time.Duration { return w.To.Sub(w.From) }
 
 // StartReader starts reading keys of store on g's running instances, one
-// read every interval; maxLag < 0 reads actives only.
+// read every interval on average; maxLag < 0 reads actives only.
 func StartReader(g *Group, store string, keys []string, maxLag int64, interval time.Duration) *Reader {
 	r := &Reader{
 		MaxLag: maxLag, g: g, store: store, keys: keys, interval: interval,
 		client: &http.Client{Timeout: 2 * time.Second},
-		stop:   make(chan struct{}), done: make(chan struct{}),
+		stop:   make(chan struct{}),
 		lastOK: map[string]time.Time{}, failing: map[string]bool{}, causes: map[string]int{},
 	}
 	g.t.Cleanup(func() { r.Stop() })
-	go r.loop()
+	period := interval * time.Duration(len(keys))
+	for i, key := range keys {
+		r.wg.Add(1)
+		go r.read(key, period, interval*time.Duration(i))
+	}
 	return r
 }
 
-func (r *Reader) loop() {
-	defer close(r.done)
-	tick := time.NewTicker(r.interval)
+// read reads key every period, starting after offset (the keys' reads
+// are staggered).
+func (r *Reader) read(key string, period, offset time.Duration) {
+	defer r.wg.Done()
+	select {
+	case <-r.stop:
+		return
+	case <-time.After(offset):
+	}
+	tick := time.NewTicker(period)
 	defer tick.Stop()
-	next := 0 // round-robin position over instances
-	for i := 0; ; i++ {
-		select {
-		case <-r.stop:
-			return
-		case <-tick.C:
-		}
-		key := r.keys[i%len(r.keys)]
+	for {
 		cause := "no instance"
 		for try := 0; try < 2; try++ {
 			up := r.g.Up()
 			if len(up) == 0 {
 				break
 			}
-			in := up[next%len(up)]
-			next++
+			in := up[int(r.next.Add(1))%len(up)]
 			code, err := getJSON(r.client, in.URL()+r.path(key), nil)
 			if err == nil {
 				cause = strconv.Itoa(code)
@@ -93,6 +100,11 @@ func (r *Reader) loop() {
 			cause = "no answer"
 		}
 		r.record(key, cause, time.Now())
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -211,6 +223,6 @@ func (r *Reader) Stop() ReaderReport {
 	default:
 		close(r.stop)
 	}
-	<-r.done
+	r.wg.Wait()
 	return r.Report()
 }
