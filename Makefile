@@ -18,7 +18,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 # vet, the kfake pass, and the real-broker pass (skipped with a reason when
-# the broker can't be had, except under CI=true).
+# the broker can't be had, except under CI: CI set to any non-empty value).
 test:
 	./deploy/local/test.sh
 

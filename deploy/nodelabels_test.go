@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // TestNodeLabelsScript runs the init container's script with sh and curl
@@ -23,7 +24,7 @@ import (
 func TestNodeLabelsScript(t *testing.T) {
 	for _, tool := range []string{"sh", "curl", "sed"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the script cannot run here (the image it runs in has it)", tool)
+			kafkatest.SkipOrFail(t, "%s is not installed: the script cannot run here (the image it runs in has it)", tool)
 		}
 	}
 	const token = "sa-token-0123456789"

@@ -248,3 +248,70 @@ func tailLines(s string, n int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(ls[max(0, len(ls)-n):], "\n")
 }
+
+// TestRunRefusesAnOpenListenerWithoutAToken: beyond loopback and without
+// http.auth.token, run exits 2 before it connects to anything, naming the
+// keys and the opt-out.
+func TestRunRefusesAnOpenListenerWithoutAToken(t *testing.T) {
+	for _, listen := range []string{":0", "0.0.0.0:0", "[::]:0"} {
+		file := writeValidateConfig(t, "application.id=app", "bootstrap.servers=127.0.0.1:1",
+			"processor.type=count", "processor.input.topic=in", "http.listen="+listen)
+		var stderr bytes.Buffer
+		code := runRun(t.Context(), []string{"--config", file}, nil, &stderr)
+		if code != 2 {
+			t.Errorf("http.listen=%s: exit %d, want 2; stderr:\n%s", listen, code, stderr.String())
+		}
+		for _, want := range []string{"rackstream run: http.listen=" + listen, "http.auth.token is not set", "http.auth=none"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("http.listen=%s: stderr lacks %q:\n%s", listen, want, stderr.String())
+			}
+		}
+	}
+	// validate says so too, as a warning.
+	file := writeValidateConfig(t, "application.id=app", "bootstrap.servers=127.0.0.1:1")
+	code, _, errOut := validateDispatch(t, "validate", "--config", file)
+	if code != 0 || !strings.Contains(errOut, "warning: 'rackstream run' would refuse this configuration: http.listen=:8080") {
+		t.Errorf("validate: exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestRunWithHTTPAuthNoneWarnsOnce: the explicit opt-out starts (here up to
+// the point where the cancelled context stops it) with one warning.
+func TestRunWithHTTPAuthNoneWarnsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		sets  []string
+		warns int
+	}{
+		{[]string{"http.auth=none"}, 1},
+		{[]string{"http.auth.token=tok"}, 0},
+	} {
+		file := writeValidateConfig(t, append([]string{"application.id=app", "bootstrap.servers=127.0.0.1:1",
+			"processor.type=count", "processor.input.topic=in", "http.listen=0.0.0.0:0", "log.format=json",
+			"state.dir=" + filepath.Join(t.TempDir(), "state")}, tc.sets...)...)
+		// Stop at the first log line: the warning comes before anything
+		// else is started, so the rest of start-up only has to end.
+		ctx, cancel := context.WithCancel(t.Context())
+		stderr := &cancelOnWrite{cancel: cancel}
+		code := runRun(ctx, []string{"--config", file}, nil, stderr)
+		cancel()
+		if code == 2 {
+			t.Errorf("%v: refused (exit 2):\n%s", tc.sets, stderr.String())
+		}
+		msg := "the HTTP server answers every client that can reach it, without authentication (http.auth=none)"
+		if n := len(jsonLines(stderr.String(), msg)); n != tc.warns {
+			t.Errorf("%v: %d warnings, want %d:\n%s", tc.sets, n, tc.warns, stderr.String())
+		}
+	}
+}
+
+// cancelOnWrite is a log destination that cancels a context at its first
+// write.
+type cancelOnWrite struct {
+	syncBuffer
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	defer c.cancel()
+	return c.syncBuffer.Write(p)
+}
