@@ -298,7 +298,7 @@ func TestRunWithHTTPAuthNoneWarnsOnce(t *testing.T) {
 			t.Errorf("%v: refused (exit 2):\n%s", tc.sets, stderr.String())
 		}
 		msg := "the HTTP server answers every client that can reach it, without authentication (http.auth=none)"
-		if n := len(jsonLines(stderr.String(), msg)); n != tc.warns {
+		if n := len(cluster.JSONLogLines(stderr.String(), msg)); n != tc.warns {
 			t.Errorf("%v: %d warnings, want %d:\n%s", tc.sets, n, tc.warns, stderr.String())
 		}
 	}
@@ -307,11 +307,11 @@ func TestRunWithHTTPAuthNoneWarnsOnce(t *testing.T) {
 // cancelOnWrite is a log destination that cancels a context at its first
 // write.
 type cancelOnWrite struct {
-	syncBuffer
+	cluster.Lines
 	cancel context.CancelFunc
 }
 
 func (c *cancelOnWrite) Write(p []byte) (int, error) {
 	defer c.cancel()
-	return c.syncBuffer.Write(p)
+	return c.Lines.Write(p)
 }
