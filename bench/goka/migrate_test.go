@@ -112,7 +112,9 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 		func() bool { return byGoka+rs.handled() >= end })
 	adm := c.Admin()
 	waitFor(t, rs, time.Minute, 50*time.Millisecond,
-		func() string { return fmt.Sprintf("rackstream on %s: offsets of group %s not committed to the end", c.Kind(), group) },
+		func() string {
+			return fmt.Sprintf("rackstream on %s: offsets of group %s not committed to the end", c.Kind(), group)
+		},
 		func() bool { return committedThrough(adm, group, input) })
 	if got := byGoka + rs.handled(); got != end {
 		t.Errorf("goka handled %d and rackstream %d records: %d in all, want the %d produced (more means records counted twice)",
