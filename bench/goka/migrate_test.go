@@ -115,7 +115,7 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("rackstream on %s: offsets of group %s not committed to the end", c.Kind(), group)
 		},
-		func() bool { return committedThrough(adm, group, input) })
+		func() bool { return kafkatest.CommittedThrough(adm, group, input) })
 	if got := byGoka + rs.handled(); got != end {
 		t.Errorf("goka handled %d and rackstream %d records: %d in all, want the %d produced (more means records counted twice)",
 			byGoka, rs.handled(), got, end)
