@@ -138,36 +138,52 @@ func (c *Client) Get(ctx context.Context, store string, key []byte, opts ...Read
 		if len(cands) == 0 {
 			errs = append(errs, fmt.Errorf("rackstream client: get %s/%q: task %d has no active instance at generation %d (it is moving; MaxLag lets a standby answer)", store, key, task, p.generation))
 		}
-		for _, in := range cands {
-			code, body, err := c.do(ctx, in, path, q)
-			if err != nil {
-				errs = append(errs, err)
-				if ctx.Err() != nil {
-					return nil, errors.Join(errs...)
-				}
-				continue
-			}
-			if code != http.StatusOK {
-				e := c.answerError(in, "GET "+path+"?"+q.Encode(), code, body)
-				if !e.retryable() {
-					return nil, e
-				}
-				errs = append(errs, e)
-				continue
-			}
-			var a keyAnswer
-			if err := json.Unmarshal(body, &a); err != nil {
-				return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: code,
-					Message: "answer does not decode", Err: err}
-			}
-			if a.Generation != p.generation || a.ServedBy != in.id {
-				c.markStale(p) // a rebalance, or the instance forwarded
-			}
-			return &Value{Key: key, Raw: a.Value, Task: a.Task, ServedBy: a.ServedBy, Role: a.Role, Lag: a.Lag,
-				Position: a.Position, Generation: a.Generation}, nil
+		in, body, err := c.tryEach(ctx, cands, path, q, &errs)
+		if err != nil {
+			return nil, err
 		}
+		if body == nil {
+			continue
+		}
+		var a keyAnswer
+		if err := json.Unmarshal(body, &a); err != nil {
+			return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
+				Message: "answer does not decode", Err: err}
+		}
+		if a.Generation != p.generation || a.ServedBy != in.id {
+			c.markStale(p) // a rebalance, or the instance forwarded
+		}
+		return &Value{Key: key, Raw: a.Value, Task: a.Task, ServedBy: a.ServedBy, Role: a.Role, Lag: a.Lag,
+			Position: a.Position, Generation: a.Generation}, nil
 	}
 	return nil, errors.Join(errs...)
+}
+
+// tryEach asks the instances in turn for GET path?q. It returns the first
+// 200 answer's instance and body; a final error when an answer is one no
+// other replica would change (400, 401, 404) or ctx is done; or a nil body
+// when every instance failed in a way another might not, each failure
+// appended to errs.
+func (c *Client) tryEach(ctx context.Context, ins []instance, path string, q url.Values, errs *[]error) (instance, []byte, error) {
+	for _, in := range ins {
+		code, body, err := c.do(ctx, in, path, q)
+		if err != nil {
+			*errs = append(*errs, err)
+			if ctx.Err() != nil {
+				return in, nil, errors.Join(*errs...)
+			}
+			continue
+		}
+		if code == http.StatusOK {
+			return in, body, nil
+		}
+		e := c.answerError(in, "GET "+path+"?"+q.Encode(), code, body)
+		if !e.retryable() {
+			return in, nil, e
+		}
+		*errs = append(*errs, e)
+	}
+	return instance{}, nil, nil
 }
 
 func (c *Client) readConfig(opts []ReadOpt) readConfig {

@@ -74,33 +74,22 @@ func (c *Client) Scan(ctx context.Context, store string, req ScanRequest, opts .
 		if err != nil {
 			return nil, errors.Join(append(errs, err)...)
 		}
-		for _, in := range p.instances(c.next.Add(1)) {
-			code, body, err := c.do(ctx, in, path, q)
-			if err != nil {
-				errs = append(errs, err)
-				if ctx.Err() != nil {
-					return nil, errors.Join(errs...)
-				}
-				continue
-			}
-			if code != http.StatusOK {
-				e := c.answerError(in, "GET "+path+"?"+q.Encode(), code, body)
-				if !e.retryable() {
-					return nil, e
-				}
-				errs = append(errs, e)
-				continue
-			}
-			page, err := parsePage(body)
-			if err != nil {
-				return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: code,
-					Message: "scan page does not decode", Err: err}
-			}
-			if page.Generation != p.generation {
-				c.markStale(p)
-			}
-			return page, nil
+		in, body, err := c.tryEach(ctx, p.instances(c.next.Add(1)), path, q, &errs)
+		if err != nil {
+			return nil, err
 		}
+		if body == nil {
+			continue
+		}
+		page, err := parsePage(body)
+		if err != nil {
+			return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
+				Message: "scan page does not decode", Err: err}
+		}
+		if page.Generation != p.generation {
+			c.markStale(p)
+		}
+		return page, nil
 	}
 	return nil, errors.Join(errs...)
 }
