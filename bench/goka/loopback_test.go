@@ -1,7 +1,6 @@
 package gokabench
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -50,12 +49,9 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
+	running := run(rt.Run)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := running.stop(); err != nil {
 			t.Errorf("runtime: %v", err)
 		}
 	}()
