@@ -8,9 +8,13 @@
 // (the tasks, the settings, the live clients with their tags, capacity,
 // previous roles and lags) and returns a Plan with its Quality; Measure
 // computes the Quality of any placement (Kafka's, a plan after a loss);
-// Spread and CompareSpread score one task's replicas; DecodeInput reads the
-// JSON scenario of `rackstream assign`, or a /v1/metadata document as the
-// previous plan.
+// Spread and CompareSpread score one task's replicas; WhatIf says what
+// losing some clients (a tag value, or ids, as ParseSelector reads them)
+// would do to a plan: the tasks left without a replica, where each lost
+// active fails over, the plan for the survivors; DecodeInput reads the JSON
+// scenario of `rackstream assign`, or a /v1/metadata document as the
+// previous plan, and DecodeDocument also returns such a document's own
+// placement, the plan a live what-if looks at.
 //
 // # Actives
 //

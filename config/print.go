@@ -93,7 +93,9 @@ environment, then ` + "`--set key=value`" + ` flags (repeatable); each layer ove
 later ` + "`--set`" + ` of the same key wins. ` + "`rackstream validate --config FILE`" + ` prints every effective value
 with where it came from (secrets masked) and lists every error with its file and line.
 
-- **File**: java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
+- **File**: at most 1 MiB (a longer file, or an endless device, is an error naming the limit; a
+  directory is refused; a FIFO such as a shell's ` + "`<(...)`" + ` is read under the same bound, and
+  SIGINT/SIGTERM end a read that waits on one). java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
   between key and value; a bare key has the empty value; a trailing backslash continues the line;
   ` + "`\\uXXXX`" + ` and ` + "`\\t`" + `, ` + "`\\n`" + `, ` + "`\\r`" + `, ` + "`\\f`" + ` escapes. Values are trimmed of surrounding whitespace.
 - **Environment**: ` + "`RACKSTREAM_`" + ` followed by the key upper-cased, dots and dashes as underscores:
@@ -102,8 +104,10 @@ with where it came from (secrets masked) and lists every error with its file and
   ` + "`client.tag.zone`" + `. Other ` + "`RACKSTREAM_`" + ` variables are ignored (a near miss of a real one is warned about).
 - **Errors**: an unknown key is an error that suggests the nearest known key; a bad value names the
   key, the value and what is allowed. Limits on client tags are Kafka Streams' (KIP-708).
-- **Secrets**: ` + "`sasl.password`" + `, any key containing ` + "`password`" + ` and any key ending in ` + "`.token`" + ` are
-  never printed or logged.
+- **Secrets**: the keys marked *Secret* below are never printed or logged, nor quoted in an error,
+  whichever source set them (a malformed ` + "`--set`" + ` argument or a bad escape in the file included);
+  unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
+  ` + "`credential`" + `, ` + "`jaas`" + `, a final ` + "`.key`" + `) are masked too.
 
 | Key | Default | Meaning |
 |---|---|---|
@@ -122,6 +126,9 @@ with where it came from (secrets masked) and lists every error with its file and
 		doc := d.doc
 		if r := d.rangeDoc(); r != "" {
 			doc += " " + r
+		}
+		if d.secret {
+			doc += " Secret: never shown."
 		}
 		rows = append(rows, [3]string{"`" + d.name + "`", def, doc})
 	}

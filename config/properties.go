@@ -55,14 +55,16 @@ func ParseProperties(data []byte) ([]Property, []*SyntaxError) {
 			continue
 		}
 		rawKey, rawValue := splitKeyValue(l.text)
-		key, err := unescape(rawKey)
-		if err != nil {
-			errs = append(errs, &SyntaxError{Line: l.line, Msg: err.Error()})
+		// A bad escape is located, never quoted: the text around it may be
+		// a secret (sasl.password=abc\uZZZZ), or a secret pasted as a key.
+		key, bad := unescape(rawKey)
+		if bad > 0 {
+			errs = append(errs, &SyntaxError{Line: l.line, Msg: fmt.Sprintf("malformed \\uxxxx encoding at character %d of the key: want four hex digits", bad)})
 			continue
 		}
-		value, err := unescape(rawValue)
-		if err != nil {
-			errs = append(errs, &SyntaxError{Line: l.line, Msg: fmt.Sprintf("%s: %v", key, err)})
+		value, bad := unescape(rawValue)
+		if bad > 0 {
+			errs = append(errs, &SyntaxError{Line: l.line, Msg: fmt.Sprintf("%s: malformed \\uxxxx encoding at character %d of the value: want four hex digits", key, bad)})
 			continue
 		}
 		props = append(props, Property{Key: key, Value: value, Line: l.line})
@@ -174,9 +176,11 @@ func splitKeyValue(s string) (key, value string) {
 }
 
 // unescape resolves the escapes of a key or value, as Java's loadConvert.
-func unescape(s string) (string, error) {
+// When s holds a malformed \uxxxx escape it returns the escape's position
+// in s, counted in characters from 1, as bad.
+func unescape(s string) (_ string, bad int) {
 	if strings.IndexByte(s, '\\') < 0 {
-		return s, nil
+		return s, 0
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -203,13 +207,13 @@ func unescape(s string) (string, error) {
 		c = s[i]
 		if c == 'u' {
 			if len(s)-(i+1) < 4 {
-				return "", fmt.Errorf("malformed \\uxxxx encoding %q: want four hex digits", s[i-1:])
+				return "", utf8.RuneCountInString(s[:i-1]) + 1
 			}
 			var u uint16
 			for _, h := range []byte(s[i+1 : i+5]) {
 				d, ok := hexDigit(h)
 				if !ok {
-					return "", fmt.Errorf("malformed \\uxxxx encoding %q: want four hex digits", s[i-1:i+5])
+					return "", utf8.RuneCountInString(s[:i-1]) + 1
 				}
 				u = u<<4 | uint16(d)
 			}
@@ -234,7 +238,7 @@ func unescape(s string) (string, error) {
 		}
 	}
 	flush()
-	return b.String(), nil
+	return b.String(), 0
 }
 
 func hexDigit(c byte) (byte, bool) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // propertiesCases pin how java.util.Properties reads a file.
@@ -48,8 +50,10 @@ var propertiesCases = []struct {
 	{"UTF-8 passes through", "zone=eu-zentral-ä\n", []Property{{"zone", "eu-zentral-ä", 1}}, ""},
 	{"an empty key", "=v", []Property{{"", "v", 1}}, ""},
 	{"repeated keys are all returned", "a=1\na=2", []Property{{"a", "1", 1}, {"a", "2", 2}}, ""},
-	{"a malformed unicode escape is an error on its line", "a=1\nb=\\u12G4\nc=3", []Property{{"a", "1", 1}, {"c", "3", 3}}, `line 2: b: malformed \uxxxx encoding "\\u12G4"`},
+	{"a malformed unicode escape is an error on its line", "a=1\nb=\\u12G4\nc=3", []Property{{"a", "1", 1}, {"c", "3", 3}}, `line 2: b: malformed \uxxxx encoding at character 1 of the value: want four hex digits`},
 	{"a short unicode escape is an error", "k=\\u12", nil, "line 1: k: malformed"},
+	{"a bad escape is located, not quoted", "k=abc\\uZZZZ", nil, "line 1: k: malformed \\uxxxx encoding at character 4 of the value"},
+	{"a bad escape in a key is located", "k\\u1=v", nil, "line 1: malformed \\uxxxx encoding at character 2 of the key"},
 }
 
 func TestParsePropertiesReadsAsJavaDoes(t *testing.T) {
@@ -82,7 +86,7 @@ func TestParsePropertiesRejectsInvalidUTF8(t *testing.T) {
 func TestParsePropertiesMatchesJava(t *testing.T) {
 	java, err := exec.LookPath("java")
 	if err != nil {
-		t.Skip("no java on PATH: the cases are checked against Go's expectations only")
+		kafkatest.SkipOrFail(t, "no java on PATH: the cases are checked against Go's expectations only")
 	}
 	dir := t.TempDir()
 	var paths []string

@@ -98,8 +98,9 @@ func fieldRef(e map[string]any) string { return str(e, "valueFrom", "fieldRef", 
 
 // resolveEnv turns the container's env into NAME=value strings as the
 // kubelet would for the sample pod: literal values with $(VAR) expanded
-// from earlier entries, downward-API fields from the sample values. Secret
-// references are left out (the Secret is optional).
+// from earlier entries, downward-API fields from the sample values. A
+// reference to an optional Secret is left out; a required one resolves to
+// sampleSecret(name, key), as if the operator had created the Secret.
 func (p pod) resolveEnv(t *testing.T) []string {
 	t.Helper()
 	vals := map[string]string{}
@@ -123,7 +124,11 @@ func (p pod) resolveEnv(t *testing.T) []string {
 		case f != "":
 			t.Fatalf("env %s: unexpected fieldRef %s", name, f)
 		case get(m, "valueFrom", "secretKeyRef") != nil:
-			continue
+			ref := mapping(m, "valueFrom", "secretKeyRef")
+			if ref["optional"] == true {
+				continue
+			}
+			v = sampleSecret(str(ref, "name"), str(ref, "key"))
 		default:
 			v = expandKubeVars(str(m, "value"), vals)
 		}
@@ -132,6 +137,9 @@ func (p pod) resolveEnv(t *testing.T) []string {
 	}
 	return out
 }
+
+// sampleSecret is the value the tests give a required Secret's key.
+func sampleSecret(name, key string) string { return "sample-" + name + "-" + key }
 
 // expandKubeVars applies Kubernetes' $(VAR) expansion: a reference to a
 // defined variable is replaced, $$ is a literal $, anything else is kept.
@@ -367,6 +375,30 @@ func testVariant(t *testing.T, dir string) {
 		}
 	})
 
+	t.Run("the HTTP token comes from a required Secret, so run starts", func(t *testing.T) {
+		e := named(p.env, config.EnvName("http.auth.token"))
+		ref := mapping(e, "valueFrom", "secretKeyRef")
+		if ref == nil || str(ref, "name") != "rackstream-http" || str(ref, "key") != "http.auth.token" || ref["optional"] == true {
+			t.Fatalf("env %s = %v, want a required secretKeyRef to rackstream-http, key http.auth.token", config.EnvName("http.auth.token"), e)
+		}
+		props, _ := config.ParseProperties([]byte(p.properties(t)))
+		for _, pr := range props {
+			if pr.Key == "http.auth.token" {
+				t.Errorf("the ConfigMap sets http.auth.token on line %d: the token belongs in the Secret", pr.Line)
+			}
+		}
+		cfg := p.effectiveConfig(t, dir)
+		if got := cfg.HTTP.AuthToken.Reveal(); got != sampleSecret("rackstream-http", "http.auth.token") {
+			t.Errorf("http.auth.token = %q, want the Secret's value", got)
+		}
+		if err := cfg.HTTP.CheckExposure(); err != nil {
+			t.Errorf("rackstream run would refuse the pod's configuration: %v", err)
+		}
+		if cfg.HTTP.LoopbackOnly() {
+			t.Errorf("http.listen %s is loopback-only: probes and peers could not reach it", cfg.HTTP.Listen)
+		}
+	})
+
 	t.Run("termination grace outlasts shutdown.timeout.ms", func(t *testing.T) {
 		cfg := p.effectiveConfig(t, dir)
 		grace, _ := get(p.spec, "terminationGracePeriodSeconds").(int64)
@@ -393,8 +425,8 @@ func testVariant(t *testing.T, dir string) {
 	t.Run("it runs the image's binary, non-root, read-only", func(t *testing.T) {
 		img := dockerImage(t)
 		cmd := list(p.container, "command")
-		if len(cmd) < 2 || cmd[0] != img.binary || cmd[1] != "run" {
-			t.Errorf("command %v, want [%s run --config ...]", cmd, img.binary)
+		if len(cmd) < 2 || cmd[0] != img.binary() || cmd[1] != "run" {
+			t.Errorf("command %v, want [%s run --config ...]", cmd, img.binary())
 		}
 		cfgFile := p.configPath(t)
 		if mountedAt(p.container, filepath.Dir(cfgFile)) == "" {

@@ -301,6 +301,10 @@ func TestScrapeConfigFindsThePods(t *testing.T) {
 	if want := p.labels["app.kubernetes.io/name"]; keeps["__meta_kubernetes_pod_label_app_kubernetes_io_name"] != want {
 		t.Errorf("the job keeps app label %q, the pods carry %q", keeps["__meta_kubernetes_pod_label_app_kubernetes_io_name"], want)
 	}
+	// /metrics asks for http.auth.token: the job sends the Secret's token.
+	if auth := mapping(job, "authorization"); str(auth, "type") != "Bearer" || !strings.HasSuffix(str(auth, "credentials_file"), "/rackstream-http/http.auth.token") {
+		t.Errorf("authorization %v, want a Bearer credentials_file from the Secret rackstream-http", auth)
+	}
 	var relabelsPort bool
 	for _, r := range list(job, "relabel_configs") {
 		if str(r, "target_label") == "__address__" && slices.Contains(list(r, "source_labels"), any("__meta_kubernetes_pod_annotation_prometheus_io_port")) {

@@ -59,11 +59,48 @@
 // CleanupDelay after their last use (Manager.CleanupUnassigned, also run in
 // the background).
 //
-// # Failures
+// # Data integrity
 //
-// A corrupted database is moved aside (<store>.corrupt-<unix-nanos>) and
-// rebuilt from the changelog, with one error-level log line. A write that
-// fails (a full disk) is returned to the caller, recorded as the task's Err,
-// and loses nothing: the batch was not applied, the checkpoint did not move,
-// and the changelog still has every acknowledged record.
+// The changelog is the durable copy of every store; LevelDB is a cache of
+// it that must never be silently shorter than its checkpoint says. Stores
+// open with goleveldb's StrictJournal and StrictManifest (on top of its
+// default block checksums), so no damaged journal chunk or manifest record
+// is dropped without a decision:
+//
+//   - A torn journal tail is not damage. Each batch is one journal record
+//     carrying its own checkpoint, and writes are not synced (the changelog
+//     is the durable copy), so a crash or SIGKILL in the middle of a batch
+//     leaves a journal whose last record is incomplete, with nothing intact
+//     after it. Dropping that tail leaves data and checkpoint in agreement
+//     at the last complete batch, and restore applies the rest from the
+//     changelog. Such a store reopens without StrictJournal and is not
+//     rebuilt (a warning, rackstream_state_torn_journal_tails_total).
+//   - Damage with intact journal records after it (a flipped byte, a lost
+//     block) is real: dropping the damaged batches while replaying later
+//     ones would keep a checkpoint past data that is gone. A damaged or
+//     truncated MANIFEST, a damaged or missing table file found at open,
+//     or an unreadable checkpoint are real damage too. The store's
+//     directory is moved aside (<store>.corrupt-<unix-nanos>, deleted
+//     CleanupDelay later) and an empty store takes its place with
+//     checkpoint 0: Restore rebuilds it from the changelog's start. This
+//     is logged at ERROR with the task, the store and the damaged file, and
+//     counted in rackstream_state_corrupted_stores_total{reason}.
+//   - A corrupted table block met while the store is open (by a read, or
+//     by a compaction, after which goleveldb refuses every write) fails the
+//     task, not the process: the error is returned by the call that met it
+//     and becomes the task's Err. The store is marked (a RACKSTREAM-DAMAGED
+//     file in its directory), ScanCheckpoints no longer reports it, and the
+//     next open rebuilds it as above.
+//
+// To tell the first case from the second, the journal is read once more as
+// goleveldb's non-strict recovery would read it, noting whether any intact
+// record follows the first damaged chunk, in its file or a later one. That
+// recovery resumes at the next 32 KiB block after a damaged chunk, so what
+// it drops of a tail is always a suffix of the batches: the store keeps an
+// earlier checkpoint with exactly the data it covers.
+//
+// A write that fails (a full disk) is returned to the caller, recorded as
+// the task's Err, and loses nothing: the batch was not applied, the
+// checkpoint did not move, and the changelog still has every acknowledged
+// record.
 package state

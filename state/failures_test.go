@@ -109,7 +109,7 @@ func TestCorruptedStoreIsMovedAsideAndRebuilt(t *testing.T) {
 	if len(aside) != 1 {
 		t.Fatalf("moved-aside copies = %v, want one", aside)
 	}
-	if n := testutil.ToFloat64(m2.met.corrupted.WithLabelValues("0", "s")); n != 1 {
+	if n := testutil.ToFloat64(m2.met.corrupted.WithLabelValues("0", "s", reasonManifest)); n != 1 {
 		t.Fatalf("corrupted stores counter = %v, want 1", n)
 	}
 	if ck := task2.Store("s").Checkpoint(); ck != 0 {

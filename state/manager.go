@@ -262,21 +262,36 @@ func (m *Manager) openStore(t *Task, spec StoreSpec) (*Store, error) {
 	s.maxAcked.Store(-1)
 	s.rep.init(s)
 
-	err := s.open(m.opts.WrapStorage)
-	if err != nil && lerrors.IsCorrupted(err) {
-		aside := fmt.Sprintf("%s.corrupt-%d", s.path, time.Now().UnixNano())
-		if rerr := os.Rename(s.path, aside); rerr != nil {
-			return nil, fmt.Errorf("state: store %s of task %d is corrupted (%v) and could not be moved aside: %w", s.name, t.id, err, rerr)
-		}
-		m.met.corrupted.WithLabelValues(s.labels()...).Inc()
-		m.log.Error("state: CORRUPTED STORE moved aside; rebuilding it from the changelog",
-			"task", t.id, "store", s.name, "path", s.path, "moved_to", aside, "changelog", s.changelog, "err", err)
+	var err error
+	if d := readDamageMarker(s.path); d != nil {
+		err = d
+	} else {
 		err = s.open(m.opts.WrapStorage)
+	}
+	var d *damageError
+	if errors.As(err, &d) {
+		err = m.rebuild(s, d)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("state: open store %s of task %d at %s: %w", s.name, t.id, s.path, err)
 	}
 	return s, nil
+}
+
+// rebuild moves a damaged store's directory aside
+// (<store>.corrupt-<unix-nanos>, deleted CleanupDelay later) and opens an
+// empty store in its place, with checkpoint 0: Restore rebuilds it from the
+// changelog's start.
+func (m *Manager) rebuild(s *Store, d *damageError) error {
+	aside := fmt.Sprintf("%s.corrupt-%d", s.path, time.Now().UnixNano())
+	if err := os.Rename(s.path, aside); err != nil {
+		return fmt.Errorf("store is damaged (%v) and could not be moved aside: %w", d, err)
+	}
+	m.met.corrupted.WithLabelValues(append(s.labels(), d.Reason)...).Inc()
+	m.log.Error("state: DAMAGED STORE moved aside; rebuilding it from the changelog from the start",
+		"task", s.partition, "store", s.name, "file", d.File, "reason", d.Reason, "path", s.path,
+		"moved_to", aside, "changelog", s.changelog, "err", d.Detail)
+	return s.open(m.opts.WrapStorage)
 }
 
 func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
@@ -304,7 +319,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 	if s.ldb.Compression == CompressionNone {
 		o.Compression = opt.NoCompression
 	}
-	db, err := leveldb.Open(stor, o)
+	db, torn, err := openDB(stor, o)
 	if err != nil {
 		stor.Close()
 		return err
@@ -313,13 +328,31 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 	if err != nil {
 		db.Close()
 		stor.Close()
+		if fd, ok := corruptedFile(err); ok {
+			d := newDamage(err)
+			if fd.Zero() {
+				d.Reason = reasonCheckpoint
+			}
+			return d
+		}
 		return err
+	}
+	if torn != nil {
+		s.task.m.reportTornTail(s, torn, ck)
 	}
 	s.dbMu.Lock()
 	s.db, s.stor = db, stor
 	s.dbMu.Unlock()
 	s.checkpoint.Store(ck)
+	s.damaged.Store(false)
 	return nil
+}
+
+// reportTornTail reports a journal tail torn by a crash that s's open dropped.
+func (m *Manager) reportTornTail(s *Store, scan *journalScan, ck int64) {
+	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
+	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
+		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)
 }
 
 func readCheckpoint(db *leveldb.DB) (int64, error) {

@@ -16,6 +16,7 @@ type metrics struct {
 	checkpoint  *prometheus.GaugeVec
 	storeErrors *prometheus.CounterVec
 	corrupted   *prometheus.CounterVec
+	tornTails   *prometheus.CounterVec
 }
 
 var storeLabels = []string{"task", "store"}
@@ -52,7 +53,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, storeLabels),
 		corrupted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rackstream_state_corrupted_stores_total",
-			Help: "Corrupted stores moved aside to be rebuilt from their changelogs.",
+			Help: "Damaged stores moved aside at open to be rebuilt from their changelogs from the start, by reason: journal (damage with intact records after it), manifest, table (found at open, or by a read or compaction while open), checkpoint, other.",
+		}, []string{"task", "store", "reason"}),
+		tornTails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rackstream_state_torn_journal_tails_total",
+			Help: "Journal tails torn by a crash mid-write (nothing intact after the damage) that a store dropped at open, keeping its last complete batch and checkpoint: no rebuild.",
 		}, storeLabels),
 	}
 	if reg != nil {
@@ -64,6 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.checkpoint = register(reg, m.checkpoint)
 		m.storeErrors = register(reg, m.storeErrors)
 		m.corrupted = register(reg, m.corrupted)
+		m.tornTails = register(reg, m.tornTails)
 	}
 	return m
 }

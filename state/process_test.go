@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -25,6 +26,9 @@ const (
 	envDir     = "STATE_HELPER_DIR"
 	envApp     = "STATE_HELPER_APP"
 	envBrokers = "STATE_HELPER_BROKERS"
+	// envGate, in mode "batches", is the commit after which the child
+	// blocks inside its next batch's journal write (0: never).
+	envGate = "STATE_HELPER_GATE"
 )
 
 func TestHelperProcess(t *testing.T) {
@@ -42,30 +46,23 @@ func TestHelperProcess(t *testing.T) {
 func helperMain(mode string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	gate := &journalGate{}
 	o := DefaultOptions()
 	o.Dir, o.ApplicationID = os.Getenv(envDir), os.Getenv(envApp)
 	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...)}
+	o.WrapStorage = func(_ string, s storage.Storage) storage.Storage { return gatedJournal{s, gate} }
 	m, err := Open(o)
 	if err != nil {
 		return err
 	}
 	switch mode {
+	case "batches":
+		return writeBatches(ctx, m, gate)
 	case "hold":
 		fmt.Println("LOCKED", os.Getpid())
 	case "crash":
-		p, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+		task, p, err := childActiveTask(ctx, m)
 		if err != nil {
-			return err
-		}
-		task, err := m.OpenTask(0, []StoreSpec{{Name: "s"}})
-		if err != nil {
-			return err
-		}
-		if err := task.Restore(ctx); err != nil {
-			return err
-		}
-		if err := task.Activate(p); err != nil {
 			return err
 		}
 		s := task.Store("s")
@@ -100,12 +97,47 @@ func helperMain(mode string) error {
 	return m.Close()
 }
 
+// childActiveTask opens, restores and activates task 0 with store "s" in
+// the child, with a producer of its own.
+func childActiveTask(ctx context.Context, m *Manager) (*Task, *kgo.Client, error) {
+	p, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		return nil, nil, err
+	}
+	task, err := m.OpenTask(0, []StoreSpec{{Name: "s"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := task.Restore(ctx); err != nil {
+		return nil, nil, err
+	}
+	return task, p, task.Activate(p)
+}
+
 // child starts the helper in mode and waits for its first line.
-func (e *env) child(dir, mode string) (*exec.Cmd, io.WriteCloser, string) {
+func (e *env) child(dir, mode string, env ...string) (*exec.Cmd, io.WriteCloser, string) {
+	e.t.Helper()
+	cmd, stdin, lines := e.startChild(dir, mode, env...)
+	line, err := lines.ReadString('\n')
+	if err != nil {
+		e.t.Fatalf("helper %s: read first line: %v", mode, err)
+	}
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "ERROR") {
+		e.t.Fatalf("helper %s: %s", mode, line)
+	}
+	return cmd, stdin, line
+}
+
+// startChild starts the helper in mode, killed when the test ends, and
+// returns its stdout.
+func (e *env) startChild(dir, mode string, env ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	e.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), envHelper+"="+mode, envDir+"="+dir, envApp+"="+e.app,
 		envBrokers+"="+strings.Join(e.c.Brokers, ","))
+	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	must(e.t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -116,15 +148,7 @@ func (e *env) child(dir, mode string) (*exec.Cmd, io.WriteCloser, string) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		e.t.Fatalf("helper %s: read first line: %v", mode, err)
-	}
-	line = strings.TrimSpace(line)
-	if strings.HasPrefix(line, "ERROR") {
-		e.t.Fatalf("helper %s: %s", mode, line)
-	}
-	return cmd, stdin, line
+	return cmd, stdin, bufio.NewReader(stdout)
 }
 
 // TestSecondProcessIsRefused: while a child process holds the state

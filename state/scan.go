@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 )
 
 // sidecarName is a small file in each store's directory holding a recent
@@ -61,12 +61,20 @@ func ScanCheckpoints(dir, appID string) (map[int32]map[string]int64, error) {
 }
 
 func readStoreCheckpoint(path string) (int64, bool) {
+	if readDamageMarker(path) != nil {
+		return 0, false // to be rebuilt: it holds nothing to count on
+	}
 	if b, err := os.ReadFile(filepath.Join(path, sidecarName)); err == nil {
 		if ck, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && ck >= 0 {
 			return ck, true
 		}
 	}
-	db, err := leveldb.OpenFile(path, &opt.Options{ReadOnly: true, ErrorIfMissing: true})
+	stor, err := storage.OpenFile(path, true)
+	if err != nil {
+		return 0, false
+	}
+	defer stor.Close()
+	db, _, err := openDB(stor, &opt.Options{ReadOnly: true, ErrorIfMissing: true})
 	if err != nil {
 		return 0, false
 	}

@@ -73,6 +73,9 @@ type Store struct {
 	rep replicaState
 
 	count approxCount
+	// damaged is set once damage was found while the store is open (see
+	// markDamaged).
+	damaged atomic.Bool
 }
 
 // Name returns the store's name.

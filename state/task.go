@@ -112,9 +112,14 @@ func (t *Task) fail(s *Store, err error) {
 }
 
 // storageErr wraps a LevelDB error of store s with context and marks the
-// task unhealthy.
+// task unhealthy. A corruption (a damaged table block met by a read, or by
+// a compaction and then returned by every write) also marks the store for
+// a rebuild at its next open.
 func (t *Task) storageErr(s *Store, op string, err error) error {
 	err = fmt.Errorf("state: %s store %s of task %d (%s): %w", op, s.name, t.id, s.path, err)
+	if _, ok := corruptedFile(err); ok {
+		s.markDamaged(err)
+	}
 	t.fail(s, err)
 	return err
 }

@@ -32,6 +32,8 @@ type Balancer struct {
 	probes              atomic.Uint64
 	endOffsetFailures   atomic.Uint64
 	lastGenBytes        atomic.Int64
+	beyondEnd           atomic.Uint64
+	badEndpoints        atomic.Uint64
 
 	mu        sync.Mutex
 	cl        *kgo.Client
@@ -45,6 +47,7 @@ type Balancer struct {
 	placement *Placement
 	changed   chan struct{} // closed and replaced whenever cur changes
 	warned    map[string]bool
+	noted     map[string]map[string]bool // kind of warning -> member ids warned (distrust.go)
 	// probing state of this member
 	probedFor      map[int32]bool  // triggers and warmups we asked a probing rebalance for, this generation
 	probedRoles    *roles          // our roles when we asked, until the next assignment shows the effect
@@ -95,6 +98,10 @@ func New(s Settings) (*Balancer, error) {
 	}
 	s.InputTopics = slices.Clone(s.InputTopics)
 	s.ChangelogTopics = slices.Clone(s.ChangelogTopics)
+	if _, err := checkEndpoint(s.Endpoint); err != nil {
+		s.Logger.Warn("application.server is not a plain host:port: group leaders will drop it and no query will be forwarded to this instance",
+			"application_server", quoteForLog(s.Endpoint), "reason", err.Error())
+	}
 	return &Balancer{
 		s:         s,
 		log:       s.Logger.With("group", s.ApplicationID, "process_id", s.ProcessID),
@@ -102,6 +109,7 @@ func New(s Settings) (*Balancer, error) {
 		plan:      lastPlan{generation: -1},
 		changed:   make(chan struct{}),
 		warned:    make(map[string]bool),
+		noted:     make(map[string]map[string]bool),
 		probedFor: make(map[int32]bool),
 	}, nil
 }
@@ -147,12 +155,14 @@ func (b *Balancer) Assignment() (Assignment, <-chan struct{}) {
 // Stats returns the balancer's counters.
 func (b *Balancer) Stats() Stats {
 	return Stats{
-		RejectedMembers:     b.rejectedMembers.Load(),
-		RejectedAssignments: b.rejectedAssignments.Load(),
-		PlacementsPublished: b.published.Load(),
-		ProbingRebalances:   b.probes.Load(),
-		EndOffsetFailures:   b.endOffsetFailures.Load(),
-		LastGenerationBytes: int(b.lastGenBytes.Load()),
+		RejectedMembers:      b.rejectedMembers.Load(),
+		RejectedAssignments:  b.rejectedAssignments.Load(),
+		PlacementsPublished:  b.published.Load(),
+		ProbingRebalances:    b.probes.Load(),
+		EndOffsetFailures:    b.endOffsetFailures.Load(),
+		LastGenerationBytes:  int(b.lastGenBytes.Load()),
+		CheckpointsBeyondEnd: b.beyondEnd.Load(),
+		InvalidEndpoints:     b.badEndpoints.Load(),
 	}
 }
 

@@ -44,6 +44,20 @@
 // Claims of past generations are honoured: a member that missed rebalances
 // may really still consume what it claims, and revoking is the safe side.
 //
+// Two claims a usable member makes are checked rather than believed
+// (distrust.go). An announced endpoint that is not a plain host:port
+// (internal/endpoint: no scheme, path, query, userinfo or fragment; a port
+// in 1..65535) is dropped: the member keeps its place in the plan, but with
+// no endpoint in the placement no instance forwards a query (or its
+// credentials) to it; [Stats].InvalidEndpoints counts it. A checkpoint
+// claimed beyond the changelog end is no lag of 0 but an unknown lag (not
+// caught up), so it cannot win a task from a replica that is really caught
+// up; [Stats].CheckpointsBeyondEnd counts it. (Under exactly-once the last
+// stable offset can trail a just-committed checkpoint for a moment, since
+// transaction markers are written after the commit returns: such a warning
+// can be benign, and costs the member only that round's catch-up credit.)
+// Each is logged once per member, its values escaped and cut short.
+//
 // # Large groups
 //
 // The broker stores a generation's subscriptions and assignments in one

@@ -82,6 +82,10 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 			st.reason = fmt.Sprintf("process %q lacks the client tag %q that rack.aware.assignment.tags names", sub.ProcessID, missing)
 		} else {
 			byProcess[sub.ProcessID] = m.MemberID
+			if ep, err := checkEndpoint(sub.Endpoint); err != nil {
+				b.noteBadEndpoint(m.MemberID, sub.ProcessID, sub.Endpoint, err)
+				sub.Endpoint = ep
+			}
 			st.sub = &sub
 		}
 		if st.sub == nil {
@@ -124,6 +128,7 @@ func (b *Balancer) warnRejected(g *groupBalancer) {
 			delete(b.warned, id)
 		}
 	}
+	b.forgetNotes(g.members)
 	for _, id := range g.order {
 		st := g.members[id]
 		if st.sub != nil || st.future || b.warned[id] {
@@ -224,7 +229,12 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	}
 	b.mu.Unlock()
 
-	in := g.input(subs, numTasks, ends, endErr == nil)
+	in, beyond := g.input(subs, numTasks, ends, endErr == nil)
+	for _, sub := range subs {
+		if ts := beyond[sub.ProcessID]; len(ts) > 0 {
+			b.noteBeyondEnd(memberOf[sub.ProcessID], sub.ProcessID, ts)
+		}
+	}
 	plan, err := s.assign(in)
 	if err != nil {
 		return nil, fmt.Errorf("placement of generation %d: %w", generation, err)
@@ -430,8 +440,10 @@ func partitionsBytes(ts map[string][]int32) int {
 	return n
 }
 
-// input builds the assignor's input from the members' subscriptions.
-func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, haveEnds bool) assignor.Input {
+// input builds the assignor's input from the members' subscriptions. It
+// also returns, per process id, the tasks whose checkpoint claims lie beyond
+// the changelog end (claimedLag): their lag is left unknown.
+func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, haveEnds bool) (assignor.Input, map[string][]int32) {
 	s := &g.b.s
 	in := assignor.Input{
 		NumStandbyReplicas:      s.NumStandbys,
@@ -453,6 +465,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 			}
 		}
 	}
+	beyond := make(map[string][]int32)
 	stateless := len(s.ChangelogTopics) == 0
 	var empty []int // tasks whose changelogs are empty: caught up anywhere
 	if haveEnds && !stateless {
@@ -498,8 +511,14 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 				c.Lags[t] = 0
 			}
 			for _, cp := range sub.Checkpoints {
-				if int(cp.Task) < numTasks {
-					c.Lags[int(cp.Task)] = max(0, ends.sum(cp.Task)-cp.Offset)
+				if int(cp.Task) >= numTasks {
+					continue
+				}
+				if lag, known := claimedLag(ends.sum(cp.Task), cp.Offset); known {
+					c.Lags[int(cp.Task)] = lag
+				} else {
+					delete(c.Lags, int(cp.Task)) // not even an empty changelog's 0
+					beyond[sub.ProcessID] = append(beyond[sub.ProcessID], cp.Task)
 				}
 			}
 		default: // no end offsets: what each member held counts as caught up
@@ -512,7 +531,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 		}
 		in.Clients = append(in.Clients, c)
 	}
-	return in
+	return in, beyond
 }
 
 // placement turns the plan into the wire placement after the hand-off.

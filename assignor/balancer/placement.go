@@ -12,7 +12,9 @@ import (
 type Member struct {
 	// ProcessID is the instance's stable id.
 	ProcessID string
-	// Endpoint is its application.server (host:port), possibly empty.
+	// Endpoint is its application.server (host:port), possibly empty:
+	// empty too when the member announced one that is not a plain
+	// host:port (the leader drops it; see internal/endpoint).
 	Endpoint string
 	// Tags are its client tags.
 	Tags tags.Set
@@ -188,4 +190,13 @@ type Stats struct {
 	// assignment bytes of the last generation it balanced: what the broker
 	// stores in one group-metadata record.
 	LastGenerationBytes int
+	// CheckpointsBeyondEnd counts, on a leader, members that claimed a
+	// store checkpoint beyond the changelog end (their lag on those tasks
+	// counted as unknown), once per member while it stays in the group.
+	CheckpointsBeyondEnd uint64
+	// InvalidEndpoints counts, on a leader, members whose announced
+	// endpoint was not a plain host:port (it was dropped from the
+	// placement: no query is forwarded to them), once per member while it
+	// stays in the group.
+	InvalidEndpoints uint64
 }

@@ -7,15 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/internal/boundedread"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
-const assignUsage = `Usage: rackstream assign [--format json|table] [--lose KEY=VALUE]... [FILE|-]
+const assignUsage = `Usage: rackstream assign [--format json|table] [--lose KEY=VALUE|ID]... [FILE|-]
 
 Computes a placement from a scenario and prints it. The scenario is JSON, read
 from FILE or stdin:
@@ -28,55 +29,55 @@ from FILE or stdin:
 
 A /v1/metadata document of a running group is accepted too: its placement is
 the previous plan and its status lags the lags, so a live cluster's placement
-can be replayed and what-if'd.
+can be replayed. With --lose, a metadata document's own placement (the live
+one) is the plan printed and what-if'd, not the replay.
 
---lose KEY=VALUE (repeatable: the losses add up) also prints the tasks left
-without any replica when every client with that tag is lost, and the plan
-after the loss: recomputed for the survivors, with their roles in the plan as
-previous roles (actives and standbys caught up). As JSON:
+--lose KEY=VALUE (every client with that tag value) or --lose ID (one
+client), repeatable (the losses add up), also prints the tasks left without
+any replica, where each task whose active is lost fails over (to a standby,
+or restoring from the changelog), and the plan after the loss: recomputed
+for the survivors, with their roles in the plan as previous roles (actives
+and standbys caught up). It is assignor.WhatIf, as /v1/whatif serves it. As
+JSON:
 
   {"plan": {...}, "loss": {"lose": [{"tag": "zone", "value": "..."}],
-   "clients_lost": [...], "tasks_without_replica": [...], "plan_after": {...}}}
+   "clients_lost": [...], "tasks_without_replica": [...],
+   "failover": [{"task": 0, "from": "n2", "to": "n3", "restore": false}],
+   "plan_after": {...}}}
 
-Exit status: 0 plan printed, 1 input unreadable, 2 bad usage or scenario.
+The input may be at most 64 MiB (a FIFO or device is read with the same
+bound; a directory is refused), and the read ends on SIGINT or SIGTERM.
+
+Exit status: 0 plan printed, 1 input unreadable (missing, too large,
+interrupted), 2 bad usage or scenario.
 
 Flags:
 `
 
-// loseFlag collects --lose KEY=VALUE.
-type loseFlag []tagValue
-
-type tagValue struct {
-	Tag   string `json:"tag"`
-	Value string `json:"value"`
-}
+// loseFlag collects --lose selectors (assignor.ParseSelector).
+type loseFlag []assignor.Selector
 
 func (l *loseFlag) String() string {
 	s := make([]string, len(*l))
-	for i, tv := range *l {
-		s[i] = tv.Tag + "=" + tv.Value
+	for i, sel := range *l {
+		s[i] = sel.String()
 	}
 	return strings.Join(s, " ")
 }
 
 func (l *loseFlag) Set(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	sel, err := assignor.ParseSelector(v)
+	if err != nil {
+		return err
 	}
-	*l = append(*l, tagValue{k, val})
+	*l = append(*l, sel)
 	return nil
 }
 
 // lossReport is the JSON output of assign --lose.
 type lossReport struct {
-	Plan *assignor.Plan `json:"plan"`
-	Loss struct {
-		Lose                []tagValue     `json:"lose"`
-		ClientsLost         []string       `json:"clients_lost"`
-		TasksWithoutReplica []int          `json:"tasks_without_replica"`
-		PlanAfter           *assignor.Plan `json:"plan_after"`
-	} `json:"loss"`
+	Plan *assignor.Plan         `json:"plan"`
+	Loss *assignor.WhatIfResult `json:"loss"`
 }
 
 // runAssign is `rackstream assign`.
@@ -85,7 +86,7 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.SetOutput(stderr)
 	format := fs.String("format", "json", "output format: json or table")
 	var lose loseFlag
-	fs.Var(&lose, "lose", "also show the loss of every client with tag KEY=VALUE (repeatable)")
+	fs.Var(&lose, "lose", "also show the loss of every client with tag KEY=VALUE, or of the client ID (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, assignUsage)
 		fs.PrintDefaults()
@@ -106,40 +107,38 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		args = fs.Args()[1:]
 	}
 	if len(files) > 1 {
-		fmt.Fprintf(stderr, "rackstream assign: one scenario at a time, got %q\n", files)
+		failf(stderr, "one scenario at a time, got %q", files)
 		return 2
 	}
 	if *format != "json" && *format != "table" {
-		fmt.Fprintf(stderr, "rackstream assign: --format: want json or table, got %q\n", *format)
+		failf(stderr, "--format: want json or table, got %q", *format)
 		return 2
 	}
 
-	name, r := "stdin", stdin
+	name := "stdin"
+	var data []byte
+	var err error
 	if len(files) == 1 && files[0] != "-" {
-		f, err := os.Open(files[0])
-		if err != nil {
-			fmt.Fprintf(stderr, "rackstream assign: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		name, r = files[0], f
+		name = files[0]
+		data, err = boundedread.ReadFile(ctx, name, boundedread.PlacementDocument)
+	} else {
+		data, err = boundedread.ReadAll(ctx, stdin, name, boundedread.PlacementDocument)
 	}
-	data, err := io.ReadAll(r)
 	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: read %s: %v\n", name, err)
+		failf(stderr, "%v", err)
 		return 1
 	}
-	in, err := assignor.DecodeInput(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %s: %v\n", name, err)
-		return 2
-	}
-	plan, err := assignor.Assign(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %s: %v\n", name, err)
-		return 2
-	}
 	if len(lose) == 0 {
+		in, err := assignor.DecodeInput(data) // for a metadata document, the replay
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
+		plan, err := assignor.Assign(in)
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
 		if *format == "table" {
 			printPlanTable(stdout, in, plan)
 			return 0
@@ -147,125 +146,81 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return writeJSON(stdout, stderr, plan)
 	}
 
-	var rep lossReport
-	rep.Plan = plan
-	rep.Loss.Lose = lose
-	after, lost, err := afterLoss(in, plan, lose)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %v\n", err)
+	// The same computation as the placement page's /v1/whatif.
+	in, plan, res, err := assignor.LossOfDocument(data, lose)
+	var selErr *assignor.SelectorError
+	if errors.As(err, &selErr) {
+		failf(stderr, "--%v", err)
+		return 2
+	} else if err != nil {
+		failf(stderr, "%s: %v", name, err)
 		return 2
 	}
-	rep.Loss.ClientsLost = lost
-	rep.Loss.TasksWithoutReplica = tasksWithoutReplica(plan, lost)
-	if len(after.Clients) > 0 || after.Tasks == 0 {
-		if rep.Loss.PlanAfter, err = assignor.Assign(after); err != nil {
-			fmt.Fprintf(stderr, "rackstream assign: plan after the loss: %v\n", err)
-			return 1
-		}
-	}
 	if *format == "json" {
-		return writeJSON(stdout, stderr, rep)
+		return writeJSON(stdout, stderr, lossReport{Plan: plan, Loss: res})
 	}
 	printPlanTable(stdout, in, plan)
-	what := make([]string, len(lose))
-	for i, tv := range lose {
-		what[i] = tv.Tag + "=" + tv.Value
-	}
-	fmt.Fprintf(stdout, "\nLosing %s: clients %s\n", strings.Join(what, " and "), strings.Join(lost, ", "))
-	if ts := rep.Loss.TasksWithoutReplica; len(ts) == 0 {
-		fmt.Fprintln(stdout, "Tasks left without any replica: none")
-	} else {
-		fmt.Fprintf(stdout, "Tasks left without any replica: %s\n", joinInts(ts))
-	}
-	if rep.Loss.PlanAfter == nil {
-		fmt.Fprintln(stdout, "\nNo client survives: no plan after the loss.")
-		return 0
-	}
-	fmt.Fprintln(stdout, "\nPlan after the loss:")
-	printPlanTable(stdout, after, rep.Loss.PlanAfter)
+	printWhatIf(stdout, in, res)
 	return 0
+}
+
+// printWhatIf prints a what-if result under the plan's table.
+func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
+	what := make([]string, len(res.Lose))
+	for i, sel := range res.Lose {
+		what[i] = textsafe.Escape(sel.String())
+	}
+	lost := make([]string, len(res.ClientsLost))
+	for i, id := range res.ClientsLost {
+		lost[i] = textsafe.Escape(id)
+	}
+	fmt.Fprintf(w, "\nLosing %s: clients %s\n", strings.Join(what, " and "), strings.Join(lost, ", "))
+	if ts := res.TasksWithoutReplica; len(ts) == 0 {
+		fmt.Fprintln(w, "Tasks left without any replica: none")
+	} else {
+		fmt.Fprintf(w, "Tasks left without any replica: %s\n", joinInts(ts))
+	}
+	for _, f := range res.Failover {
+		how := "caught up"
+		switch {
+		case f.To == "":
+			how = "no client left"
+		case f.Restore:
+			how = "restores from the changelog"
+		}
+		to := textsafe.Escape(f.To)
+		if to == "" {
+			to = "-"
+		}
+		fmt.Fprintf(w, "Task %d fails over: %s -> %s (%s)\n", f.Task, textsafe.Escape(f.From), to, how)
+	}
+	if res.PlanAfter == nil {
+		fmt.Fprintln(w, "\nNo client survives: no plan after the loss.")
+		return
+	}
+	fmt.Fprintln(w, "\nPlan after the loss:")
+	printPlanTable(w, in, res.PlanAfter)
+}
+
+// failf prints an error of `rackstream assign`, each line escaped: messages
+// quote ids, tags and names from the scenario, which may hold terminal
+// escape sequences.
+func failf(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintln(stderr, "rackstream assign: "+textsafe.Lines(fmt.Sprintf(format, args...)))
 }
 
 func writeJSON(stdout, stderr io.Writer, v any) int {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: encode: %v\n", err)
+		failf(stderr, "encode: %v", err)
 		return 1
 	}
-	b = append(b, '\n')
+	b = append(textsafe.JSON(b), '\n')
 	if _, err := stdout.Write(b); err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: write: %v\n", err)
+		failf(stderr, "write: %v", err)
 		return 1
 	}
 	return 0
-}
-
-// afterLoss returns the scenario of the survivors of the loss, with their
-// roles in plan as previous roles (lag 0 for their actives and standbys, the
-// input's lags otherwise), and the ids of the clients lost, sorted.
-func afterLoss(in assignor.Input, plan *assignor.Plan, lose loseFlag) (assignor.Input, []string, error) {
-	matched := make([]bool, len(lose))
-	var lost []string
-	byID := make(map[string]assignor.ClientPlacement, len(plan.Clients))
-	for _, cp := range plan.Clients {
-		byID[cp.ID] = cp
-	}
-	after := in
-	after.Clients = nil
-	for _, c := range in.Clients {
-		gone := false
-		for i, tv := range lose {
-			if v, ok := c.Tags[tv.Tag]; ok && v == tv.Value {
-				gone, matched[i] = true, true
-			}
-		}
-		if gone {
-			lost = append(lost, c.ID)
-			continue
-		}
-		cp := byID[c.ID]
-		s := assignor.Client{ID: c.ID, Tags: c.Tags, Capacity: c.Capacity,
-			PreviousActive: cp.Active, PreviousStandby: cp.Standby, PreviousWarmup: cp.Warmup,
-			Lags: make(map[int]int64, len(c.Lags)+len(cp.Active)+len(cp.Standby))}
-		for t, lag := range c.Lags {
-			s.Lags[t] = lag
-		}
-		for _, l := range [][]int{cp.Active, cp.Standby} {
-			for _, t := range l {
-				s.Lags[t] = 0
-			}
-		}
-		after.Clients = append(after.Clients, s)
-	}
-	for i, ok := range matched {
-		if !ok {
-			return after, nil, fmt.Errorf("--lose %s=%s: no client has this tag", lose[i].Tag, lose[i].Value)
-		}
-	}
-	sort.Strings(lost)
-	if lost == nil {
-		lost = []string{}
-	}
-	return after, lost, nil
-}
-
-// tasksWithoutReplica lists the tasks whose active and standbys are all lost.
-func tasksWithoutReplica(plan *assignor.Plan, lost []string) []int {
-	gone := make(map[string]bool, len(lost))
-	for _, id := range lost {
-		gone[id] = true
-	}
-	out := []int{}
-	for _, tp := range plan.Tasks {
-		left := !gone[tp.Active]
-		for _, s := range tp.Standby {
-			left = left || !gone[s]
-		}
-		if !left {
-			out = append(out, tp.Task)
-		}
-	}
-	return out
 }
 
 // printPlanTable prints task -> active and standbys with their tags, then
@@ -277,9 +232,9 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 	}
 	who := func(id string) string {
 		if t := tags[id]; t != "" {
-			return id + " (" + t + ")"
+			return textsafe.Escape(id) + " (" + t + ")"
 		}
-		return id
+		return textsafe.Escape(id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tACTIVE\tSTANDBYS\tWARMUPS")
@@ -288,29 +243,33 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 		for i, id := range tp.Standby {
 			sb[i] = who(id)
 		}
-		warm := strings.Join(tp.Warmup, ", ")
-		if warm == "" {
-			warm = "-"
+		warm := make([]string, len(tp.Warmup))
+		for i, id := range tp.Warmup {
+			warm[i] = textsafe.Escape(id)
+		}
+		warmups := strings.Join(warm, ", ")
+		if warmups == "" {
+			warmups = "-"
 		}
 		standbys := strings.Join(sb, ", ")
 		if standbys == "" {
 			standbys = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", tp.Task, who(tp.Active), standbys, warm)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", tp.Task, who(tp.Active), standbys, warmups)
 	}
 	tw.Flush()
 
 	q := p.Quality
 	fmt.Fprintln(w)
 	for _, d := range q.Dimensions {
-		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", d.Tag, d.Values, d.TasksRepeating)
+		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", textsafe.Escape(d.Tag), d.Values, d.TasksRepeating)
 	}
 	fmt.Fprintf(w, "standby shortfall: %d\n", q.StandbyShortfall)
 	fmt.Fprintf(w, "load per unit of capacity: actives %g..%g, replicas %g..%g\n", q.ActiveLoad.Min, q.ActiveLoad.Max, q.ReplicaLoad.Min, q.ReplicaLoad.Max)
 	exposed := 0
 	for _, e := range q.Exposure {
 		if len(e.TasksWithoutReplica) > 0 {
-			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", e.Tag, e.Value, joinInts(e.TasksWithoutReplica))
+			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", textsafe.Escape(e.Tag), textsafe.Escape(e.Value), joinInts(e.TasksWithoutReplica))
 			exposed++
 		}
 	}
@@ -323,13 +282,13 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 }
 
 // formatTags renders tags as k=v, the rack-aware keys first in priority
-// order, then the others by name.
+// order, then the others by name, escaped (textsafe).
 func formatTags(tags map[string]string, first []string) string {
 	var parts []string
 	seen := make(map[string]bool, len(first))
 	for _, k := range first {
 		if v, ok := tags[k]; ok {
-			parts = append(parts, k+"="+v)
+			parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(v))
 			seen[k] = true
 		}
 	}
@@ -341,7 +300,7 @@ func formatTags(tags map[string]string, first []string) string {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		parts = append(parts, k+"="+tags[k])
+		parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(tags[k]))
 	}
 	return strings.Join(parts, ",")
 }

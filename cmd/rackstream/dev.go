@@ -777,7 +777,7 @@ func (d *devCluster) act(action, id string) error {
 }
 
 // admin wraps an instance's HTTP handler with the dev routes, answered only
-// to loopback clients:
+// to loopback clients, and never to another site's page (crossSite):
 //
 //	GET  /v1/dev/instances                     every instance and its state
 //	POST /v1/dev/instances/{id}/kill|stop|start
@@ -790,6 +790,10 @@ func (d *devCluster) admin(next http.Handler) http.Handler {
 		}
 		if !loopback(r.RemoteAddr) {
 			devJSON(w, http.StatusForbidden, map[string]string{"error": "the dev admin routes answer loopback clients only"})
+			return
+		}
+		if why := crossSite(r); why != "" {
+			devJSON(w, http.StatusForbidden, map[string]string{"error": "the dev admin routes refuse requests from other sites' pages (" + why + ")"})
 			return
 		}
 		parts := strings.Split(rest, "/")

@@ -31,6 +31,7 @@ func TestDevAdminRoutesAnswerLoopbackClientsOnly(t *testing.T) {
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, nil)
 		r.RemoteAddr = tc.remote
+		r.Host = "127.0.0.1:1"
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code != tc.want {
@@ -44,6 +45,50 @@ func TestDevAdminRoutesAnswerLoopbackClientsOnly(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	if !passed {
 		t.Error("a query route did not reach the query server")
+	}
+}
+
+// TestDevAdminRoutesRefuseOtherSitesPages: a browser page of another site
+// (or a rebinding domain) cannot kill an instance through a form POST, nor
+// read the instance list; curl-like clients and same-origin pages can.
+func TestDevAdminRoutesRefuseOtherSitesPages(t *testing.T) {
+	d := &devCluster{out: &lockedWriter{w: io.Discard}, insts: []*devInstance{{name: "i1", addr: "127.0.0.1:1"}}}
+	d.insts[0].d = d
+	h := d.admin(http.NotFoundHandler())
+	for _, tc := range []struct {
+		name    string
+		method  string
+		host    string
+		headers map[string]string
+		want    int // 409: passed the check, refused because i1 is not running
+	}{
+		{"a cross-site form POST", "POST", "127.0.0.1:8081", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"a page on another port of localhost", "POST", "127.0.0.1:8081", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:3000"}, http.StatusForbidden},
+		{"an old browser's cross-origin POST", "POST", "127.0.0.1:8081", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"an opaque origin", "POST", "127.0.0.1:8081", map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"a cross-site read of the list", "GET", "127.0.0.1:8081", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a rebinding domain", "POST", "evil.example:8081", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://evil.example:8081"}, http.StatusForbidden},
+		{"curl", "POST", "127.0.0.1:8081", nil, http.StatusConflict},
+		{"curl by name", "POST", "localhost:8081", nil, http.StatusConflict},
+		{"curl over IPv6", "POST", "[::1]:8081", nil, http.StatusConflict},
+		{"a same-origin page", "POST", "127.0.0.1:8081", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:8081"}, http.StatusConflict},
+		{"the address bar", "GET", "localhost:8081", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusOK},
+	} {
+		path := "/v1/dev/instances/i1/kill"
+		if tc.method == "GET" {
+			path = "/v1/dev/instances"
+		}
+		r := httptest.NewRequest(tc.method, path, nil)
+		r.RemoteAddr = "127.0.0.1:5555"
+		r.Host = tc.host
+		for k, v := range tc.headers {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, strings.TrimSpace(w.Body.String()), tc.want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@
 //	produce   produce key/value lines from stdin with Rackstream's partitioner
 //	run       run one instance of a processor group from configuration
 //	dev       run a whole cluster in-process (kfake, 6 instances across zones)
+//	version   print the build (also --version)
 //
 // Each subcommand takes --help.
 package main
@@ -37,6 +38,7 @@ func commands() []command {
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
 		runCommand(os.Environ),
 		{"dev", "run a whole cluster in-process (kfake, 6 instances across zones)", runDev},
+		versionCommand(),
 	}
 }
 
@@ -56,6 +58,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

@@ -57,14 +57,14 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rackstream produce: unexpected argument %q (lines come from stdin)\n", fs.Arg(0))
+		unexpectedArgs(stderr, "produce", fs.NArg(), "lines come from stdin")
 		return 2
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var clientOpts []kgo.Opt
 	if cf.file != "" || len(cf.sets) > 0 {
-		cfg, err := cf.load(os.Environ())
+		cfg, err := cf.load(ctx, os.Environ())
 		if err != nil {
 			printConfigErrors(stderr, "produce", err)
 			return 2

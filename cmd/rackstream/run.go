@@ -14,7 +14,9 @@ const runUsage = `Usage: rackstream run --config FILE [--set key=value]...
 Runs one instance of a processor group: a member of the consumer group
 application.id running the built-in processor processor.type (latest, count
 or sum) over processor.input.topic, with state in state.dir and the HTTP
-query API on http.listen. The configuration is read as 'rackstream validate'
+query API on http.listen. When http.listen is not loopback-only, run refuses
+to start without http.auth.token, unless http.auth=none says to serve
+without authentication (logged as a warning). The configuration is read as 'rackstream validate'
 reads it (the file, then RACKSTREAM_* environment variables, then --set);
 any error is printed with its file and line and the exit code is 2.
 
@@ -43,7 +45,7 @@ func runCommand(environ func() []string) command {
 const shutdownGrace = 5 * time.Second
 
 func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
-	cfg, code, ok := loadConfigCommand("run", runUsage, args, env, stderr)
+	cfg, code, ok := loadConfigCommand(ctx, "run", runUsage, args, env, stderr)
 	if !ok {
 		return code
 	}
@@ -51,9 +53,16 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")
 		return 2
 	}
+	if err := cfg.HTTP.CheckExposure(); err != nil {
+		fmt.Fprintf(stderr, "rackstream run: %v\n", err)
+		return 2
+	}
 	log := service.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
 	for _, w := range cfg.Warnings() {
 		log.Warn("configuration", "warning", w)
+	}
+	if cfg.HTTP.Open() {
+		log.Warn("the HTTP server answers every client that can reach it, without authentication (http.auth=none)", "http.listen", cfg.HTTP.Listen)
 	}
 	in, err := service.New(service.Options{Config: cfg, Logger: log, ProcessMetrics: true})
 	if err != nil {

@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/rackstream/rackstream/config"
 )
 
 // doneWhenFile is the issue's example configuration.
@@ -103,7 +108,7 @@ func TestValidateRejectsWithExit2NamingKeyAndLine(t *testing.T) {
 		{"a misspelt key", "num.standby.replica=2", `unknown configuration key "num.standby.replica"; did you mean "num.standby.replicas"?`},
 		{"a negative standby count", "num.standby.replicas=-1", "Invalid value -1 for configuration num.standby.replicas: Value must be at least 0"},
 		{"a rack-aware key without its tag", "rack.aware.assignment.tags=zone,rack", "Invalid value [zone, rack] for configuration rack.aware.assignment.tags: Contains invalid value [rack] which doesn't have corresponding tag set via [client.tag.] prefix."},
-		{"an over-long tag value", "client.tag.zone=" + strings.Repeat("z", 31), "Invalid value " + strings.Repeat("z", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+		{"an over-long tag value", "client.tag.zone=" + strings.Repeat("z", 31), "client.tag.zone: Invalid value " + strings.Repeat("z", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,12 +184,12 @@ func TestValidateUsage(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "flag provided but not defined: -bogus") {
 		t.Errorf("unknown flag: exit %d, stderr:\n%s", code, errOut)
 	}
-	code, _, errOut = validateDispatch(t, "validate", "--set", "novalue")
-	if code != 2 || !strings.Contains(errOut, `invalid value "novalue" for flag -set: want key=value`) {
+	code, _, errOut = validateDispatch(t, "validate", "--set", "state.dir")
+	if code != 2 || !strings.Contains(errOut, `flag --set: --set "state.dir": want key=value`) {
 		t.Errorf("--set without '=': exit %d, stderr:\n%s", code, errOut)
 	}
 	code, _, errOut = validateDispatch(t, "validate", "extra.properties")
-	if code != 2 || !strings.Contains(errOut, `unexpected argument "extra.properties"`) {
+	if code != 2 || !strings.Contains(errOut, `1 unexpected argument(s) after the flags, not shown (the file goes after --config`) {
 		t.Errorf("positional argument: exit %d, stderr:\n%s", code, errOut)
 	}
 	code, out, _ = validateDispatch(t, "--help")
@@ -207,4 +212,74 @@ func runValidateWithEnv(t *testing.T, env []string, args ...string) (int, string
 	cmd := validateCommand(func() []string { return env })
 	code := cmd.run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// TestValidateNeverEchoesASecretFromAMalformedCommandLine sets every secret
+// key of the table (the keys validate prints as secret) with the usual
+// command-line mistakes; the value appears nowhere in the output.
+func TestValidateNeverEchoesASecretFromAMalformedCommandLine(t *testing.T) {
+	const value = "Zq9-cmd-s3cr3t"
+	cfg, err := config.Load(config.Sources{Set: []string{"application.id=a", "bootstrap.servers=127.0.0.1:9092"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, e := range cfg.Entries() {
+		if e.Secret {
+			secrets = append(secrets, e.Key)
+		}
+	}
+	if len(secrets) == 0 {
+		t.Fatal("no key is secret")
+	}
+	file := writeValidateConfig(t, doneWhenFile...)
+	for _, key := range secrets {
+		for _, args := range [][]string{
+			{"--set", key + ":" + value},
+			{"--set", key + " " + value},
+			{"--set", key + value},
+			{"--set", key, value},
+			{"--set=" + key, value},
+			{"--set", key + "=" + value, "--set", "num.standby.replicas=-1"},
+		} {
+			var out, errOut bytes.Buffer
+			cmd := validateCommand(func() []string { return []string{config.EnvName(key) + "=" + value + "\\uZZZZ"} })
+			code := cmd.run(context.Background(), append([]string{"--config", file}, args...), strings.NewReader(""), &out, &errOut)
+			if code != 2 {
+				t.Errorf("validate %q: exit %d, want 2", args, code)
+			}
+			if strings.Contains(out.String()+errOut.String(), value) {
+				t.Errorf("validate %q: the secret leaked:\n%s%s", args, out.String(), errOut.String())
+			}
+		}
+	}
+}
+
+// TestValidateBoundsAndInterruptsTheRead: --config /dev/zero fails at once
+// naming the limit; a silent FIFO is given up when the command's context
+// ends (main cancels it on SIGINT and SIGTERM).
+func TestValidateBoundsAndInterruptsTheRead(t *testing.T) {
+	code, _, errOut := validateDispatch(t, "validate", "--config", "/dev/zero")
+	if code != 2 || !strings.Contains(errOut, "/dev/zero is larger than the limit of 1 MiB (1048576 bytes)") {
+		t.Errorf("--config /dev/zero: exit %d, stderr:\n%s", code, errOut)
+	}
+	fifo := filepath.Join(t.TempDir(), "silent.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var errBuf bytes.Buffer
+	go func() {
+		done <- dispatch(ctx, []string{"validate", "--config", fifo}, strings.NewReader(""), io.Discard, &errBuf)
+	}()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 2 || !strings.Contains(errBuf.String(), "interrupted") {
+			t.Errorf("a cancelled read: exit %d, stderr:\n%s", code, errBuf.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("validate did not give up a silent FIFO when its context ended")
+	}
 }

@@ -5,6 +5,11 @@
 // `rackstream dev` runs several in one process, each with its own state
 // directory, registry and HTTP port.
 //
+// It is also how a custom Go topology runs with everything `rackstream run`
+// has: pass it as Options.Topology. processor.NewRuntime alone runs the
+// topology without HTTP queries, metrics, probes or the Kafka security
+// settings of the configuration; examples/service is a complete program.
+//
 //	cfg, err := config.Load(config.Sources{File: "rackstream.properties"})
 //	...
 //	in, err := service.New(service.Options{Config: cfg, Logger: logger})
@@ -23,11 +28,18 @@
 // <application.id>-<process id>-group after, so that broker logs and quotas
 // tell the instances apart.
 //
-// The instance logs one start-up line (instance id, tags, endpoint, group)
-// and, for every placement it learns, a summary line (tasks per member and
+// The instance logs one line as Run starts (the build, every setting that
+// differs from its default with secrets masked, the HTTP listener and the
+// Kafka brokers), one when it has joined (instance id, tags, endpoint,
+// group) and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
 //
-// Its registry (Instance.Registry, served on /metrics) holds the runtime's
+// Its HTTP handler is the placement page and /v1/whatif (package
+// processor/query/page) in front of the query server; Options.Wrap, when
+// set, wraps both.
+//
+// Its registry (Instance.Registry, served on /metrics) holds
+// rackstream_build_info (package internal/buildinfo), the runtime's
 // series (records, latency, lag, commits, rebalances, tasks by role), the
 // stores' (restore, standby lag), the query server's (HTTP), and the
 // placement's quality, read from the runtime at scrape time:
@@ -44,7 +56,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,11 +69,13 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/buildinfo"
 	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/builtin"
 	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/processor/query/page"
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -98,6 +111,7 @@ type Instance struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	check    []kgo.Opt // the admin client's options, for the start-up check
+	kc       *kclient.Clients
 	rt       *processor.Runtime
 	qs       *query.Server
 	srv      *http.Server
@@ -156,7 +170,8 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: state.leveldb.compression: %w", err)
 	}
-	serverTLS, peerTLS, err := query.LoadTLS(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, cfg.HTTP.TLSCA)
+	serverTLS, peerTLS, err := query.LoadTLS(query.TLSFiles{Cert: cfg.HTTP.TLSCert, Key: cfg.HTTP.TLSKey, CA: cfg.HTTP.TLSCA,
+		ClientAuth: cfg.HTTP.TLSClientAuth, ClientCA: cfg.HTTP.TLSClientCA})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -181,6 +196,7 @@ func New(opts Options) (*Instance, error) {
 	}
 
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(buildinfo.Read().Collector())
 	if opts.ProcessMetrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -252,7 +268,8 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
-	var h http.Handler = qs
+	// The placement page and /v1/whatif in front of the query server.
+	var h http.Handler = page.New(page.Options{Query: qs, Logger: log.With("component", "page")})
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}
@@ -263,6 +280,7 @@ func New(opts Options) (*Instance, error) {
 		cfg:      cfg,
 		log:      log,
 		check:    kc.Opts(kclient.RoleAdmin, opts.ClientOpts...),
+		kc:       kc,
 		rt:       rt,
 		qs:       qs,
 		srv:      srv,
@@ -322,6 +340,11 @@ func (in *Instance) Run(ctx context.Context) error {
 }
 
 func (in *Instance) run(ctx context.Context) error {
+	scheme := "http://"
+	if in.srv.TLSConfig != nil {
+		scheme = "https://"
+	}
+	logStarting(in.log, in.cfg, scheme+in.ln.Addr().String(), in.endpoint, in.kc)
 	// A wrong address, TLS or SASL setting is one clear error now rather
 	// than clients retrying in the background.
 	if err := kclient.Check(ctx, in.check); err != nil {
@@ -421,14 +444,4 @@ func (in *Instance) watch(ctx context.Context) {
 			"processor", string(in.cfg.Processor.Type),
 			"standbys", in.cfg.NumStandbyReplicas)
 	}
-}
-
-// NewLogger returns the slog logger log.format and log.level describe,
-// writing to w.
-func NewLogger(w io.Writer, format config.LogFormat, level slog.Level) *slog.Logger {
-	o := &slog.HandlerOptions{Level: level}
-	if format == config.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, o))
-	}
-	return slog.New(slog.NewTextHandler(w, o))
 }
