@@ -42,10 +42,11 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 		}
 		return perPage.Put(ctx, page, n+1)
 	})
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers: c.Brokers, StateDir: t.TempDir(), Partitioner: fnv1a,
-		CommitInterval: 100 * time.Millisecond, ReplicationFactor: 1, Logger: slog.New(slog.DiscardHandler),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir, o.Partitioner = c.Brokers, t.TempDir(), fnv1a
+	o.CommitInterval, o.ReplicationFactor, o.Logger = 100*time.Millisecond, 1, slog.New(slog.DiscardHandler)
+	o.CacheMaxBytes = 0 // goka has no record cache
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
 	}
