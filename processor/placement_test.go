@@ -2,6 +2,8 @@ package processor_test
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,4 +61,67 @@ func TestOnPlacementPublishesEachNewPlacementOnce(t *testing.T) {
 		!slices.Equal(s0.RackAwareTags, s1.RackAwareTags) || (s0.AcceptableRecoveryLag != 1000 && s0.AcceptableRecoveryLag != 1001) {
 		t.Errorf("members disagree on the leader's settings, or they are not one instance's: %+v vs %+v", s0, s1)
 	}
+}
+
+// TestASecondInstanceTakesTheSeriesOfTheTasksItTakes (issue 13 item 12):
+// when tasks move to a second instance, the first one's per-task series
+// (records, latency, lag) go with them: its /metrics shows only the tasks
+// it still runs, so no alert fires on a value nobody updates. On a runtime
+// that kept a series per label value forever, the moved tasks' series
+// stayed on the first instance.
+func TestASecondInstanceTakesTheSeriesOfTheTasksItTakes(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, 4)
+	a.produce(t, 400, 20, 0)
+	first := a.start(t, "first", a.options(t, "first", "a"))
+	a.waitCommitted(t, time.Minute)
+	perTask := func(in *instance) map[string]string { return seriesOf(t, in) }
+	if got := perTask(first)["rackstream_process_records_total"]; got != "0,1,2,3" {
+		t.Fatalf("the first instance's series before the move: %q; want tasks 0,1,2,3", got)
+	}
+	second := a.start(t, "second", a.options(t, "second", "b"))
+	kafkatest.Eventually(t, 2*time.Minute, "both instances ready with tasks split", func() bool {
+		return allReady(first, second) && len(activeTasks(first)) == 2 && len(activeTasks(second)) == 2
+	})
+	a.produce(t, 400, 20, 0) // the second instance processes records of its tasks
+	a.waitCommitted(t, time.Minute)
+	kafkatest.Eventually(t, time.Minute, "each instance's series are its own tasks'", func() bool {
+		f, s := perTask(first), perTask(second)
+		return f["rackstream_process_records_total"] == join(activeTasks(first)) &&
+			s["rackstream_process_records_total"] == join(activeTasks(second)) &&
+			f["rackstream_consumer_lag_records"] == join(activeTasks(first))
+	})
+}
+
+func join(ts []int32) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = strconv.Itoa(int(t))
+	}
+	return strings.Join(s, ",")
+}
+
+// seriesOf maps the per-task families of in's registry to their tasks (or
+// partitions), comma-separated, in order.
+func seriesOf(t *testing.T, in *instance) map[string]string {
+	t.Helper()
+	fams, err := in.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string)
+	for _, f := range fams {
+		var ids []string
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "task" || l.GetName() == "partition" {
+					ids = append(ids, l.GetValue())
+				}
+			}
+		}
+		if len(ids) > 0 {
+			out[f.GetName()] = strings.Join(ids, ",")
+		}
+	}
+	return out
 }
