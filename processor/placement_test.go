@@ -75,7 +75,7 @@ func TestASecondInstanceTakesTheSeriesOfTheTasksItTakes(t *testing.T) {
 	a.produce(t, 400, 20, 0)
 	first := a.start(t, "first", a.options(t, "first", "a"))
 	a.waitCommitted(t, time.Minute)
-	perTask := func(in *instance) map[string]string { return seriesOf(t, in) }
+	perTask := func(in *instance) map[string]string { return processor.SeriesTasks(t, in.reg) }
 	if got := perTask(first)["rackstream_process_records_total"]; got != "0,1,2,3" {
 		t.Fatalf("the first instance's series before the move: %q; want tasks 0,1,2,3", got)
 	}
@@ -99,29 +99,4 @@ func join(ts []int32) string {
 		s[i] = strconv.Itoa(int(t))
 	}
 	return strings.Join(s, ",")
-}
-
-// seriesOf maps the per-task families of in's registry to their tasks (or
-// partitions), comma-separated, in order.
-func seriesOf(t *testing.T, in *instance) map[string]string {
-	t.Helper()
-	fams, err := in.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]string)
-	for _, f := range fams {
-		var ids []string
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "task" || l.GetName() == "partition" {
-					ids = append(ids, l.GetValue())
-				}
-			}
-		}
-		if len(ids) > 0 {
-			out[f.GetName()] = strings.Join(ids, ",")
-		}
-	}
-	return out
 }
