@@ -182,8 +182,8 @@ type Runtime struct {
 	// published is the generation of the last placement given to
 	// Options.OnPlacement.
 	published atomic.Int32
-	// started is closed once Run has opened the state directory and the
-	// process id is known.
+	// started is closed once Run has opened the state directory and
+	// checked and created the topics: the instance joins its group next.
 	started chan struct{}
 }
 
@@ -205,8 +205,9 @@ func (r *Runtime) publish(p *balancer.Placement) {
 	}
 }
 
-// Started is closed once Run has opened the state directory: ProcessID is
-// known from then on.
+// Started is closed once Run has opened the state directory (ProcessID is
+// known) and checked and created the topics: the instance joins its group
+// next. It stays open when Run fails or is stopped before.
 func (r *Runtime) Started() <-chan struct{} { return r.started }
 
 // setPhase records what the runtime is waiting for now.
@@ -394,15 +395,18 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.mgr = mgr
 	r.processID = mgr.ProcessID()
 	r.mu.Unlock()
-	close(r.started)
 	r.log = r.log.With("process_id", mgr.ProcessID())
 
 	n, err := r.prepareTopics(ctx, mgr)
 	if err != nil {
 		closeMgr()
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop, not a failure
+		}
 		r.setFatal(err)
 		return err
 	}
+	close(r.started)
 	r.mu.Lock()
 	r.tasks = n
 	r.mu.Unlock()
