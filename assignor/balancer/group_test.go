@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -677,29 +676,6 @@ func TestProbingIntervalElapsedAsksForOneRebalance(t *testing.T) {
 	}
 }
 
-// gateDialer refuses connections while closed.
-type gateDialer struct {
-	mu     sync.Mutex
-	closed bool
-	d      net.Dialer
-}
-
-func (g *gateDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	g.mu.Lock()
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
-		return nil, errors.New("test gate: closed")
-	}
-	return g.d.DialContext(ctx, network, host)
-}
-
-func (g *gateDialer) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = false
-}
-
 func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
 	g := newGroup(t, 6)
 	settings := func(pid string) Settings {
@@ -714,16 +690,17 @@ func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
 	kafkatest.Eventually(t, waitLong, "p0 leads a placement", func() bool { return leader.b.Placement() != nil })
 	g.start(settings("p1"))
 	// p2's own clients (the placement reader) cannot reach the broker.
-	gate := &gateDialer{closed: true}
+	gate := new(cutdial.Dialer)
+	gate.Cut() // closed until healed
 	s := settings("p2")
 	m := &member{pid: "p2", dialer: new(cutdial.Dialer)}
-	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.dial)}
+	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.Dial)}
 	g.startMember(m, s, false)
 	kafkatest.Eventually(t, waitLong, "p2 is assigned but cannot read the placement", func() bool {
 		a, _ := m.b.Assignment()
 		return a.Generation > 0 && a.Placement == nil && m.b.Placement() == nil
 	})
-	gate.open()
+	gate.Heal()
 	p := g.waitStable("p2 reads the placement on retry")
 	if len(p.Members) != 3 {
 		t.Fatalf("placement has %d members", len(p.Members))
