@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // DecodeInput decodes a scenario from JSON in either of two shapes:
@@ -24,15 +26,34 @@ import (
 // Absent fields take their defaults (see Input). The result is not yet
 // validated: Assign does that.
 func DecodeInput(data []byte) (Input, error) {
+	in, _, err := DecodeDocument(data)
+	return in, err
+}
+
+// DecodeDocument decodes a scenario as DecodeInput does and, when data is a
+// /v1/metadata document, also returns the placement it shows as a Plan:
+// its tasks (a task in a hand-off has Active ""), its clients in id order
+// with their roles and tags, its quality and probing flag. For a scenario
+// document the plan is nil. WhatIf on this plan is the what-if of the live
+// placement, which is what `rackstream assign --lose` computes for a
+// metadata document and what /v1/whatif serves.
+func DecodeDocument(data []byte) (Input, *Plan, error) {
 	var probe struct {
 		Tasks json.RawMessage `json:"tasks"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return Input{}, fmt.Errorf("decode scenario: %w", err)
+		return Input{}, nil, fmt.Errorf("decode scenario: %w", err)
 	}
 	if t := bytes.TrimSpace(probe.Tasks); len(t) > 0 && t[0] == '[' {
 		return decodeMetadata(data)
 	}
+	in, err := decodeScenario(data, len(probe.Tasks) > 0)
+	return in, nil, err
+}
+
+// decodeScenario is DecodeInput for a scenario document; hasTasks says
+// whether "tasks" is present at all.
+func decodeScenario(data []byte, hasTasks bool) (Input, error) {
 	type plain Input // no UnmarshalJSON: DisallowUnknownFields reaches the fields
 	in := plain{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas}
 	var raw struct {
@@ -45,7 +66,7 @@ func DecodeInput(data []byte) (Input, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return Input{}, fmt.Errorf("decode scenario: %w", err)
 	}
-	if len(probe.Tasks) == 0 {
+	if !hasTasks {
 		return Input{}, fieldErr("tasks", "required")
 	}
 	if raw.Clients == nil {
@@ -80,11 +101,10 @@ type metadataDoc struct {
 		Tags     map[string]string `json:"tags"`
 		Capacity *int              `json:"capacity"`
 	} `json:"clients"`
-	Tasks   []TaskPlacement `json:"tasks"`
-	Quality struct {
-		Dimensions []DimensionQuality `json:"dimensions"`
-	} `json:"quality"`
-	Status struct {
+	Tasks                  []TaskPlacement `json:"tasks"`
+	Quality                Quality         `json:"quality"`
+	ProbingRebalanceNeeded bool            `json:"probing_rebalance_needed"`
+	Status                 struct {
 		Lags []struct {
 			Task   int    `json:"task"`
 			Client string `json:"client"`
@@ -93,11 +113,45 @@ type metadataDoc struct {
 	} `json:"status"`
 }
 
-func decodeMetadata(data []byte) (Input, error) {
+func decodeMetadata(data []byte) (Input, *Plan, error) {
 	var doc metadataDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return Input{}, fmt.Errorf("decode metadata document: %w", err)
+		return Input{}, nil, fmt.Errorf("decode metadata document: %w", err)
 	}
+	in, err := metadataInput(&doc)
+	if err != nil {
+		return Input{}, nil, err
+	}
+	return in, metadataPlan(&doc, &in), nil
+}
+
+// metadataPlan is the placement a metadata document shows, tasks ascending.
+func metadataPlan(doc *metadataDoc, in *Input) *Plan {
+	p := &Plan{
+		Tasks:                  slices.Clone(doc.Tasks),
+		Clients:                make([]ClientPlacement, len(in.Clients)),
+		ProbingRebalanceNeeded: doc.ProbingRebalanceNeeded,
+		Quality:                doc.Quality,
+	}
+	slices.SortFunc(p.Tasks, func(a, b TaskPlacement) int { return a.Task - b.Task })
+	for i, c := range in.Clients {
+		p.Clients[i] = ClientPlacement{ID: c.ID, Tags: c.Tags,
+			Active:  sortedInts(c.PreviousActive),
+			Standby: sortedInts(c.PreviousStandby),
+			Warmup:  sortedInts(c.PreviousWarmup)}
+	}
+	slices.SortFunc(p.Clients, func(a, b ClientPlacement) int { return strings.Compare(a.ID, b.ID) })
+	return p
+}
+
+func sortedInts(ts []int) []int {
+	out := append([]int{}, ts...)
+	slices.Sort(out)
+	return out
+}
+
+// metadataInput is the scenario of a metadata document.
+func metadataInput(doc *metadataDoc) (Input, error) {
 	in := Input{
 		AcceptableRecoveryLag:   DefaultAcceptableRecoveryLag,
 		MaxWarmupReplicas:       DefaultMaxWarmupReplicas,

@@ -13,7 +13,8 @@
 // would do to a plan: the tasks left without a replica, where each lost
 // active fails over, the plan for the survivors; DecodeInput reads the JSON
 // scenario of `rackstream assign`, or a /v1/metadata document as the
-// previous plan.
+// previous plan, and DecodeDocument also returns such a document's own
+// placement, the plan a live what-if looks at.
 //
 // # Actives
 //

@@ -3,8 +3,12 @@ package assignor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/rackstream/rackstream/tags"
 )
 
 // unknownLag ranks a client that had a task in the previous plan but reports
@@ -78,15 +82,17 @@ func newModel(in *Input) (*model, error) {
 	if in.Tasks > 0 && len(in.Clients) == 0 {
 		return nil, fieldErr("clients", "no live client to place %d tasks on", in.Tasks)
 	}
-	seenKey := make(map[string]int, len(in.RackAwareAssignmentTags))
-	for i, k := range in.RackAwareAssignmentTags {
-		if k == "" {
-			return nil, fieldErr("rack_aware_assignment_tags["+strconv.Itoa(i)+"]", "empty tag key")
+	// Tags and keys pass package tags' checks, as `rackstream validate`
+	// applies them to client.tag.* and rack.aware.assignment.tags.
+	if errs := tags.CheckKeys(in.RackAwareAssignmentTags); errs != nil {
+		field := "rack_aware_assignment_tags"
+		for i, k := range in.RackAwareAssignmentTags { // name the first bad entry
+			if k == "" || slices.Contains(in.RackAwareAssignmentTags[:i], k) {
+				field += "[" + strconv.Itoa(i) + "]"
+				break
+			}
 		}
-		if j, dup := seenKey[k]; dup {
-			return nil, fieldErr("rack_aware_assignment_tags["+strconv.Itoa(i)+"]", "duplicate key %q (also at index %d)", k, j)
-		}
-		seenKey[k] = i
+		return nil, fieldErr(field, "%s", errs.Error())
 	}
 
 	n := len(in.Clients)
@@ -118,6 +124,9 @@ func newModel(in *Input) (*model, error) {
 		}
 		if cl.Capacity < 0 {
 			return nil, fieldErr(f+".capacity", "must be at least 0 (0 means 1), got %d", cl.Capacity)
+		}
+		if errs := tags.CheckTags(sortedTags(cl.Tags)); errs != nil {
+			return nil, fieldErr(f+".tags", "%s", errs.Error())
 		}
 		for _, k := range m.dims {
 			if _, ok := cl.Tags[k]; !ok {
@@ -304,4 +313,15 @@ func (m *model) lagOfRaw(in *Input, c int32, t int) int64 {
 		return lag
 	}
 	return unknownLag
+}
+
+// sortedTags returns a client's tags in key order, so that the first
+// violation reported is the same on every run.
+func sortedTags(m map[string]string) []tags.Tag {
+	ts := make([]tags.Tag, 0, len(m))
+	for k, v := range m {
+		ts = append(ts, tags.Tag{Key: k, Value: v})
+	}
+	slices.SortFunc(ts, func(a, b tags.Tag) int { return strings.Compare(a.Key, b.Key) })
+	return ts
 }

@@ -51,6 +51,14 @@ func (s Selector) matches(c *Client) bool {
 	return ok && v == s.Value
 }
 
+// SelectorError is a what-if selector that matches no client.
+type SelectorError struct {
+	Selector Selector
+	Reason   string
+}
+
+func (e *SelectorError) Error() string { return "lose " + e.Selector.String() + ": " + e.Reason }
+
 // WhatIfResult is what losing the selected clients would do to a plan. It
 // is the "loss" object of `rackstream assign --lose` and the body of
 // /v1/whatif; every list is non-nil (JSON [] rather than null) and sorted.
@@ -79,10 +87,11 @@ type Failover struct {
 	// To is the task's active in the plan after the loss; "" when no client
 	// survives.
 	To string `json:"to"`
-	// Restore is set when To held no standby of the task in the plan before
-	// the loss: it rebuilds the state from the changelog before processing
-	// resumes (always so for a task in TasksWithoutReplica). When unset, To
-	// takes over from its caught-up standby.
+	// Restore is set when To is not caught up on the task: it was neither
+	// its standby nor a holder of its state within acceptable.recovery.lag
+	// (a warmup that has caught up counts as caught up), so it restores the
+	// state from the changelog before processing resumes. Unset, To takes
+	// over at once from the state it keeps. Set when To is "".
 	Restore bool `json:"restore"`
 }
 
@@ -96,9 +105,10 @@ type Failover struct {
 // The plan after the loss is Assign's answer for the survivors, each with
 // its roles in plan as its previous roles, caught up (lag 0) on its actives
 // and standbys and with in's lags elsewhere: the placement the group would
-// converge to right after the loss. A selector that matches no client is an
-// error naming it (a typo must not read as "nothing lost"); so is a plan
-// that names a client in does not have.
+// converge to right after the loss. A selector that matches no client is a
+// *SelectorError naming it (a typo must not read as "nothing lost"); a plan
+// that names a client in does not have is an error too. For a /v1/metadata
+// document, DecodeDocument returns in and the live placement as plan.
 func WhatIf(in Input, plan *Plan, lose []Selector) (*WhatIfResult, error) {
 	if len(lose) == 0 {
 		return nil, fmt.Errorf("what-if: no selector: name a tag value (KEY=VALUE) or a client id to lose")
@@ -133,7 +143,7 @@ func WhatIf(in Input, plan *Plan, lose []Selector) (*WhatIfResult, error) {
 			if lose[j].Tag == "" {
 				what = "no client has this id"
 			}
-			return nil, fmt.Errorf("lose %s: %s", lose[j], what)
+			return nil, &SelectorError{Selector: lose[j], Reason: what}
 		}
 	}
 
@@ -149,6 +159,10 @@ func WhatIf(in Input, plan *Plan, lose []Selector) (*WhatIfResult, error) {
 	slices.Sort(res.ClientsLost)
 
 	after := survivors(in, plan, gone)
+	lags := make(map[string]map[int]int64, len(after.Clients))
+	for _, c := range after.Clients {
+		lags[c.ID] = c.Lags
+	}
 	if len(after.Clients) > 0 || after.Tasks == 0 {
 		p, err := Assign(after)
 		if err != nil {
@@ -171,7 +185,8 @@ func WhatIf(in Input, plan *Plan, lose []Selector) (*WhatIfResult, error) {
 		f := Failover{Task: tp.Task, From: tp.Active, Restore: true}
 		if res.PlanAfter != nil && tp.Task < len(res.PlanAfter.Tasks) {
 			f.To = res.PlanAfter.Tasks[tp.Task].Active
-			f.Restore = !slices.Contains(tp.Standby, f.To)
+			lag, known := lags[f.To][tp.Task]
+			f.Restore = !known || lag > after.AcceptableRecoveryLag
 		}
 		res.Failover = append(res.Failover, f)
 	}
@@ -224,4 +239,29 @@ func survivors(in Input, plan *Plan, gone map[string]bool) Input {
 		after.Clients = append(after.Clients, s)
 	}
 	return after
+}
+
+// LossOfDocument is the what-if of a saved document, the one computation
+// behind both `rackstream assign --lose` and the placement page's
+// /v1/whatif, so that the two can never disagree: for a /v1/metadata
+// document the loss is applied to the document's own live placement (what
+// is running now, even while a rebalance is pending), for a scenario
+// document to the plan Assign makes of it. It returns the input and the
+// plan the loss was applied to beside the result. A selector that matches
+// no client is a *SelectorError; any other error is the document's.
+func LossOfDocument(data []byte, lose []Selector) (Input, *Plan, *WhatIfResult, error) {
+	in, plan, err := DecodeDocument(data)
+	if err != nil {
+		return Input{}, nil, nil, err
+	}
+	if plan == nil {
+		if plan, err = Assign(in); err != nil {
+			return Input{}, nil, nil, err
+		}
+	}
+	res, err := WhatIf(in, plan, lose)
+	if err != nil {
+		return Input{}, nil, nil, err
+	}
+	return in, plan, res, nil
 }

@@ -197,3 +197,57 @@ func TestWhatIfResultJSONHasEveryFieldAndNoNulls(t *testing.T) {
 		t.Fatalf("JSON does not round-trip: %v", err)
 	}
 }
+
+func TestWhatIfFailsOverToACaughtUpWarmupWithoutRestore(t *testing.T) {
+	in := input(1, 0, nil, client("a"), withLags(client("w"), map[int]int64{0: 0}), client("z"))
+	plan := &Plan{Tasks: []TaskPlacement{{Task: 0, Active: "a", Warmup: []string{"w"}}}}
+	res, err := WhatIf(in, plan, []Selector{{Client: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Failover{{Task: 0, From: "a", To: "w", Restore: false}}; !reflect.DeepEqual(res.Failover, want) {
+		t.Fatalf("failover = %+v, want %+v", res.Failover, want)
+	}
+	if !slices.Equal(res.TasksWithoutReplica, []int{0}) {
+		t.Fatalf("a warmup is no replica: tasks without replica = %v, want [0]", res.TasksWithoutReplica)
+	}
+}
+
+func TestDecodeDocumentReturnsAMetadataDocumentsPlacement(t *testing.T) {
+	doc := `{"generation": 3, "self": "b",
+	  "clients": [{"id": "b", "tags": {"zone": "z2"}, "capacity": 2}, {"id": "a", "tags": {"zone": "z1"}}],
+	  "tasks": [{"task": 1, "active": "", "standby": ["a"], "warmup": []},
+	            {"task": 0, "active": "b", "standby": ["a"], "warmup": []}],
+	  "probing_rebalance_needed": true,
+	  "quality": {"dimensions": [{"tag": "zone", "values": 2, "tasks_repeating": 0}], "standby_shortfall": 1,
+	              "active_load": {"min": 0, "max": 0.5}, "replica_load": {"min": 0.5, "max": 2}, "exposure": []}}`
+	in, plan, err := DecodeDocument([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan == nil || len(plan.Tasks) != 2 || plan.Tasks[0].Task != 0 || plan.Tasks[0].Active != "b" || plan.Tasks[1].Active != "" {
+		t.Fatalf("tasks = %+v; want the document's, ascending, task 1 in a hand-off", plan)
+	}
+	if len(plan.Clients) != 2 || plan.Clients[0].ID != "a" || !slices.Equal(plan.Clients[0].Standby, []int{0, 1}) ||
+		!slices.Equal(plan.Clients[1].Active, []int{0}) || plan.Clients[1].Tags["zone"] != "z2" {
+		t.Fatalf("clients = %+v", plan.Clients)
+	}
+	if !plan.ProbingRebalanceNeeded || plan.Quality.StandbyShortfall != 1 || plan.Quality.ReplicaLoad.Max != 2 {
+		t.Fatalf("probing %v, quality %+v: not the document's", plan.ProbingRebalanceNeeded, plan.Quality)
+	}
+	if in.Tasks != 2 || in.NumStandbyReplicas != 1 || len(in.Clients) != 2 {
+		t.Fatalf("input = %+v", in)
+	}
+	// The what-if of a live placement: task 1 has no active to lose.
+	res, err := WhatIf(in, plan, []Selector{{Tag: "zone", Value: "z1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.TasksWithoutReplica, []int{1}) || len(res.Failover) != 0 {
+		t.Fatalf("losing z1: without replica %v, failover %+v; want [1] and none", res.TasksWithoutReplica, res.Failover)
+	}
+
+	if _, plan, err := DecodeDocument([]byte(`{"tasks": 1, "clients": [{"id": "a", "tags": {}}]}`)); err != nil || plan != nil {
+		t.Fatalf("a scenario: plan %+v, %v; want nil", plan, err)
+	}
+}

@@ -420,17 +420,17 @@ func TestClientTagLimitsNameTheKeyAndLine(t *testing.T) {
 		{
 			"an over-long tag value",
 			[]string{"client.tag.region=" + strings.Repeat("x", 31)},
-			[]string{":5: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+			[]string{":5: client.tag.region: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 		},
 		{
 			"an over-long tag key",
 			[]string{"client.tag.abcdefghijklmnopqrstu=x"},
-			[]string{":5: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."},
+			[]string{":5: client.tag.abcdefghijklmnopqrstu: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."},
 		},
 		{
 			"an empty tag value",
 			[]string{"client.tag.rack="},
-			[]string{`:5: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
+			[]string{`:5: client.tag.rack: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
 		},
 		{
 			"six rack-aware keys",
@@ -470,10 +470,13 @@ func TestCombinationsAreChecked(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{"SASL without credentials", []string{"security.protocol=SASL_PLAINTEXT"}, "flag --set: security.protocol=SASL_PLAINTEXT requires sasl.username and sasl.password"},
-		{"SASL without a password", []string{"security.protocol=SASL_SSL", "sasl.username=u"}, "flag --set: security.protocol=SASL_SSL requires sasl.password"},
+		{"SASL without credentials", []string{"security.protocol=SASL_PLAINTEXT"}, "flag --set: security.protocol=SASL_PLAINTEXT requires sasl.username and sasl.password (or sasl.jaas.config)"},
+		{"SASL without a password", []string{"security.protocol=SASL_SSL", "sasl.username=u"}, "flag --set: security.protocol=SASL_SSL requires sasl.password (or sasl.jaas.config)"},
 		{"a client certificate without its key", []string{"ssl.certificate.location=/c.pem"}, "flag --set: ssl.certificate.location is set but ssl.key.location is not: both or neither"},
 		{"an HTTP key without its certificate", []string{"http.tls.key=/k.pem"}, "flag --set: http.tls.key is set but http.tls.cert is not: both or neither"},
+		{"client certificates over plain HTTP", []string{"http.tls.client.auth=require", "http.tls.client.ca=/ca.pem"}, "flag --set: http.tls.client.auth=require requires http.tls.cert and http.tls.key (client certificates are verified over HTTPS only)"},
+		{"client certificates without their CA", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.auth=request"}, "flag --set: http.tls.client.auth=request requires http.tls.client.ca"},
+		{"a client CA without client certificates", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.ca=/ca.pem"}, "flag --set: http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require"},
 		{"a processor without input", []string{"processor.type=count"}, "flag --set: processor.type=count requires processor.input.topic"},
 		{"a --set without '='", []string{"num.standby.replicas"}, `flag --set: --set "num.standby.replicas": want key=value`},
 	}

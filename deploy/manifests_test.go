@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // object is one Kubernetes object read from a manifest.
@@ -128,10 +130,7 @@ func needTools(t *testing.T, why string, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed: .ci/run must install it (%s)", tool, why)
-			}
-			t.Skipf("%s is not installed: %s", tool, why)
+			kafkatest.SkipOrFail(t, "%s is not installed (.ci/run must install it): %s", tool, why)
 		}
 	}
 }

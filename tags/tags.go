@@ -224,15 +224,67 @@ func (es Errors) Unwrap() []error {
 // Rackstream's own rules (non-empty, valid UTF-8, no repeated entry) are
 // checked alongside the Kafka rule they refine. Check does not look for
 // duplicate tag keys: a configuration cannot hold one key twice.
+//
+// A message about one tag (3.) keeps Kafka's sentence, which names only the
+// prefix ("for configuration client.tag."), behind the full configuration
+// key: "client.tag.zone: Invalid value ... Tag value exceeds maximum length
+// of 30.". Messages quote the offending value as Kafka does, unescaped: a
+// caller printing values from an untrusted source escapes them.
+//
+// [CheckTags] and [CheckKeys] are its two halves, for inputs that carry tags
+// and keys apart (a placement scenario's clients and its settings).
 func Check(clientTags []Tag, keys Keys) Errors {
-	var errs Errors
-	add := func(config, format string, args ...any) {
-		errs = append(errs, &Error{Config: config, Msg: fmt.Sprintf(format, args...)})
-	}
-	if len(clientTags) > MaxTags {
-		add(Prefix+clientTags[MaxTags].Key, "At most %d client tags can be specified using %s prefix.", MaxTags, Prefix)
-	}
+	c := &checker{}
+	c.count(clientTags)
+	c.entries(keys, clientTags, true)
+	c.lengths(clientTags)
+	c.listSize(keys)
+	return c.result()
+}
 
+// CheckTags validates one client's tags as [Check] does, without a key
+// list: their number and each key's and value's length, with the same
+// messages.
+func CheckTags(clientTags []Tag) Errors {
+	c := &checker{}
+	c.count(clientTags)
+	c.lengths(clientTags)
+	return c.result()
+}
+
+// CheckKeys validates a rack.aware.assignment.tags list as [Check] does,
+// except whether each entry is some client's tag key: no empty or repeated
+// entry, at most MaxKeys entries, with the same messages.
+func CheckKeys(keys Keys) Errors {
+	c := &checker{}
+	c.entries(keys, nil, false)
+	c.listSize(keys)
+	return c.result()
+}
+
+// checker collects violations in the order its steps run.
+type checker struct{ errs Errors }
+
+func (c *checker) add(config, format string, args ...any) {
+	c.errs = append(c.errs, &Error{Config: config, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) result() Errors {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return c.errs
+}
+
+func (c *checker) count(clientTags []Tag) {
+	if len(clientTags) > MaxTags {
+		c.add(Prefix+clientTags[MaxTags].Key, "At most %d client tags can be specified using %s prefix.", MaxTags, Prefix)
+	}
+}
+
+// entries checks each key-list entry; withTags also checks that each names
+// one of clientTags.
+func (c *checker) entries(keys Keys, clientTags []Tag, withTags bool) {
 	have := make(map[string]bool, len(clientTags))
 	for _, t := range clientTags {
 		have[t.Key] = true
@@ -241,38 +293,47 @@ func Check(clientTags []Tag, keys Keys) Errors {
 	for _, k := range keys {
 		switch {
 		case k == "":
-			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains an empty entry.", javaList(keys), RackAwareConfig)
+			c.add(RackAwareConfig, "Invalid value %s for configuration %s: Contains an empty entry.", javaList(keys), RackAwareConfig)
 		case seen[k]:
-			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains duplicate value [%s].", javaList(keys), RackAwareConfig, k)
-		case !have[k]:
-			add(RackAwareConfig, "Invalid value %s for configuration %s: Contains invalid value [%s] which doesn't have corresponding tag set via [%s] prefix.", javaList(keys), RackAwareConfig, k, Prefix)
+			c.add(RackAwareConfig, "Invalid value %s for configuration %s: Contains duplicate value [%s].", javaList(keys), RackAwareConfig, k)
+		case withTags && !have[k]:
+			c.add(RackAwareConfig, "Invalid value %s for configuration %s: Contains invalid value [%s] which doesn't have corresponding tag set via [%s] prefix.", javaList(keys), RackAwareConfig, k, Prefix)
 		}
 		seen[k] = true
 	}
+}
 
-	// part checks a tag's key or value (what) against its length limit.
-	part := func(cfg, what, s string, maxLen int) {
+func (c *checker) lengths(clientTags []Tag) {
+	// part checks a tag's key or value (what) against its length limit;
+	// nothing is allocated unless it fails.
+	part := func(key, what, s string, maxLen int) {
+		var msg string
 		switch {
 		case s == "":
-			add(cfg, "Invalid value \"\" for configuration %s: Tag %s must not be empty.", Prefix, what)
+			msg = fmt.Sprintf("Invalid value \"\" for configuration %s: Tag %s must not be empty.", Prefix, what)
 		case !utf8.ValidString(s):
-			add(cfg, "Invalid value %q for configuration %s: Tag %s is not valid UTF-8.", s, Prefix, what)
+			msg = fmt.Sprintf("Invalid value %q for configuration %s: Tag %s is not valid UTF-8.", s, Prefix, what)
 		case utf8.RuneCountInString(s) > maxLen:
-			add(cfg, "Invalid value %s for configuration %s: Tag %s exceeds maximum length of %d.", s, Prefix, what, maxLen)
+			msg = fmt.Sprintf("Invalid value %s for configuration %s: Tag %s exceeds maximum length of %d.", s, Prefix, what, maxLen)
+		default:
+			return
 		}
+		at := Prefix + key
+		if !utf8.ValidString(key) {
+			at = fmt.Sprintf("%s%q", Prefix, key)
+		}
+		c.add(Prefix+key, "%s: %s", at, msg)
 	}
 	for _, t := range clientTags {
-		part(Prefix+t.Key, "key", t.Key, MaxKeyLen)
-		part(Prefix+t.Key, "value", t.Value, MaxValueLen)
+		part(t.Key, "key", t.Key, MaxKeyLen)
+		part(t.Key, "value", t.Value, MaxValueLen)
 	}
+}
 
+func (c *checker) listSize(keys Keys) {
 	if len(keys) > MaxKeys {
-		add(RackAwareConfig, "Invalid value %s for configuration %s: exceeds maximum list size of [%d].", javaList(keys), RackAwareConfig, MaxKeys)
+		c.add(RackAwareConfig, "Invalid value %s for configuration %s: exceeds maximum list size of [%d].", javaList(keys), RackAwareConfig, MaxKeys)
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs
 }
 
 // javaList formats a list as Java's List.toString does: [zone, cluster].

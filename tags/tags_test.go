@@ -43,7 +43,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a key of 21 characters is too long",
 			tags: []Tag{{"abcdefghijklmnopqrstu", "a"}},
-			want: []Error{{"client.tag.abcdefghijklmnopqrstu", "Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."}},
+			want: []Error{{"client.tag.abcdefghijklmnopqrstu", "client.tag.abcdefghijklmnopqrstu: Invalid value abcdefghijklmnopqrstu for configuration client.tag.: Tag key exceeds maximum length of 20."}},
 		},
 		{
 			name: "a key of 20 characters fits",
@@ -52,7 +52,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a value of 31 characters is too long",
 			tags: []Tag{{"zone", strings.Repeat("v", 31)}},
-			want: []Error{{"client.tag.zone", "Invalid value " + strings.Repeat("v", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
+			want: []Error{{"client.tag.zone", "client.tag.zone: Invalid value " + strings.Repeat("v", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
 		},
 		{
 			name: "lengths count characters, not bytes",
@@ -61,7 +61,7 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 		{
 			name: "a value of 31 multibyte characters is too long",
 			tags: []Tag{{"zone", strings.Repeat("€", 31)}},
-			want: []Error{{"client.tag.zone", "Invalid value " + strings.Repeat("€", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
+			want: []Error{{"client.tag.zone", "client.tag.zone: Invalid value " + strings.Repeat("€", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."}},
 		},
 		{
 			name: "six rack-aware keys exceed the list size",
@@ -76,8 +76,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			name: "empty key and empty value are rejected",
 			tags: []Tag{{"", "a"}, {"zone", ""}},
 			want: []Error{
-				{"client.tag.", `Invalid value "" for configuration client.tag.: Tag key must not be empty.`},
-				{"client.tag.zone", `Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
+				{"client.tag.", `client.tag.: Invalid value "" for configuration client.tag.: Tag key must not be empty.`},
+				{"client.tag.zone", `client.tag.zone: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
 			},
 		},
 		{
@@ -90,8 +90,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			name: "invalid UTF-8 is rejected",
 			tags: []Tag{{"zone\xff", "a\xfe"}},
 			want: []Error{
-				{"client.tag.zone\xff", `Invalid value "zone\xff" for configuration client.tag.: Tag key is not valid UTF-8.`},
-				{"client.tag.zone\xff", `Invalid value "a\xfe" for configuration client.tag.: Tag value is not valid UTF-8.`},
+				{"client.tag.zone\xff", `client.tag."zone\xff": Invalid value "zone\xff" for configuration client.tag.: Tag key is not valid UTF-8.`},
+				{"client.tag.zone\xff", `client.tag."zone\xff": Invalid value "a\xfe" for configuration client.tag.: Tag value is not valid UTF-8.`},
 			},
 		},
 		{
@@ -101,8 +101,8 @@ func TestCheckReportsKafkasMessagesInKafkasOrder(t *testing.T) {
 			want: []Error{
 				{"client.tag.abcdefghijklmnopqrstuvw", "At most 5 client tags can be specified using client.tag. prefix."},
 				{"rack.aware.assignment.tags", "Invalid value [a, b, c, d, e, zone] for configuration rack.aware.assignment.tags: Contains invalid value [zone] which doesn't have corresponding tag set via [client.tag.] prefix."},
-				{"client.tag.abcdefghijklmnopqrstuvw", "Invalid value abcdefghijklmnopqrstuvw for configuration client.tag.: Tag key exceeds maximum length of 20."},
-				{"client.tag.abcdefghijklmnopqrstuvw", "Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+				{"client.tag.abcdefghijklmnopqrstuvw", "client.tag.abcdefghijklmnopqrstuvw: Invalid value abcdefghijklmnopqrstuvw for configuration client.tag.: Tag key exceeds maximum length of 20."},
+				{"client.tag.abcdefghijklmnopqrstuvw", "client.tag.abcdefghijklmnopqrstuvw: Invalid value " + strings.Repeat("x", 31) + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
 				{"rack.aware.assignment.tags", "Invalid value [a, b, c, d, e, zone] for configuration rack.aware.assignment.tags: exceeds maximum list size of [5]."},
 			},
 		},
@@ -278,5 +278,45 @@ func TestSetJSONIsAnObjectInKeyOrder(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &s); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Unmarshal(%s) error = %v, want %q", in, err, want)
 		}
+	}
+}
+
+// TestCheckTagsAndCheckKeysAreHalvesOfCheck: each reports, with the same
+// messages, what Check reports about its half, and nothing about the other.
+func TestCheckTagsAndCheckKeysAreHalvesOfCheck(t *testing.T) {
+	long := strings.Repeat("v", 31)
+	tests := []struct {
+		name     string
+		tags     []Tag
+		keys     Keys
+		wantTags int // violations CheckTags finds
+		wantKeys int // violations CheckKeys finds
+	}{
+		{"valid", []Tag{{"zone", "a"}}, Keys{"zone"}, 0, 0},
+		{"a long value", []Tag{{"zone", long}}, nil, 1, 0},
+		{"six tags and an empty value", []Tag{{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}, {"e", ""}, {"f", "6"}}, nil, 2, 0},
+		{"duplicate and surplus keys", nil, Keys{"a", "b", "c", "d", "e", "a"}, 0, 2},
+		{"an empty key entry", nil, Keys{"zone", ""}, 0, 1},
+	}
+	msgs := func(es Errors) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Msg)
+		}
+		return out
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			all := msgs(Check(tt.tags, tt.keys))
+			gotTags, gotKeys := msgs(CheckTags(tt.tags)), msgs(CheckKeys(tt.keys))
+			if len(gotTags) != tt.wantTags || len(gotKeys) != tt.wantKeys {
+				t.Fatalf("CheckTags %q, CheckKeys %q; want %d and %d violations", gotTags, gotKeys, tt.wantTags, tt.wantKeys)
+			}
+			for _, m := range append(gotTags, gotKeys...) {
+				if !slices.Contains(all, m) {
+					t.Errorf("%q is not one of Check's messages %q", m, all)
+				}
+			}
+		})
 	}
 }

@@ -1,11 +1,10 @@
 package balancer
 
 import (
-	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/rackstream/rackstream/internal/endpoint"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 // A member's join metadata is untrusted input (design §10): Kafka's ACLs
@@ -47,19 +46,10 @@ func checkEndpoint(announced string) (ep string, reason error) {
 // maxLoggedBytes bounds a hostile value quoted in a log line.
 const maxLoggedBytes = 64
 
-// quoteForLog renders an untrusted value for a log line: escaped as %q
-// escapes it, without the enclosing quotes (the log handler adds its own
-// where the value needs them), so that no control character, terminal
-// escape sequence or invalid byte passes, and cut to maxLoggedBytes of the
-// value, saying how much was cut.
-func quoteForLog(s string) string {
-	cut := ""
-	if len(s) > maxLoggedBytes {
-		s, cut = s[:maxLoggedBytes], fmt.Sprintf("... (%d more bytes)", len(s)-maxLoggedBytes)
-	}
-	q := strconv.Quote(s)
-	return q[1:len(q)-1] + cut
-}
+// quoteForLog renders an untrusted value for a log line: every
+// non-printable character escaped as %q would (no terminal escape sequence
+// passes, whatever the log handler), cut to maxLoggedBytes of the value.
+func quoteForLog(s string) string { return textsafe.Bounded(s, maxLoggedBytes) }
 
 // Kinds of once-per-member warnings, besides rejections (Balancer.warned).
 const (

@@ -12,7 +12,9 @@ import (
 type Member struct {
 	// ProcessID is the instance's stable id.
 	ProcessID string
-	// Endpoint is its application.server (host:port), possibly empty.
+	// Endpoint is its application.server (host:port), possibly empty:
+	// empty too when the member announced one that is not a plain
+	// host:port (the leader drops it; see internal/endpoint).
 	Endpoint string
 	// Tags are its client tags.
 	Tags tags.Set

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/internal/boundedread"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 const assignUsage = `Usage: rackstream assign [--format json|table] [--lose KEY=VALUE|ID]... [FILE|-]
@@ -28,7 +29,8 @@ from FILE or stdin:
 
 A /v1/metadata document of a running group is accepted too: its placement is
 the previous plan and its status lags the lags, so a live cluster's placement
-can be replayed and what-if'd.
+can be replayed. With --lose, a metadata document's own placement (the live
+one) is the plan printed and what-if'd, not the replay.
 
 --lose KEY=VALUE (every client with that tag value) or --lose ID (one
 client), repeatable (the losses add up), also prints the tasks left without
@@ -105,11 +107,11 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		args = fs.Args()[1:]
 	}
 	if len(files) > 1 {
-		fmt.Fprintf(stderr, "rackstream assign: one scenario at a time, got %q\n", files)
+		failf(stderr, "one scenario at a time, got %q", files)
 		return 2
 	}
 	if *format != "json" && *format != "table" {
-		fmt.Fprintf(stderr, "rackstream assign: --format: want json or table, got %q\n", *format)
+		failf(stderr, "--format: want json or table, got %q", *format)
 		return 2
 	}
 
@@ -123,20 +125,20 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		data, err = boundedread.ReadAll(ctx, stdin, name, boundedread.PlacementDocument)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %v\n", err)
+		failf(stderr, "%v", err)
 		return 1
 	}
-	in, err := assignor.DecodeInput(data)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %s: %v\n", name, err)
-		return 2
-	}
-	plan, err := assignor.Assign(in)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: %s: %v\n", name, err)
-		return 2
-	}
 	if len(lose) == 0 {
+		in, err := assignor.DecodeInput(data) // for a metadata document, the replay
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
+		plan, err := assignor.Assign(in)
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
 		if *format == "table" {
 			printPlanTable(stdout, in, plan)
 			return 0
@@ -144,9 +146,14 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return writeJSON(stdout, stderr, plan)
 	}
 
-	res, err := assignor.WhatIf(in, plan, lose)
-	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: --%v\n", err)
+	// The same computation as the placement page's /v1/whatif.
+	in, plan, res, err := assignor.LossOfDocument(data, lose)
+	var selErr *assignor.SelectorError
+	if errors.As(err, &selErr) {
+		failf(stderr, "--%v", err)
+		return 2
+	} else if err != nil {
+		failf(stderr, "%s: %v", name, err)
 		return 2
 	}
 	if *format == "json" {
@@ -161,27 +168,31 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
 	what := make([]string, len(res.Lose))
 	for i, sel := range res.Lose {
-		what[i] = sel.String()
+		what[i] = textsafe.Escape(sel.String())
 	}
-	fmt.Fprintf(w, "\nLosing %s: clients %s\n", strings.Join(what, " and "), strings.Join(res.ClientsLost, ", "))
+	lost := make([]string, len(res.ClientsLost))
+	for i, id := range res.ClientsLost {
+		lost[i] = textsafe.Escape(id)
+	}
+	fmt.Fprintf(w, "\nLosing %s: clients %s\n", strings.Join(what, " and "), strings.Join(lost, ", "))
 	if ts := res.TasksWithoutReplica; len(ts) == 0 {
 		fmt.Fprintln(w, "Tasks left without any replica: none")
 	} else {
 		fmt.Fprintf(w, "Tasks left without any replica: %s\n", joinInts(ts))
 	}
 	for _, f := range res.Failover {
-		how := "takes over from its standby"
+		how := "caught up"
 		switch {
 		case f.To == "":
 			how = "no client left"
 		case f.Restore:
 			how = "restores from the changelog"
 		}
-		to := f.To
+		to := textsafe.Escape(f.To)
 		if to == "" {
 			to = "-"
 		}
-		fmt.Fprintf(w, "Task %d fails over: %s -> %s (%s)\n", f.Task, f.From, to, how)
+		fmt.Fprintf(w, "Task %d fails over: %s -> %s (%s)\n", f.Task, textsafe.Escape(f.From), to, how)
 	}
 	if res.PlanAfter == nil {
 		fmt.Fprintln(w, "\nNo client survives: no plan after the loss.")
@@ -191,15 +202,22 @@ func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
 	printPlanTable(w, in, res.PlanAfter)
 }
 
+// failf prints an error of `rackstream assign`, each line escaped: messages
+// quote ids, tags and names from the scenario, which may hold terminal
+// escape sequences.
+func failf(stderr io.Writer, format string, args ...any) {
+	fmt.Fprintln(stderr, "rackstream assign: "+textsafe.Lines(fmt.Sprintf(format, args...)))
+}
+
 func writeJSON(stdout, stderr io.Writer, v any) int {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: encode: %v\n", err)
+		failf(stderr, "encode: %v", err)
 		return 1
 	}
-	b = append(b, '\n')
+	b = append(textsafe.JSON(b), '\n')
 	if _, err := stdout.Write(b); err != nil {
-		fmt.Fprintf(stderr, "rackstream assign: write: %v\n", err)
+		failf(stderr, "write: %v", err)
 		return 1
 	}
 	return 0
@@ -214,9 +232,9 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 	}
 	who := func(id string) string {
 		if t := tags[id]; t != "" {
-			return id + " (" + t + ")"
+			return textsafe.Escape(id) + " (" + t + ")"
 		}
-		return id
+		return textsafe.Escape(id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tACTIVE\tSTANDBYS\tWARMUPS")
@@ -225,29 +243,33 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 		for i, id := range tp.Standby {
 			sb[i] = who(id)
 		}
-		warm := strings.Join(tp.Warmup, ", ")
-		if warm == "" {
-			warm = "-"
+		warm := make([]string, len(tp.Warmup))
+		for i, id := range tp.Warmup {
+			warm[i] = textsafe.Escape(id)
+		}
+		warmups := strings.Join(warm, ", ")
+		if warmups == "" {
+			warmups = "-"
 		}
 		standbys := strings.Join(sb, ", ")
 		if standbys == "" {
 			standbys = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", tp.Task, who(tp.Active), standbys, warm)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", tp.Task, who(tp.Active), standbys, warmups)
 	}
 	tw.Flush()
 
 	q := p.Quality
 	fmt.Fprintln(w)
 	for _, d := range q.Dimensions {
-		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", d.Tag, d.Values, d.TasksRepeating)
+		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", textsafe.Escape(d.Tag), d.Values, d.TasksRepeating)
 	}
 	fmt.Fprintf(w, "standby shortfall: %d\n", q.StandbyShortfall)
 	fmt.Fprintf(w, "load per unit of capacity: actives %g..%g, replicas %g..%g\n", q.ActiveLoad.Min, q.ActiveLoad.Max, q.ReplicaLoad.Min, q.ReplicaLoad.Max)
 	exposed := 0
 	for _, e := range q.Exposure {
 		if len(e.TasksWithoutReplica) > 0 {
-			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", e.Tag, e.Value, joinInts(e.TasksWithoutReplica))
+			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", textsafe.Escape(e.Tag), textsafe.Escape(e.Value), joinInts(e.TasksWithoutReplica))
 			exposed++
 		}
 	}
@@ -260,13 +282,13 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 }
 
 // formatTags renders tags as k=v, the rack-aware keys first in priority
-// order, then the others by name.
+// order, then the others by name, escaped (textsafe).
 func formatTags(tags map[string]string, first []string) string {
 	var parts []string
 	seen := make(map[string]bool, len(first))
 	for _, k := range first {
 		if v, ok := tags[k]; ok {
-			parts = append(parts, k+"="+v)
+			parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(v))
 			seen[k] = true
 		}
 	}
@@ -278,7 +300,7 @@ func formatTags(tags map[string]string, first []string) string {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		parts = append(parts, k+"="+tags[k])
+		parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(tags[k]))
 	}
 	return strings.Join(parts, ",")
 }

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -192,11 +195,10 @@ func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
 	}
 }
 
-func TestAssignReplaysAMetadataDocument(t *testing.T) {
-	// A /v1/metadata document: its placement is the previous plan. n3 is a
-	// caught-up warmup of task 0 and n1 is overloaded, so the replay moves
-	// task 0 to n3 and keeps everything else.
-	doc := `{"generation": 12, "self": "n1",
+// liveDoc is a /v1/metadata document. n3 is a caught-up warmup of task 0
+// and n1 is overloaded, so a replay moves task 0 to n3 and keeps everything
+// else.
+const liveDoc = `{"generation": 12, "self": "n1",
 	  "clients": [
 	    {"id": "n1", "endpoint": "10.0.0.1:8080", "tags": {"zone": "a"}, "active": [0, 1], "standby": [2], "warmup": []},
 	    {"id": "n2", "endpoint": "10.0.0.2:8080", "tags": {"zone": "b"}, "active": [2], "standby": [0, 1], "warmup": []},
@@ -212,7 +214,10 @@ func TestAssignReplaysAMetadataDocument(t *testing.T) {
 	             "lags": [{"task": 0, "client": "n3", "role": "warmup", "lag": 0},
 	                      {"task": 0, "client": "n1", "role": "active", "lag": 0},
 	                      {"task": 1, "client": "n2", "role": "standby", "lag": 40}]}}`
-	code, out, errs := runCLI(t, doc)
+
+func TestAssignReplaysAMetadataDocument(t *testing.T) {
+	// A /v1/metadata document: its placement is the previous plan.
+	code, out, errs := runCLI(t, liveDoc)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -356,5 +361,158 @@ func TestAssignReadingASilentPipeEndsOnSIGTERM(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 1 and an interruption", cmd.ProcessState.ExitCode(), rest)
 			}
 		})
+	}
+}
+
+// TestAssignAndValidateAcceptTheSameTags: a tag or key list that `validate`
+// rejects, `assign` rejects with the same message, and what one accepts the
+// other accepts.
+func TestAssignAndValidateAcceptTheSameTags(t *testing.T) {
+	z30, z31 := strings.Repeat("z", 30), strings.Repeat("z", 31)
+	k20, k21 := "abcdefghijklmnopqrst", "abcdefghijklmnopqrstu"
+	tests := []struct {
+		name string
+		tags map[string]string
+		keys []string
+		want string // "" = both accept
+	}{
+		{"a 30-character value", map[string]string{"zone": z30}, nil, ""},
+		{"a 20-character key", map[string]string{k20: "a"}, nil, ""},
+		{"five tags, five keys", map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}, []string{"a", "b", "c", "d", "e"}, ""},
+		{"a 31-character value", map[string]string{"zone": z31}, nil,
+			"client.tag.zone: Invalid value " + z31 + " for configuration client.tag.: Tag value exceeds maximum length of 30."},
+		{"a 21-character key", map[string]string{k21: "a"}, nil,
+			"client.tag." + k21 + ": Invalid value " + k21 + " for configuration client.tag.: Tag key exceeds maximum length of 20."},
+		{"an empty value", map[string]string{"zone": ""}, nil,
+			`client.tag.zone: Invalid value "" for configuration client.tag.: Tag value must not be empty.`},
+		{"six tags", map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6"}, nil,
+			"At most 5 client tags can be specified using client.tag. prefix."},
+		{"a key named twice", map[string]string{"zone": "a"}, []string{"zone", "zone"},
+			"Invalid value [zone, zone] for configuration rack.aware.assignment.tags: Contains duplicate value [zone]."},
+		{"six keys", map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}, []string{"a", "b", "c", "d", "e", "a"},
+			"Invalid value [a, b, c, d, e, a] for configuration rack.aware.assignment.tags: exceeds maximum list size of [5]."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines := []string{"application.id=same-tags", "bootstrap.servers=127.0.0.1:9092"}
+			for _, k := range slices.Sorted(maps.Keys(tt.tags)) {
+				lines = append(lines, "client.tag."+k+"="+tt.tags[k])
+			}
+			if tt.keys != nil {
+				lines = append(lines, "rack.aware.assignment.tags="+strings.Join(tt.keys, ","))
+			}
+			file := filepath.Join(t.TempDir(), "tags.properties")
+			if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var vout, verr bytes.Buffer
+			vcode := dispatch(context.Background(), []string{"validate", "--config", file}, strings.NewReader(""), &vout, &verr)
+
+			scenario, _ := json.Marshal(map[string]any{"tasks": 1, "rack_aware_assignment_tags": tt.keys,
+				"clients": []map[string]any{{"id": "a", "tags": tt.tags}}})
+			acode, _, aerr := runCLI(t, string(scenario))
+
+			if tt.want == "" {
+				if vcode != 0 || acode != 0 {
+					t.Fatalf("validate exit %d (%s), assign exit %d (%s); want both to accept", vcode, verr.String(), acode, aerr)
+				}
+				return
+			}
+			if vcode != 2 || !strings.Contains(verr.String(), tt.want) {
+				t.Errorf("validate: exit %d, stderr %q; want 2 and %q", vcode, verr.String(), tt.want)
+			}
+			if acode != 2 || !strings.Contains(aerr, tt.want) {
+				t.Errorf("assign: exit %d, stderr %q; want 2 and %q", acode, aerr, tt.want)
+			}
+		})
+	}
+}
+
+// TestAssignPrintsNoTerminalEscapes: ids, tag keys and values and selectors
+// from the scenario reach the table, the JSON and the errors escaped.
+func TestAssignPrintsNoTerminalEscapes(t *testing.T) {
+	const (
+		esc   = "\x1b[2J\x1b]8;;http://evil/\x07"
+		c1CSI = "\u009b31m"
+	)
+	scenario, _ := json.Marshal(map[string]any{"tasks": 2, "num_standby_replicas": 1,
+		"rack_aware_assignment_tags": []string{"zone"},
+		"clients": []map[string]any{
+			{"id": "n1" + esc, "tags": map[string]string{"zone": "a" + c1CSI}},
+			{"id": "n2\u202e", "tags": map[string]string{"zone": "b\x1b[0m", "x\x7f": "y"}},
+		}})
+	raw := func(s string) bool { return strings.ContainsAny(s, "\x1b\x07\x7f\u009b\u202e") }
+	for _, args := range [][]string{
+		{"--format", "table"},
+		{"--format", "table", "--lose", "zone=a" + c1CSI},
+		{"--format", "table", "--lose", "n1" + esc},
+		{},
+		{"--lose", "zone=b\x1b[0m"},
+	} {
+		code, out, errs := runCLI(t, string(scenario), args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		if raw(out) {
+			t.Errorf("%q: output carries a raw control character:\n%q", args, out)
+		}
+		if !strings.Contains(out, `\x1b[2J`) && !strings.Contains(out, `\u001b[2J`) {
+			t.Errorf("%q: the escaped id is missing:\n%s", args, out)
+		}
+		if len(args) == 0 || args[0] != "--format" {
+			var v any
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Errorf("%q: escaped JSON does not parse: %v", args, err)
+			}
+		}
+	}
+	// Errors quote the scenario's values escaped too.
+	bad, _ := json.Marshal(map[string]any{"tasks": 1, "clients": []map[string]any{
+		{"id": "a", "tags": map[string]string{"zone": strings.Repeat("\x1b[1m", 10)}}}})
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{string(bad), nil},
+		{string(scenario), []string{"--lose", "zone=nowhere\x1b[1m"}},
+		{`{"tasks": 1, "clients": [{"id": "a` + `\u001b[1m", "tags": {}}, {"id": "a\u001b[1m", "tags": {}}]}`, nil},
+	} {
+		code, _, errs := runCLI(t, tc.stdin, tc.args...)
+		if code != 2 || raw(errs) || !strings.Contains(errs, `\x1b[1m`) {
+			t.Errorf("exit %d, stderr %q: want 2 and the value escaped", code, errs)
+		}
+	}
+}
+
+// TestAssignLoseOnAMetadataDocumentIsTheLivePlacementsWhatIf: with --lose,
+// a metadata document's own placement is analysed (as /v1/whatif does), not
+// its replay: losing n1 fails over task 0 too, which the replay would have
+// moved to n3 already.
+func TestAssignLoseOnAMetadataDocumentIsTheLivePlacementsWhatIf(t *testing.T) {
+	code, out, errs := runCLI(t, liveDoc, "--lose", "n1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep lossReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Plan.Tasks[0].Active != "n1" {
+		t.Fatalf("plan printed is not the document's placement: task 0 on %s", rep.Plan.Tasks[0].Active)
+	}
+	in, live, err := assignor.DecodeDocument([]byte(liveDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := assignor.WhatIf(in, live, []assignor.Selector{{Client: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep.Loss, want) {
+		t.Fatalf("assign --lose differs from assignor.WhatIf of the live placement:\n%+v\n%+v", rep.Loss, want)
+	}
+	// Task 0 goes to n3, its caught-up warmup, with no restore.
+	if len(want.Failover) != 2 || want.Failover[0].Task != 0 || want.Failover[0].To != "n3" || want.Failover[0].Restore {
+		t.Fatalf("failover = %+v; want tasks 0 and 1 off n1, task 0 onto its caught-up warmup n3", want.Failover)
 	}
 }
