@@ -306,3 +306,41 @@ func TestScannerPagesWithTheCursor(t *testing.T) {
 		t.Errorf("scan requests %v", seen)
 	}
 }
+
+func TestAnInstanceThatGaveNoAnswerIsAskedLast(t *testing.T) {
+	f := newFakeCluster(t, false, "", 3, "a", "b", "c")
+	// "a" accepts connections and drops them: no answer, as from a
+	// host that is gone.
+	f.answer = func(id string, w http.ResponseWriter, r *http.Request) bool {
+		if id != "a" {
+			return false
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return true
+	}
+	c := f.client(Endpoints(f.endpoint("b")), MaxLag(10))
+	var keys []string
+	for i := 0; len(keys) < 5; i++ {
+		if k := fmt.Sprint("key-", i); f.activeOf(k) == "a" {
+			keys = append(keys, k)
+		}
+	}
+	var first int64 // requests a got on the first read (net/http may retry a dropped GET once)
+	for i, key := range keys {
+		v, err := c.Get(t.Context(), "counts", []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ServedBy == "a" || v.Role != "standby" {
+			t.Errorf("%s served by %s (%s)", key, v.ServedBy, v.Role)
+		}
+		if i == 0 {
+			first = f.keys["a"].Load()
+		} else if n := f.keys["a"].Load(); n != first {
+			t.Errorf("after %d reads of a's keys, a got %d requests, want the %d of the first read only", i+1, n, first)
+		}
+	}
+}
