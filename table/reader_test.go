@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,4 +304,24 @@ func TestReaderScanBoundsAndStop(t *testing.T) {
 	if _, _, err := r.Get([]byte("k01")); err == nil {
 		t.Error("Get after Close succeeded")
 	}
+}
+
+// TestOpenOnAMissingTopicFailsNamingIt: no topic, no Reader, and nothing
+// left behind.
+func TestOpenOnAMissingTopicFailsNamingIt(t *testing.T) {
+	c := kafkatest.New(t)
+	topic := c.Name("table-missing")
+	dir := t.TempDir()
+	_, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	if err == nil || !strings.Contains(err.Error(), topic) {
+		t.Fatalf("Open on a missing topic: %v; want an error naming %s", err, topic)
+	}
+	// The state directory is not left locked.
+	produceTopic := c.Name("table-present")
+	c.CreateTopic(produceTopic, 1, compact)
+	r, err := table.Open(t.Context(), produceTopic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close(t.Context())
 }
