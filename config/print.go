@@ -93,7 +93,9 @@ environment, then ` + "`--set key=value`" + ` flags (repeatable); each layer ove
 later ` + "`--set`" + ` of the same key wins. ` + "`rackstream validate --config FILE`" + ` prints every effective value
 with where it came from (secrets masked) and lists every error with its file and line.
 
-- **File**: java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
+- **File**: at most 1 MiB (a longer file, or an endless device, is an error naming the limit; a
+  directory is refused; a FIFO such as a shell's ` + "`<(...)`" + ` is read under the same bound, and
+  SIGINT/SIGTERM end a read that waits on one). java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
   between key and value; a bare key has the empty value; a trailing backslash continues the line;
   ` + "`\\uXXXX`" + ` and ` + "`\\t`" + `, ` + "`\\n`" + `, ` + "`\\r`" + `, ` + "`\\f`" + ` escapes. Values are trimmed of surrounding whitespace.
 - **Environment**: ` + "`RACKSTREAM_`" + ` followed by the key upper-cased, dots and dashes as underscores:

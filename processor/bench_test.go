@@ -138,12 +138,9 @@ func BenchmarkProcessingCount(b *testing.B) {
 			handled.Add(1)
 			return out.Emit(ctx, key, n)
 		})
-		rt, err := processor.NewRuntime(topo, processor.Options{
-			Brokers:        c.Brokers,
-			StateDir:       b.TempDir(),
-			CommitInterval: time.Second,
-			Logger:         testLogger(nil, "bench"),
-		})
+		o := testOptions(b, c.Brokers, "bench")
+		o.CommitInterval = time.Second
+		rt, err := processor.NewRuntime(topo, o)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -62,6 +62,34 @@
 // (and with them the group callbacks and the poll loop) until the brokers
 // return; past the timeout Run gives up and logs what it was waiting for.
 //
+// # Inside the runtime: one way from a fetched record to a committed offset
+//
+// The runtime's files each hold one idea, and data flows through them in
+// one direction:
+//
+//   - session.go: one Kafka client's life. Its poll loop (poll.go) fetches
+//     and hands each partition's batch to its task's queue (queue.go),
+//     pausing a partition whose task falls behind.
+//   - task.go: a task is one partition slot on its own goroutine. It sees
+//     only a taskEnv: its stores, its producer, its partitions' fetch
+//     control, a clock. Its per-record path (task.work, record.go)
+//     decodes, calls the handler, and applies the staged writes and emits
+//     (the record cache, cache.go, may merge them within a commit
+//     interval); the offset after the record becomes the task's processed
+//     watermark.
+//   - commit.go: a commit, every commit.interval.ms (after every batch when
+//     it is 0), on revoke and on shutdown, locks the tasks between
+//     records, flushes the producer, writes each task's stores with their
+//     checkpoints, and commits the watermarks: plain functions of explicit
+//     state (a producer, a committer, the tasks).
+//   - rebalance.go: what the group's callbacks do with tasks (assign,
+//     revoke, lose), again with no Kafka client of its own.
+//   - metrics.go: series collected from the live tasks at scrape time.
+//
+// A query answer reads the same stores: the committed LevelDB state, or
+// under at-least-once the task's latest (write buffer over LevelDB), through
+// Runtime.Replica and package processor/query.
+//
 // # Poison records
 //
 // A record whose key or value does not decode, or whose handler still fails

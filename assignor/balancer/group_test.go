@@ -118,27 +118,19 @@ func newGroup(t *testing.T, tasks int32) *group {
 }
 
 func (g *group) settings(pid string, tg tags.Set) Settings {
-	s := Settings{
-		ApplicationID:     g.app,
-		ProcessID:         pid,
-		Endpoint:          pid + ":8080",
-		Tags:              tg,
-		InputTopics:       []string{g.input},
-		ChangelogTopics:   []string{g.changelog},
-		NumStandbys:       2,
-		RackAwareTags:     tags.Keys{"zone", "cluster"},
-		Checkpoints:       g.o.checkpoints(pid),
-		EndOffsets:        g.o.endOffsets,
-		HeartbeatInterval: testHeartbeat,
-		Logger:            testLogger(),
-		OnAssignment: func(a Assignment) {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			if g.gens[a.Generation] == nil {
-				g.gens[a.Generation] = make(map[string][]int32)
-			}
-			g.gens[a.Generation][pid] = a.Active
-		},
+	s := DefaultSettings()
+	s.ApplicationID, s.ProcessID, s.Endpoint, s.Tags = g.app, pid, pid+":8080", tg
+	s.InputTopics, s.ChangelogTopics = []string{g.input}, []string{g.changelog}
+	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Checkpoints, s.EndOffsets = g.o.checkpoints(pid), g.o.endOffsets
+	s.HeartbeatInterval, s.Logger = testHeartbeat, testLogger()
+	s.OnAssignment = func(a Assignment) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.gens[a.Generation] == nil {
+			g.gens[a.Generation] = make(map[string][]int32)
+		}
+		g.gens[a.Generation][pid] = a.Active
 	}
 	if g.kadmEnds {
 		s.EndOffsets = nil

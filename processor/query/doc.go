@@ -21,17 +21,48 @@
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness
 //
-// At most one hop: a forwarded request carries HeaderForwardedBy and is
-// answered from the receiver's own replica or refused, never forwarded
-// again. A response carries "position", the store's checkpoint for that
-// task (the next changelog offset), so that a client switching replicas
-// can pass min_position and never read backwards.
+// At most one hop: a forwarded request is answered from the receiver's own
+// replica or refused, never forwarded again. A response carries "position",
+// the store's checkpoint for that task (the next changelog offset), so that
+// a client switching replicas can pass min_position and never read
+// backwards.
 //
-// Errors are JSON {"error": "..."}: 400 bad input, 401 token, 404 unknown
-// store or absent key, 409 replica behind min_position, 503 with
-// Retry-After while a task restores or moves (or no replica can be
-// reached), 502 when retrying cannot help (a peer's certificate is not
-// trusted, the instances' tokens differ).
+// # Trust
+//
+// Clients authenticate with the bearer token (http.auth.token, compared in
+// constant time) and, over HTTPS, with a certificate when
+// http.tls.client.auth asks for one (LoadTLS). /healthz and /readyz need no
+// token.
+//
+// Peers are group members, and what a member announces is untrusted input:
+// an endpoint that is not host:port (internal/endpoint) is never dialled,
+// and the URL of a forward is built from scheme and host alone. The token
+// never leaves the instance: a forwarded request is a hop signed with
+// HMAC-SHA256 under a key derived from the token, over the method, path,
+// query, placement generation, signing time, sender and receiver (hop.go),
+// and the receiver accepts it within ±30 s of its own clock. Only a hop whose
+// signature verifies is a peer's: it is answered locally and its scan
+// bounds may be as long as stored keys. HeaderForwardedBy without a valid
+// signature is ignored, and with no token configured no hop is
+// authenticated: every request is then a client's. Over HTTPS peers are
+// verified with http.tls.ca, never skipped, and an instance presents its
+// own certificate to them.
+//
+// # Errors
+//
+// An error is JSON {"error": "...", "code": "...", "instance": "..."}: the
+// words, a code a program can switch on, and the instance that answered
+// (absent before authentication). 400 bad input, 401 token or hop
+// signature, 404 unknown store (unknown_store), absent key (key_not_found)
+// or route (no_route), 409 replica behind min_position
+// (behind_min_position), 503 with Retry-After while a task restores or
+// moves (or no replica can be reached), 502 when retrying cannot help (a
+// peer's certificate is not trusted, the instances' tokens differ). Peer
+// URLs, dial errors and storage errors go to the log only; /readyz shows the
+// runtime's NotReady condition, never a raw error. The one answer outside
+// this shape is net/http's own: a request it refuses before any handler
+// runs (a malformed escape in the path, oversized headers) gets its
+// plain-text 400 or 431.
 //
 // A scan asks each instance once for all the tasks it answers for (a
 // bitmap of task ids when they are many), merges their pages in key order

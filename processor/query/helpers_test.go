@@ -35,6 +35,7 @@ type fakeReplica struct {
 	status ReplicaStatus
 	data   map[string][]byte
 	keys   []string // sorted
+	err    error    // when set, reads fail with it
 }
 
 func (r *fakeReplica) Status() ReplicaStatus {
@@ -64,6 +65,9 @@ func (r *fakeReplica) put(key string, value []byte) {
 func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.err != nil {
+		return nil, false, 0, r.err
+	}
 	v, ok := r.data[string(key)]
 	return v, ok, r.status.Position, nil
 }
@@ -73,6 +77,9 @@ func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
 func (r *fakeReplica) Scan(start, end []byte, fn func(k, v []byte) bool) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.err != nil {
+		return 0, r.err
+	}
 	i, _ := slices.BinarySearch(r.keys, string(start))
 	for _, k := range r.keys[i:] {
 		if end != nil && k >= string(end) || !fn([]byte(k), r.data[k]) {

@@ -91,7 +91,7 @@ func (s *Server) localStatus() instanceStatus {
 		st.Generation = p.Generation
 	}
 	if err := s.rt.Ready(); err != nil {
-		st.Ready, st.Reason = false, err.Error()
+		st.Ready, st.Reason = false, s.notReadyReason(err)
 	}
 	return st
 }
@@ -246,19 +246,27 @@ func (s *Server) peerStatus(ctx context.Context, p *balancer.Placement, m balanc
 	}
 	a, err := s.forward(ctx, routeMetadata, m, p.Generation, "/v1/status", "", s.opts.StatusTimeout)
 	if err != nil {
-		return down("unreachable: " + err.Error())
+		msg := "unreachable"
+		if fe, ok := err.(*forwardError); ok {
+			msg += ": " + fe.words()
+		}
+		return down(msg)
 	}
 	if a.code != http.StatusOK {
 		var eb errorBody
-		_ = json.Unmarshal(a.body, &eb)
-		return down(fmt.Sprintf("status answered %d: %s", a.code, truncate(cmp.Or(eb.Error, string(a.body)))))
+		msg := fmt.Sprintf("status answered %d", a.code)
+		if json.Unmarshal(a.body, &eb) == nil && eb.Error != "" {
+			msg += ": " + truncate(eb.Error)
+		}
+		return down(msg)
 	}
 	var st instanceStatus
 	if err := json.Unmarshal(a.body, &st); err != nil {
-		return down("status does not decode: " + err.Error())
+		s.log.Warn("a peer's status does not decode", "peer", m.ProcessID, "err", err)
+		return down("its status does not decode")
 	}
 	if st.ID != m.ProcessID {
-		return down(fmt.Sprintf("endpoint %s is instance %q, not %q", m.Endpoint, st.ID, m.ProcessID))
+		return down(fmt.Sprintf("its endpoint answers as instance %q", truncate(st.ID)))
 	}
 	return st
 }

@@ -64,7 +64,7 @@ func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 	c.nodes[0].rt.replica(storeCounts, 2).set(func(s *ReplicaStatus) { s.Lag = 12 })
 	c.nodes[0].rt.replica(storeDocs, 2).set(func(s *ReplicaStatus) { s.Lag = 30 })
 	c.nodes[1].rt.mu.Lock()
-	c.nodes[1].rt.err = errTest("task 1 is restoring")
+	c.nodes[1].rt.err = &NotReady{Condition: "task 1 is restoring"}
 	c.nodes[1].rt.mu.Unlock()
 	c.nodes[2].stop()
 	// A peer that accepts connections and never answers: bounded by the
@@ -107,8 +107,8 @@ func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 	}
 	st := doc.Status.Clients
 	if len(st) != 4 || !st[0].Ready || st[1].Ready || st[1].Reason != "task 1 is restoring" ||
-		st[2].Ready || !strings.Contains(st[2].Reason, "unreachable: forward to n3") ||
-		st[3].Ready || !strings.Contains(st[3].Reason, "unreachable: forward to n4") {
+		st[2].Ready || st[2].Reason != "unreachable: n3 could not be reached (details in n1's log)" ||
+		st[3].Ready || st[3].Reason != "unreachable: n4 did not answer within 500ms" {
 		t.Errorf("status clients: %+v", st)
 	}
 	found := false

@@ -22,9 +22,30 @@ type Runtime interface {
 	// every task this instance holds), for /v1/status and /v1/metadata.
 	Replicas() []ReplicaStatus
 	// Ready returns nil when the instance is ready (joined the group and
-	// every active task restored), else an error saying why not.
+	// every active task restored), else why not: a *NotReady, whose
+	// condition clients see on /readyz, /v1/status and /v1/metadata. Any
+	// other error is logged and shown to clients only as "not ready".
 	Ready() error
 }
+
+// NotReady says why an instance is not ready. Condition is for clients
+// (/readyz is unauthenticated): words naming the condition, such as "task 3
+// is restoring" or a topology change's topics and partition counts; never a
+// raw error, a peer's URL or a secret. Cause, if any, is the detail for the
+// log.
+type NotReady struct {
+	Condition string
+	Cause     error
+}
+
+func (e *NotReady) Error() string {
+	if e.Cause == nil {
+		return e.Condition
+	}
+	return e.Condition + ": " + e.Cause.Error()
+}
+
+func (e *NotReady) Unwrap() error { return e.Cause }
 
 // Role is what a local replica is doing, as far as queries care.
 type Role string
@@ -56,7 +77,7 @@ type ReplicaStatus struct {
 	// read (the last applied offset + 1).
 	Position int64 `json:"position"`
 	// Reason says why the replica does not serve reads, when it does not
-	// (a restore in progress, a storage error).
+	// (a restore in progress, a failed task), in words clients may see.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -129,7 +150,8 @@ func (r stateReplica) Status() ReplicaStatus {
 	}
 	switch {
 	case err != nil:
-		st.Role, st.Reason = RoleIdle, err.Error()
+		// The error itself is the runtime's to log; clients see words.
+		st.Role, st.Reason = RoleIdle, "the task has failed"
 	case r.role == state.RoleActive:
 		st.Role = RoleActive
 	case r.role == state.RoleStandby:

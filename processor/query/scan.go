@@ -49,15 +49,15 @@ const forwardedMaxKey = 1 << 20
 // active (or, with max_lag, a standby, a local one first); the instances'
 // pages are merged. A key lives in one task, and a page continues strictly
 // after the previous page's last key, so every key is returned once across
-// pages.
-func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
+// pages. peer is set for an authenticated hop, which is answered from local
+// replicas only and may carry keys as long as stored ones.
+func (s *Server) scan(w *statusWriter, r *http.Request, rt route, peer bool) {
 	st, ok := s.store(w, rt.store)
 	if !ok {
 		return
 	}
-	forwarded := r.Header.Get(HeaderForwardedBy) != ""
 	maxKey := s.opts.MaxKeyBytes
-	if forwarded {
+	if peer {
 		maxKey = forwardedMaxKey
 	}
 	req, err := parseScanRequest(rt.store, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
@@ -85,14 +85,16 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 		return
 	}
 
-	if forwarded {
+	if peer {
 		items, more, fails := s.scanLocal(st, &req, tasks)
 		if len(fails) > 0 {
 			code, msg := fails.answer()
-			s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+			s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
 			return
 		}
-		ans.Items = items
+		if items != nil { // else [] from above, never null
+			ans.Items = items
+		}
 		if more {
 			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 		}
@@ -104,14 +106,17 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 	items, more, servedBy, fs := s.gather(r, p, &req, st, tasks)
 	if fs != nil {
 		code, msg := fs.answer()
-		s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+		s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
 		return
 	}
 	slices.SortFunc(items, func(a, b scanItem) int { return bytes.Compare(a.raw, b.raw) })
 	if len(items) > req.limit {
 		items, more = items[:req.limit], true
 	}
-	ans.Items, ans.ServedBy = items, servedBy
+	ans.ServedBy = servedBy
+	if items != nil { // else [] from above, never null
+		ans.Items = items
+	}
 	if more && len(items) > 0 {
 		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 	}
@@ -271,7 +276,10 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 			return true
 		})
 		if err != nil {
-			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scan task %d: %v", self, t, err)))
+			if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, t), repeatLogEvery) {
+				s.log.Warn("scan of a local replica failed", "store", req.store, "task", t, "err", err)
+			}
+			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scanning task %d failed (details in its log)", self, t)))
 			continue
 		}
 		items, merged = mergeItems(merged[:0], items, page, keep), items
@@ -324,7 +332,8 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	}
 	var ans scanAnswer
 	if err := json.Unmarshal(a.body, &ans); err != nil {
-		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode: %v", c.role, m.ProcessID, err)}
+		s.log.Warn("a peer's scan page does not decode", "peer", m.ProcessID, "err", err)
+		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode", c.role, m.ProcessID)}
 	}
 	for i := range ans.Items {
 		it := &ans.Items[i]
@@ -332,7 +341,7 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan item without a key", c.role, m.ProcessID)}
 		}
 		if it.raw, err = base64.RawURLEncoding.DecodeString(*it.Key); err != nil {
-			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url: %v", c.role, m.ProcessID, err)}
+			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url", c.role, m.ProcessID)}
 		}
 		if !slices.Contains(tasks, it.Task) {
 			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item of task %d, not asked for", c.role, m.ProcessID, it.Task)}

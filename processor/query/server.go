@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,11 +25,12 @@ import (
 // Headers between instances.
 const (
 	// HeaderForwardedBy marks a request forwarded by a peer (its process
-	// id). A forwarded request is answered locally or refused, never
-	// forwarded again: at most one hop, no loops.
+	// id). A forwarded request whose hop signature verifies (hop.go) is
+	// answered locally or refused, never forwarded again: at most one hop,
+	// no loops. Without a valid signature the header is ignored.
 	HeaderForwardedBy = "Rackstream-Forwarded-By"
 	// HeaderGeneration carries the forwarding instance's placement
-	// generation, for diagnostics.
+	// generation, for diagnostics; the hop signature covers it.
 	HeaderGeneration = "Rackstream-Generation"
 )
 
@@ -47,14 +47,20 @@ type Options struct {
 
 	// AuthToken, when set (http.auth.token), is required as
 	// "Authorization: Bearer <token>" on every route but /healthz and
-	// /readyz, and sent on every forwarded request.
+	// /readyz. It is never sent to a peer: a forwarded request is signed
+	// with a key derived from it instead (hop.go), and only a request so
+	// signed is a peer's. Without it no hop is authenticated.
 	AuthToken string
 	// TLS, when set, makes the server serve HTTPS (http.tls.cert and
-	// http.tls.key); LoadTLS builds it.
+	// http.tls.key), and verify clients' certificates as its ClientAuth
+	// and ClientCAs say (http.tls.client.auth, http.tls.client.ca);
+	// LoadTLS builds it.
 	TLS *tls.Config
 	// PeerTLS, when set, makes forwarding use HTTPS with this config; its
-	// RootCAs (http.tls.ca) verify the peers. It must not skip
-	// verification. Required with TLS.
+	// RootCAs (http.tls.ca) verify the peers and its Certificates are
+	// presented to them (this instance's own, for peers that require
+	// client certificates). It must not skip verification. Required with
+	// TLS.
 	PeerTLS *tls.Config
 
 	// Registerer receives the HTTP metrics (nil: not registered).
@@ -138,6 +144,8 @@ type Server struct {
 	retryAfter string
 	token      []byte
 	tokenSum   [sha256.Size]byte
+	hopKey     []byte // signs and checks hops; nil without a token
+	logs       logLimiter
 	srv        *http.Server
 }
 
@@ -151,6 +159,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.TLS != nil && opts.PeerTLS == nil {
 		return nil, errors.New("query: TLS is set without PeerTLS: forwarding to peers needs the CA that verifies them (http.tls.ca)")
+	}
+	if opts.TLS != nil && opts.TLS.ClientAuth >= tls.VerifyClientCertIfGiven && opts.TLS.ClientCAs == nil {
+		return nil, errors.New("query: TLS verifies client certificates without ClientCAs: set http.tls.client.ca")
 	}
 	if opts.PeerTLS != nil && opts.PeerTLS.InsecureSkipVerify {
 		return nil, errors.New("query: PeerTLS skips certificate verification: Rackstream never forwards to an unverified peer")
@@ -180,6 +191,7 @@ func New(opts Options) (*Server, error) {
 	if opts.AuthToken != "" {
 		s.token = []byte("Bearer " + opts.AuthToken)
 		s.tokenSum = sha256.Sum256(s.token)
+		s.hopKey = hopKey(opts.AuthToken)
 	}
 	var err error
 	if s.met, err = newMetrics(opts.Registerer); err != nil {
@@ -248,7 +260,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.Shutdown(ctx)
 }
 
-// ServeHTTP routes a request.
+// ServeHTTP routes a request. Every answer it writes is JSON, errors in
+// one shape (errorBody); only what net/http refuses before calling it (a
+// malformed request line or escape in the path, oversized headers) gets
+// net/http's plain-text answer.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -261,7 +276,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		s.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: the query API is read-only (GET)", r.Method))
+		s.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: the query API is read-only (GET)", truncate(r.Method)))
 		return
 	}
 	switch rt.name {
@@ -272,21 +287,30 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
 		s.readyz(w)
 		return
 	}
-	if !s.authorized(r) {
+	// A peer is a request whose hop signature verifies; anything else is
+	// a client's, whatever its headers claim, and needs the bearer token.
+	hc := checkHop(r, s.hopKey, s.rt.Self(), time.Now())
+	peer := hc == hopValid
+	if !peer && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
-		if r.Header.Get("Authorization") == "" {
-			s.fail(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <http.auth.token>")
-		} else {
-			s.fail(w, http.StatusUnauthorized, "wrong bearer token")
+		switch {
+		case hc == hopBadMAC:
+			s.failCode(w, http.StatusUnauthorized, codeHopSignature, "forwarded request's signature does not verify: the instances' http.auth.token differ")
+		case hc == hopExpired:
+			s.failCode(w, http.StatusUnauthorized, codeHopExpired, fmt.Sprintf("forwarded request's signing time is more than %v away from this instance's clock: the instances' clocks differ", hopWindow))
+		case r.Header.Get("Authorization") == "":
+			s.failCode(w, http.StatusUnauthorized, codeMissingToken, "missing bearer token: send Authorization: Bearer <http.auth.token>")
+		default:
+			s.failCode(w, http.StatusUnauthorized, codeWrongToken, "wrong bearer token")
 		}
 		return
 	}
 	if perr != nil {
-		code := http.StatusBadRequest
 		if rt.name == routeUnknown {
-			code = http.StatusNotFound
+			s.failCode(w, http.StatusNotFound, codeNoRoute, perr.Error())
+		} else {
+			s.fail(w, http.StatusBadRequest, perr.Error())
 		}
-		s.fail(w, code, perr.Error())
 		return
 	}
 	switch rt.name {
@@ -297,9 +321,9 @@ func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
 	case routeStatus:
 		writeJSON(w, http.StatusOK, s.localStatus())
 	case routeKeys:
-		s.key(w, r, rt)
+		s.key(w, r, rt, peer)
 	case routeScan:
-		s.scan(w, r, rt)
+		s.scan(w, r, rt, peer)
 	}
 }
 
@@ -317,10 +341,24 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) readyz(w *statusWriter) {
 	if err := s.rt.Ready(); err != nil {
 		w.Header().Set("Retry-After", s.retryAfter)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": s.notReadyReason(err)})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ready": true})
+}
+
+// notReadyReason is what a client sees of why the instance is not ready:
+// a NotReady's condition, in words; any other error is logged (once a
+// minute per text) and named only as unexplained.
+func (s *Server) notReadyReason(err error) string {
+	var nr *NotReady
+	if errors.As(err, &nr) && nr.Condition != "" {
+		return nr.Condition
+	}
+	if s.logs.first("notready\x00"+err.Error(), time.Minute) {
+		s.log.Info("not ready", "err", err)
+	}
+	return fmt.Sprintf("not ready (details in %s's log)", s.rt.Self())
 }
 
 // store returns the named store or answers 404 naming it.
@@ -331,7 +369,7 @@ func (s *Server) store(w *statusWriter, name string) (Store, bool) {
 		if known == "" {
 			known = "none"
 		}
-		s.fail(w, http.StatusNotFound, fmt.Sprintf("unknown store %q (stores: %s)", name, known))
+		s.failCode(w, http.StatusNotFound, codeUnknownStore, fmt.Sprintf("unknown store %q (stores: %s)", name, known))
 	}
 	return st, ok
 }
@@ -344,36 +382,6 @@ func (s *Server) placement(w *statusWriter) (*balancer.Placement, bool) {
 		return nil, false
 	}
 	return p, true
-}
-
-// fail answers a JSON error; 503s carry Retry-After.
-func (s *Server) fail(w *statusWriter, code int, msg string) {
-	if code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", s.retryAfter)
-	}
-	writeJSON(w, code, errorBody{Error: msg})
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		code = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: "render answer: " + err.Error()})
-	}
-	writeRaw(w, code, append(b, '\n'))
-}
-
-func writeRaw(w http.ResponseWriter, code int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	w.Write(body)
 }
 
 // statusWriter records the status code for metrics.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
@@ -20,12 +21,35 @@ func (a runtimeAdapter) Placement() *balancer.Placement { return a.rt.Placement(
 
 func (a runtimeAdapter) Ready() error {
 	if ok, reason := a.rt.Ready(); !ok {
-		if reason == "" {
-			reason = "not ready"
-		}
-		return errors.New(reason)
+		return notReady(reason)
 	}
 	return nil
+}
+
+// The runtime's readiness reasons that are words a client may see on
+// /readyz: the rest embed raw errors (a broker's address, a storage path).
+var (
+	readyWords    = map[string]bool{"starting": true, "stopped": true, "joining the group": true}
+	readyRestore  = regexp.MustCompile(`^task [0-9]+ is restoring$`)
+	readyTopology = regexp.MustCompile(`^topology [A-Za-z0-9._-]+: partition count(s differ \(| changed from [0-9]+ to [0-9]+ while running$)`)
+)
+
+// notReady turns the runtime's reason into the query server's NotReady:
+// the reason itself when it is one of the runtime's worded conditions (a
+// partition count change names its topics and counts), else a condition in
+// words with the reason as the cause, for the log only. The runtime reports
+// one string today; once it reports its condition and cause apart, this
+// allowlist goes.
+func notReady(reason string) *query.NotReady {
+	switch {
+	case reason == "":
+		return &query.NotReady{Condition: "not ready"}
+	case readyWords[reason], readyRestore.MatchString(reason), readyTopology.MatchString(reason):
+		return &query.NotReady{Condition: reason}
+	case strings.HasPrefix(reason, "rebuilding the Kafka client"):
+		return &query.NotReady{Condition: "rebuilding the Kafka client after an error", Cause: errors.New(reason)}
+	}
+	return &query.NotReady{Condition: "stopped by an error (details in the instance's log)", Cause: errors.New(reason)}
 }
 
 // Replica and Replicas use the role the runtime reports for the task, a

@@ -5,6 +5,11 @@
 // `rackstream dev` runs several in one process, each with its own state
 // directory, registry and HTTP port.
 //
+// It is also how a custom Go topology runs with everything `rackstream run`
+// has: pass it as Options.Topology. processor.NewRuntime alone runs the
+// topology without HTTP queries, metrics, probes or the Kafka security
+// settings of the configuration; examples/service is a complete program.
+//
 //	cfg, err := config.Load(config.Sources{File: "rackstream.properties"})
 //	...
 //	in, err := service.New(service.Options{Config: cfg, Logger: logger})
@@ -28,6 +33,10 @@
 // Kafka brokers), one when it has joined (instance id, tags, endpoint,
 // group) and, for every placement it learns, a summary line (tasks per member and
 // role) and the placement's quality per tag dimension.
+//
+// Its HTTP handler is the placement page and /v1/whatif (package
+// processor/query/page) in front of the query server; Options.Wrap, when
+// set, wraps both.
 //
 // Its registry (Instance.Registry, served on /metrics) holds
 // rackstream_build_info (package internal/buildinfo), the runtime's
@@ -65,6 +74,7 @@ import (
 	"github.com/rackstream/rackstream/processor/builtin"
 	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/processor/query/page"
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -155,7 +165,12 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: partitioner: %w", err)
 	}
-	serverTLS, peerTLS, err := query.LoadTLS(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, cfg.HTTP.TLSCA)
+	compression, err := state.ParseCompression(string(cfg.LevelDB.Compression))
+	if err != nil {
+		return nil, fmt.Errorf("service: state.leveldb.compression: %w", err)
+	}
+	serverTLS, peerTLS, err := query.LoadTLS(query.TLSFiles{Cert: cfg.HTTP.TLSCert, Key: cfg.HTTP.TLSKey, CA: cfg.HTTP.TLSCA,
+		ClientAuth: cfg.HTTP.TLSClientAuth, ClientCA: cfg.HTTP.TLSClientCA})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -184,42 +199,46 @@ func New(opts Options) (*Instance, error) {
 	if opts.ProcessMetrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:    cfg.BootstrapServers,
-		ClientOpts: kc.Opts(kclient.RoleGroup, opts.ClientOpts...),
-		// Once the process id is known, the client ids carry it, so that
-		// the brokers' logs and quotas tell the instances apart; the
-		// caller's options still come last and win.
-		ClientOptsFor: func(processID string) []kgo.Opt {
-			return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
-		},
-		StateDir:     cfg.StateDir,
-		CleanupDelay: cleanupDelay(cfg.StateCleanupDelay),
-		LevelDB: state.LevelDBOptions{
-			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
-			WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
-			BloomBits:        bloomBits(cfg.LevelDB.BloomBits),
-			Compression:      compression(cfg.LevelDB.Compression),
-		},
-		Endpoint:              endpoint,
-		Tags:                  cfg.ClientTags,
-		RackAwareTags:         cfg.RackAwareAssignmentTags,
-		NumStandbys:           cfg.NumStandbyReplicas,
-		Capacity:              cfg.NumStreamThreads,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag,
-		MaxWarmups:            cfg.MaxWarmupReplicas,
-		ProbingInterval:       cfg.ProbingRebalanceInterval,
-		Partitioner:           part,
-		CacheMaxBytes:         cfg.StatestoreCacheMaxBytes,
-		CommitInterval:        cfg.CommitInterval,
-		ErrorPolicy:           policy,
-		DLQTopic:              cfg.DeadLetterQueueTopic,
-		ReplicationFactor:     int16(cfg.ReplicationFactor),
-		SessionTimeout:        cfg.SessionTimeout,
-		ShutdownTimeout:       cfg.ShutdownTimeout,
-		Logger:                log,
-		Registerer:            reg,
-	})
+	// Every configured key maps to its option as it is: the key table
+	// takes its defaults from processor.DefaultOptions (and state's and
+	// the balancer's), and zero means zero on both sides. The options
+	// without a key keep DefaultOptions' values.
+	ro := processor.DefaultOptions()
+	ro.Brokers = cfg.BootstrapServers
+	ro.ClientOpts = kc.Opts(kclient.RoleGroup, opts.ClientOpts...)
+	// Once the process id is known, the client ids carry it, so that the
+	// brokers' logs and quotas tell the instances apart; the caller's
+	// options still come last and win.
+	ro.ClientOptsFor = func(processID string) []kgo.Opt {
+		return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
+	}
+	ro.StateDir = cfg.StateDir
+	ro.CleanupDelay = cfg.StateCleanupDelay
+	ro.LevelDB = state.LevelDBOptions{
+		BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
+		WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
+		BloomBits:        cfg.LevelDB.BloomBits,
+		Compression:      compression,
+	}
+	ro.Endpoint = endpoint
+	ro.Tags = cfg.ClientTags
+	ro.RackAwareTags = cfg.RackAwareAssignmentTags
+	ro.NumStandbys = cfg.NumStandbyReplicas
+	ro.Capacity = cfg.NumStreamThreads
+	ro.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
+	ro.MaxWarmups = cfg.MaxWarmupReplicas
+	ro.ProbingInterval = cfg.ProbingRebalanceInterval
+	ro.Partitioner = part
+	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
+	ro.CommitInterval = cfg.CommitInterval
+	ro.ErrorPolicy = policy
+	ro.DLQTopic = cfg.DeadLetterQueueTopic
+	ro.ReplicationFactor = int16(cfg.ReplicationFactor)
+	ro.SessionTimeout = cfg.SessionTimeout
+	ro.ShutdownTimeout = cfg.ShutdownTimeout
+	ro.Logger = log
+	ro.Registerer = reg
+	rt, err := processor.NewRuntime(topo, ro)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
@@ -246,7 +265,8 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
-	var h http.Handler = qs
+	// The placement page and /v1/whatif in front of the query server.
+	var h http.Handler = page.New(page.Options{Query: qs, Logger: log.With("component", "page")})
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}
@@ -267,31 +287,6 @@ func New(opts Options) (*Instance, error) {
 		stores:   names,
 		abort:    make(chan struct{}),
 	}, nil
-}
-
-// cleanupDelay maps state.cleanup.delay.ms (0 = delete at the next
-// cleanup) to the runtime's convention (0 = the default).
-func cleanupDelay(d time.Duration) time.Duration {
-	if d <= 0 {
-		return time.Nanosecond
-	}
-	return d
-}
-
-// bloomBits maps state.leveldb.bloom.bits (0 = no filter) to state's
-// convention (negative = no filter, 0 = the default).
-func bloomBits(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-func compression(c config.Compression) state.Compression {
-	if c == config.CompressionNone {
-		return state.CompressionNone
-	}
-	return state.CompressionSnappy
 }
 
 // endpointOf is the host:port peers reach a listener at when

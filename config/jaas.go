@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// JAAS is the one login module of a sasl.jaas.config value, as Kafka's Java
+// clients read it:
+//
+//	org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="...";
+//
+// a login module class, a control flag, options name=value (a value quoted
+// with double quotes, where a backslash escapes the next character, or a
+// bare word), and a semicolon.
+type JAAS struct {
+	Module  string            // the login module class
+	Flag    string            // required, requisite, sufficient or optional
+	Options map[string]string // name -> value; values may be secrets
+}
+
+// The login modules Rackstream maps onto its SASL mechanisms.
+const (
+	PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+)
+
+// otherLoginModules are login modules of Kafka and the JDK that Rackstream
+// does not support; errors name them.
+var otherLoginModules = []string{
+	"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+	"com.sun.security.auth.module.Krb5LoginModule",
+}
+
+// ParseJAAS parses a sasl.jaas.config value. Its errors say what was
+// expected and at which character (from 1), and never quote the text: the
+// value holds a password.
+func ParseJAAS(s string) (JAAS, error) {
+	p := jaasParser{s: s}
+	j := JAAS{Options: map[string]string{}}
+	var ok bool
+	if j.Module, ok = p.word(); !ok {
+		return JAAS{}, p.fail("a login module class")
+	}
+	if j.Flag, ok = p.word(); !ok {
+		return JAAS{}, p.fail("a control flag after the login module (required, requisite, sufficient or optional)")
+	}
+	switch strings.ToLower(j.Flag) {
+	case "required", "requisite", "sufficient", "optional":
+		j.Flag = strings.ToLower(j.Flag)
+	default:
+		return JAAS{}, fmt.Errorf("the control flag after the login module must be required, requisite, sufficient or optional (at character %d)", p.start+1)
+	}
+	for {
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == ';' {
+			p.i++
+			break
+		}
+		name, ok := p.word()
+		if !ok {
+			return JAAS{}, p.fail("an option name=\"value\" or the final ';'")
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '=' {
+			return JAAS{}, p.fail("'=' after an option name") // the "name" may be a stray secret
+		}
+		p.i++
+		p.space()
+		var value string
+		if p.i < len(p.s) && p.s[p.i] == '"' {
+			if value, ok = p.quoted(); !ok {
+				return JAAS{}, fmt.Errorf("the value of option %s has no closing quote (it starts at character %d)", name, p.start+1)
+			}
+		} else if value, ok = p.word(); !ok {
+			return JAAS{}, p.fail("a value for option " + name)
+		}
+		if _, dup := j.Options[name]; dup {
+			return JAAS{}, fmt.Errorf("option %s is given twice", name)
+		}
+		j.Options[name] = value
+	}
+	p.space()
+	if p.i < len(p.s) {
+		return JAAS{}, fmt.Errorf("sasl.jaas.config holds one login module: text follows the ';' at character %d", p.i+1)
+	}
+	return j, nil
+}
+
+// jaasParser reads a sasl.jaas.config value left to right.
+type jaasParser struct {
+	s     string
+	i     int // the next character
+	start int // where the last token started
+}
+
+func (p *jaasParser) space() {
+	for p.i < len(p.s) && strings.IndexByte(" \t\r\n\f", p.s[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+// word reads a bare word: anything up to whitespace, '=', ';' or '"'.
+func (p *jaasParser) word() (string, bool) {
+	p.space()
+	p.start = p.i
+	for p.i < len(p.s) && strings.IndexByte(" \t\r\n\f=;\"", p.s[p.i]) < 0 {
+		p.i++
+	}
+	return p.s[p.start:p.i], p.i > p.start
+}
+
+// quoted reads a double-quoted value; a backslash escapes the next
+// character, as in Java's StreamTokenizer.
+func (p *jaasParser) quoted() (string, bool) {
+	p.start = p.i
+	p.i++ // the opening quote
+	var b strings.Builder
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c == '"':
+			return b.String(), true
+		case c == '\\' && p.i < len(p.s):
+			b.WriteByte(p.s[p.i])
+			p.i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false
+}
+
+func (p *jaasParser) fail(want string) error {
+	p.space()
+	if p.i >= len(p.s) {
+		return fmt.Errorf("expected %s, found the end (a sasl.jaas.config value ends with ';')", want)
+	}
+	return fmt.Errorf("expected %s at character %d", want, p.i+1)
+}
+
+// checkJAAS is sasl.jaas.config's check: a value that parses, with a login
+// module Rackstream supports, and a username and password.
+func checkJAAS(v string) string {
+	j, err := ParseJAAS(v)
+	if err != nil {
+		return err.Error()
+	}
+	switch j.Module {
+	case PlainLoginModule, ScramLoginModule:
+	default:
+		// Named only when it is a known class: the first word of a
+		// mistyped value may be the secret itself.
+		what := "this login module"
+		for _, known := range otherLoginModules {
+			if j.Module == known {
+				what = known
+			}
+		}
+		return fmt.Sprintf("%s is not supported: use %s (sasl.mechanism=PLAIN) or %s (SCRAM-SHA-256, SCRAM-SHA-512)", what, PlainLoginModule, ScramLoginModule)
+	}
+	if j.Options["username"] == "" || j.Options["password"] == "" {
+		return "the login module needs the options username and password"
+	}
+	return ""
+}
