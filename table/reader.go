@@ -46,7 +46,7 @@ const pollEvery = 10 * time.Millisecond
 // started (or ctx is done), and keeps them current in the background until
 // Close. The topic must exist.
 func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error) {
-	c := config{partitioner: partition.Murmur2(), logger: slog.Default()}
+	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
 	for _, o := range opts {
 		o.apply(&c)
 	}
@@ -74,17 +74,15 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error)
 	if err != nil {
 		return nil, err
 	}
-	r.mgr, err = state.Open(state.Options{
-		Dir:           dir,
-		ApplicationID: "table-" + topic,
-		LevelDB:       c.leveldb,
-		ClientOpts:    c.kafka,
-		// The last stable offset: an exactly-once writer's aborted records
-		// are never applied; without transactions it is the high watermark.
-		ReadCommitted: true,
-		Logger:        r.log,
-		Registerer:    c.registerer,
-	})
+	so := state.DefaultOptions()
+	so.Dir, so.ApplicationID = dir, "table-"+topic
+	so.LevelDB = c.leveldb
+	so.ClientOpts = c.kafka
+	// The last stable offset: an exactly-once writer's aborted records are
+	// never applied; without transactions it is the high watermark.
+	so.ReadCommitted = true
+	so.Logger, so.Registerer = r.log, c.registerer
+	r.mgr, err = state.Open(so)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", topic, err)
 	}

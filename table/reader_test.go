@@ -140,14 +140,11 @@ func TestReaderInAnotherProcessReadsARunningRackstreamGroup(t *testing.T) {
 		}
 		return counts.Put(ctx, key, n+1)
 	})
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:           c.Brokers,
-		StateDir:          t.TempDir(),
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    3 * time.Second,
-		ReplicationFactor: 1,
-		Logger:            slog.New(slog.DiscardHandler),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir = c.Brokers, t.TempDir()
+	o.CommitInterval, o.SessionTimeout, o.ReplicationFactor = 100*time.Millisecond, 3*time.Second, 1
+	o.Logger = slog.New(slog.DiscardHandler)
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
 	}
