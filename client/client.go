@@ -248,7 +248,7 @@ func (c *Client) do(ctx context.Context, in instance, path string, q url.Values)
 
 func (c *Client) answerError(in instance, request string, code int, body []byte) *Error {
 	e := &Error{Instance: in.id, Endpoint: in.endpoint, Request: request, Status: code}
-	e.Code, e.Message = decodeError(body)
+	e.Code, e.Message, e.AnsweredBy = decodeError(body)
 	return e
 }
 

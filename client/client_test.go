@@ -214,7 +214,7 @@ func TestNotFoundAndUnknownStoreAreTold(t *testing.T) {
 	f := newFakeCluster(t, false, "", 2, "a")
 	f.answer = func(id string, w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"error":"key \"x\" not found in store counts (task 1)","code":"not_found"}`)
+		fmt.Fprint(w, `{"error":"key \"x\" not found in store counts (task 1)","code":"key_not_found","instance":"a"}`)
 		return true
 	}
 	c := f.client()
@@ -233,12 +233,13 @@ func TestErrorBodiesDecodeInEveryShape(t *testing.T) {
 	for _, tc := range []struct{ body, code, msg string }{
 		{`{"error":"boom"}`, "", "boom"},
 		{`{"error":"boom","code":"unavailable"}`, "unavailable", "boom"},
+		{`{"error":"boom","code":"unavailable","instance":"p1"}`, "unavailable", "boom"},
 		{`{"code":"unavailable","message":"boom"}`, "unavailable", "boom"},
 		{`{"error":{"code":"unavailable","message":"boom"}}`, "unavailable", "boom"},
 		{`not json`, "", "not json"},
 		{`{"other":1}`, "", `{"other":1}`},
 	} {
-		code, msg := decodeError([]byte(tc.body))
+		code, msg, _ := decodeError([]byte(tc.body))
 		if code != tc.code || msg != tc.msg {
 			t.Errorf("%s: code %q message %q, want %q %q", tc.body, code, msg, tc.code, tc.msg)
 		}
