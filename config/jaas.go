@@ -21,14 +21,27 @@ type JAAS struct {
 
 // The login modules Rackstream maps onto its SASL mechanisms.
 const (
-	PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
-	ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	PlainLoginModule       = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	ScramLoginModule       = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	OAuthBearerLoginModule = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 )
+
+// moduleFits reports whether a login module goes with a SASL mechanism.
+func moduleFits(module string, m SASLMechanism) bool {
+	switch module {
+	case PlainLoginModule:
+		return m == Plain
+	case ScramLoginModule:
+		return m == ScramSHA256 || m == ScramSHA512
+	case OAuthBearerLoginModule:
+		return m == OAuthBearer
+	}
+	return false
+}
 
 // otherLoginModules are login modules of Kafka and the JDK that Rackstream
 // does not support; errors name them.
 var otherLoginModules = []string{
-	"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 	"com.sun.security.auth.module.Krb5LoginModule",
 }
 
@@ -141,7 +154,9 @@ func (p *jaasParser) fail(want string) error {
 }
 
 // checkJAAS is sasl.jaas.config's check: a value that parses, with a login
-// module Rackstream supports, and a username and password.
+// module Rackstream supports, and for PLAIN and SCRAM a username and
+// password (OAUTHBEARER's options clientId, clientSecret and scope are
+// optional: the sasl.oauthbearer.* keys may give them).
 func checkJAAS(v string) string {
 	j, err := ParseJAAS(v)
 	if err != nil {
@@ -149,6 +164,8 @@ func checkJAAS(v string) string {
 	}
 	switch j.Module {
 	case PlainLoginModule, ScramLoginModule:
+	case OAuthBearerLoginModule:
+		return ""
 	default:
 		// Named only when it is a known class: the first word of a
 		// mistyped value may be the secret itself.
@@ -158,10 +175,23 @@ func checkJAAS(v string) string {
 				what = known
 			}
 		}
-		return fmt.Sprintf("%s is not supported: use %s (sasl.mechanism=PLAIN) or %s (SCRAM-SHA-256, SCRAM-SHA-512)", what, PlainLoginModule, ScramLoginModule)
+		return fmt.Sprintf("%s is not supported: use %s (sasl.mechanism=PLAIN), %s (SCRAM-SHA-256, SCRAM-SHA-512) or %s (OAUTHBEARER)", what, PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule)
 	}
 	if j.Options["username"] == "" || j.Options["password"] == "" {
 		return "the login module needs the options username and password"
 	}
 	return ""
+}
+
+// checkJAASModule fails when sasl.jaas.config's login module does not go
+// with sasl.mechanism (a SCRAM line under PLAIN, ...).
+func (c *Config) checkJAASModule(fail func(key, format string, args ...any)) {
+	sec := c.Security
+	if sec.SASLJAASConfig == "" {
+		return
+	}
+	if j, err := ParseJAAS(sec.SASLJAASConfig.Reveal()); err == nil && !moduleFits(j.Module, sec.SASLMechanism) {
+		fail("sasl.jaas.config", "sasl.jaas.config's login module does not match sasl.mechanism=%s: %s goes with PLAIN, %s with SCRAM-SHA-256 and SCRAM-SHA-512, %s with OAUTHBEARER",
+			sec.SASLMechanism, PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule)
+	}
 }

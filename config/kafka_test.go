@@ -170,7 +170,14 @@ func TestJavaSecuritySettingsAreChecked(t *testing.T) {
 		{"JAAS for PLAIN", []string{"security.protocol=SASL_SSL", jaas}, ""},
 		{"JAAS with SCRAM's mechanism", []string{"security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-256", jaas}, "sasl.jaas.config's login module does not match sasl.mechanism=SCRAM-SHA-256"},
 		{"JAAS and a user name", []string{"security.protocol=SASL_SSL", jaas, "sasl.username=u"}, "sasl.jaas.config and sasl.username or sasl.password are both set"},
-		{"an unsupported module", []string{`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`}, "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule is not supported"},
+		{"an unsupported module", []string{`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;`}, "com.sun.security.auth.module.Krb5LoginModule is not supported"},
+		{"OAUTHBEARER's module with SCRAM", []string{"security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512", `sasl.jaas.config=` + OAuthBearerLoginModule + ` required;`}, "sasl.jaas.config's login module does not match sasl.mechanism=SCRAM-SHA-512"},
+		{"SCRAM's module with OAUTHBEARER", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			"sasl.oauthbearer.client.credentials.client.id=app", "sasl.oauthbearer.client.credentials.client.secret=Zq9-pw", `sasl.jaas.config=` + ScramLoginModule + ` required username="u" password="Zq9-pw";`}, "sasl.jaas.config's login module does not match sasl.mechanism=OAUTHBEARER"},
+		{"OAUTHBEARER from the JAAS options", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			`sasl.jaas.config=` + OAuthBearerLoginModule + ` required clientId="app" clientSecret="Zq9-pw" scope="kafka";`}, ""},
+		{"OAUTHBEARER's module without a secret anywhere", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			`sasl.jaas.config=` + OAuthBearerLoginModule + ` required clientId="app";`}, "sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.client.credentials.client.secret"},
 		{"a module unknown to all", []string{`sasl.jaas.config=Zq9-pw required;`}, "Invalid value [hidden] for configuration sasl.jaas.config: this login module is not supported"},
 		{"JAAS without a password", []string{`sasl.jaas.config=` + ScramLoginModule + ` required username="u";`}, "needs the options username and password"},
 		{"a PEM trust store inline", []string{"ssl.truststore.type=PEM", "ssl.truststore.certificates=-----BEGIN CERTIFICATE-----"}, ""},
@@ -195,6 +202,10 @@ func TestJavaSecuritySettingsAreChecked(t *testing.T) {
 			t.Errorf("%s: the password leaked: %v", tc.name, err)
 		case tc.name == "store types" && (c.Security.SSLKeystoreType != StorePKCS12 || c.Security.SSLTruststoreType != StorePEM):
 			t.Errorf("store types %s, %s", c.Security.SSLKeystoreType, c.Security.SSLTruststoreType)
+		case tc.name == "OAUTHBEARER from the JAAS options":
+			if id, secret, scope := c.Security.OAuthClientCredentials(); id != "app" || secret.Reveal() != "Zq9-pw" || scope != "kafka" {
+				t.Errorf("%s: client %q scope %q", tc.name, id, scope)
+			}
 		case tc.name == "hostname verification off" && c.Security.VerifyHostname():
 			t.Error("ssl.endpoint.identification.algorithm= still verifies host names")
 		}

@@ -161,7 +161,7 @@ var keys = []*keyDef{
 			return ""
 		}},
 	{name: "sasl.jaas.config", secret: true, check: checkJAAS,
-		doc:   "Kafka's JAAS line for SASL, instead of `sasl.username` and `sasl.password`: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\";` for `sasl.mechanism=PLAIN`, or `org.apache.kafka.common.security.scram.ScramLoginModule` for SCRAM.",
+		doc:   "Kafka's JAAS line for SASL, instead of `sasl.username` and `sasl.password`: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\";` for `sasl.mechanism=PLAIN`, or `org.apache.kafka.common.security.scram.ScramLoginModule` for SCRAM; `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule` for OAUTHBEARER, whose options `clientId`, `clientSecret` and `scope` stand in for the `sasl.oauthbearer.*` keys left empty.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLJAASConfig) }},
 	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}, fold: true,
 		doc:   "The SASL mechanism under `security.protocol` SASL_PLAINTEXT or SASL_SSL.",

@@ -232,3 +232,22 @@ func pemOf(c *x509.Certificate) string {
 func pemOfKey(t *testing.T) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: marshalKey(t, newKey(t))})
 }
+
+// TestOAuthBearerFromAKafkaJAASLine: a Kafka Streams file written before
+// Kafka 4.1 gives the client credentials as options of
+// OAuthBearerLoginModule in sasl.jaas.config; they reach the token
+// endpoint as the sasl.oauthbearer.* keys would.
+func TestOAuthBearerFromAKafkaJAASLine(t *testing.T) {
+	te := newTokenEndpoint(t, nil, time.Hour)
+	cfg := load(t, []string{"127.0.0.1:1"}, "security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER",
+		"sasl.oauthbearer.token.endpoint.url="+te.URL,
+		`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="`+oauthClientID+`" clientSecret="`+oauthSecret+`" scope="kafka";`)
+	kc := newClients(t, cfg, nil)
+	if kc.Mechanism() != config.OAuthBearer {
+		t.Fatalf("mechanism %s", kc.Mechanism())
+	}
+	tok, err := newTokenSource(cfg.Security).Token(t.Context())
+	if err != nil || tok != "placeholder-token-for-kafka" || te.requests.Load() != 1 {
+		t.Errorf("Token = %q, %v after %d requests", tok, err, te.requests.Load())
+	}
+}
