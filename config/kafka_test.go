@@ -3,7 +3,10 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // TestKafkaKeysAreKafkas regenerates kafka_keys.txt from the Kafka jars
@@ -20,10 +25,7 @@ import (
 func TestKafkaKeysAreKafkas(t *testing.T) {
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found under CI: .ci/run installs it", tool)
-			}
-			t.Skipf("%s not found: cannot regenerate kafka_keys.txt", tool)
+			kafkatest.SkipOrFail(t, "%s not found: cannot regenerate kafka_keys.txt (.ci/run installs it)", tool)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
@@ -140,6 +142,10 @@ func TestParseJAAS(t *testing.T) {
 	if err != nil || j.Module != PlainLoginModule || j.Flag != "required" || j.Options["username"] != "alice" || j.Options["password"] != `p"w;d=x` || j.Options["extra"] != "bare" {
 		t.Errorf("ParseJAAS = %+v, %v", j, err)
 	}
+	j, err = ParseJAAS(ScramLoginModule + ` required password="a\tb\\c\101\7x\q";`)
+	if err != nil || j.Options["password"] != "a\tb\\cA\ax"+"q" {
+		t.Errorf("escapes as Java's StreamTokenizer reads them: %q, %v", j.Options["password"], err)
+	}
 	const secret = "Zq9-jaas-secret"
 	for _, bad := range []struct{ in, want string }{
 		{"", "expected a login module class, found the end"},
@@ -148,7 +154,6 @@ func TestParseJAAS(t *testing.T) {
 		{ScramLoginModule + ` required username="u" password="` + secret, "the value of option password has no closing quote"},
 		{ScramLoginModule + ` required username="u" password="` + secret + `"`, "expected an option name=\"value\" or the final ';', found the end"},
 		{ScramLoginModule + ` required username="u" ` + secret + `;`, "expected '=' after an option name at character"},
-		{ScramLoginModule + ` required password="a" password="` + secret + `";`, "option password is given twice"},
 		{ScramLoginModule + ` required password="` + secret + `"; ` + secret, "holds one login module: text follows the ';'"},
 	} {
 		_, err := ParseJAAS(bad.in)
@@ -208,6 +213,96 @@ func TestJavaSecuritySettingsAreChecked(t *testing.T) {
 			}
 		case tc.name == "hostname verification off" && c.Security.VerifyHostname():
 			t.Error("ssl.endpoint.identification.algorithm= still verifies host names")
+		}
+	}
+}
+
+// jaasCases pin how Kafka reads sasl.jaas.config. lenient marks a value
+// Kafka rejects and ParseJAAS accepts on purpose (a bare value Java's
+// tokenizer does not take as a word).
+var jaasCases = []struct {
+	in      string
+	lenient bool
+}{
+	{in: ScramLoginModule + ` required username="alice" password="alice-secret";`},
+	{in: PlainLoginModule + "  REQUIRED\n\tusername=\"a\"\n\tpassword=\"b\" ;\n"},
+	{in: `org.x.Y requisite username=alice password="p\tq\"r\\s";`},
+	{in: `org.x.Y sufficient user=a-b_c$d.e;`},
+	{in: `org.x.Y optional;`},
+	{in: `org.x.Y required a="1" a="2";`},
+	{in: "org.x.Y required // a comment\n a=\"1\" /* another */ b=\"2\";"},
+	{in: `org.x.Y required a="\101\7x\q";`},
+	{in: `org.x.Y required a="";`},
+	{in: `org.x.Y required`},
+	{in: `org.x.Y required; org.x.Z required;`},
+	{in: `org.x.Y always;`},
+	{in: `org.x.Y required a;`},
+	{in: `org.x.Y required a=;`},
+	{in: `org.x.Y required a="unclosed;`},
+	{in: ``},
+	{in: `org.x.Y required a=12345;`, lenient: true},
+	{in: `org.x.Y required a=b/c;`, lenient: true},
+}
+
+// TestParseJAASMatchesKafka runs Kafka's own parser (JaasDump.java with the
+// jars of kafkakeys/gen.sh) on every case: where Kafka reads a value,
+// ParseJAAS reads the same module, flag and options; where Kafka rejects
+// one, ParseJAAS does too, but for the lenient cases. It needs Java and
+// Maven: it skips outside CI without them and fails under CI.
+func TestParseJAASMatchesKafka(t *testing.T) {
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			kafkatest.SkipOrFail(t, "%s not found: the JAAS cases are not checked against Kafka", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	libs, err := exec.CommandContext(ctx, "bash", filepath.Join("kafkakeys", "gen.sh"), "--libs").Output()
+	if err != nil {
+		t.Fatalf("kafkakeys/gen.sh --libs: %v", err)
+	}
+	dir := t.TempDir()
+	args := []string{"-cp", filepath.Join(strings.TrimSpace(string(libs)), "*"), filepath.Join("testdata", "JaasDump.java")}
+	for i, c := range jaasCases {
+		p := filepath.Join(dir, fmt.Sprintf("case%02d", i))
+		if err := os.WriteFile(p, []byte(c.in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, p)
+	}
+	out, err := exec.CommandContext(ctx, "java", args...).Output()
+	if err != nil {
+		t.Fatalf("java JaasDump: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(jaasCases) {
+		t.Fatalf("JaasDump printed %d lines for %d cases:\n%s", len(lines), len(jaasCases), out)
+	}
+	for i, c := range jaasCases {
+		j, err := ParseJAAS(c.in)
+		kafka := lines[i]
+		if strings.HasPrefix(kafka, "ERROR") {
+			if err == nil && !c.lenient {
+				t.Errorf("%q: Kafka rejects it (%s), ParseJAAS reads %+v", c.in, kafka, j)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: Kafka reads it (%s), ParseJAAS: %v", c.in, kafka, err)
+			continue
+		}
+		f := strings.SplitN(kafka, " ", 4) // module, "LoginModuleControlFlag:", flag, options
+		mod, _ := hex.DecodeString(f[0])
+		got := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(f[3], ";"), ";") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				kb, _ := hex.DecodeString(k)
+				vb, _ := hex.DecodeString(v)
+				got[string(kb)] = string(vb)
+			}
+		}
+		if string(mod) != j.Module || f[2] != j.Flag || !maps.Equal(got, j.Options) {
+			t.Errorf("%q: Kafka reads %s %s %q, ParseJAAS %s %s %q", c.in, mod, f[2], got, j.Module, j.Flag, j.Options)
 		}
 	}
 }
