@@ -23,6 +23,7 @@ import (
 // file. Outside CI it skips when Java or Maven is missing; under CI (CI
 // non-empty) .ci/run installs both, so it must run.
 func TestKafkaKeysAreKafkas(t *testing.T) {
+	t.Parallel() // a JVM starts: overlap it with the other tests
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			kafkatest.SkipOrFail(t, "%s not found: cannot regenerate kafka_keys.txt (.ci/run installs it)", tool)
@@ -250,6 +251,7 @@ var jaasCases = []struct {
 // one, ParseJAAS does too, but for the lenient cases. It needs Java and
 // Maven: it skips outside CI without them and fails under CI.
 func TestParseJAASMatchesKafka(t *testing.T) {
+	t.Parallel() // a JVM starts: overlap it with the other tests
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			kafkatest.SkipOrFail(t, "%s not found: the JAAS cases are not checked against Kafka", tool)
