@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench kafka-start kafka-stop kafka-status release
+.PHONY: all build vet test test-kfake test-kafka bench chaos kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -30,6 +30,11 @@ test-kfake:
 test-kafka:
 	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
 		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
+
+# The fault suite's long form (chaos/): every scenario against a broker of
+# its own; make test runs the short form. One line per scenario.
+chaos:
+	./deploy/local/chaos.sh long
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)

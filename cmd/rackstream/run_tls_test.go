@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/internal/kafkatest/certs"
 	"github.com/rackstream/rackstream/internal/kclient"
@@ -118,7 +119,7 @@ func runUntilCount(ctx context.Context, t *testing.T, file string, env []string,
 	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var stderr syncBuffer
+	var stderr cluster.Lines
 	done := make(chan int, 1)
 	go func() { done <- runRun(runCtx, []string{"--config", file}, env, &stderr) }()
 	var base string
@@ -128,7 +129,7 @@ func runUntilCount(ctx context.Context, t *testing.T, file string, env []string,
 			t.Fatalf("run exited %d early:\n%s", code, tailLines(stderr.String(), 20))
 		default:
 		}
-		if l := jsonLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
+		if l := cluster.JSONLogLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
 			base = "http://" + l[0]["http"].(string)
 			return true
 		}
@@ -138,7 +139,7 @@ func runUntilCount(ctx context.Context, t *testing.T, file string, env []string,
 		var body struct {
 			Value json.RawMessage `json:"value"`
 		}
-		code, err := getJSON(base+"/v1/stores/count/keys/"+key, &body)
+		code, err := cluster.GetJSON(base+"/v1/stores/count/keys/"+key, &body)
 		return err == nil && code == 200 && string(body.Value) == want
 	})
 	stop()

@@ -6,6 +6,8 @@
 #   deploy/local/kafka.sh start    fetch (once), format, start, wait until it answers
 #   deploy/local/kafka.sh stop     SIGTERM, wait, SIGKILL after a deadline
 #   deploy/local/kafka.sh restart  stop, then start afresh
+#   deploy/local/kafka.sh resume   start again on the data an earlier start left (after
+#                                  a stop or a kill): no wipe, no format
 #   deploy/local/kafka.sh status   exit 0 when it runs
 #   deploy/local/kafka.sh env      print the test variables as shell exports
 #   deploy/local/kafka.sh fetch    only fetch the jars into the cache
@@ -41,6 +43,9 @@ SASL_USER=${RACKSTREAM_KAFKA_SASL_USER:-rackstream}
 SASL_PASSWORD=${RACKSTREAM_KAFKA_SASL_PASSWORD:-rackstream-test-secret}
 HEAP=${RACKSTREAM_KAFKA_HEAP:--Xms256m -Xmx768m}
 START_TIMEOUT=${RACKSTREAM_KAFKA_START_TIMEOUT:-120}
+# A properties file appended to the generated server.properties: its keys
+# override ours (the last value of a key wins), e.g. extra listeners.
+EXTRA_PROPERTIES=${RACKSTREAM_KAFKA_EXTRA_PROPERTIES:-}
 STOP_TIMEOUT=${RACKSTREAM_KAFKA_STOP_TIMEOUT:-30}
 
 PID_FILE=$RUN_DIR/kafka.pid
@@ -213,9 +218,17 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 EOF
+	if [[ -n $EXTRA_PROPERTIES ]]; then
+		[[ -r $EXTRA_PROPERTIES ]] || die "RACKSTREAM_KAFKA_EXTRA_PROPERTIES=$EXTRA_PROPERTIES is not a readable file"
+		printf '\n# From %s (RACKSTREAM_KAFKA_EXTRA_PROPERTIES).\n' "$EXTRA_PROPERTIES" >>"$CONFIG"
+		cat "$EXTRA_PROPERTIES" >>"$CONFIG"
+	fi
 }
 
+# start [resume]: a fresh broker (the run dir wiped and formatted), or with
+# resume the broker again on the data an earlier start left.
 start() {
+	local mode=${1:-fresh}
 	need_java
 	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with internal/kafkatest/cmd/kafkaping"
 	fetch
@@ -229,7 +242,11 @@ start() {
 	done
 
 	local t0=$SECONDS
-	rm -rf "$RUN_DIR"
+	if [[ $mode == resume ]]; then
+		[[ -s $RUN_DIR/cluster-id && -d $RUN_DIR/data ]] || die "nothing to resume in $RUN_DIR: 'deploy/local/kafka.sh start' first"
+	else
+		rm -rf "$RUN_DIR"
+	fi
 	mkdir -p "$LOG_DIR" "$RUN_DIR/data" "$RUN_DIR/bin"
 	write_config
 	printf 'PORT=%s\nCONTROLLER_PORT=%s\nSASL_PORT=%s\nSSL_PORT=%s\nMTLS_PORT=%s\nSASL_SSL_PORT=%s\nOAUTH_PORT=%s\n' \
@@ -242,22 +259,27 @@ start() {
 		die "cannot build internal/kafkatest/cmd/kafkaping and kafkacerts"
 	"$RUN_DIR/bin/kafkacerts" -dir "$TLS_DIR" -hosts "$HOST,localhost" || die "cannot write the TLS material into $TLS_DIR"
 
-	# A KRaft cluster id is a base64url UUID without padding.
-	local cluster_id
-	cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-	echo "$cluster_id" >"$RUN_DIR/cluster-id"
 	jvm_args
-	if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
-		--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
-		--add-scram "SCRAM-SHA-256=[name=$SASL_USER,password=$SASL_PASSWORD]" \
-		>"$LOG_DIR/format.log" 2>&1; then
-		die "formatting $RUN_DIR/data failed: $(tail -n3 "$LOG_DIR/format.log" | tr '\n' ' ')"
+	if [[ $mode != resume ]]; then
+		# A KRaft cluster id is a base64url UUID without padding.
+		local cluster_id
+		cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		echo "$cluster_id" >"$RUN_DIR/cluster-id"
+		if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
+			--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+			--add-scram "SCRAM-SHA-256=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+			>"$LOG_DIR/format.log" 2>&1; then
+			die "formatting $RUN_DIR/data failed: $(tail -n3 "$LOG_DIR/format.log" | tr '\n' ' ')"
+		fi
 	fi
 
-	# setsid: the broker outlives the shell (and make) that started it.
+	# setsid: the broker outlives the shell (and make) that started it. The
+	# pid file of an earlier (killed) broker goes first: the wait below
+	# must read the new one.
+	rm -f "$PID_FILE"
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
-		</dev/null >"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
+		</dev/null >>"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
 	# Wait for the pid file the child writes before exec.
 	local i
 	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
@@ -348,12 +370,13 @@ case ${1:-} in
 start) lock 8 "$RUN_DIR.lock" && start ;;
 stop) lock 8 "$RUN_DIR.lock" && stop ;;
 restart) lock 8 "$RUN_DIR.lock" && stop && start ;;
+resume) lock 8 "$RUN_DIR.lock" && start resume ;;
 status) status ;;
 env) print_env ;;
 fetch) need_java && fetch && say "jars in $LIBS" ;;
 version) cat "$RUN_DIR/version" 2>/dev/null || echo unknown ;;
 *)
-	echo "usage: $0 start|stop|restart|status|env|fetch|version" >&2
+	echo "usage: $0 start|stop|restart|resume|status|env|fetch|version" >&2
 	exit 1
 	;;
 esac

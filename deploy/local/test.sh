@@ -12,6 +12,9 @@
 # Tests that read no broker variable are cached by go test between the two
 # passes, so the second pass reruns only the tests that touch Kafka.
 #
+# With every package (PKGS=./...) and the real broker, the fault suite's
+# short form follows (deploy/local/chaos.sh short).
+#
 # Environment: GO (go), GOTEST_TIMEOUT (10m, per package binary), PKGS (./...),
 # GOTEST_FLAGS (extra go test flags), and kafka.sh's own variables.
 set -uo pipefail
@@ -96,6 +99,12 @@ if ((rc == 0)); then
 	export "${BROKER_VARS[@]}"
 	suite "go test (kafka $version)" "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
 	stop_broker
+	# The fault suite's short form (chaos/, scenarios 1, 3 and 5): a broker
+	# of its own and six instances, run after the package passes so that
+	# it has the machine to itself; only when every package is tested.
+	if [[ ${PKGS[*]} == ./... ]]; then
+		suite "chaos (short)" "$HERE/chaos.sh" short
+	fi
 else
 	why=$(tail -n1 "$broker_err") # kafka.sh's one-line reason
 	if ((rc == 2)) && [[ -z ${CI:-} ]]; then

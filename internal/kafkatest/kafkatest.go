@@ -84,6 +84,13 @@ type Cluster struct {
 	admin    *kadm.Client
 }
 
+// At returns the cluster of the brokers already running at the given
+// addresses, a broker the test started itself (the fault suite's own): the
+// helpers work on it as on the shared one.
+func At(t testing.TB, brokers ...string) *Cluster {
+	return &Cluster{Brokers: brokers, t: t}
+}
+
 // Real reports whether the cluster is a real Apache Kafka broker.
 func (c *Cluster) Real() bool { return c.Fake == nil }
 
@@ -424,6 +431,14 @@ func (s *SASLCluster) AuthAs(user, password string) sasl.Mechanism {
 // passes, then fails the test with msg. It logs how long the wait took.
 func Eventually(t testing.TB, deadline time.Duration, msg string, cond func() bool) {
 	t.Helper()
+	Poll(t, deadline, 20*time.Millisecond, msg, cond)
+}
+
+// Poll is Eventually polling every interval: for conditions that cost
+// several HTTP calls (reading a group's placement), polled less often on a
+// small machine.
+func Poll(t testing.TB, deadline, interval time.Duration, msg string, cond func() bool) {
+	t.Helper()
 	start := time.Now()
 	for {
 		if cond() {
@@ -433,7 +448,7 @@ func Eventually(t testing.TB, deadline time.Duration, msg string, cond func() bo
 		if time.Since(start) > deadline {
 			t.Fatalf("%s: not true after %v", msg, deadline)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
