@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench chaos kafka-start kafka-stop kafka-status
+.PHONY: all build vet test test-kfake test-kafka bench chaos kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -47,3 +47,9 @@ kafka-stop:
 
 kafka-status:
 	./deploy/local/kafka.sh status
+
+# Static binaries for linux/amd64, linux/arm64 and darwin/arm64 with
+# SHA256SUMS and the release image's Dockerfile, in dist/ (DIST); PLATFORMS
+# narrows it (deploy/release/release.sh; deploy's TestReleaseQuick runs one).
+release:
+	./deploy/release/release.sh

@@ -64,6 +64,12 @@ type LevelDB struct {
 
 // Security holds the Kafka clients' security settings.
 type Security struct {
+	// OAUTHBEARER's client-credentials flow (sasl.mechanism=OAUTHBEARER).
+	OAuthTokenEndpointURL string // sasl.oauthbearer.token.endpoint.url
+	OAuthClientID         string // sasl.oauthbearer.client.credentials.client.id
+	OAuthClientSecret     Secret // sasl.oauthbearer.client.credentials.client.secret
+	OAuthScope            string // sasl.oauthbearer.scope
+
 	Protocol               SecurityProtocol // security.protocol
 	SASLMechanism          SASLMechanism    // sasl.mechanism
 	SASLUsername           string           // sasl.username
@@ -198,6 +204,7 @@ const (
 	Plain       SASLMechanism = "PLAIN"
 	ScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	ScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	OAuthBearer SASLMechanism = "OAUTHBEARER"
 )
 
 // Compression is state.leveldb.compression.

@@ -274,7 +274,7 @@ func (c *Config) crossCheck() Errors {
 		errs = append(errs, &Error{Key: key, Source: c.Source(key), Msg: fmt.Sprintf(format, args...)})
 	}
 	sec := c.Security
-	if sec.UsesSASL() {
+	if sec.UsesSASL() && sec.SASLMechanism != OAuthBearer {
 		var missing []string
 		if sec.SASLUsername == "" {
 			missing = append(missing, "sasl.username")
@@ -318,6 +318,7 @@ func (c *Config) crossCheck() Errors {
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
+	c.checkOAuth(fail)
 	return errs
 }
 

@@ -15,18 +15,13 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // TestNodeLabelsScript runs the init container's script with sh and curl
 // against a fake Kubernetes API server on loopback (TLS, verified with the
 // CA file as in a pod) and loads the file it writes as `rackstream run` would.
 func TestNodeLabelsScript(t *testing.T) {
-	for _, tool := range []string{"sh", "curl", "sed"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			kafkatest.SkipOrFail(t, "%s is not installed: the script cannot run here (the image it runs in has it)", tool)
-		}
-	}
+	needTools(t, "the init container's script runs with them (its image, curlimages/curl, has them)", "sh", "curl", "sed")
 	const token = "sa-token-0123456789"
 	nodes := map[string]string{
 		// Compact JSON as the API server sends it, with an escaped copy of

@@ -2,20 +2,17 @@ package state
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/syndtr/goleveldb/leveldb/journal"
 )
 
@@ -117,59 +114,26 @@ func fillTable(t *testing.T, e *env, dir string, at float64) (path string, conte
 	return path, content, filepath.Base(table)
 }
 
-// capturedLogs keeps a Manager's log records as flat attribute maps (with
-// "level" and "msg"), for tests of what is logged.
-type capturedLogs struct {
-	mu   sync.Mutex
-	recs []map[string]string
-}
-
-// install is an Options modifier that sends the Manager's logs here.
-func (c *capturedLogs) install(o *Options) { o.Logger = slog.New(captureHandler{c: c}) }
-
-// find returns the first record at level whose message contains msg.
-func (c *capturedLogs) find(level slog.Level, msg string) map[string]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.recs {
-		if r["level"] == level.String() && strings.Contains(r["msg"], msg) {
-			return r
+// assertLogged checks that an ERROR line about msg names the task, the
+// store, the damaged file and the reason.
+func assertLogged(t *testing.T, logs *kafkatest.LogBuffer, msg, file, reason string) {
+	t.Helper()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, msg) {
+			for _, want := range []string{" task=0 ", " store=s ", " file=" + file + " ", " reason=" + reason + " "} {
+				if !strings.Contains(line+" ", want) {
+					t.Fatalf("ERROR log %q lacks %q: %s", msg, strings.TrimSpace(want), line)
+				}
+			}
+			return
 		}
 	}
-	return nil
+	t.Fatalf("no ERROR log %q in:\n%s", msg, logs.String())
 }
 
-type captureHandler struct {
-	c     *capturedLogs
-	attrs []slog.Attr
-}
-
-func (h captureHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h captureHandler) WithGroup(string) slog.Handler            { return h }
-func (h captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return captureHandler{h.c, append(slices.Clip(h.attrs), as...)}
-}
-
-func (h captureHandler) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]string{"level": r.Level.String(), "msg": r.Message}
-	for _, a := range h.attrs {
-		m[a.Key] = a.Value.String()
-	}
-	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
-	h.c.mu.Lock()
-	h.c.recs = append(h.c.recs, m)
-	h.c.mu.Unlock()
-	return nil
-}
-
-// assertLogged checks that an ERROR record about msg names the task, the
-// store, the damaged file and the reason.
-func assertLogged(t *testing.T, logs *capturedLogs, msg, file, reason string) {
-	t.Helper()
-	r := logs.find(slog.LevelError, msg)
-	if r == nil || r["task"] != "0" || r["store"] != "s" || r["file"] != file || r["reason"] != reason {
-		t.Fatalf("ERROR log %q = %v, want task 0, store s, file %s, reason %s", msg, r, file, reason)
-	}
+// logTo is an Options modifier that sends the Manager's logs to b.
+func logTo(b *kafkatest.LogBuffer) func(*Options) {
+	return func(o *Options) { o.Logger = b.Logger() }
 }
 
 // onlyFile returns the one file of path's directory matching pattern.
@@ -201,8 +165,8 @@ func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 	}
 	must(t, os.WriteFile(log, b, 0o644))
 
-	logs := new(capturedLogs)
-	m, task := reopen(t, e, dir, logs.install)
+	logs := new(kafkatest.LogBuffer)
+	m, task := reopen(t, e, dir, logTo(logs))
 	if n := testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s")); n != 0 {
 		t.Fatalf("damage with intact batches after it was taken for a torn tail (%v)", n)
 	}
@@ -220,8 +184,8 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	path, want, table := fillTable(t, e, dir, 1.0/3)
 
-	logs := new(capturedLogs)
-	m, task := reopen(t, e, dir, logs.install)
+	logs := new(kafkatest.LogBuffer)
+	m, task := reopen(t, e, dir, logTo(logs))
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 0 {
 		t.Fatalf("moved aside at open (%v): the damaged block is not read at open", aside)
 	}
@@ -248,7 +212,7 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	assertLogged(t, logs, "DAMAGED STORE: the task fails", table, reasonTable)
 	must(t, m.Close())
 
-	m, task = reopen(t, e, dir, logs.install)
+	m, task = reopen(t, e, dir, logTo(logs))
 	assertLogged(t, logs, "DAMAGED STORE moved aside", table, reasonTable)
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
@@ -405,4 +369,15 @@ func TestDamageErrorNamesTheFile(t *testing.T) {
 	if !errors.As(err, &d) || d.Reason != reasonJournal || d.File != filepath.Base(log) || !strings.Contains(err.Error(), filepath.Base(log)) {
 		t.Fatalf("open of a journal damaged mid-file = %v, want a journal damageError naming %s", err, filepath.Base(log))
 	}
+}
+
+// TestMissingCurrentIsManifestDamage: a store whose CURRENT file is gone
+// (goleveldb cannot find its manifest) is rebuilt with reason manifest.
+func TestMissingCurrentIsManifestDamage(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	dir := t.TempDir()
+	path, want := fillStore(t, e, dir, nil)
+	must(t, os.Remove(filepath.Join(path, "CURRENT")))
+	m, task := reopen(t, e, dir)
+	assertRebuilt(t, e, m, task, path, reasonManifest, want)
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
@@ -329,28 +328,6 @@ func waitFor(tb testing.TB, in instance, limit, interval time.Duration, what fun
 		}
 		time.Sleep(interval)
 	}
-}
-
-// committedThrough reports whether group's committed offsets on topic
-// reach the topic's end offsets on every non-empty partition.
-func committedThrough(adm *kadm.Client, group, topic string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return false
-	}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return false
-	}
-	done := true
-	ends.Each(func(o kadm.ListedOffset) {
-		if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
-			done = false
-		}
-	})
-	return done
 }
 
 // usage is what one measured run cost the process.

@@ -203,43 +203,8 @@ func TestRunAuthenticatesEveryKafkaClientWithSASL(t *testing.T) {
 		t.Error("the wrong password appears in the log")
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stderr cluster.Lines
-	done := make(chan int, 1)
-	go func() {
-		done <- runRun(ctx, []string{"--config", file}, []string{"RACKSTREAM_SASL_PASSWORD=" + sc.Password}, &stderr)
-	}()
-	var base string
-	kafkatest.Eventually(t, time.Minute, "start-up line", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("run exited %d early:\n%s", code, tailLines(stderr.String(), 20))
-		default:
-		}
-		if l := cluster.JSONLogLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
-			base = "http://" + l[0]["http"].(string)
-			return true
-		}
-		return false
-	})
-	kafkatest.Eventually(t, 90*time.Second, "count of k1 is 4 over SASL", func() bool {
-		var body struct {
-			Value json.RawMessage `json:"value"`
-		}
-		code, err := cluster.GetJSON(base+"/v1/stores/count/keys/k1", &body)
-		return err == nil && code == 200 && string(body.Value) == "4"
-	})
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after cancel:\n%s", code, tailLines(stderr.String(), 20))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run did not stop within 30s of cancel:\n%s", tailLines(stderr.String(), 20))
-	}
-	if strings.Contains(stderr.String(), sc.Password) {
+	stderr := runUntilCount(t.Context(), t, file, []string{"RACKSTREAM_SASL_PASSWORD=" + sc.Password}, "k1", "4")
+	if strings.Contains(stderr, sc.Password) {
 		t.Error("the password appears in the log")
 	}
 }

@@ -24,7 +24,9 @@
 //   - the seed brokers (bootstrap.servers);
 //   - SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 under security.protocol
 //     SASL_PLAINTEXT or SASL_SSL (sasl.mechanism, sasl.username,
-//     sasl.password);
+//     sasl.password), or OAUTHBEARER with access tokens from the
+//     client-credentials flow (sasl.oauthbearer.token.endpoint.url, client
+//     id and secret, scope; oauth.go);
 //   - TLS under SSL or SASL_SSL, verifying brokers with ssl.ca.location (the
 //     system's roots when empty) and presenting ssl.certificate.location and
 //     ssl.key.location when set. Verification is never skipped;
@@ -117,7 +119,15 @@ func New(cfg *config.Config, logger *slog.Logger) (*Clients, error) {
 		rack:    cfg.ClientRack(),
 		logger:  logger,
 	}
-	if sec.UsesSASL() {
+	if sec.UsesSASL() && sec.SASLMechanism == config.OAuthBearer {
+		// The client-credentials flow (oauth.go); config.Load has checked
+		// that its keys are set.
+		if sec.OAuthTokenEndpointURL == "" || sec.OAuthClientID == "" || sec.OAuthClientSecret == "" {
+			return nil, errors.New("kclient: sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and sasl.oauthbearer.client.credentials.client.secret")
+		}
+		c.auth, c.mechanism, c.user = newTokenSource(sec).mechanism(), config.OAuthBearer, sec.OAuthClientID
+	}
+	if sec.UsesSASL() && c.auth == nil {
 		user, pass := sec.SASLCredentials() // sasl.username/password or sasl.jaas.config
 		if user == "" || pass == "" {
 			return nil, fmt.Errorf("kclient: security.protocol=%s requires sasl.username and sasl.password (or sasl.jaas.config)", sec.Protocol)

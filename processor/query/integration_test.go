@@ -125,9 +125,15 @@ func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string, 
 }
 
 // kill crashes the instance as far as the group can tell.
-func (in *instance) kill() {
+// It returns once the instance's HTTP server is closed too: Abort closes it
+// from Run's goroutine, which a loaded machine may run a little later, and
+// until then a peer's forward could still reach it.
+func (in *instance) kill(t *testing.T) {
 	in.dialer.cutAll()
 	in.svc.Abort()
+	kafkatest.Eventually(t, 30*time.Second, in.name+"'s HTTP server closed", func() bool {
+		return get(t, in, "/healthz", "").code == -1
+	})
 }
 
 type reply struct {
@@ -374,7 +380,7 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 			}
 		}
 		standbyID, killedID := tk["standby"].([]any)[0], tk["active"]
-		victim.kill()
+		victim.kill(t)
 
 		// Within the session timeout the placement still names the killed
 		// owner: without max_lag, 503; with it, the standby answers.

@@ -20,7 +20,9 @@ func TestStateReplicaReadsCommittedStoreData(t *testing.T) {
 	app := c.Name("query-state")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m, err := state.Open(state.Options{Dir: t.TempDir(), ApplicationID: app, ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, Logger: discardLogger()})
+	o := state.DefaultOptions()
+	o.Dir, o.ApplicationID, o.ClientOpts, o.Logger = t.TempDir(), app, []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, discardLogger()
+	m, err := state.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,11 @@
 // `rackstream dev` runs several in one process, each with its own state
 // directory, registry and HTTP port.
 //
+// It is also how a custom Go topology runs with everything `rackstream run`
+// has: pass it as Options.Topology. processor.NewRuntime alone runs the
+// topology without HTTP queries, metrics, probes or the Kafka security
+// settings of the configuration; examples/service is a complete program.
+//
 //	cfg, err := config.Load(config.Sources{File: "rackstream.properties"})
 //	...
 //	in, err := service.New(service.Options{Config: cfg, Logger: logger})
