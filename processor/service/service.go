@@ -252,7 +252,8 @@ func New(opts Options) (*Instance, error) {
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
-		Runtime:     runtimeAdapter{rt},
+		Reader:      runtimeAdapter{rt},
+		ExactlyOnce: cfg.ExactlyOnce(),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
