@@ -94,11 +94,14 @@
 // and continues strictly after the page's last key, so that every key is
 // returned exactly once across pages.
 //
-// /v1/metadata is the placement of the current generation, the same on
-// every instance, and a superset of `rackstream assign`'s output (which
-// reads it back), plus a live status gathered from every instance under
-// one short timeout: an instance that doesn't answer in time is reported
-// not ready, with the reason.
+// /v1/metadata is assignor.Metadata, the document's one definition: the
+// placement of the current generation, the same on every instance, and a
+// superset of `rackstream assign`'s output (which reads it back), with the
+// assignment settings it was planned with (Options.Settings, this
+// instance's own until the runtime carries the leader's), plus a live
+// status gathered from every instance under one short timeout: an
+// instance that doesn't answer in time is reported not ready, with the
+// reason.
 //
 // The server reads the placement, local replicas and readiness through its
 // own Reader interface, read-only; it imports neither package state nor

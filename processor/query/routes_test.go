@@ -17,7 +17,7 @@ func TestKeysRouteWhateverTheirSlashesAndDots(t *testing.T) {
 		c.put(storeCounts, []byte(key), []byte{byte('1' + i)})
 		for _, path := range []string{
 			"/v1/stores/counts/keys/" + strings.ReplaceAll(key, "%", "%25"), // '/' and '.' as they are
-			keyPath(storeCounts, []byte(key)),                                // '/' escaped
+			keyPath(storeCounts, []byte(key)),                               // '/' escaped
 		} {
 			for _, n := range c.nodes {
 				a := c.get(n, path)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor/partition"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
 	// every producer uses.
 	Partitioner partition.Partitioner
+	// Settings are this instance's own assignment settings, which
+	// /v1/metadata shows as the ones its placement was planned with
+	// (source "instance") while the runtime's placement does not carry the
+	// leader's. Nil: the document has no settings (a reader infers them).
+	Settings *assignor.MetadataSettings
 
 	// AuthToken, when set (http.auth.token), is required as
 	// "Authorization: Bearer <token>" on every route but /healthz and

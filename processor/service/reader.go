@@ -3,6 +3,8 @@ package service
 import (
 	"fmt"
 
+	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/state"
 )
@@ -106,4 +108,18 @@ func (r storeReplica) Scan(start, end []byte, _ query.Isolation, fn func(key, va
 	}
 	pos := r.s.Checkpoint()
 	return pos, r.s.View().Scan(start, end, fn)
+}
+
+// assignmentSettings are the instance's own settings that shape a plan, for
+// /v1/metadata. The runtime does not yet hand the query server the
+// settings the leader planned with (balancer.Placement.Settings, on the
+// way): until it does, /v1/metadata shows these, marked source "instance".
+func assignmentSettings(cfg *config.Config) *assignor.MetadataSettings {
+	return &assignor.MetadataSettings{
+		NumStandbyReplicas:         cfg.NumStandbyReplicas,
+		AcceptableRecoveryLag:      cfg.AcceptableRecoveryLag,
+		MaxWarmupReplicas:          cfg.MaxWarmupReplicas,
+		RackAwareAssignmentTags:    append([]string{}, cfg.RackAwareAssignmentTags...),
+		ProbingRebalanceIntervalMs: cfg.ProbingRebalanceInterval.Milliseconds(),
+	}
 }

@@ -254,6 +254,7 @@ func New(opts Options) (*Instance, error) {
 	qs, err := query.New(query.Options{
 		Reader:      runtimeAdapter{rt},
 		ExactlyOnce: cfg.ExactlyOnce(),
+		Settings:    assignmentSettings(cfg),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
