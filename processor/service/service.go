@@ -248,6 +248,9 @@ func New(opts Options) (*Instance, error) {
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
+	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+		return fail(fmt.Errorf("service: balancer metrics: %w", err))
+	}
 	var stores []query.Store
 	var names []string
 	for _, s := range topo.Stores() {
@@ -255,7 +258,9 @@ func New(opts Options) (*Instance, error) {
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
-		Runtime:     runtimeAdapter{rt},
+		Reader:      runtimeAdapter{rt},
+		ExactlyOnce: cfg.ExactlyOnce(),
+		Settings:    assignmentSettings(cfg),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
