@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench kafka-start kafka-stop kafka-status
+.PHONY: all build vet test test-kfake test-kafka bench bench-go kafka-start kafka-stop kafka-status
 all: build
 
 build:
@@ -31,7 +31,14 @@ test-kafka:
 	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
 		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
 
+# bench/driver: every benchmark and peer in its own process, on kfake and on
+# the real broker when `make kafka-start` left one running; writes
+# bench/results.md (bench/README.md). `bench-go` runs every go benchmark.
 bench:
+	if ./deploy/local/kafka.sh status >/dev/null 2>&1; then eval "$$(./deploy/local/kafka.sh env)"; fi; \
+		$(GO) run ./bench/driver -out bench/results.md
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
 
 kafka-start:
