@@ -38,6 +38,17 @@ type member struct {
 	cpu  time.Duration
 	peak int64
 	exit []string // how each finished life ended
+	// stopped: the driver signalled the current life (so its exit is
+	// expected).
+	stopped bool
+}
+
+// wanted reports whether m should be running: started and not stopped by
+// the driver.
+func (m *member) wanted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd != nil && !m.stopped
 }
 
 // newGroup writes the base configuration and names n instances.
@@ -97,7 +108,7 @@ func (g *group) start(m *member) error {
 	}
 	done := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.done, m.id = cmd, done, ""
+	m.cmd, m.done, m.id, m.stopped = cmd, done, "", false
 	m.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -124,6 +135,7 @@ func (g *group) start(m *member) error {
 func (m *member) signal(sig syscall.Signal, within time.Duration) error {
 	m.mu.Lock()
 	cmd, done := m.cmd, m.done
+	m.stopped = true
 	m.mu.Unlock()
 	if cmd == nil {
 		return fmt.Errorf("%s never started", m.name)
@@ -228,7 +240,12 @@ func (g *group) agree(ctx context.Context, standbys bool) (metadata, string) {
 	for _, m := range g.instances {
 		if m.running() {
 			up = append(up, m)
+		} else if m.wanted() {
+			return metadata{}, fmt.Sprintf("%s exited; its log ends: %s", m.name, m.logTail())
 		}
+	}
+	if len(up) == 0 {
+		return metadata{}, "no instance runs"
 	}
 	var first metadata
 	for i, m := range up {

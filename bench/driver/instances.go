@@ -54,6 +54,9 @@ func (d *driver) clusterSection(ctx context.Context, b broker, countRate float64
 			return fail(fmt.Sprintf("create topic %s: %v %v", t, err, r.Err))
 		}
 	}
+	if err := waitTopics(ctx, adm, time.Minute, input, output); err != nil {
+		return fail(err.Error())
+	}
 	if b.kind == "kafka" {
 		defer func() {
 			_, _ = adm.DeleteTopics(context.Background(), input, output, app+"-count-changelog", app+"-dlq", app+"-placement")
@@ -135,6 +138,34 @@ func (d *driver) clusterSection(ctx context.Context, b broker, countRate float64
 	sec.printf("\nCPU per million records here divides each instance's CPU by all the input records (the three share them); " +
 		"it includes serving the lookups, restores after restarts and the standbys' tailing.\n")
 	return sec
+}
+
+// waitTopics waits until the broker's metadata shows every partition of
+// topics with a leader: a real broker answers a creation before its
+// metadata has the topic, and an instance started in that gap exits.
+func waitTopics(ctx context.Context, adm *kadm.Client, within time.Duration, topics ...string) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		td, err := adm.ListTopics(ctx, topics...)
+		ok := err == nil
+		for _, t := range topics {
+			d, found := td[t]
+			if !found || d.Err != nil || len(d.Partitions) == 0 {
+				ok = false
+				break
+			}
+			for _, p := range d.Partitions {
+				if p.Leader < 0 || p.Err != nil {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("topics %v not in the broker's metadata with leaders within %v", topics, within)
 }
 
 // waitCommitted waits until group's committed offsets on topic reach its

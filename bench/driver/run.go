@@ -71,7 +71,11 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
+	if os.Getenv("BENCH_DRIVER_KEEP") == "" {
+		defer os.RemoveAll(work)
+	} else {
+		fmt.Fprintf(log, "keeping %s (BENCH_DRIVER_KEEP is set)\n", work)
+	}
 	d := &driver{cfg: cfg, repo: repo, work: work, bins: map[string]string{}, log: log}
 	started := time.Now()
 	m := readMachine(repo)
