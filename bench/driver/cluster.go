@@ -23,6 +23,8 @@ import (
 type group struct {
 	bin, dir, config string
 	instances        []*member
+	// args are a member's command-line arguments; nil: `rackstream run`'s.
+	args func(m *member) []string
 }
 
 // member is one instance across its lives.
@@ -93,8 +95,12 @@ func (g *group) start(m *member) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(g.bin, "run", "--config", g.config, "--set", "state.dir="+m.stateDir,
-		"--set", "http.listen="+m.listen, "--set", "application.server="+m.listen)
+	args := []string{"run", "--config", g.config, "--set", "state.dir=" + m.stateDir,
+		"--set", "http.listen=" + m.listen, "--set", "application.server=" + m.listen}
+	if g.args != nil {
+		args = g.args(m)
+	}
+	cmd := exec.Command(g.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// The instance reads RACKSTREAM_* as configuration: give it none.
 	for _, kv := range os.Environ() {

@@ -48,7 +48,8 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 			"ceiling: goleveldb batch load, no Kafka", "Rackstream recovery in the goka driver (12 partitions, group join included)",
 			"goka v1.1.13 recovery (the same table)", "Kafka Streams 4.4.0 restore (its own changelog of as many keys, start to RUNNING)"},
 		"Three `rackstream run` instances": {"local lookups", "forwarded lookups", "bare net/http handler", "end-to-end freshness",
-			"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner", "goka v1.1.13 hot standby"},
+			"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
+			"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"},
 		"Placement": {"placement, ours and Kafka's"},
 	}
 	for prefix, rows := range want {

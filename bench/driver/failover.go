@@ -118,10 +118,6 @@ func (d *driver) failover(ctx context.Context, sec *section, g *group, adm *kadm
 		}
 	}
 	sec.printf("\n")
-	sec.missing("goka v1.1.13 hot standby", "Not measured: the goka driver (bench/goka) runs goka inside the benchmark's process, "+
-		"and a failover needs several goka processes and a kill -9 of one; there is no multi-process goka program yet. "+
-		"(goka's hot standby, `goka.WithHotStandby`, replicates every partition's table on every instance, unlike "+
-		"`num.standby.replicas=1` here.)")
 	d.targets = append(d.targets,
 		target{name: "kill -9 to the first committed update <= session timeout + 1 s", want: "<= " + dur(session+time.Second),
 			measured: dur(killCommit), met: durVerdict(killCommit, session+time.Second)},
@@ -172,29 +168,14 @@ func (d *driver) stopOwner(ctx context.Context, g *group, adm *kadm.Client, app,
 		return stopResult{}, fmt.Errorf("none of the %d lookup keys falls in task %d", keys, task)
 	}
 	res := stopResult{member: victim, owner: victim.name, task: task}
-	start := time.Now()
-	exited := make(chan error, 1)
-	go func() { exited <- victim.signal(sig, 60*time.Second) }()
-	base := int64(-1)
+	w := stop(adm, app, input, task, victim, sig)
+	start := w.start
 	u := asker.url() + "/v1/stores/count/keys/" + key
 	for deadline := start.Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if res.exited == 0 {
-			select {
-			case err := <-exited:
-				if err != nil {
-					return res, err
-				}
-				res.exited = time.Since(start)
-				base = committedOf(ctx, adm, app, input, task)
-			default:
-			}
+		if err := w.step(ctx, &res); err != nil {
+			return res, err
 		}
 		now := time.Since(start)
-		if base >= 0 && res.commit == 0 {
-			if c := committedOf(ctx, adm, app, input, task); c > base {
-				res.commit = now
-			}
-		}
 		if res.answer == 0 || res.active == 0 {
 			var ans keyAnswer
 			if code, err := getJSON(ctx, u, &ans); err == nil && code == 200 && ans.ServedBy != victimID {
@@ -238,4 +219,44 @@ func durVerdict(got, bound time.Duration) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// stopWatch follows a stopped owner: when its process exits, and then when
+// the group first commits the task's input partition past the offset
+// committed at that moment (an update made by the new owner).
+type stopWatch struct {
+	adm          *kadm.Client
+	group, topic string
+	task         int32
+	start        time.Time
+	exited       chan error
+	base         int64
+}
+
+// stop signals victim and starts watching.
+func stop(adm *kadm.Client, group, topic string, task int32, victim *member, sig syscall.Signal) *stopWatch {
+	w := &stopWatch{adm: adm, group: group, topic: topic, task: task, start: time.Now(), exited: make(chan error, 1), base: -1}
+	go func() { w.exited <- victim.signal(sig, 60*time.Second) }()
+	return w
+}
+
+// step records into res what has happened since the last step.
+func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
+	if res.exited == 0 {
+		select {
+		case err := <-w.exited:
+			if err != nil {
+				return err
+			}
+			res.exited = time.Since(w.start)
+			w.base = committedOf(ctx, w.adm, w.group, w.topic, w.task)
+		default:
+		}
+	}
+	if w.base >= 0 && res.commit == 0 {
+		if c := committedOf(ctx, w.adm, w.group, w.topic, w.task); c > w.base {
+			res.commit = time.Since(w.start)
+		}
+	}
+	return nil
 }

@@ -18,11 +18,13 @@ import (
 // count (num.standby.replicas=1) on broker b and measures, in one life of
 // the group: key lookups against a bare handler, freshness under load,
 // and failover by kill -9 and by SIGTERM under the same load.
-func (d *driver) clusterSection(ctx context.Context, b broker, countRate float64) *section {
+func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutcome) *section {
+	countRate := counted.rackstreamRate
 	cfg := d.cfg
 	sec := newSection("Three `rackstream run` instances on " + b.title + ": queries, freshness, failover")
 	rows := []string{"local lookups", "forwarded lookups", "bare net/http handler", "end-to-end freshness",
-		"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner"}
+		"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
+		"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"}
 	fail := func(why string) *section {
 		for _, r := range rows {
 			sec.missing(r, why)
@@ -129,15 +131,25 @@ func (d *driver) clusterSection(ctx context.Context, b broker, countRate float64
 	g.stopAll()
 
 	sec.printf("\nEvery instance's processes (all lives together), over the %s input records this section produced:\n\n", thousands(float64(produced)))
+	g.usageTable(sec, produced)
+	sec.printf("\nCPU per million records here divides each instance's CPU by all the input records (the three share them); " +
+		"it includes serving the lookups, restores after restarts and the standbys' tailing.\n")
+	gokaRate := counted.gokaRate / 2
+	if gokaRate <= 0 {
+		gokaRate = cfg.fallbackRate
+	}
+	d.gokaFailover(ctx, sec, b.kind, brokers, gokaRate, session)
+	return sec
+}
+
+// usageTable writes every member's CPU and peak RSS over all its lives.
+func (g *group) usageTable(sec *section, records int64) {
 	sec.printf("| instance | lives (how each ended) | CPU s | CPU s per 1M input records | peak RSS, MB |\n|---|---|---:|---:|---:|\n")
 	for _, m := range g.instances {
 		cpu, peak, exits := m.usage()
 		sec.printf("| %s | %s | %.1f | %.2f | %.0f |\n", m.name, strings.Join(exits, "; "), cpu.Seconds(),
-			cpu.Seconds()*1e6/float64(max(produced, 1)), float64(peak)/1e6)
+			cpu.Seconds()*1e6/float64(max(records, 1)), float64(peak)/1e6)
 	}
-	sec.printf("\nCPU per million records here divides each instance's CPU by all the input records (the three share them); " +
-		"it includes serving the lookups, restores after restarts and the standbys' tailing.\n")
-	return sec
 }
 
 // waitTopics waits until the broker's metadata shows every partition of

@@ -44,13 +44,25 @@ func main() {
 	smoke := flag.Bool("smoke", false, "tiny sizes and one round: checks the harness in about a minute")
 	rounds := flag.Int("rounds", 0, "rounds per table (0: 3, or 1 with -smoke)")
 	only := flag.String("brokers", "", "comma-separated brokers to run on: kfake, kafka (default: kfake, and kafka when RACKSTREAM_TEST_BROKERS is set)")
+	records := flag.Int("records", 0, "input records of the count (0: 1,000,000, or 3,000 with -smoke)")
+	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
+	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement (default: all)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out)
 	}
 	if *rounds > 0 {
-		cfg.rounds = *rounds
+		cfg.rounds, cfg.kfakeRounds = *rounds, *rounds
+	}
+	if *records > 0 {
+		cfg.countRecords = *records
+	}
+	if *keys > 0 {
+		cfg.countKeys = *keys
+	}
+	if *restoreKeys > 0 {
+		cfg.restoreKeys = *restoreKeys
 	}
 	if *only != "" {
 		cfg.brokers = strings.Split(*only, ",")
@@ -71,6 +83,7 @@ type config struct {
 	out                     string
 	smoke                   bool
 	rounds                  int
+	kfakeRounds             int      // rounds on kfake when not 0: the real broker's figures matter more, and time is short
 	brokers                 []string // kfake, kafka; empty: kfake, and kafka when the environment names it
 	sections                []string // empty: all
 	countRecords, countKeys int
@@ -89,7 +102,7 @@ type config struct {
 // fullConfig is `make bench`: the issue's sizes.
 func fullConfig() config {
 	return config{
-		out: "bench/results.md", rounds: 3,
+		out: "bench/results.md", rounds: 3, kfakeRounds: 2,
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
 		queryKeys: 2000, queryClients: 8, queryDuration: 5 * time.Second, freshDuration: 20 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second,

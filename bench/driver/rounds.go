@@ -30,6 +30,9 @@ type system struct {
 	// absent, when not empty, says why there is no process to run: the
 	// row is this line instead.
 	absent string
+	// borrowed: its figures come from another table's processes, whose
+	// whole-process CPU belongs to that table.
+	borrowed bool
 }
 
 // runs are the children of the systems of one table, round by round.
@@ -113,8 +116,8 @@ func cpuPerMillion(s system, c child) (float64, bool) {
 // processCPUPerMillion is the whole process's CPU seconds (setup and input
 // production included) per million records of the run.
 func processCPUPerMillion(records int) func(system, child) (float64, bool) {
-	return func(_ system, c child) (float64, bool) {
-		return c.cpu.Seconds() * 1e6 / float64(records), true
+	return func(s system, c child) (float64, bool) {
+		return c.cpu.Seconds() * 1e6 / float64(records), !s.borrowed
 	}
 }
 

@@ -21,6 +21,18 @@ type driver struct {
 	bins    map[string]string // built binaries by key
 	log     io.Writer
 	targets []target
+	// ksRestores are the Kafka Streams at_least_once count runs of the
+	// current broker (each also timed a restore), nil when none gave
+	// figures.
+	ksRestores []child
+}
+
+// rounds is the number of rounds on b.
+func (d *driver) rounds(b broker) int {
+	if b.kind == "kfake" && d.cfg.kfakeRounds > 0 {
+		return d.cfg.kfakeRounds
+	}
+	return d.cfg.rounds
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -108,7 +120,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 			res.sections = append(res.sections, d.restoreSection(ctx, b))
 		}
 		if cfg.wants("cluster") {
-			res.sections = append(res.sections, d.clusterSection(ctx, b, outcome.rackstreamRate))
+			res.sections = append(res.sections, d.clusterSection(ctx, b, outcome))
 		}
 	}
 	if cfg.wants("placement") {
@@ -165,8 +177,11 @@ func (d *driver) build(ctx context.Context) error {
 	for key, pkg := range packages {
 		out := filepath.Join(d.work, key)
 		args := []string{"test", "-c", "-o", out, "./" + pkg}
-		if key == "rackstream" {
+		switch key {
+		case "rackstream":
 			args = []string{"build", "-o", out, "./cmd/rackstream"}
+		case "gokacount":
+			args = []string{"build", "-o", out, "./bench/goka/cmd/gokacount"}
 		}
 		wg.Add(1)
 		go func() {
@@ -197,7 +212,7 @@ func (d *driver) build(ctx context.Context) error {
 // binary runs in its own (the Kafka Streams benchmark and Kafka's assignor
 // find their Java projects there).
 var packages = map[string]string{"processor": "processor", "state": "state", "goka": "bench/goka",
-	"kstreams": "bench/kstreams", "kafkaref": "assignor/kafkaref", "rackstream": "."}
+	"kstreams": "bench/kstreams", "kafkaref": "assignor/kafkaref", "rackstream": ".", "gokacount": "bench/goka"}
 
 func (d *driver) pkgDir(key string) string { return filepath.Join(d.repo, packages[key]) }
 
