@@ -288,8 +288,12 @@ func TestChurnAtScale(t *testing.T) {
 			lags[c.ID] = c.Lags
 		}
 		orphaned, voluntary, replicas := moves(s.plan, next, s.live)
+		handoffs := 0 // voluntary moves to a replica (standby or warmup) of the last plan
 		for i, ta := range next.Tasks {
 			if tb := s.plan.Tasks[i]; ta.Active != tb.Active && s.live[tb.Active] != nil {
+				if slices.Contains(tb.Warmup, ta.Active) || slices.Contains(tb.Standby, ta.Active) {
+					handoffs++
+				}
 				lag, known := lags[ta.Active][i]
 				if !known || lag > in.AcceptableRecoveryLag {
 					t.Fatalf("event %d (%s): task %d moved from live %s to %s, which is not caught up (lag %d, known %v)",
@@ -299,9 +303,13 @@ func TestChurnAtScale(t *testing.T) {
 		}
 		// Moves scale with the change, not with the group: an event that
 		// adds or removes m members moves at most twice their fair share of
-		// actives off live clients.
-		if bound := 2 * ((churnTasks + len(s.live) - 1) / len(s.live)) * (changed + 1); voluntary > bound {
-			t.Fatalf("event %d (%s, %d members changed): %d actives moved off live clients, more than %d", e, kind, changed, voluntary, bound)
+		// actives off live clients, besides the hand-offs to replicas that
+		// caught up since an earlier event (KIP-441: a warmup or standby
+		// that caught up takes its task over at a later rebalance, however
+		// many were restoring), which cost no restore.
+		if bound := 2 * ((churnTasks + len(s.live) - 1) / len(s.live)) * (changed + 1); voluntary-handoffs > bound {
+			t.Fatalf("event %d (%s, %d members changed): %d actives moved off live clients (%d of them to the last plan's standbys and warmups), more than %d besides those",
+				e, kind, changed, voluntary, handoffs, bound)
 		}
 		st := stats[kind]
 		if st == nil {

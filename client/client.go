@@ -33,11 +33,18 @@ type Client struct {
 	// refreshMu serialises placement refreshes, so that many requests
 	// finding the placement stale cause one /v1/metadata round.
 	refreshMu sync.Mutex
-	// mu guards pl and stale.
+	// mu guards pl, stale and down.
 	mu    sync.Mutex
 	pl    *placement
 	stale bool
+	// down holds endpoints that gave no answer lately, with when: they are
+	// asked after the other candidates until downFor has passed, so that a
+	// dead active costs one connect timeout, not one per request.
+	down map[string]time.Time
 }
+
+// downFor is how long an endpoint that gave no answer is asked last.
+const downFor = 10 * time.Second
 
 // New returns a client of the cluster reachable at the Endpoints option.
 // It contacts no instance until the first request.
@@ -54,7 +61,7 @@ func New(opts ...Opt) (*Client, error) {
 			return nil, fmt.Errorf("rackstream client: endpoint %q: want host:port: %w", e, err)
 		}
 	}
-	cl := &Client{cfg: c, scheme: "http"}
+	cl := &Client{cfg: c, scheme: "http", down: map[string]time.Time{}}
 	rt := c.transport
 	if rt == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -165,15 +172,17 @@ func (c *Client) Get(ctx context.Context, store string, key []byte, opts ...Read
 // when every instance failed in a way another might not, each failure
 // appended to errs.
 func (c *Client) tryEach(ctx context.Context, ins []instance, path string, q url.Values, errs *[]error) (instance, []byte, error) {
-	for _, in := range ins {
+	for _, in := range c.upFirst(ins) {
 		code, body, err := c.do(ctx, in, path, q)
 		if err != nil {
+			c.markDown(in.endpoint)
 			*errs = append(*errs, err)
 			if ctx.Err() != nil {
 				return in, nil, errors.Join(*errs...)
 			}
 			continue
 		}
+		c.markUp(in.endpoint)
 		if code == http.StatusOK {
 			return in, body, nil
 		}
@@ -239,8 +248,40 @@ func (c *Client) do(ctx context.Context, in instance, path string, q url.Values)
 
 func (c *Client) answerError(in instance, request string, code int, body []byte) *Error {
 	e := &Error{Instance: in.id, Endpoint: in.endpoint, Request: request, Status: code}
-	e.Code, e.Message = decodeError(body)
+	e.Code, e.Message, e.AnsweredBy = decodeError(body)
 	return e
+}
+
+// upFirst returns ins with the endpoints that gave no answer within
+// downFor moved to the end, the order otherwise kept.
+func (c *Client) upFirst(ins []instance) []instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.down) == 0 {
+		return ins
+	}
+	now := time.Now()
+	var up, down []instance
+	for _, in := range ins {
+		if at, ok := c.down[in.endpoint]; ok && now.Sub(at) < downFor {
+			down = append(down, in)
+		} else {
+			up = append(up, in)
+		}
+	}
+	return append(up, down...)
+}
+
+func (c *Client) markDown(endpoint string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down[endpoint] = time.Now()
+}
+
+func (c *Client) markUp(endpoint string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.down, endpoint)
 }
 
 // placement returns the cached placement, reading /v1/metadata first when
@@ -332,15 +373,17 @@ func (c *Client) endpoints(cur *placement) []instance {
 func (c *Client) fetchPlacement(ctx context.Context, cur *placement) (*placement, error) {
 	var errs []error
 	var best *placement
-	for _, in := range c.endpoints(cur) {
+	for _, in := range c.upFirst(c.endpoints(cur)) {
 		code, body, err := c.do(ctx, in, "/v1/metadata", nil)
 		if err != nil {
+			c.markDown(in.endpoint)
 			errs = append(errs, err)
 			if ctx.Err() != nil {
 				break
 			}
 			continue
 		}
+		c.markUp(in.endpoint)
 		if code != http.StatusOK {
 			e := c.answerError(in, "GET /v1/metadata", code, body)
 			if code == http.StatusUnauthorized || code == http.StatusForbidden {

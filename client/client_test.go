@@ -214,7 +214,7 @@ func TestNotFoundAndUnknownStoreAreTold(t *testing.T) {
 	f := newFakeCluster(t, false, "", 2, "a")
 	f.answer = func(id string, w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"error":"key \"x\" not found in store counts (task 1)","code":"not_found"}`)
+		fmt.Fprint(w, `{"error":"key \"x\" not found in store counts (task 1)","code":"key_not_found","instance":"a"}`)
 		return true
 	}
 	c := f.client()
@@ -233,12 +233,13 @@ func TestErrorBodiesDecodeInEveryShape(t *testing.T) {
 	for _, tc := range []struct{ body, code, msg string }{
 		{`{"error":"boom"}`, "", "boom"},
 		{`{"error":"boom","code":"unavailable"}`, "unavailable", "boom"},
+		{`{"error":"boom","code":"unavailable","instance":"p1"}`, "unavailable", "boom"},
 		{`{"code":"unavailable","message":"boom"}`, "unavailable", "boom"},
 		{`{"error":{"code":"unavailable","message":"boom"}}`, "unavailable", "boom"},
 		{`not json`, "", "not json"},
 		{`{"other":1}`, "", `{"other":1}`},
 	} {
-		code, msg := decodeError([]byte(tc.body))
+		code, msg, _ := decodeError([]byte(tc.body))
 		if code != tc.code || msg != tc.msg {
 			t.Errorf("%s: code %q message %q, want %q %q", tc.body, code, msg, tc.code, tc.msg)
 		}
@@ -304,5 +305,43 @@ func TestScannerPagesWithTheCursor(t *testing.T) {
 	}
 	if len(seen) != 2 || !strings.Contains(seen[0], "prefix=eA") || !strings.Contains(seen[0], "max_lag=5") || !strings.Contains(seen[1], "cursor=c1") {
 		t.Errorf("scan requests %v", seen)
+	}
+}
+
+func TestAnInstanceThatGaveNoAnswerIsAskedLast(t *testing.T) {
+	f := newFakeCluster(t, false, "", 3, "a", "b", "c")
+	// "a" accepts connections and drops them: no answer, as from a
+	// host that is gone.
+	f.answer = func(id string, w http.ResponseWriter, r *http.Request) bool {
+		if id != "a" {
+			return false
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return true
+	}
+	c := f.client(Endpoints(f.endpoint("b")), MaxLag(10))
+	var keys []string
+	for i := 0; len(keys) < 5; i++ {
+		if k := fmt.Sprint("key-", i); f.activeOf(k) == "a" {
+			keys = append(keys, k)
+		}
+	}
+	var first int64 // requests a got on the first read (net/http may retry a dropped GET once)
+	for i, key := range keys {
+		v, err := c.Get(t.Context(), "counts", []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.ServedBy == "a" || v.Role != "standby" {
+			t.Errorf("%s served by %s (%s)", key, v.ServedBy, v.Role)
+		}
+		if i == 0 {
+			first = f.keys["a"].Load()
+		} else if n := f.keys["a"].Load(); n != first {
+			t.Errorf("after %d reads of a's keys, a got %d requests, want the %d of the first read only", i+1, n, first)
+		}
 	}
 }

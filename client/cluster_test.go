@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -198,6 +199,13 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 		return cl.Generation() == md.Generation
 	})
 	checkScan(t, cl, want, "before the kill")
+	if _, err := cl.Get(t.Context(), "count", []byte("nobody")); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("an absent key: %v, want ErrNotFound", err)
+	}
+	var cerr *client.Error
+	if _, err := cl.Get(t.Context(), "nope", []byte("user-1")); errors.Is(err, client.ErrNotFound) || !errors.As(err, &cerr) || cerr.Status != http.StatusNotFound {
+		t.Errorf("an unknown store: %v, want a 404 *client.Error that is not ErrNotFound", err)
+	}
 
 	// SIGKILL the instance active for the most tasks.
 	victim, most := ins[0], -1

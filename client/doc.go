@@ -28,7 +28,9 @@
 // the instance is down (connection refused, timeout) or its task is moving
 // (503). Without it only actives answer, as Kafka Streams' interactive
 // queries do by default. The answer says who served it (ServedBy, Role) and
-// how far behind it was (Lag, Position).
+// how far behind it was (Lag, Position). An instance that gave no answer
+// (refused, timed out) is asked after the others for a few seconds, so
+// that a dead active costs one timeout, not one per request.
 //
 // # Scans
 //

@@ -29,6 +29,9 @@ type Error struct {
 	Code string
 	// Message is the server's error message.
 	Message string
+	// AnsweredBy is the process id of the instance that answered, when
+	// its answer names it (it may have forwarded the request).
+	AnsweredBy string
 	// Err is the transport error when no answer came.
 	Err error
 }
@@ -48,6 +51,9 @@ func (e *Error) Error() string {
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}
+	if e.AnsweredBy != "" && e.AnsweredBy != e.Instance {
+		msg += " (answered by instance " + e.AnsweredBy + ")"
+	}
 	return msg
 }
 
@@ -59,10 +65,16 @@ func (e *Error) Is(target error) bool {
 }
 
 // notFoundKey tells an absent key (404 with the key named) from an
-// unknown store (404 too): the server's messages differ, and a code, when
-// the server sends one, says it outright.
+// unknown store or path (404 too): by the code where the server sends one
+// (key_not_found), else by the message.
 func (e *Error) notFoundKey() bool {
-	return !strings.Contains(strings.ToLower(e.Code), "store") && !strings.Contains(e.Message, "unknown store")
+	switch e.Code {
+	case "key_not_found":
+		return true
+	case "", "not_found":
+		return strings.Contains(e.Message, "not found in store")
+	}
+	return false
 }
 
 // retryable reports whether another replica may answer where this one
@@ -77,10 +89,10 @@ func (e *Error) retryable() bool {
 // {"error": {"code": "c", "message": "msg"}} are all understood (the shape
 // has changed between versions); anything else becomes the message,
 // truncated.
-func decodeError(body []byte) (code, msg string) {
+func decodeError(body []byte) (code, msg, instance string) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
-		return "", truncate(string(body))
+		return "", truncate(string(body)), ""
 	}
 	str := func(raw json.RawMessage) string {
 		var s string
@@ -89,7 +101,7 @@ func decodeError(body []byte) (code, msg string) {
 		}
 		return ""
 	}
-	code, msg = str(m["code"]), str(m["message"])
+	code, msg, instance = str(m["code"]), str(m["message"]), str(m["instance"])
 	if e, ok := m["error"]; ok {
 		if s := str(e); s != "" {
 			msg = s
@@ -108,7 +120,7 @@ func decodeError(body []byte) (code, msg string) {
 	if code == "" && msg == "" {
 		msg = truncate(string(body))
 	}
-	return code, msg
+	return code, truncate(msg), instance
 }
 
 func truncate(s string) string {

@@ -55,8 +55,8 @@ func Partitioner(p partition.Partitioner) Opt {
 	return opt(func(c *config) { c.partitioner = p })
 }
 
-// LevelDB sets the databases' LevelDB options (state.LevelDBOptions; zero
-// fields take state's defaults).
+// LevelDB sets the databases' LevelDB options [state.DefaultLevelDBOptions()];
+// start from those and change what you need.
 func LevelDB(o state.LevelDBOptions) Opt {
 	return opt(func(c *config) { c.leveldb = o })
 }

@@ -45,15 +45,15 @@ const pollEvery = 10 * time.Millisecond
 // returns once all are caught up with the end offsets as they were when it
 // started (or ctx is done), and keeps them current in the background until
 // Close. The topic must exist.
-func Open(ctx context.Context, topic string, opts ...Opt) (r *Reader, err error) {
-	c := config{partitioner: partition.Murmur2(), logger: slog.Default()}
+func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error) {
+	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
 	for _, o := range opts {
 		o.apply(&c)
 	}
 	if topic == "" {
 		return nil, errors.New("table: open: empty topic name")
 	}
-	r = &Reader{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
+	r := &Reader{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
 	dir := c.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "rackstream-table-"); err != nil {
@@ -63,7 +63,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (r *Reader, err error)
 	}
 	defer func() {
 		if err != nil {
-			r.shutdown()
+			r.shutdown() // r, not the nil returned with err
 		}
 	}()
 	if r.cl, err = kgo.NewClient(append(c.kafka, kgo.MetadataMinAge(time.Second))...); err != nil {
@@ -74,17 +74,15 @@ func Open(ctx context.Context, topic string, opts ...Opt) (r *Reader, err error)
 	if err != nil {
 		return nil, err
 	}
-	r.mgr, err = state.Open(state.Options{
-		Dir:           dir,
-		ApplicationID: "table-" + topic,
-		LevelDB:       c.leveldb,
-		ClientOpts:    c.kafka,
-		// The last stable offset: an exactly-once writer's aborted records
-		// are never applied; without transactions it is the high watermark.
-		ReadCommitted: true,
-		Logger:        r.log,
-		Registerer:    c.registerer,
-	})
+	so := state.DefaultOptions()
+	so.Dir, so.ApplicationID = dir, "table-"+topic
+	so.LevelDB = c.leveldb
+	so.ClientOpts = c.kafka
+	// The last stable offset: an exactly-once writer's aborted records are
+	// never applied; without transactions it is the high watermark.
+	so.ReadCommitted = true
+	so.Logger, so.Registerer = r.log, c.registerer
+	r.mgr, err = state.Open(so)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", topic, err)
 	}

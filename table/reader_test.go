@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,14 +140,11 @@ func TestReaderInAnotherProcessReadsARunningRackstreamGroup(t *testing.T) {
 		}
 		return counts.Put(ctx, key, n+1)
 	})
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:           c.Brokers,
-		StateDir:          t.TempDir(),
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    3 * time.Second,
-		ReplicationFactor: 1,
-		Logger:            slog.New(slog.DiscardHandler),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir = c.Brokers, t.TempDir()
+	o.CommitInterval, o.SessionTimeout, o.ReplicationFactor = 100*time.Millisecond, 3*time.Second, 1
+	o.Logger = slog.New(slog.DiscardHandler)
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,4 +301,24 @@ func TestReaderScanBoundsAndStop(t *testing.T) {
 	if _, _, err := r.Get([]byte("k01")); err == nil {
 		t.Error("Get after Close succeeded")
 	}
+}
+
+// TestOpenOnAMissingTopicFailsNamingIt: no topic, no Reader, and nothing
+// left behind.
+func TestOpenOnAMissingTopicFailsNamingIt(t *testing.T) {
+	c := kafkatest.New(t)
+	topic := c.Name("table-missing")
+	dir := t.TempDir()
+	_, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	if err == nil || !strings.Contains(err.Error(), topic) {
+		t.Fatalf("Open on a missing topic: %v; want an error naming %s", err, topic)
+	}
+	// The state directory is not left locked.
+	produceTopic := c.Name("table-present")
+	c.CreateTopic(produceTopic, 1, compact)
+	r, err := table.Open(t.Context(), produceTopic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close(t.Context())
 }

@@ -3,16 +3,20 @@ package gokabench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	gokacodec "github.com/lovoo/goka/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
 	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/table"
 )
 
 // TestGokaStoppedMidStreamContinuesInRackstreamExactly is the migration
@@ -29,7 +33,8 @@ import (
 //   - partitioner = fnv1a, goka's, and counts in goka's codec.Int64
 //     encoding (decimal text), which Rackstream's codec.Int64 reads.
 //
-// Exactly means: every key's final count is the number of records produced
+// On the way, goka's group table is read through a table.Reader (goka's
+// View, ported). Exactly means: every key's final count is the number of records produced
 // for it, and the records handled by goka plus those handled by Rackstream
 // are the records produced: none lost, none counted twice.
 func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
@@ -90,6 +95,26 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 	}
 	byGoka, atStop := goka.handled(), total()
 	t.Logf("goka on %s stopped after handling %d records; %d produced so far", c.Kind(), byGoka, atStop)
+
+	// goka's View, ported: a table.Reader on the group table, with goka's
+	// partitioner and codecs, holds goka's counts: they add up to the
+	// records goka handled.
+	view, err := table.Open(context.Background(), group+"-table", table.KafkaOpts(c.ClientOpts()...),
+		table.Partitioner(partition.FNV1a()), table.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inTable int64
+	if err := table.NewTyped(view, codec.FromGoka[string](new(gokacodec.String)), codec.FromGoka[int64](new(gokacodec.Int64))).
+		Scan(func(_ string, n int64) bool { inTable += n; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if inTable != byGoka {
+		t.Errorf("goka's table read through table.Reader sums to %d, want the %d records goka handled", inTable, byGoka)
+	}
+	if err := view.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
 
 	// Rackstream takes over while the stream goes on.
 	rs := startRackstreamOn(t, c, group, input, t.TempDir(), processor.WithChangelog(group+"-table"))

@@ -71,7 +71,11 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 	if out, err := b.run("stop"); err != nil {
 		return nil, fmt.Errorf("cluster: stopping an earlier broker in %s: %v\n%s", o.Dir, err, out)
 	}
-	n := 3 + 2*o.Slots // kafka.sh's three, then a listener and a proxy per slot
+	// kafka.sh's seven (PLAINTEXT, CONTROLLER, SASL_PLAINTEXT, then its TLS
+	// four, which the listeners below replace but whose ports kafka.sh
+	// checks are free), then a listener and a proxy per slot.
+	const own = 7
+	n := own + 2*o.Slots
 	base, err := lowFreePorts(o.FromPort, n)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 	var listeners, advertised, protocols []string
 	for i := range o.Slots {
 		name := "SLOT" + strconv.Itoa(i)
-		lport, pport := base+3+2*i, base+4+2*i
+		lport, pport := base+own+2*i, base+own+1+2*i
 		listeners = append(listeners, fmt.Sprintf("%s://127.0.0.1:%d", name, lport))
 		advertised = append(advertised, fmt.Sprintf("%s://127.0.0.1:%d", name, pport))
 		protocols = append(protocols, name+":PLAINTEXT")
@@ -109,6 +113,10 @@ broker.session.timeout.ms=3000
 		"RACKSTREAM_KAFKA_PORT="+strconv.Itoa(port),
 		"RACKSTREAM_KAFKA_CONTROLLER_PORT="+strconv.Itoa(cport),
 		"RACKSTREAM_KAFKA_SASL_PORT="+strconv.Itoa(sport),
+		"RACKSTREAM_KAFKA_SSL_PORT="+strconv.Itoa(base+3),
+		"RACKSTREAM_KAFKA_MTLS_PORT="+strconv.Itoa(base+4),
+		"RACKSTREAM_KAFKA_SASL_SSL_PORT="+strconv.Itoa(base+5),
+		"RACKSTREAM_KAFKA_OAUTH_PORT="+strconv.Itoa(base+6),
 		"RACKSTREAM_KAFKA_EXTRA_PROPERTIES="+extra,
 	)
 	if o.Heap != "" {
