@@ -135,9 +135,11 @@ func New(opts Options) (*Instance, error) {
 	if cfg == nil {
 		return nil, errors.New("service: Options.Config is required")
 	}
-	if cfg.ExactlyOnce() {
-		// The runtime commits at-least-once only so far; refusing is
-		// better than silently weakening the guarantee.
+	guarantee, err := processor.ParseGuarantee(string(cfg.ProcessingGuarantee))
+	if err != nil {
+		return nil, fmt.Errorf("service: processing.guarantee: %w", err)
+	}
+	if guarantee == processor.ExactlyOnceV2 {
 		return nil, errors.New("service: processing.guarantee=exactly_once_v2 is not supported by this build's runtime yet; use at_least_once")
 	}
 	log := opts.Logger
@@ -232,6 +234,7 @@ func New(opts Options) (*Instance, error) {
 	ro.Partitioner = part
 	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
 	ro.CommitInterval = cfg.CommitInterval
+	ro.Guarantee = guarantee
 	ro.ErrorPolicy = policy
 	ro.DLQTopic = cfg.DeadLetterQueueTopic
 	ro.ReplicationFactor = int16(cfg.ReplicationFactor)
@@ -248,6 +251,9 @@ func New(opts Options) (*Instance, error) {
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
+	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+		return fail(fmt.Errorf("service: balancer metrics: %w", err))
+	}
 	var stores []query.Store
 	var names []string
 	for _, s := range topo.Stores() {
@@ -255,7 +261,9 @@ func New(opts Options) (*Instance, error) {
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
-		Runtime:     runtimeAdapter{rt},
+		Reader:      runtimeAdapter{rt},
+		ExactlyOnce: cfg.ExactlyOnce(),
+		Settings:    assignmentSettings(cfg),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
