@@ -46,7 +46,7 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 			"Kafka Streams 4.4.0, at_least_once", "Kafka Streams 4.4.0, exactly_once_v2"},
 		"Restore": {"Rackstream restore (one changelog partition, state benchmark)", "ceiling: plain franz-go consumer of the same partition",
 			"ceiling: goleveldb batch load, no Kafka", "Rackstream recovery in the goka driver (12 partitions, group join included)",
-			"goka v1.1.13 recovery (the same table)", "Kafka Streams 4.4.0 restore (its own changelog of as many keys, start to RUNNING)"},
+			"goka v1.1.13 recovery (the same table)", "Kafka Streams 4.4.0 restore (its count's changelog, start to RUNNING)"},
 		"Three `rackstream run` instances": {"local lookups", "forwarded lookups", "bare net/http handler", "end-to-end freshness",
 			"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
 			"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"},
