@@ -75,6 +75,7 @@ func (d *driver) gokaFailover(ctx context.Context, sec *section, kind string, br
 			"-listen", m.listen, "-session", session.String()}
 	}
 	defer g.stopAll()
+	d.logf("goka failover on %s: 3 gokacount processes", kind)
 	for _, m := range g.instances {
 		if err := g.start(m); err != nil {
 			fail(err.Error())
@@ -133,6 +134,7 @@ func (d *driver) gokaFailover(ctx context.Context, sec *section, kind string, br
 			sec.missing(rows[i], "no partition owned by an instance other than the first")
 			continue
 		}
+		d.logf("goka failover: %s of %s (partition %d)", sigName(sig), victim.name, task)
 		res, err := gokaStop(ctx, g, adm, name, input, victim, task, taskKey[task], sig)
 		if err != nil {
 			sec.printf("| %s | - | - | - | - |\n", sigName(sig))
