@@ -139,6 +139,9 @@ func (d *driver) gokaFailover(ctx context.Context, sec *section, kind string, br
 		if err != nil {
 			sec.printf("| %s | - | - | - | - |\n", sigName(sig))
 			sec.missing(rows[i], err.Error())
+			if !victim.running() {
+				_ = g.start(victim) // the next stop wants three again
+			}
 			continue
 		}
 		sec.printf("| %s (%s, partition %d) | %s | %s | %s | %s |\n", sigName(sig), victim.name, task, dur(res.exited), dur(res.commit), dur(res.answer), res.exit)
@@ -197,9 +200,7 @@ func gokaAgree(ctx context.Context, g *group, taskKey map[int32]string) (map[int
 		}
 		for t, k := range taskKey {
 			if code, err := getJSON(ctx, m.url()+"/keys/"+k, nil); err == nil && code == 200 {
-				if owners[t] == nil { // during a hand-over two may answer: the first asked is taken
-					owners[t] = m
-				}
+				owners[t] = m // during a hand-over two may answer: the last asked is taken
 			}
 		}
 	}
