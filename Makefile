@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench bench-go kafka-start kafka-stop kafka-status
+.PHONY: all build vet test test-kfake test-kafka bench bench-go chaos kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -18,7 +18,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 # vet, the kfake pass, and the real-broker pass (skipped with a reason when
-# the broker can't be had, except under CI=true).
+# the broker can't be had, except under CI: CI set to any non-empty value).
 test:
 	./deploy/local/test.sh
 
@@ -30,6 +30,11 @@ test-kfake:
 test-kafka:
 	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
 		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
+
+# The fault suite's long form (chaos/): every scenario against a broker of
+# its own; make test runs the short form. One line per scenario.
+chaos:
+	./deploy/local/chaos.sh long
 
 # bench/driver: every benchmark and peer in its own process, on kfake and on
 # the real broker when `make kafka-start` left one running; writes
@@ -49,3 +54,9 @@ kafka-stop:
 
 kafka-status:
 	./deploy/local/kafka.sh status
+
+# Static binaries for linux/amd64, linux/arm64 and darwin/arm64 with
+# SHA256SUMS and the release image's Dockerfile, in dist/ (DIST); PLATFORMS
+# narrows it (deploy/release/release.sh; deploy's TestReleaseQuick runs one).
+release:
+	./deploy/release/release.sh

@@ -240,3 +240,28 @@ func survivors(in Input, plan *Plan, gone map[string]bool) Input {
 	}
 	return after
 }
+
+// LossOfDocument is the what-if of a saved document, the one computation
+// behind both `rackstream assign --lose` and the placement page's
+// /v1/whatif, so that the two can never disagree: for a /v1/metadata
+// document the loss is applied to the document's own live placement (what
+// is running now, even while a rebalance is pending), for a scenario
+// document to the plan Assign makes of it. It returns the input and the
+// plan the loss was applied to beside the result. A selector that matches
+// no client is a *SelectorError; any other error is the document's.
+func LossOfDocument(data []byte, lose []Selector) (Input, *Plan, *WhatIfResult, error) {
+	in, plan, err := DecodeDocument(data)
+	if err != nil {
+		return Input{}, nil, nil, err
+	}
+	if plan == nil {
+		if plan, err = Assign(in); err != nil {
+			return Input{}, nil, nil, err
+		}
+	}
+	res, err := WhatIf(in, plan, lose)
+	if err != nil {
+		return Input{}, nil, nil, err
+	}
+	return in, plan, res, nil
+}

@@ -64,6 +64,12 @@ type LevelDB struct {
 
 // Security holds the Kafka clients' security settings.
 type Security struct {
+	// OAUTHBEARER's client-credentials flow (sasl.mechanism=OAUTHBEARER).
+	OAuthTokenEndpointURL string // sasl.oauthbearer.token.endpoint.url
+	OAuthClientID         string // sasl.oauthbearer.client.credentials.client.id
+	OAuthClientSecret     Secret // sasl.oauthbearer.client.credentials.client.secret
+	OAuthScope            string // sasl.oauthbearer.scope
+
 	Protocol               SecurityProtocol // security.protocol
 	SASLMechanism          SASLMechanism    // sasl.mechanism
 	SASLUsername           string           // sasl.username
@@ -71,7 +77,48 @@ type Security struct {
 	SSLCALocation          string           // ssl.ca.location
 	SSLCertificateLocation string           // ssl.certificate.location
 	SSLKeyLocation         string           // ssl.key.location
+
+	// Kafka's Java names (sasl.jaas.config, key and trust stores).
+	SASLJAASConfig                     Secret    // sasl.jaas.config
+	SSLEndpointIdentificationAlgorithm string    // ssl.endpoint.identification.algorithm: "https" or ""
+	SSLKeyPassword                     Secret    // ssl.key.password
+	SSLKeystoreCertificateChain        Secret    // ssl.keystore.certificate.chain
+	SSLKeystoreKey                     Secret    // ssl.keystore.key
+	SSLKeystoreLocation                string    // ssl.keystore.location
+	SSLKeystorePassword                Secret    // ssl.keystore.password
+	SSLKeystoreType                    StoreType // ssl.keystore.type
+	SSLTruststoreCertificates          Secret    // ssl.truststore.certificates
+	SSLTruststoreLocation              string    // ssl.truststore.location
+	SSLTruststorePassword              Secret    // ssl.truststore.password
+	SSLTruststoreType                  StoreType // ssl.truststore.type
 }
+
+// StoreType is ssl.keystore.type and ssl.truststore.type.
+type StoreType string
+
+const (
+	StoreJKS    StoreType = "JKS" // Kafka's default: read as PKCS12 when it is one
+	StorePKCS12 StoreType = "PKCS12"
+	StorePEM    StoreType = "PEM"
+)
+
+// SASLCredentials returns the SASL user name and password: those of the
+// login module in sasl.jaas.config when it is set, else sasl.username and
+// sasl.password. Load has checked that exactly one of the two is set under
+// a SASL protocol.
+func (s Security) SASLCredentials() (user string, password Secret) {
+	if s.SASLJAASConfig != "" {
+		if j, err := ParseJAAS(s.SASLJAASConfig.Reveal()); err == nil {
+			return j.Options["username"], Secret(j.Options["password"])
+		}
+		return "", ""
+	}
+	return s.SASLUsername, s.SASLPassword
+}
+
+// VerifyHostname reports whether TLS checks that a broker's certificate
+// names the broker (ssl.endpoint.identification.algorithm=https).
+func (s Security) VerifyHostname() bool { return s.SSLEndpointIdentificationAlgorithm != "" }
 
 // UsesSASL reports whether the protocol authenticates with SASL.
 func (s Security) UsesSASL() bool {
@@ -89,6 +136,9 @@ type HTTP struct {
 	TLSCert   string   // http.tls.cert
 	TLSKey    string   // http.tls.key
 	TLSCA     string   // http.tls.ca
+	// TLSClientAuth is http.tls.client.auth: none, request or require.
+	TLSClientAuth string
+	TLSClientCA   string // http.tls.client.ca
 }
 
 // HTTPAuth is http.auth: whether an HTTP server reachable from other hosts
@@ -117,6 +167,7 @@ type Guarantee string
 const (
 	AtLeastOnce   Guarantee = "at_least_once"
 	ExactlyOnceV2 Guarantee = "exactly_once_v2"
+	AtMostOnce    Guarantee = "at_most_once"
 )
 
 // Partitioner is the function that maps a key to its partition slot.
@@ -154,6 +205,7 @@ const (
 	Plain       SASLMechanism = "PLAIN"
 	ScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	ScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	OAuthBearer SASLMechanism = "OAUTHBEARER"
 )
 
 // Compression is state.leveldb.compression.
@@ -205,14 +257,18 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.mask()), nil }
 
 // IsSecret reports whether a key's value must never be shown. For a key of
 // the table the table's secret flag decides (sasl.password,
-// http.auth.token, ...). A key outside it (a client tag, a misspelt or
-// unknown key) is treated as secret when its name looks like one: it
+// http.auth.token, ...); for another of Kafka's keys, Kafka's (a PASSWORD
+// type). A key outside both (a client tag, a misspelt or unknown key) is
+// treated as secret when its name looks like one: it
 // contains "password", "secret", "token", "credential" or "jaas", or ends in
 // ".key"; better to mask a harmless value than to show a password under a
 // misspelt key.
 func IsSecret(key string) bool {
 	if d := lookup(key); d != nil {
 		return d.secret
+	}
+	if _, secret := kafkaLookup(key); secret {
+		return true // a password to Kafka (ConfigDef type PASSWORD)
 	}
 	return looksSecret(key)
 }

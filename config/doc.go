@@ -25,6 +25,25 @@
 // RACKSTREAM_ variables belong to scripts and tests and are ignored, but a
 // near miss of a real one is reported by [Config.Warnings].
 //
+// The file is read with a bound ([MaxFileSize], 1 MiB) and, through
+// [LoadContext], interruptibly: a command passes the context that SIGINT and
+// SIGTERM cancel, so a read from a silent FIFO does not hang it.
+//
+// # Kafka Streams files
+//
+// A properties file written for a Kafka Streams application loads as it is.
+// The keys Rackstream implements have Kafka's names; every other key of
+// Kafka 4.4's StreamsConfig, ProducerConfig, ConsumerConfig and
+// AdminClientConfig, bare or with Kafka Streams' client prefixes (producer.,
+// consumer., main.consumer., restore.consumer., global.consumer., admin.),
+// and every TopicConfig key with topic., is accepted and ignored, and one
+// warning lists them with where each was set. The list, kafka_keys.txt, is
+// generated from the Kafka jars by kafkakeys/gen.sh (a test regenerates and
+// compares it when Java is installed). Kafka's Java security settings
+// (sasl.jaas.config, parsed by [ParseJAAS]; ssl.truststore.* and
+// ssl.keystore.*; ssl.endpoint.identification.algorithm) are keys of the
+// table; internal/kclient reads the stores they name.
+//
 // # Errors
 //
 // Load reports every problem at once, as [Errors]: an unknown key with the

@@ -3,9 +3,9 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +54,7 @@ type keyDef struct {
 // keys is the table of every configuration key but the client.tag.<key>
 // family, sorted by name (a test keeps it sorted).
 var keys = []*keyDef{
-	{name: "acceptable.recovery.lag", def: "10000", min: 0, hasMin: true,
+	{name: "acceptable.recovery.lag", def: num(procDefaults.AcceptableRecoveryLag), min: 0, hasMin: true,
 		doc:   "The largest lag (in changelog records) at which a replica counts as caught up and may take over a task as active without a warmup (KIP-441).",
 		field: func(c *Config) any { return &c.AcceptableRecoveryLag }},
 	{name: "application.id", required: true, check: checkTopicChars,
@@ -69,14 +69,14 @@ var keys = []*keyDef{
 	{name: "client.rack.tag", def: "zone",
 		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
 		field: func(c *Config) any { return &c.ClientRackTag }},
-	{name: "commit.interval.ms", def: "`30000`; `100` under `exactly_once_v2`", min: 0, hasMin: true,
-		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets.",
+	{name: "commit.interval.ms", def: "`" + ms(procDefaults.CommitInterval) + "`; `" + ms(commitIntervalExactlyOnce) + "` under `exactly_once_v2`", min: 0, hasMin: true,
+		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets. 0 commits after every batch of records a task has worked through.",
 		field: func(c *Config) any { return &c.CommitInterval },
 		derived: func(c *Config) (string, string) {
 			if c.ProcessingGuarantee == ExactlyOnceV2 {
-				return "100", "under processing.guarantee=exactly_once_v2"
+				return ms(commitIntervalExactlyOnce), "under processing.guarantee=exactly_once_v2"
 			}
-			return "30000", ""
+			return ms(procDefaults.CommitInterval), ""
 		}},
 	{name: "errors.dead.letter.queue.topic.name", def: "`<application.id>-dlq`",
 		doc:   "The dead-letter topic for records that fail to decode or process under `processing.exception.handler=dlq` (Kafka Streams' KIP-1034 name).",
@@ -85,12 +85,12 @@ var keys = []*keyDef{
 			if c.ApplicationID == "" {
 				return "", ""
 			}
-			return c.ApplicationID + "-dlq", "<application.id>-dlq"
+			return deadLetterTopic(c.ApplicationID), "<application.id>-dlq"
 		}},
 	{name: "http.auth", def: "token", enum: []string{"token", "none"},
-		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and `http.auth.token` is not set. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
+		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and neither `http.auth.token` nor `http.tls.client.auth=require` authenticates clients. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.Auth) }},
-	{name: "http.auth.token", secret: true, doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`, and sends when forwarding a query to a peer. Empty for none.",
+	{name: "http.auth.token", secret: true, doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`. It is never sent to a peer: a forwarded query is signed with an HMAC keyed from it, and only a request so signed is treated as a peer's. Empty for none (then no hop is authenticated).",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
 	{name: "http.listen", def: ":8080", nonEmpty: true, check: checkHostPort,
 		doc:   "The `host:port` the HTTP server (queries, metrics, health) listens on.",
@@ -99,6 +99,11 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return &c.HTTP.TLSCA }},
 	{name: "http.tls.cert", doc: "PEM certificate file: the HTTP server serves HTTPS when set (with `http.tls.key`).",
 		field: func(c *Config) any { return &c.HTTP.TLSCert }},
+	{name: "http.tls.client.auth", def: "none", enum: []string{"none", "request", "require"},
+		doc:   "Whether the HTTPS server verifies clients' certificates against `http.tls.client.ca`: `none`; `request` (a certificate a client presents must verify; a client may present none); `require` (mutual TLS: a client without a certificate that verifies fails the TLS handshake, `/healthz` and `/readyz` included). Instances present their own `http.tls.cert` when they forward, so it must allow client authentication too. Needs `http.tls.cert`.",
+		field: func(c *Config) any { return &c.HTTP.TLSClientAuth }},
+	{name: "http.tls.client.ca", doc: "PEM file of the certificate authorities that verify clients' certificates, required unless `http.tls.client.auth` is `none`. Instances forwarding to each other are clients too: it must trust the instances' CA.",
+		field: func(c *Config) any { return &c.HTTP.TLSClientCA }},
 	{name: "http.tls.key", doc: "PEM private key file of `http.tls.cert`.",
 		field: func(c *Config) any { return &c.HTTP.TLSKey }},
 	{name: "log.format", def: "text", enum: []string{"text", "json"},
@@ -107,29 +112,29 @@ var keys = []*keyDef{
 	{name: "log.level", def: "info", enum: []string{"debug", "info", "warn", "error"}, fold: true,
 		doc:   "The lowest level logged.",
 		field: func(c *Config) any { return &c.LogLevel }},
-	{name: "max.warmup.replicas", def: "2", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
+	{name: "max.warmup.replicas", def: num(procDefaults.MaxWarmups), min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "The most warmup replicas (extra standbys that restore a task before it moves to a caught-up owner) the group may have at once (KIP-441).",
 		field: func(c *Config) any { return &c.MaxWarmupReplicas }},
-	{name: "num.standby.replicas", def: "0", min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
+	{name: "num.standby.replicas", def: num(procDefaults.NumStandbys), min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "Standby replicas per task, spread over the `rack.aware.assignment.tags` dimensions. 0 means none.",
 		field: func(c *Config) any { return &c.NumStandbyReplicas }},
 	{name: "num.stream.threads", def: "the number of CPUs", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
-		doc:   "Tasks processed in parallel; also this instance's capacity weight in placement, as in Kafka Streams.",
+		doc:   "Tasks processed in parallel, and this instance's capacity weight in placement. Differs from Kafka Streams: there it is the number of threads that share the tasks; here every task has its own goroutine, and the value weighs this instance's share of tasks against the others'.",
 		field: func(c *Config) any { return &c.NumStreamThreads },
 		derived: func(*Config) (string, string) {
-			return strconv.Itoa(runtime.NumCPU()), "the number of CPUs"
+			return num(procDefaults.Capacity), "the number of CPUs"
 		}},
-	{name: "partitioner", def: "murmur2", enum: []string{"murmur2", "fnv1a", "crc32"},
+	{name: "partitioner", def: procDefaults.Partitioner.Name(), enum: []string{"murmur2", "fnv1a", "crc32"},
 		doc:   "The function that maps a key to its partition slot, for every producer, the HTTP router and the startup check: `murmur2` (Kafka's Java clients, franz-go), `fnv1a` (goka, sarama), `crc32` (librdkafka's `consistent`).",
 		field: func(c *Config) any { return (*string)(&c.Partitioner) }},
-	{name: "probing.rebalance.interval.ms", def: "600000", min: 60000, hasMin: true,
+	{name: "probing.rebalance.interval.ms", def: ms(procDefaults.ProbingInterval), min: minProbingMs, hasMin: true,
 		doc:   "How long, in milliseconds, to wait before a probing rebalance that checks whether warmups have caught up (KIP-441).",
 		field: func(c *Config) any { return &c.ProbingRebalanceInterval }},
-	{name: "processing.exception.handler", def: "dlq", enum: []string{"dlq", "skip", "fail"}, aliases: map[string]string{"continue": "skip"},
-		doc:   "What happens to a record that fails to decode or whose handler fails after retries: `dlq` sends it to the dead-letter topic, `skip` (alias `continue`) logs and counts it, `fail` stops the task and marks the instance not ready.",
+	{name: "processing.exception.handler", def: string(procDefaults.ErrorPolicy), enum: []string{"dlq", "skip", "fail"}, aliases: map[string]string{"continue": "skip", "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler": "skip", "org.apache.kafka.streams.errors.LogAndFailProcessingExceptionHandler": "fail"},
+		doc:   "What happens to a record that fails to decode or whose handler fails after retries: `dlq` sends it to the dead-letter topic, `skip` (alias `continue`) logs and counts it, `fail` stops the task and marks the instance not ready. Kafka Streams' `org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler` and `LogAndFailProcessingExceptionHandler` mean `skip` and `fail`.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingExceptionHandler) }},
-	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2"},
-		doc:   "`at_least_once`, or `exactly_once_v2` for Kafka transactions around each commit (accepted by `validate`; `run` refuses it until the runtime implements it).",
+	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2", "at_most_once"},
+		doc:   "`at_least_once` (a crash may process records again), `exactly_once_v2` (each commit interval's changelog records, outputs, dead letters and input offsets in one Kafka transaction; inputs, restore and standbys read committed), or `at_most_once` (ours: a batch's offsets are committed before its records are processed, so a crash may skip records but never repeats one). See the README's Delivery guarantees.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
 	{name: "processor.changelog.topic", doc: "The built-in processor's store changelog topic; empty for the default `<application.id>-<store>-changelog`.",
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
@@ -145,7 +150,7 @@ var keys = []*keyDef{
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
 		field: func(c *Config) any { return &c.RackAwareAssignmentTags }},
-	{name: "replication.factor", def: "-1", min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
+	{name: "replication.factor", def: num(procDefaults.ReplicationFactor), min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
 		doc:       "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
 		rangeText: "-1, or from 1 to 32767.",
 		field:     func(c *Config) any { return &c.ReplicationFactor },
@@ -155,9 +160,24 @@ var keys = []*keyDef{
 			}
 			return ""
 		}},
-	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, fold: true,
+	{name: "sasl.jaas.config", secret: true, check: checkJAAS,
+		doc:   "Kafka's JAAS line for SASL, instead of `sasl.username` and `sasl.password`: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\";` for `sasl.mechanism=PLAIN`, or `org.apache.kafka.common.security.scram.ScramLoginModule` for SCRAM; `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule` for OAUTHBEARER, whose options `clientId`, `clientSecret` and `scope` stand in for the `sasl.oauthbearer.*` keys left empty.",
+		field: func(c *Config) any { return (*string)(&c.Security.SASLJAASConfig) }},
+	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}, fold: true,
 		doc:   "The SASL mechanism under `security.protocol` SASL_PLAINTEXT or SASL_SSL.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLMechanism) }},
+	{name: "sasl.oauthbearer.client.credentials.client.id",
+		doc:   "The OAuth client id of the client-credentials flow under `sasl.mechanism=OAUTHBEARER` (Kafka 4.1's name).",
+		field: func(c *Config) any { return &c.Security.OAuthClientID }},
+	{name: "sasl.oauthbearer.client.credentials.client.secret", secret: true,
+		doc:   "The OAuth client secret of the client-credentials flow under `sasl.mechanism=OAUTHBEARER`.",
+		field: func(c *Config) any { return (*string)(&c.Security.OAuthClientSecret) }},
+	{name: "sasl.oauthbearer.scope",
+		doc:   "The scope the access token is requested for under `sasl.mechanism=OAUTHBEARER`; empty requests none (the identity provider's default).",
+		field: func(c *Config) any { return &c.Security.OAuthScope }},
+	{name: "sasl.oauthbearer.token.endpoint.url", check: checkTokenEndpoint,
+		doc:   "The identity provider's token endpoint under `sasl.mechanism=OAUTHBEARER`: the clients POST the client-credentials grant there (client id and secret as HTTP Basic authentication, as Kafka's clients do) and log in with the access token, fetching a new one before it expires. `https://`; `http://` only to a loopback address.",
+		field: func(c *Config) any { return &c.Security.OAuthTokenEndpointURL }},
 	{name: "sasl.password", secret: true, doc: "The SASL password.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLPassword) }},
 	{name: "sasl.username", doc: "The SASL user name.",
@@ -165,37 +185,68 @@ var keys = []*keyDef{
 	{name: "security.protocol", def: "PLAINTEXT", enum: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, fold: true,
 		doc:   "How the Kafka clients talk to the brokers.",
 		field: func(c *Config) any { return (*string)(&c.Security.Protocol) }},
-	{name: "session.timeout.ms", def: "10000", min: 1, hasMin: true,
+	{name: "session.timeout.ms", def: ms(procDefaults.SessionTimeout), min: 1, hasMin: true,
 		doc:   "The consumer group session timeout in milliseconds: how long until a silent instance is considered gone.",
 		field: func(c *Config) any { return &c.SessionTimeout }},
-	{name: "shutdown.timeout.ms", def: "30000", min: 0, hasMin: true,
-		doc:   "The bound, in milliseconds, on a graceful shutdown: finish in-flight records, flush, commit, leave the group, close stores.",
+	{name: "shutdown.timeout.ms", def: ms(procDefaults.ShutdownTimeout), min: 0, hasMin: true,
+		doc:   "The bound, in milliseconds, on a graceful shutdown: finish in-flight records, flush, commit, leave the group, close stores. 0 does not wait: in-flight records are abandoned uncommitted, and processed again by the next owner.",
 		field: func(c *Config) any { return &c.ShutdownTimeout }},
 	{name: "ssl.ca.location", doc: "PEM file of the certificate authorities that verify the brokers; empty for the system's.",
 		field: func(c *Config) any { return &c.Security.SSLCALocation }},
 	{name: "ssl.certificate.location", doc: "PEM client certificate file for TLS client authentication (with `ssl.key.location`).",
 		field: func(c *Config) any { return &c.Security.SSLCertificateLocation }},
+	{name: "ssl.endpoint.identification.algorithm", def: "https", enum: []string{"https", ""}, fold: true,
+		doc:   "`https` checks that each broker's certificate names the broker's host, as Kafka's clients do; empty checks only that a trusted authority signed it.",
+		field: func(c *Config) any { return &c.Security.SSLEndpointIdentificationAlgorithm }},
 	{name: "ssl.key.location", doc: "PEM private key file of `ssl.certificate.location`.",
 		field: func(c *Config) any { return &c.Security.SSLKeyLocation }},
-	{name: "state.cleanup.delay.ms", def: "600000", min: 0, hasMin: true,
+	{name: "ssl.key.password", secret: true,
+		doc:   "The password of the private key in `ssl.keystore.location` (PKCS12: when it differs from `ssl.keystore.password`, which PKCS12 files written by Java's keytool never do). Encrypted PEM keys are not supported.",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLKeyPassword) }},
+	{name: "ssl.keystore.certificate.chain", secret: true,
+		doc:   "PEM certificate chain of `ssl.keystore.key`, inline (with `ssl.keystore.type=PEM`).",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLKeystoreCertificateChain) }},
+	{name: "ssl.keystore.key", secret: true,
+		doc:   "PEM private key (unencrypted PKCS#8, PKCS#1 or EC) for TLS client authentication, inline (with `ssl.keystore.type=PEM` and `ssl.keystore.certificate.chain`).",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLKeystoreKey) }},
+	{name: "ssl.keystore.location", doc: "Key store file for TLS client authentication (Kafka's name; `ssl.certificate.location` with `ssl.key.location` is the PEM alternative): a PKCS12 file with `ssl.keystore.password`, or a PEM file holding the private key and its certificate chain.",
+		field: func(c *Config) any { return &c.Security.SSLKeystoreLocation }},
+	{name: "ssl.keystore.password", secret: true,
+		doc:   "The password of the PKCS12 file `ssl.keystore.location`.",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLKeystorePassword) }},
+	{name: "ssl.keystore.type", def: "JKS", enum: []string{"JKS", "PKCS12", "PEM"}, fold: true,
+		doc:   "The format of the key store: `PKCS12`, `PEM`, or `JKS` (Kafka's default), read as PKCS12 when the file is one (as Java 9 and later write them); a real JKS file must be converted (`keytool -importkeystore -deststoretype PKCS12`).",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLKeystoreType) }},
+	{name: "ssl.truststore.certificates", secret: true,
+		doc:   "PEM certificates of the authorities that verify the brokers, inline (with `ssl.truststore.type=PEM`).",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLTruststoreCertificates) }},
+	{name: "ssl.truststore.location", doc: "Trust store file of the authorities that verify the brokers (Kafka's name for `ssl.ca.location`): PKCS12 (with `ssl.truststore.password` when it has one) or PEM.",
+		field: func(c *Config) any { return &c.Security.SSLTruststoreLocation }},
+	{name: "ssl.truststore.password", secret: true,
+		doc:   "The password of the PKCS12 file `ssl.truststore.location`.",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLTruststorePassword) }},
+	{name: "ssl.truststore.type", def: "JKS", enum: []string{"JKS", "PKCS12", "PEM"}, fold: true,
+		doc:   "The format of the trust store: `PKCS12`, `PEM`, or `JKS` (Kafka's default), read as PKCS12 when the file is one; a real JKS file must be converted (`keytool -importkeystore -deststoretype PKCS12`).",
+		field: func(c *Config) any { return (*string)(&c.Security.SSLTruststoreType) }},
+	{name: "state.cleanup.delay.ms", def: ms(stateDefaults.CleanupDelay), min: 0, hasMin: true,
 		doc:   "How long, in milliseconds, the local state of a task this instance no longer holds is kept before it is deleted.",
 		field: func(c *Config) any { return &c.StateCleanupDelay }},
 	{name: "state.dir", def: "/var/lib/rackstream", nonEmpty: true,
 		doc:   "Directory of the local state: the process id and one LevelDB per task and store.",
 		field: func(c *Config) any { return &c.StateDir }},
-	{name: "state.leveldb.block.cache.bytes", def: "8388608", min: 0, hasMin: true,
-		doc:   "LevelDB block cache per store, in bytes.",
+	{name: "state.leveldb.block.cache.bytes", def: num(stateDefaults.LevelDB.BlockCacheBytes), min: 0, hasMin: true,
+		doc:   "LevelDB block cache per store, in bytes; 0 for none.",
 		field: func(c *Config) any { return &c.LevelDB.BlockCacheBytes }},
-	{name: "state.leveldb.bloom.bits", def: "10", min: 0, hasMin: true, max: 64, hasMax: true,
+	{name: "state.leveldb.bloom.bits", def: num(stateDefaults.LevelDB.BloomBits), min: 0, hasMin: true, max: 64, hasMax: true,
 		doc:   "Bloom filter bits per key of LevelDB tables; 0 for no filter.",
 		field: func(c *Config) any { return &c.LevelDB.BloomBits }},
-	{name: "state.leveldb.compression", def: "snappy", enum: []string{"snappy", "none"},
+	{name: "state.leveldb.compression", def: stateDefaults.LevelDB.Compression.String(), enum: []string{"snappy", "none"},
 		doc:   "LevelDB block compression.",
 		field: func(c *Config) any { return (*string)(&c.LevelDB.Compression) }},
-	{name: "state.leveldb.write.buffer.bytes", def: "4194304", min: 0, hasMin: true,
-		doc:   "LevelDB memtable size per store, in bytes.",
+	{name: "state.leveldb.write.buffer.bytes", def: num(stateDefaults.LevelDB.WriteBufferBytes), min: 1, hasMin: true,
+		doc:   "LevelDB memtable size per store, in bytes. Larger memtables restore faster, at the cost of memory per open store.",
 		field: func(c *Config) any { return &c.LevelDB.WriteBufferBytes }},
-	{name: "statestore.cache.max.bytes", def: "10485760", min: 0, hasMin: true,
+	{name: "statestore.cache.max.bytes", def: num(procDefaults.CacheMaxBytes), min: 0, hasMin: true,
 		doc:   "Record cache per instance, in bytes: writes to one key within a commit interval may be merged before they reach the changelog and outputs. 0 turns merging off.",
 		field: func(c *Config) any { return &c.StatestoreCacheMaxBytes }},
 }
@@ -221,8 +272,10 @@ func (d *keyDef) allowed() string {
 		if v == "" {
 			v = `""`
 		}
-		for a, to := range d.aliases {
-			if to == v {
+		for _, a := range slices.Sorted(maps.Keys(d.aliases)) {
+			// Kafka's Java class names are accepted but not listed: the
+			// key's doc names them.
+			if d.aliases[a] == v && !strings.Contains(a, ".") {
 				v += " (alias " + a + ")"
 			}
 		}

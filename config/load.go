@@ -1,11 +1,13 @@
 package config
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/rackstream/rackstream/internal/boundedread"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -74,10 +76,24 @@ type setting struct {
 // prefix for their own settings), but one that is a near miss of a real
 // variable is reported by [Config.Warnings], as is a key the file sets twice.
 func Load(src Sources) (*Config, error) {
+	return LoadContext(context.Background(), src)
+}
+
+// MaxFileSize bounds the properties file: a configuration is a few KiB,
+// and a file past the bound (a device, an endless pipe, a wrong path) fails
+// with an error naming the limit instead of filling memory.
+const MaxFileSize = boundedread.PropertiesFile
+
+// LoadContext is [Load] with a context that bounds the read of the file:
+// when ctx ends (SIGINT or SIGTERM in a command), a read that waits on a
+// silent pipe or FIFO returns at once with an error. The file is read up to
+// [MaxFileSize]; a directory is refused, and anything else (a regular file,
+// a FIFO such as a shell's <(...), /dev/stdin) is read under the same bound.
+func LoadContext(ctx context.Context, src Sources) (*Config, error) {
 	var data []byte
 	if src.File != "" {
 		var err error
-		if data, err = os.ReadFile(src.File); err != nil {
+		if data, err = boundedread.ReadFile(ctx, src.File, MaxFileSize); err != nil {
 			return nil, Errors{{Msg: fmt.Sprintf("read configuration: %v", err)}}
 		}
 	}
@@ -142,7 +158,7 @@ func load(src Sources, data []byte) (*Config, error) {
 		})
 		return nil, errs
 	}
-	c.warnings = warnings
+	c.warnings = append(warnings, c.warnings...)
 	return c, nil
 }
 
@@ -158,6 +174,7 @@ func build(settings []setting) (*Config, Errors) {
 	// they first appear, which decides which one is "the sixth".
 	last := make(map[string]int, len(settings))
 	var tagKeys []string
+	ignored := map[string]int{} // Kafka's keys that mean nothing here: the last setting of each
 	for i, s := range settings {
 		switch {
 		case strings.HasPrefix(s.key, tags.Prefix):
@@ -165,10 +182,22 @@ func build(settings []setting) (*Config, Errors) {
 				tagKeys = append(tagKeys, s.key)
 			}
 		case lookup(s.key) == nil:
-			fail(s.key, s.src, "%s", unknownKey(s.key))
+			if known, _ := kafkaLookup(s.key); known {
+				ignored[s.key] = i
+			} else {
+				fail(s.key, s.src, "%s", unknownKey(s.key))
+			}
 			continue
 		}
 		last[s.key] = i
+	}
+	if len(ignored) > 0 {
+		idx := slices.Sorted(maps.Values(ignored))
+		ign := make([]setting, len(idx))
+		for i, j := range idx {
+			ign[i] = settings[j]
+		}
+		c.warnings = append(c.warnings, ignoredWarning(ign))
 	}
 
 	for i, s := range settings {
@@ -244,18 +273,25 @@ func (c *Config) crossCheck() Errors {
 	fail := func(key, format string, args ...any) {
 		errs = append(errs, &Error{Key: key, Source: c.Source(key), Msg: fmt.Sprintf(format, args...)})
 	}
-	if c.Security.UsesSASL() {
+	sec := c.Security
+	if sec.UsesSASL() && sec.SASLMechanism != OAuthBearer {
 		var missing []string
-		if c.Security.SASLUsername == "" {
+		if sec.SASLUsername == "" {
 			missing = append(missing, "sasl.username")
 		}
-		if c.Security.SASLPassword == "" {
+		if sec.SASLPassword == "" {
 			missing = append(missing, "sasl.password")
 		}
-		if len(missing) > 0 {
-			fail("security.protocol", "security.protocol=%s requires %s", c.Security.Protocol, strings.Join(missing, " and "))
+		switch {
+		case sec.SASLJAASConfig != "" && len(missing) < 2:
+			fail("sasl.jaas.config", "sasl.jaas.config and sasl.username or sasl.password are both set: set one or the other")
+		case sec.SASLJAASConfig != "":
+			c.checkJAASModule(fail)
+		case len(missing) > 0:
+			fail("security.protocol", "security.protocol=%s requires %s (or sasl.jaas.config)", sec.Protocol, strings.Join(missing, " and "))
 		}
 	}
+	c.checkStores(fail)
 	pair := func(a, b, va, vb string) {
 		switch {
 		case va != "" && vb == "":
@@ -266,12 +302,21 @@ func (c *Config) crossCheck() Errors {
 	}
 	pair("ssl.certificate.location", "ssl.key.location", c.Security.SSLCertificateLocation, c.Security.SSLKeyLocation)
 	pair("http.tls.cert", "http.tls.key", c.HTTP.TLSCert, c.HTTP.TLSKey)
+	switch {
+	case c.HTTP.TLSClientAuth != "none" && c.HTTP.TLSCert == "":
+		fail("http.tls.client.auth", "http.tls.client.auth=%s requires http.tls.cert and http.tls.key (client certificates are verified over HTTPS only)", c.HTTP.TLSClientAuth)
+	case c.HTTP.TLSClientAuth != "none" && c.HTTP.TLSClientCA == "":
+		fail("http.tls.client.auth", "http.tls.client.auth=%s requires http.tls.client.ca", c.HTTP.TLSClientAuth)
+	case c.HTTP.TLSClientAuth == "none" && c.HTTP.TLSClientCA != "":
+		fail("http.tls.client.ca", "http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require")
+	}
 	if c.HTTP.Auth == HTTPAuthNone && c.HTTP.AuthToken != "" {
 		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or http.auth=none to require it")
 	}
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
+	c.checkOAuth(fail)
 	return errs
 }
 
@@ -355,6 +400,16 @@ func nearestKey(key string) string {
 	for _, d := range keys {
 		if dist := levenshtein(key, d.name); dist < bestD {
 			best, bestD = d.name, dist
+		}
+	}
+	// Then Kafka's own keys (ours win a tie): a misspelt Kafka key is
+	// better named than reported as nobody's.
+	for _, k := range slices.Sorted(maps.Keys(kafkaKeys())) {
+		if known, _ := kafkaLookup(k); !known {
+			continue
+		}
+		if dist := levenshtein(key, k); dist < bestD {
+			best, bestD = k, dist
 		}
 	}
 	// A truncated or extended key: num.standbys, num.standby.replicas.count.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -320,8 +321,8 @@ func TestBadValuesNameKeyLineValueAndWhatIsAllowed(t *testing.T) {
 		{"replication.factor=0", "Invalid value 0 for configuration replication.factor: Value must be -1 (the broker's default) or at least 1"},
 		{"replication.factor=-2", "Invalid value -2 for configuration replication.factor: Value must be at least -1"},
 		{"security.protocol=TLS", "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"},
-		{"sasl.mechanism=GSSAPI", "Invalid value GSSAPI for configuration sasl.mechanism: String must be one of: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"},
-		{"processing.guarantee=exactly_once", "Invalid value exactly_once for configuration processing.guarantee: String must be one of: at_least_once, exactly_once_v2"},
+		{"sasl.mechanism=GSSAPI", "Invalid value GSSAPI for configuration sasl.mechanism: String must be one of: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"},
+		{"processing.guarantee=exactly_once", "Invalid value exactly_once for configuration processing.guarantee: String must be one of: at_least_once, exactly_once_v2, at_most_once"},
 		{"partitioner=random", "Invalid value random for configuration partitioner: String must be one of: murmur2, fnv1a, crc32"},
 		{"processing.exception.handler=ignore", "Invalid value ignore for configuration processing.exception.handler: String must be one of: dlq, skip (alias continue), fail"},
 		{"log.format=xml", "Invalid value xml for configuration log.format: String must be one of: text, json"},
@@ -469,10 +470,13 @@ func TestCombinationsAreChecked(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{"SASL without credentials", []string{"security.protocol=SASL_PLAINTEXT"}, "flag --set: security.protocol=SASL_PLAINTEXT requires sasl.username and sasl.password"},
-		{"SASL without a password", []string{"security.protocol=SASL_SSL", "sasl.username=u"}, "flag --set: security.protocol=SASL_SSL requires sasl.password"},
+		{"SASL without credentials", []string{"security.protocol=SASL_PLAINTEXT"}, "flag --set: security.protocol=SASL_PLAINTEXT requires sasl.username and sasl.password (or sasl.jaas.config)"},
+		{"SASL without a password", []string{"security.protocol=SASL_SSL", "sasl.username=u"}, "flag --set: security.protocol=SASL_SSL requires sasl.password (or sasl.jaas.config)"},
 		{"a client certificate without its key", []string{"ssl.certificate.location=/c.pem"}, "flag --set: ssl.certificate.location is set but ssl.key.location is not: both or neither"},
 		{"an HTTP key without its certificate", []string{"http.tls.key=/k.pem"}, "flag --set: http.tls.key is set but http.tls.cert is not: both or neither"},
+		{"client certificates over plain HTTP", []string{"http.tls.client.auth=require", "http.tls.client.ca=/ca.pem"}, "flag --set: http.tls.client.auth=require requires http.tls.cert and http.tls.key (client certificates are verified over HTTPS only)"},
+		{"client certificates without their CA", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.auth=request"}, "flag --set: http.tls.client.auth=request requires http.tls.client.ca"},
+		{"a client CA without client certificates", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.ca=/ca.pem"}, "flag --set: http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require"},
 		{"a processor without input", []string{"processor.type=count"}, "flag --set: processor.type=count requires processor.input.topic"},
 		{"a --set without '='", []string{"num.standby.replicas"}, `flag --set: --set "num.standby.replicas": want key=value`},
 	}
@@ -557,7 +561,7 @@ func TestEffectiveConfigListsEveryKeySorted(t *testing.T) {
 	if len(lines) != len(es)+1 || !strings.HasPrefix(lines[0], "KEY") {
 		t.Errorf("WriteEffective printed %d lines for %d entries", len(lines), len(es))
 	}
-	if !strings.Contains(out.String(), `application.server                   ""`) {
+	if !regexp.MustCompile(`(?m)^application\.server +"" +default$`).MatchString(out.String()) {
 		t.Errorf("an empty value should print as \"\":\n%s", out.String())
 	}
 	// String is properties syntax that reads back as the same values.

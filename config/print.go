@@ -93,7 +93,9 @@ environment, then ` + "`--set key=value`" + ` flags (repeatable); each layer ove
 later ` + "`--set`" + ` of the same key wins. ` + "`rackstream validate --config FILE`" + ` prints every effective value
 with where it came from (secrets masked) and lists every error with its file and line.
 
-- **File**: java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
+- **File**: at most 1 MiB (a longer file, or an endless device, is an error naming the limit; a
+  directory is refused; a FIFO such as a shell's ` + "`<(...)`" + ` is read under the same bound, and
+  SIGINT/SIGTERM end a read that waits on one). java.util.Properties syntax (UTF-8): ` + "`#`" + ` or ` + "`!`" + ` comments; ` + "`=`" + `, ` + "`:`" + ` or whitespace
   between key and value; a bare key has the empty value; a trailing backslash continues the line;
   ` + "`\\uXXXX`" + ` and ` + "`\\t`" + `, ` + "`\\n`" + `, ` + "`\\r`" + `, ` + "`\\f`" + ` escapes. Values are trimmed of surrounding whitespace.
 - **Environment**: ` + "`RACKSTREAM_`" + ` followed by the key upper-cased, dots and dashes as underscores:
@@ -102,9 +104,13 @@ with where it came from (secrets masked) and lists every error with its file and
   ` + "`client.tag.zone`" + `. Other ` + "`RACKSTREAM_`" + ` variables are ignored (a near miss of a real one is warned about).
 - **Errors**: an unknown key is an error that suggests the nearest known key; a bad value names the
   key, the value and what is allowed. Limits on client tags are Kafka Streams' (KIP-708).
+- **Kafka's keys**: every other key of Kafka 4.4's StreamsConfig, ProducerConfig, ConsumerConfig and
+  AdminClientConfig, bare or with Kafka Streams' prefixes (` + "`producer.`" + `, ` + "`consumer.`" + `, ` + "`main.consumer.`" + `,
+  ` + "`restore.consumer.`" + `, ` + "`global.consumer.`" + `, ` + "`admin.`" + `), and TopicConfig's with ` + "`topic.`" + `, is accepted and
+  ignored: one warning lists them, so a Kafka Streams properties file loads as it is.
 - **Secrets**: the keys marked *Secret* below are never printed or logged, nor quoted in an error,
   whichever source set them (a malformed ` + "`--set`" + ` argument or a bad escape in the file included);
-  unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
+  Kafka's own password keys, and unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
   ` + "`credential`" + `, ` + "`jaas`" + `, a final ` + "`.key`" + `) are masked too.
 
 | Key | Default | Meaning |

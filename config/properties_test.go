@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // propertiesCases pin how java.util.Properties reads a file.
@@ -84,7 +86,7 @@ func TestParsePropertiesRejectsInvalidUTF8(t *testing.T) {
 func TestParsePropertiesMatchesJava(t *testing.T) {
 	java, err := exec.LookPath("java")
 	if err != nil {
-		t.Skip("no java on PATH: the cases are checked against Go's expectations only")
+		kafkatest.SkipOrFail(t, "no java on PATH: the cases are checked against Go's expectations only")
 	}
 	dir := t.TempDir()
 	var paths []string

@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,47 @@ func TestReferenceDocumentsEveryKey(t *testing.T) {
 		if !strings.Contains(ref, want) {
 			t.Errorf("reference lacks %q", want)
 		}
+	}
+}
+
+// TestREADMEKafkaStreamsExample loads the properties file of README.md's
+// "Coming from Kafka Streams" section and checks that the warning the
+// section shows is the one validate prints.
+func TestREADMEKafkaStreamsExample(t *testing.T) {
+	data, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	const marker = "<!-- kafka-streams-example"
+	i := strings.Index(readme, marker)
+	if i < 0 {
+		t.Fatal("README.md has no " + marker + " marker")
+	}
+	rest := readme[i:]
+	start := strings.Index(rest, "```properties\n")
+	end := strings.Index(rest[start+1:], "\n```")
+	if start < 0 || end < 0 {
+		t.Fatal("no properties block after the marker")
+	}
+	props := rest[start+len("```properties\n") : start+1+end+1]
+	file := filepath.Join(t.TempDir(), "streams.properties")
+	if err := os.WriteFile(file, []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Sources{File: file})
+	if err != nil {
+		t.Fatalf("the README's Kafka Streams example does not load:\n%v", err)
+	}
+	if u, p := c.Security.SASLCredentials(); u != "orders-enricher" || p.Reveal() != "s3cr3t" {
+		t.Errorf("credentials from the JAAS line: %q", u)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 {
+		t.Fatalf("warnings %q, want one", ws)
+	}
+	want := "rackstream validate: warning: " + strings.ReplaceAll(ws[0], file, "streams.properties")
+	if !strings.Contains(rest, want+"\n") {
+		t.Errorf("README.md does not show the warning validate prints:\n%s", want)
 	}
 }

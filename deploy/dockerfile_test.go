@@ -1,19 +1,26 @@
 package deploy
 
 import (
-	"encoding/json"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
 )
 
-// instruction is one Dockerfile instruction, continuation lines joined.
+// instruction is one Dockerfile instruction as BuildKit's parser reads it.
 type instruction struct {
-	line int
-	cmd  string // upper-case: FROM, RUN, COPY...
-	args string
+	line   int
+	cmd    string   // upper-case: FROM, RUN, COPY...
+	flags  []string // --from=build, --chown=...
+	values []string // the arguments, exec-form (JSON) elements one each
+	json   bool     // written in exec (JSON) form
+	args   string   // flags and values joined by spaces
 }
 
 type stage struct {
@@ -21,48 +28,43 @@ type stage struct {
 	ins         []instruction
 }
 
-// readDockerfile splits the root Dockerfile into stages.
-func readDockerfile(t *testing.T) []stage {
+// readDockerfile parses a Dockerfile (path relative to deploy/) with
+// BuildKit's parser, the one `docker build` runs, and splits it into
+// stages.
+func readDockerfile(t *testing.T, file string) []stage {
 	t.Helper()
-	b, err := os.ReadFile("../Dockerfile")
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		stages []stage
-		cur    strings.Builder
-		start  int
-	)
-	for i, l := range strings.Split(string(b), "\n") {
-		trimmed := strings.TrimSpace(l)
-		if cur.Len() == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
-			continue
+	defer f.Close()
+	res, err := parser.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	for _, w := range res.Warnings {
+		t.Errorf("%s:%d: %s", file, w.Location.Start.Line, w.Short)
+	}
+	var stages []stage
+	for _, n := range res.AST.Children {
+		in := instruction{line: n.StartLine, cmd: strings.ToUpper(n.Value), flags: n.Flags, json: n.Attributes["json"]}
+		for v := n.Next; v != nil; v = v.Next {
+			in.values = append(in.values, v.Value)
 		}
-		if cur.Len() == 0 {
-			start = i + 1
-		}
-		if strings.HasPrefix(trimmed, "#") { // a comment inside a continued instruction
-			continue
-		}
-		if strings.HasSuffix(trimmed, "\\") {
-			cur.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
-			continue
-		}
-		cur.WriteString(trimmed)
-		cmd, args, _ := strings.Cut(cur.String(), " ")
-		cur.Reset()
-		in := instruction{line: start, cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args)}
+		in.args = strings.Join(append(slices.Clone(in.flags), in.values...), " ")
 		if in.cmd == "FROM" {
-			f := strings.Fields(in.args)
-			st := stage{image: f[0]}
-			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
-				st.name = f[2]
+			st := stage{image: in.values[0]}
+			if len(in.values) == 3 && strings.EqualFold(in.values[1], "AS") {
+				st.name = in.values[2]
 			}
 			stages = append(stages, st)
 			continue
 		}
 		if len(stages) == 0 {
-			t.Fatalf("Dockerfile:%d: %s before any FROM", in.line, in.cmd)
+			if in.cmd != "ARG" {
+				t.Fatalf("%s:%d: %s before any FROM", file, in.line, in.cmd)
+			}
+			continue
 		}
 		stages[len(stages)-1].ins = append(stages[len(stages)-1].ins, in)
 	}
@@ -79,32 +81,50 @@ func (s stage) all(cmd string) []instruction {
 	return out
 }
 
-// image describes the image the Dockerfile builds, for the manifests' tests.
+// copied is one source and destination of a COPY.
+type copied struct{ src, dst string }
+
+// image describes the image a Dockerfile builds, for the manifests' tests.
 type image struct {
-	binary     string   // the rackstream binary's path
+	copies     []copied // the final stage's COPYs (single source each)
+	fromStage  []bool   // copies[i] is COPY --from a stage
 	entrypoint []string // exec form
 	exposed    []string
 	user       string
 }
 
-func dockerImage(t *testing.T) image {
+// binary is where the image's rackstream binary is: the copy named
+// rackstream.
+func (img image) binary() string {
+	for _, c := range img.copies {
+		if path.Base(c.dst) == "rackstream" {
+			return c.dst
+		}
+	}
+	return ""
+}
+
+func imageOf(t *testing.T, file string) image {
 	t.Helper()
-	stages := readDockerfile(t)
+	stages := readDockerfile(t, file)
 	final := stages[len(stages)-1]
 	var img image
 	for _, in := range final.all("COPY") {
-		// COPY --from=build [--chown=...] /out/rackstream /usr/local/bin/rackstream
-		if f := strings.Fields(in.args); strings.Contains(in.args, "--from=") && len(f) >= 3 && path.Base(f[len(f)-2]) == "rackstream" {
-			img.binary = f[len(f)-1]
+		if len(in.values) != 2 {
+			t.Fatalf("%s:%d: COPY %s: want one source and a destination", file, in.line, in.args)
 		}
+		img.copies = append(img.copies, copied{in.values[0], in.values[1]})
+		img.fromStage = append(img.fromStage, slices.ContainsFunc(in.flags, func(f string) bool { return strings.HasPrefix(f, "--from=") }))
 	}
 	if eps := final.all("ENTRYPOINT"); len(eps) > 0 {
-		if err := json.Unmarshal([]byte(eps[len(eps)-1].args), &img.entrypoint); err != nil {
-			t.Fatalf("Dockerfile:%d: ENTRYPOINT is not in exec (JSON) form: %v", eps[len(eps)-1].line, err)
+		ep := eps[len(eps)-1]
+		if !ep.json {
+			t.Fatalf("%s:%d: ENTRYPOINT is not in exec (JSON) form", file, ep.line)
 		}
+		img.entrypoint = ep.values
 	}
 	for _, in := range final.all("EXPOSE") {
-		img.exposed = append(img.exposed, strings.Fields(in.args)...)
+		img.exposed = append(img.exposed, in.values...)
 	}
 	if us := final.all("USER"); len(us) > 0 {
 		img.user = us[len(us)-1].args
@@ -112,8 +132,14 @@ func dockerImage(t *testing.T) image {
 	return img
 }
 
+// dockerImage describes the image the repository's Dockerfile builds.
+func dockerImage(t *testing.T) image {
+	t.Helper()
+	return imageOf(t, "../Dockerfile")
+}
+
 func TestDockerfile(t *testing.T) {
-	stages := readDockerfile(t)
+	stages := readDockerfile(t, "../Dockerfile")
 	if len(stages) < 2 {
 		t.Fatalf("%d stage(s), want a multi-stage build (builder and runtime)", len(stages))
 	}
@@ -164,7 +190,7 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile:%d: RUN in the runtime stage (no shell there): %s", in.line, in.args)
 		}
 		img := dockerImage(t)
-		if img.binary == "" {
+		if img.binary() == "" || !img.fromStage[0] {
 			t.Fatal("the runtime stage copies no rackstream binary from the builder")
 		}
 		var fromBuilder bool
@@ -176,53 +202,79 @@ func TestDockerfile(t *testing.T) {
 		}
 	})
 
+	checkRuntimeImage(t, "../Dockerfile")
+}
+
+// TestReleaseDockerfile: the release image (deploy/release/Dockerfile,
+// built from `make release`'s binaries) runs like the source-built one.
+func TestReleaseDockerfile(t *testing.T) {
+	stages := readDockerfile(t, "release/Dockerfile")
+	if len(stages) != 1 || !strings.HasPrefix(stages[0].image, "gcr.io/distroless/static") {
+		t.Fatalf("stages %v, want one, FROM gcr.io/distroless/static*: the release image compiles nothing", stages)
+	}
+	for _, in := range stages[0].all("RUN") {
+		t.Errorf("release/Dockerfile:%d: RUN in a shell-less image: %s", in.line, in.args)
+	}
+	img := imageOf(t, "release/Dockerfile")
+	if len(img.copies) == 0 || img.copies[0].src != "rackstream-${TARGETOS}-${TARGETARCH}" {
+		t.Errorf("COPY %v: want the binary of the build's platform first, rackstream-${TARGETOS}-${TARGETARCH}", img.copies)
+	}
+	checkRuntimeImage(t, "release/Dockerfile")
+}
+
+// checkRuntimeImage checks what the Kubernetes manifests rely on in an
+// image: a numeric non-root user, the HTTP port exposed, and an entrypoint
+// of rackstream run --config FILE.
+func checkRuntimeImage(t *testing.T, file string) {
+	img := imageOf(t, file)
 	t.Run("it runs as a non-root user", func(t *testing.T) {
-		user := dockerImage(t).user
+		user := img.user
 		uid, _, _ := strings.Cut(user, ":")
 		if user == "" || uid == "0" || uid == "root" {
-			t.Errorf("runtime USER %q, want a non-root user", user)
+			t.Errorf("%s: runtime USER %q, want a non-root user", file, user)
 		}
 		if !regexp.MustCompile(`^[1-9]\d*(:\d+)?$`).MatchString(user) {
 			// Kubernetes' runAsNonRoot can only verify a numeric user.
-			t.Errorf("USER %q: want a numeric uid, which runAsNonRoot can check", user)
+			t.Errorf("%s: USER %q: want a numeric uid, which runAsNonRoot can check", file, user)
 		}
 	})
 
 	t.Run("it exposes the HTTP port and runs rackstream run --config", func(t *testing.T) {
-		img := dockerImage(t)
 		port := defaultHTTPPort(t)
 		if len(img.exposed) != 1 || strings.TrimSuffix(img.exposed[0], "/tcp") != port {
-			t.Errorf("EXPOSE %v, want %s (http.listen's default)", img.exposed, port)
+			t.Errorf("%s: EXPOSE %v, want %s (http.listen's default)", file, img.exposed, port)
 		}
-		want := []string{img.binary, "run", "--config"}
-		if len(img.entrypoint) != 4 || strings.Join(img.entrypoint[:3], " ") != strings.Join(want, " ") || !strings.HasPrefix(img.entrypoint[3], "/") {
-			t.Errorf("ENTRYPOINT %q, want [%s run --config /absolute/path]", img.entrypoint, img.binary)
+		want := []string{img.binary(), "run", "--config"}
+		if img.binary() == "" || len(img.entrypoint) != 4 || strings.Join(img.entrypoint[:3], " ") != strings.Join(want, " ") || !strings.HasPrefix(img.entrypoint[3], "/") {
+			t.Errorf("%s: ENTRYPOINT %q, want [%s run --config /absolute/path]", file, img.entrypoint, img.binary())
 		}
 	})
 }
 
 // TestDockerignoreKeepsTheBuildInputs pins that the build context has what
-// the builder needs and not the repository's history or build outputs.
+// the builder needs and not the repository's history or build outputs. The
+// file is read and matched with moby/patternmatcher, the code docker and
+// BuildKit use for .dockerignore.
 func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
-	b, err := os.ReadFile("../.dockerignore")
+	f, err := os.Open("../.dockerignore")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var patterns []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			patterns = append(patterns, l)
-		}
+	defer f.Close()
+	patterns, err := ignorefile.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := patternmatcher.New(patterns)
+	if err != nil {
+		t.Fatal(err)
 	}
 	ignored := func(p string) bool {
-		out := false
-		for _, pat := range patterns {
-			neg := strings.HasPrefix(pat, "!")
-			if dockerignoreMatch(strings.TrimPrefix(pat, "!"), p) {
-				out = !neg
-			}
+		m, err := pm.MatchesOrParentMatches(p)
+		if err != nil {
+			t.Fatalf(".dockerignore against %s: %v", p, err)
 		}
-		return out
+		return m
 	}
 	for _, keep := range []string{"go.mod", "go.sum", "cmd/rackstream/main.go", "config/config.go", "processor/runtime.go", "internal/kclient/kclient.go"} {
 		if ignored(keep) {
@@ -234,31 +286,4 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 			t.Errorf(".dockerignore lets %s into the build context", drop)
 		}
 	}
-}
-
-// dockerignoreMatch reports whether a .dockerignore pattern excludes p: a
-// pattern matches the path or one of its parent directories, and "**"
-// matches any number of directories.
-func dockerignoreMatch(pattern, p string) bool {
-	pattern = strings.Trim(path.Clean(pattern), "/")
-	var match func(pat, segs []string) bool
-	match = func(pat, segs []string) bool {
-		if len(pat) == 0 {
-			return true // a directory pattern excludes everything under it
-		}
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if match(pat[1:], segs[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		ok, _ := path.Match(pat[0], segs[0])
-		return ok && match(pat[1:], segs[1:])
-	}
-	return match(strings.Split(pattern, "/"), strings.Split(p, "/"))
 }

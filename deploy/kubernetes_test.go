@@ -425,8 +425,8 @@ func testVariant(t *testing.T, dir string) {
 	t.Run("it runs the image's binary, non-root, read-only", func(t *testing.T) {
 		img := dockerImage(t)
 		cmd := list(p.container, "command")
-		if len(cmd) < 2 || cmd[0] != img.binary || cmd[1] != "run" {
-			t.Errorf("command %v, want [%s run --config ...]", cmd, img.binary)
+		if len(cmd) < 2 || cmd[0] != img.binary() || cmd[1] != "run" {
+			t.Errorf("command %v, want [%s run --config ...]", cmd, img.binary())
 		}
 		cfgFile := p.configPath(t)
 		if mountedAt(p.container, filepath.Dir(cfgFile)) == "" {

@@ -3,10 +3,13 @@ package deploy
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // object is one Kubernetes object read from a manifest.
@@ -68,69 +71,6 @@ func named(l []any, name string) map[string]any {
 	return nil
 }
 
-// readYAMLFile parses a file of deploy/ (path relative to deploy/).
-func readYAMLFile(t *testing.T, rel string) []any {
-	t.Helper()
-	b, err := os.ReadFile(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := parseYAML(rel, string(b))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return docs
-}
-
-// build resolves a kustomization directory the way `kubectl apply -k` does
-// for the features the manifests use: resources (files and directories with
-// their own kustomization.yaml) and configMapGenerator from files. Generated
-// ConfigMaps keep their plain name (kustomize adds a content hash and
-// rewrites the references to it).
-func build(t *testing.T, dir string) []object {
-	t.Helper()
-	docs := readYAMLFile(t, filepath.Join(dir, "kustomization.yaml"))
-	if len(docs) != 1 || str(docs[0], "kind") != "Kustomization" {
-		t.Fatalf("%s/kustomization.yaml: want one Kustomization document", dir)
-	}
-	k := docs[0]
-	var out []object
-	for _, r := range list(k, "resources") {
-		rel := filepath.Join(dir, r.(string))
-		fi, err := os.Stat(rel)
-		if err != nil {
-			t.Fatalf("%s/kustomization.yaml: resource %s: %v", dir, r, err)
-		}
-		if fi.IsDir() {
-			out = append(out, build(t, rel)...)
-			continue
-		}
-		for _, d := range readYAMLFile(t, rel) {
-			m, ok := d.(map[string]any)
-			if !ok {
-				t.Fatalf("%s: a document that is not a mapping", rel)
-			}
-			out = append(out, object{file: rel, m: m})
-		}
-	}
-	for _, g := range list(k, "configMapGenerator") {
-		data := map[string]any{}
-		for _, f := range list(g, "files") {
-			b, err := os.ReadFile(filepath.Join(dir, f.(string)))
-			if err != nil {
-				t.Fatalf("%s/kustomization.yaml: configMapGenerator %s: %v", dir, str(g, "name"), err)
-			}
-			data[filepath.Base(f.(string))] = string(b)
-		}
-		out = append(out, object{file: filepath.Join(dir, "kustomization.yaml"), m: map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": str(g, "name"), "namespace": str(g, "namespace")},
-			"data":     data,
-		}})
-	}
-	return out
-}
-
 // the returns the one object of kind (and name, when not ""), failing the
 // test when there is not exactly one.
 func the(t *testing.T, objs []object, kind, name string) object {
@@ -182,4 +122,15 @@ func yamlFiles(t *testing.T, dir string) []string {
 	}
 	slices.Sort(files)
 	return files
+}
+
+// needTools skips the test when a tool it runs is missing, except under CI
+// (CI set), where .ci/run installs every tool and a missing one fails.
+func needTools(t *testing.T, why string, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			kafkatest.SkipOrFail(t, "%s is not installed (.ci/run must install it): %s", tool, why)
+		}
+	}
 }

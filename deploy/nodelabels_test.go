@@ -21,11 +21,7 @@ import (
 // against a fake Kubernetes API server on loopback (TLS, verified with the
 // CA file as in a pod) and loads the file it writes as `rackstream run` would.
 func TestNodeLabelsScript(t *testing.T) {
-	for _, tool := range []string{"sh", "curl", "sed"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the script cannot run here (the image it runs in has it)", tool)
-		}
-	}
+	needTools(t, "the init container's script runs with them (its image, curlimages/curl, has them)", "sh", "curl", "sed")
 	const token = "sa-token-0123456789"
 	nodes := map[string]string{
 		// Compact JSON as the API server sends it, with an escaped copy of

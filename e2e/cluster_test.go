@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,42 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
-
-// freePorts returns the first of n consecutive free loopback ports.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := base+n-1 <= 65535
-		for p := base; ok && p < base+n; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no run of free ports")
-	return 0
-}
 
 // TestClusterScriptStartsKillsAZoneAndStops drives deploy/local/cluster.sh
 // as a user does: start 3 instances (one per zone), kill a zone, see its
 // tasks taken over, stop everything.
 func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
 	c := kafkatest.New(t)
-	base := freePorts(t, 3)
+	base := cluster.FreePorts(t, 3)
 	script := "../deploy/local/cluster.sh"
 	dir := t.TempDir()
 	t.Cleanup(func() { // the instances' logs tell why
@@ -55,7 +28,7 @@ func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
 		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
-			t.Logf("%s (tail):\n%s", filepath.Base(l), tail(string(b), 30))
+			t.Logf("%s (tail):\n%s", filepath.Base(l), cluster.Tail(string(b), 30))
 		}
 	})
 	env := append(os.Environ(),
@@ -82,11 +55,11 @@ func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
 		t.Fatalf("status after start: %v\n%s", err, out)
 	}
 	i2 := "http://127.0.0.1:" + strconv.Itoa(base+1)
-	var md metadata
+	var md cluster.Metadata
 	kafkatest.Eventually(t, time.Minute, "three members, every task with an active", func() bool {
-		md = metadata{}
-		code, _ := getJSON(i2+"/v1/metadata", &md)
-		return code == 200 && len(md.Clients) == 3 && md.spreadProblem(6, 3, 2, "zone") == ""
+		md = cluster.Metadata{}
+		code, _ := cluster.GetJSON(i2+"/v1/metadata", &md)
+		return code == 200 && len(md.Clients) == 3 && md.SpreadProblem(6, 3, 2, "zone") == ""
 	})
 	var victim string // instance 1's process id: zone eu-central-1a
 	for _, cl := range md.Clients {
@@ -98,8 +71,8 @@ func TestClusterScriptStartsKillsAZoneAndStops(t *testing.T) {
 		t.Fatalf("kill-zone: %v\n%s", err, out)
 	}
 	kafkatest.Eventually(t, time.Minute, "the zone's tasks taken over", func() bool {
-		var after metadata
-		if code, _ := getJSON(i2+"/v1/metadata", &after); code != 200 || len(after.Clients) != 2 {
+		var after cluster.Metadata
+		if code, _ := cluster.GetJSON(i2+"/v1/metadata", &after); code != 200 || len(after.Clients) != 2 {
 			return false
 		}
 		for _, tk := range after.Tasks {

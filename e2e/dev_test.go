@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/partition"
 )
@@ -39,10 +40,10 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	var addrs map[string]string // dev name -> host:port
 	var brokers []string
 	kafkatest.Eventually(t, time.Minute, "dev lists its instances", func() bool {
-		if dev.exited() {
-			t.Fatalf("dev exited with %d", dev.code)
+		if dev.Exited() {
+			t.Fatalf("dev exited with %d", dev.Code())
 		}
-		out := dev.out.String()
+		out := dev.Out.String()
 		ms := devInstanceRE.FindAllStringSubmatch(out, -1)
 		k := devKafkaRE.FindStringSubmatch(out)
 		if len(ms) < 6 || k == nil {
@@ -57,26 +58,26 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	})
 	for name, addr := range addrs {
 		kafkatest.Eventually(t, 2*time.Minute, name+" /readyz 200", func() bool {
-			code, _ := getJSON("http://"+addr+"/readyz", nil)
+			code, _ := cluster.GetJSON("http://"+addr+"/readyz", nil)
 			return code == 200
 		})
 	}
 	t.Logf("all 6 instances ready %v after the start", time.Since(began).Round(time.Millisecond))
 
-	var md metadata
+	var md cluster.Metadata
 	kafkatest.Eventually(t, 2*time.Minute, "every task with one active and 2 standbys in 3 zones", func() bool {
-		md = metadata{}
-		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &md); code != 200 || err != nil {
+		md = cluster.Metadata{}
+		if code, err := cluster.GetJSON("http://"+addrs["i1"]+"/v1/metadata", &md); code != 200 || err != nil {
 			return false
 		}
-		return md.spreadProblem(12, 6, 2, "zone") == ""
+		return md.SpreadProblem(12, 6, 2, "zone") == ""
 	})
 	for _, name := range []string{"i2", "i6"} { // any instance shows it
-		var other metadata
-		if code, err := getJSON("http://"+addrs[name]+"/v1/metadata", &other); code != 200 || err != nil {
+		var other cluster.Metadata
+		if code, err := cluster.GetJSON("http://"+addrs[name]+"/v1/metadata", &other); code != 200 || err != nil {
 			t.Fatalf("%s metadata: %d %v", name, code, err)
 		}
-		if p := other.spreadProblem(12, 6, 2, "zone"); p != "" && other.Generation == md.Generation {
+		if p := other.SpreadProblem(12, 6, 2, "zone"); p != "" && other.Generation == md.Generation {
 			t.Errorf("%s's metadata of generation %d: %s", name, other.Generation, p)
 		}
 	}
@@ -85,22 +86,22 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	// same generation: every zone and cluster as spread as it can be, no
 	// task short of standbys.
 	kafkatest.Eventually(t, time.Minute, "i3's placement metrics agree with its metadata", func() bool {
-		var now metadata
-		if code, err := getJSON("http://"+addrs["i3"]+"/v1/metadata", &now); code != 200 || err != nil {
+		var now cluster.Metadata
+		if code, err := cluster.GetJSON("http://"+addrs["i3"]+"/v1/metadata", &now); code != 200 || err != nil {
 			return false
 		}
-		fams, err := scrape("http://" + addrs["i3"] + "/metrics")
+		fams, err := cluster.Scrape("http://" + addrs["i3"] + "/metrics")
 		if err != nil {
 			return false
 		}
-		if gen, ok := metricValue(fams, "rackstream_placement_generation"); !ok || int32(gen) != now.Generation {
+		if gen, ok := cluster.MetricValue(fams, "rackstream_placement_generation"); !ok || int32(gen) != now.Generation {
 			return false // a rebalance in between: read both again
 		}
-		if now.spreadProblem(12, 6, 2, "zone") != "" {
+		if now.SpreadProblem(12, 6, 2, "zone") != "" {
 			return false // not settled (a probing rebalance): read both again
 		}
 		for _, d := range now.Quality.Dimensions {
-			v, ok := metricValue(fams, "rackstream_placement_tasks_repeating", "tag", d.Tag)
+			v, ok := cluster.MetricValue(fams, "rackstream_placement_tasks_repeating", "tag", d.Tag)
 			if !ok || int(v) != d.TasksRepeating {
 				t.Fatalf("generation %d: rackstream_placement_tasks_repeating{tag=%q} %v (present %v), metadata says %d", now.Generation, d.Tag, v, ok, d.TasksRepeating)
 			}
@@ -109,7 +110,7 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 			t.Fatalf("generation %d: quality dimensions %+v, want zone (0 repeating) and cluster", now.Generation, now.Quality.Dimensions)
 		}
 		for _, name := range []string{"rackstream_placement_tasks_short_of_standbys", "rackstream_placement_tasks_without_standby", "rackstream_placement_standby_shortfall"} {
-			if v, ok := metricValue(fams, name); !ok || v != 0 {
+			if v, ok := cluster.MetricValue(fams, name); !ok || v != 0 {
 				t.Fatalf("generation %d: %s %v (present %v), want 0", now.Generation, name, v, ok)
 			}
 		}
@@ -136,19 +137,19 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	// the query are repeated until the generations agree.
 	var (
 		owner, ownerAddr, nonOwner string
-		ans                        keyAnswer
+		ans                        cluster.KeyAnswer
 		gen                        int32
 	)
 	kafkatest.Eventually(t, time.Minute, "count of the probe key is 7 on a non-owner, in a settled generation", func() bool {
-		var before, after metadata
-		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &before); code != 200 || err != nil {
+		var before, after cluster.Metadata
+		if code, err := cluster.GetJSON("http://"+addrs["i1"]+"/v1/metadata", &before); code != 200 || err != nil {
 			return false
 		}
-		if before.ProbingRebalanceNeeded || before.spreadProblem(12, 6, 2, "zone") != "" {
+		if before.ProbingRebalanceNeeded || before.SpreadProblem(12, 6, 2, "zone") != "" {
 			return false
 		}
 		owner = before.Tasks[task].Active
-		ownerAddr, _ = before.client(owner)
+		ownerAddr, _ = before.Client(owner)
 		nonOwner = ""
 		for _, name := range slices.Sorted(maps.Keys(addrs)) {
 			if addrs[name] != ownerAddr {
@@ -156,11 +157,11 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 				break
 			}
 		}
-		ans = keyAnswer{}
-		if code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans); code != 200 || string(ans.Value) != "7" {
+		ans = cluster.KeyAnswer{}
+		if code, _ := cluster.GetJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans); code != 200 || string(ans.Value) != "7" {
 			return false
 		}
-		if code, err := getJSON("http://"+addrs["i1"]+"/v1/metadata", &after); code != 200 || err != nil {
+		if code, err := cluster.GetJSON("http://"+addrs["i1"]+"/v1/metadata", &after); code != 200 || err != nil {
 			return false
 		}
 		gen = before.Generation
@@ -171,56 +172,56 @@ func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	}
 
 	// Kill the owner through the admin route of another instance.
-	code, body, err := post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/kill")
+	code, body, err := cluster.Post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/kill")
 	if err != nil || code != 202 {
 		t.Fatalf("kill %s: %d %s %v", owner, code, body, err)
 	}
 	killedAt := time.Now()
 	kafkatest.Eventually(t, 2*time.Minute, "the probe key's task taken over and still 7", func() bool {
-		var after metadata
-		if code, err := getJSON("http://"+addrs[nonOwner]+"/v1/metadata", &after); code != 200 || err != nil {
+		var after cluster.Metadata
+		if code, err := cluster.GetJSON("http://"+addrs[nonOwner]+"/v1/metadata", &after); code != 200 || err != nil {
 			return false
 		}
 		if a := after.Tasks[task].Active; a == "" || a == owner || after.Generation <= gen {
 			return false
 		}
-		if ep, _ := after.client(owner); ep != "" {
+		if ep, _ := after.Client(owner); ep != "" {
 			return false // still a member: the task may not have moved for the kill
 		}
-		ans = keyAnswer{}
-		code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)
+		ans = cluster.KeyAnswer{}
+		code, _ := cluster.GetJSON("http://"+addrs[nonOwner]+"/v1/stores/count/keys/"+key, &ans)
 		return code == 200 && string(ans.Value) == "7" && ans.ServedBy != owner && ans.Role == "active"
 	})
 	t.Logf("task %d moved from %s to %s %v after the kill", task, owner, ans.ServedBy, time.Since(killedAt).Round(time.Millisecond))
-	if code, _ := getJSON("http://"+ownerAddr+"/healthz", nil); code != 0 {
+	if code, _ := cluster.GetJSON("http://"+ownerAddr+"/healthz", nil); code != 0 {
 		t.Errorf("the killed instance still answers HTTP (%d)", code)
 	}
 
 	// Bad admin requests are refused; the killed instance starts again.
-	if code, _, _ := post("http://" + addrs[nonOwner] + "/v1/dev/instances/nosuch/kill"); code != 404 {
+	if code, _, _ := cluster.Post("http://" + addrs[nonOwner] + "/v1/dev/instances/nosuch/kill"); code != 404 {
 		t.Errorf("kill of an unknown instance: %d, want 404", code)
 	}
-	if code, _ := getJSON("http://"+addrs[nonOwner]+"/v1/dev/instances/i1/kill", nil); code != 405 {
+	if code, _ := cluster.GetJSON("http://"+addrs[nonOwner]+"/v1/dev/instances/i1/kill", nil); code != 405 {
 		t.Errorf("GET of a kill route: %d, want 405", code)
 	}
-	if code, body, err := post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/start"); code != 200 || err != nil {
+	if code, body, err := cluster.Post("http://" + addrs[nonOwner] + "/v1/dev/instances/" + owner + "/start"); code != 200 || err != nil {
 		t.Fatalf("start %s: %d %s %v", owner, code, body, err)
 	}
 	kafkatest.Eventually(t, 2*time.Minute, "the restarted instance ready", func() bool {
-		code, _ := getJSON("http://"+ownerAddr+"/readyz", nil)
+		code, _ := cluster.GetJSON("http://"+ownerAddr+"/readyz", nil)
 		return code == 200
 	})
 
 	// The console answers on stdin.
-	fmt.Fprintln(dev.in, "status")
+	fmt.Fprintln(dev.In, "status")
 	kafkatest.Eventually(t, 30*time.Second, "console status", func() bool {
-		return strings.Contains(dev.out.String(), "records produced:")
+		return strings.Contains(dev.Out.String(), "records produced:")
 	})
 
-	if code := dev.signal(syscall.SIGINT, time.Minute); code != 0 {
+	if code := dev.Signal(syscall.SIGINT, time.Minute); code != 0 {
 		t.Fatalf("dev exited %d after SIGINT", code)
 	}
-	if !strings.Contains(dev.out.String(), "rackstream dev: stopped") {
+	if !strings.Contains(dev.Out.String(), "rackstream dev: stopped") {
 		t.Errorf("no clean stop in the output")
 	}
 }

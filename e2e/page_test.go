@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/query/page"
 )
@@ -395,10 +396,10 @@ func testDevPage(t *testing.T, b *browser) {
 	dev := start(t, "rackstream dev", args...)
 	var addrs map[string]string
 	kafkatest.Eventually(t, time.Minute, "dev lists its instances", func() bool {
-		if dev.exited() {
-			t.Fatalf("dev exited with %d", dev.code)
+		if dev.Exited() {
+			t.Fatalf("dev exited with %d", dev.Code())
 		}
-		ms := devInstanceRE.FindAllStringSubmatch(dev.out.String(), -1)
+		ms := devInstanceRE.FindAllStringSubmatch(dev.Out.String(), -1)
 		if len(ms) < 6 {
 			return false
 		}
@@ -412,7 +413,7 @@ func testDevPage(t *testing.T, b *browser) {
 	// Until i1 has joined, /v1/metadata answers 503 (the page says so),
 	// which Chromium logs as a failed load: open the page once it has.
 	kafkatest.Eventually(t, 2*time.Minute, "i1 has a placement", func() bool {
-		code, _ := getJSON(base+"/v1/metadata", nil)
+		code, _ := cluster.GetJSON(base+"/v1/metadata", nil)
 		return code == 200
 	})
 	b.do("open i1's page", chromedp.Navigate(base+"/"))
@@ -421,8 +422,8 @@ func testDevPage(t *testing.T, b *browser) {
 	// no probing rebalance pending.
 	var g pageGrid
 	kafkatest.Eventually(t, 2*time.Minute, "the page shows 12 tasks, each with an active and 2 standbys in 3 zones", func() bool {
-		var md metadata
-		if code, err := getJSON(base+"/v1/metadata", &md); code != 200 || err != nil || md.ProbingRebalanceNeeded {
+		var md cluster.Metadata
+		if code, err := cluster.GetJSON(base+"/v1/metadata", &md); code != 200 || err != nil || md.ProbingRebalanceNeeded {
 			return false
 		}
 		g = b.grid()
@@ -445,13 +446,13 @@ func testDevPage(t *testing.T, b *browser) {
 		if w == nil {
 			return false
 		}
-		resp, err := httpClient.Get(base + "/v1/metadata")
+		resp, err := cluster.HTTPClient.Get(base + "/v1/metadata")
 		if err != nil {
 			return false
 		}
 		doc, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		var md metadata
+		var md cluster.Metadata
 		if err != nil || resp.StatusCode != 200 || json.Unmarshal(doc, &md) != nil || md.Generation != w.Generation {
 			return false
 		}
@@ -483,7 +484,7 @@ func testDevPage(t *testing.T, b *browser) {
 		ID        string `json:"id"`
 		ProcessID string `json:"process_id"`
 	}
-	if code, err := getJSON(base+"/v1/dev/instances", &insts); code != 200 || err != nil {
+	if code, err := cluster.GetJSON(base+"/v1/dev/instances", &insts); code != 200 || err != nil {
 		t.Fatalf("dev instances: %d %v", code, err)
 	}
 	victim := ""
@@ -495,7 +496,7 @@ func testDevPage(t *testing.T, b *browser) {
 	if victim == "" || !slices.ContainsFunc(g.Columns, func(c gridColumn) bool { return c.ID == victim }) {
 		t.Fatalf("i2's process id %q is not a column of the page", victim)
 	}
-	if code, body, err := post(base + "/v1/dev/instances/i2/kill"); code != 202 || err != nil {
+	if code, body, err := cluster.Post(base + "/v1/dev/instances/i2/kill"); code != 202 || err != nil {
 		t.Fatalf("kill i2: %d %s %v", code, body, err)
 	}
 	killed := time.Now()
@@ -516,7 +517,7 @@ func testDevPage(t *testing.T, b *browser) {
 	}
 	b.noProblems("dev page after the kill")
 
-	if code := dev.signal(syscall.SIGINT, time.Minute); code != 0 {
+	if code := dev.Signal(syscall.SIGINT, time.Minute); code != 0 {
 		t.Errorf("dev exited %d after SIGINT", code)
 	}
 }

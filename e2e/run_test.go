@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/partition"
 )
@@ -24,7 +25,7 @@ const (
 
 // runInstance is one `rackstream run` process.
 type runInstance struct {
-	*proc
+	*cluster.Proc
 	zone string
 	id   string // process id, from the start-up line
 	http string // host:port
@@ -78,36 +79,36 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 		p := start(t, name, "run", "--config", conf,
 			"--set", "client.tag.zone="+zone,
 			"--set", "state.dir="+filepath.Join(dir, name))
-		ins = append(ins, &runInstance{proc: p, zone: zone})
+		ins = append(ins, &runInstance{Proc: p, zone: zone})
 	}
 	for _, in := range ins {
-		kafkatest.Eventually(t, time.Minute, in.name+" start-up line", func() bool {
-			if in.exited() {
-				t.Fatalf("%s exited with %d", in.name, in.code)
+		kafkatest.Eventually(t, time.Minute, in.Name+" start-up line", func() bool {
+			if in.Exited() {
+				t.Fatalf("%s exited with %d", in.Name, in.Code())
 			}
-			l := jsonLogLines(in.err.String(), "rackstream instance started")
+			l := cluster.JSONLogLines(in.Err.String(), "rackstream instance started")
 			if len(l) == 0 {
 				return false
 			}
 			in.id, _ = l[0]["instance"].(string)
 			in.http, _ = l[0]["http"].(string)
 			if l[0]["group"] != app || l[0]["tags"] != "zone="+in.zone || l[0]["endpoint"] != in.http {
-				t.Errorf("%s start-up line %v", in.name, l[0])
+				t.Errorf("%s start-up line %v", in.Name, l[0])
 			}
 			return true
 		})
 	}
 	for _, in := range ins {
-		kafkatest.Eventually(t, 2*time.Minute, in.name+" /readyz 200", func() bool {
-			code, _ := getJSON("http://"+in.http+"/readyz", nil)
+		kafkatest.Eventually(t, 2*time.Minute, in.Name+" /readyz 200", func() bool {
+			code, _ := cluster.GetJSON("http://"+in.http+"/readyz", nil)
 			return code == 200
 		})
 	}
-	var md metadata
+	var md cluster.Metadata
 	kafkatest.Eventually(t, 2*time.Minute, "every task with one active and 2 standbys in 3 zones", func() bool {
-		md = metadata{}
-		code, err := getJSON("http://"+ins[0].http+"/v1/metadata", &md)
-		return code == 200 && err == nil && md.spreadProblem(runPartitions, 6, 2, "zone") == ""
+		md = cluster.Metadata{}
+		code, err := cluster.GetJSON("http://"+ins[0].http+"/v1/metadata", &md)
+		return code == 200 && err == nil && md.SpreadProblem(runPartitions, 6, 2, "zone") == ""
 	})
 
 	cl := c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())))
@@ -125,8 +126,8 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 	// allAt reports whether every key reads want on instance at.
 	allAt := func(at *runInstance, want int) bool {
 		for k := range runKeys {
-			var ans keyAnswer
-			code, _ := getJSON("http://"+at.http+"/v1/stores/latest/keys/key-"+strconv.Itoa(k), &ans)
+			var ans cluster.KeyAnswer
+			code, _ := cluster.GetJSON("http://"+at.http+"/v1/stores/latest/keys/key-"+strconv.Itoa(k), &ans)
 			if code != 200 || string(ans.Value) != strconv.Itoa(want) {
 				return false
 			}
@@ -149,14 +150,14 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 	var (
 		owner string
 		asker *runInstance
-		ans   keyAnswer
+		ans   cluster.KeyAnswer
 	)
 	kafkatest.Eventually(t, time.Minute, key+" read on a non-owner, in a settled generation", func() bool {
-		var before, after metadata
-		if code, err := getJSON("http://"+ins[0].http+"/v1/metadata", &before); code != 200 || err != nil {
+		var before, after cluster.Metadata
+		if code, err := cluster.GetJSON("http://"+ins[0].http+"/v1/metadata", &before); code != 200 || err != nil {
 			return false
 		}
-		if before.ProbingRebalanceNeeded || before.spreadProblem(runPartitions, 6, 2, "zone") != "" {
+		if before.ProbingRebalanceNeeded || before.SpreadProblem(runPartitions, 6, 2, "zone") != "" {
 			return false
 		}
 		owner = before.Tasks[task].Active
@@ -167,18 +168,18 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 				break
 			}
 		}
-		ans = keyAnswer{}
-		if code, err := getJSON("http://"+asker.http+"/v1/stores/latest/keys/"+key, &ans); code != 200 || err != nil {
+		ans = cluster.KeyAnswer{}
+		if code, err := cluster.GetJSON("http://"+asker.http+"/v1/stores/latest/keys/"+key, &ans); code != 200 || err != nil {
 			return false
 		}
-		if code, err := getJSON("http://"+ins[0].http+"/v1/metadata", &after); code != 200 || err != nil {
+		if code, err := cluster.GetJSON("http://"+ins[0].http+"/v1/metadata", &after); code != 200 || err != nil {
 			return false
 		}
 		md = before
 		return ans.Generation == before.Generation && after.Generation == before.Generation
 	})
 	if ans.ServedBy != owner || ans.Role != "active" || string(ans.Value) != strconv.Itoa(runSeqPhase) {
-		t.Errorf("%s answered %s at generation %d with %+v; want the owner %s's active value %d", asker.name, key, md.Generation, ans, owner, runSeqPhase)
+		t.Errorf("%s answered %s at generation %d with %+v; want the owner %s's active value %d", asker.Name, key, md.Generation, ans, owner, runSeqPhase)
 	}
 
 	// kill -9 the instance owning most tasks, and keep producing.
@@ -205,17 +206,14 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 		}
 	}()
 	kafkatest.Eventually(t, time.Minute, "the second phase under way", func() bool {
-		var ans keyAnswer
-		code, _ := getJSON("http://"+victim.http+"/v1/stores/latest/keys/"+key, &ans)
+		var ans cluster.KeyAnswer
+		code, _ := cluster.GetJSON("http://"+victim.http+"/v1/stores/latest/keys/"+key, &ans)
 		n, _ := strconv.Atoi(string(ans.Value))
 		return code == 200 && n > runSeqPhase+2
 	})
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
+	victim.Kill()
 	killedAt := time.Now()
-	t.Logf("killed %s (%s) mid-stream, active for %d tasks", victim.name, victim.id, most)
+	t.Logf("killed %s (%s) mid-stream, active for %d tasks", victim.Name, victim.id, most)
 	<-produced
 
 	var survivors []*runInstance
@@ -233,8 +231,8 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 		return true
 	})
 	t.Logf("failover complete %v after the kill", time.Since(killedAt).Round(time.Millisecond))
-	var after metadata
-	if code, err := getJSON("http://"+survivors[0].http+"/v1/metadata", &after); code != 200 || err != nil {
+	var after cluster.Metadata
+	if code, err := cluster.GetJSON("http://"+survivors[0].http+"/v1/metadata", &after); code != 200 || err != nil {
 		t.Fatalf("metadata after the kill: %d %v", code, err)
 	}
 	for _, tk := range after.Tasks {
@@ -242,20 +240,20 @@ func TestRunFailoverAcrossZonesLosesNoUpdate(t *testing.T) {
 			t.Errorf("task %d active %q after the kill of %s", tk.Task, tk.Active, victim.id)
 		}
 	}
-	if ep, _ := after.client(victim.id); ep != "" {
+	if ep, _ := after.Client(victim.id); ep != "" {
 		t.Errorf("the killed instance is still a member: %+v", after.Clients)
 	}
 
 	// Survivors shut down cleanly on SIGTERM.
 	for _, in := range survivors {
-		in.cmd.Process.Signal(syscall.SIGTERM)
+		in.Cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, in := range survivors {
-		if code := in.signal(syscall.SIGTERM, time.Minute); code != 0 {
-			t.Errorf("%s exited %d after SIGTERM", in.name, code)
+		if code := in.Signal(syscall.SIGTERM, time.Minute); code != 0 {
+			t.Errorf("%s exited %d after SIGTERM", in.Name, code)
 		}
-		if len(jsonLogLines(in.err.String(), "stopped")) != 1 {
-			t.Errorf("%s did not log a clean stop", in.name)
+		if len(cluster.JSONLogLines(in.Err.String(), "stopped")) != 1 {
+			t.Errorf("%s did not log a clean stop", in.Name)
 		}
 	}
 

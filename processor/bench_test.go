@@ -195,12 +195,9 @@ func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, e
 			}
 			return out.Emit(ctx, key, n)
 		})
-		rt, err := processor.NewRuntime(topo, processor.Options{
-			Brokers:        c.Brokers,
-			StateDir:       b.TempDir(),
-			CommitInterval: time.Second,
-			Logger:         testLogger(nil, "bench"),
-		})
+		o := testOptions(b, c.Brokers, "bench")
+		o.CommitInterval = time.Second
+		rt, err := processor.NewRuntime(topo, o)
 		if err != nil {
 			b.Fatal(err)
 		}

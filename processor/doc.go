@@ -49,7 +49,7 @@
 // committed. Lost partitions are dropped without committing. Records after
 // the last commit may be handled again after a crash; none is skipped.
 //
-// With Options.CacheMaxBytes (statestore.cache.max.bytes) set, a record
+// With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. 0 turns it off.
@@ -60,7 +60,47 @@
 // is flushing to unreachable brokers is aborted when its partitions are
 // lost or revoked, or the shutdown begins, rather than holding its tasks
 // (and with them the group callbacks and the poll loop) until the brokers
-// return; past the timeout Run gives up and logs what it was waiting for.
+// return; past the timeout Run gives up, logs what it was waiting for, and
+// closes the stores anyway (within a second more): Run always releases the
+// state directory. A handler still running then finds its store reads and
+// writes failing with ErrTaskClosed, and Run returns an error naming its
+// task.
+//
+// # Zero values and defaults
+//
+// DefaultOptions holds every default (the configuration's key table takes
+// its own from it); a zero field means zero, never "the default":
+// CommitInterval 0 commits after every batch a task works through,
+// ShutdownTimeout 0 does not wait, CacheMaxBytes 0 turns the record cache
+// off. NewRuntime rejects a zero that makes no sense, naming its key.
+//
+// # Inside the runtime: one way from a fetched record to a committed offset
+//
+// The runtime's files each hold one idea, and data flows through them in
+// one direction:
+//
+//   - session.go: one Kafka client's life. Its poll loop (poll.go) fetches
+//     and hands each partition's batch to its task's queue (queue.go),
+//     pausing a partition whose task falls behind.
+//   - task.go: a task is one partition slot on its own goroutine. It sees
+//     only a taskEnv: its stores, its producer, its partitions' fetch
+//     control, a clock. Its per-record path (task.work, record.go)
+//     decodes, calls the handler, and applies the staged writes and emits
+//     (the record cache, cache.go, may merge them within a commit
+//     interval); the offset after the record becomes the task's processed
+//     watermark.
+//   - commit.go: a commit, every commit.interval.ms (after every batch when
+//     it is 0), on revoke and on shutdown, locks the tasks between
+//     records, flushes the producer, writes each task's stores with their
+//     checkpoints, and commits the watermarks: plain functions of explicit
+//     state (a producer, a committer, the tasks).
+//   - rebalance.go: what the group's callbacks do with tasks (assign,
+//     revoke, lose), again with no Kafka client of its own.
+//   - metrics.go: series collected from the live tasks at scrape time.
+//
+// A query answer reads the same stores: the committed LevelDB state, or
+// under at-least-once the task's latest (write buffer over LevelDB), through
+// Runtime.Replica and package processor/query.
 //
 // # Poison records
 //
@@ -80,5 +120,8 @@
 // replicas tail their changelogs through package state; an active task
 // whose replica is already here is promoted, replaying only its lag, and a
 // task moved away stays a standby when the plan keeps one here. Replica,
-// Placement and Ready serve the HTTP query layer (processor/query).
+// Placement and Ready serve the HTTP query layer (processor/query), and
+// Options.OnPlacement hands each new placement, once, to whoever follows
+// it (logs, metrics, dev), with the settings the group's leader planned it
+// with.
 package processor

@@ -3,6 +3,7 @@ package processor_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/state"
 )
 
 func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
@@ -147,9 +150,9 @@ func TestRuntimeRebuildsTheClientAfterAFatalProduceErrorAndLosesNothing(t *testi
 func TestRuntimeStallsWhileTheBrokerIsUnreachableAndResumesLosingNothing(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 3)
-	d := &cutDialer{}
+	d := new(cutdial.Dialer)
 	o := a.options(t, "solo", "a")
-	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.ClientOpts = append(o.ClientOpts, kgo.Dialer(d.Dial))
 	o.RebuildBackoff = 50 * time.Millisecond
 	in := a.start(t, "solo", o)
 	a.produce(t, 3000, 30, 0)
@@ -235,9 +238,9 @@ func TestRunFailsAtStartWhenAnOutputTopicIsMissing(t *testing.T) {
 func TestShutdownIsBoundedWhenCutOffWhileACommitIsFlushing(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 4)
-	d := &cutDialer{}
+	d := new(cutdial.Dialer)
 	o := a.options(t, "cut", "a")
-	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.ClientOpts = append(o.ClientOpts, kgo.Dialer(d.Dial))
 	o.ShutdownTimeout = 2 * time.Second
 	in := a.start(t, "cut", o)
 	kafkatest.Eventually(t, time.Minute, "ready", func() bool { return allReady(in) })
@@ -279,33 +282,40 @@ func (s *syncBuffer) String() string {
 }
 
 // A handler that ignores its context cannot hold the shutdown beyond
-// shutdown.timeout.ms: Run gives up and logs what it was waiting for.
+// shutdown.timeout.ms: Run gives up and logs what it was waiting for,
+// closes the stores under the handler anyway (releasing the state
+// directory: a new instance opens it at once, with no lock to retry), and
+// returns an error naming the task; the handler's later store reads fail
+// with ErrTaskClosed.
 func TestShutdownGivesUpAfterItsTimeoutNamingWhatItWaitsFor(t *testing.T) {
 	c := kafkatest.New(t)
 	input := c.Name("stuck-in")
 	c.CreateTopic(input, 1, nil)
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released)
+	after := make(chan error, 1) // the handler's store read after its release
 	topo := processor.New(c.Name("stuck"))
-	processor.NewStore(topo, "unused", codec.String(), codec.String())
-	processor.NewInput(topo, input, codec.String(), codec.String(), func(*processor.Context, string, string) error {
+	store := processor.NewStore(topo, "unused", codec.String(), codec.String())
+	processor.NewInput(topo, input, codec.String(), codec.String(), func(ctx *processor.Context, k, _ string) error {
 		select {
 		case entered <- struct{}{}:
 		default:
 		}
 		<-release // ignores its context
+		_, _, err := store.Get(ctx, k)
+		after <- err
 		return nil
 	})
 	var logs syncBuffer
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:           c.Brokers,
-		StateDir:          t.TempDir(),
-		SessionTimeout:    3 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		ShutdownTimeout:   time.Second,
-		Logger:            slog.New(slog.NewTextHandler(&logs, nil)),
-	})
+	o := processor.DefaultOptions()
+	dir := t.TempDir()
+	o.Brokers, o.StateDir, o.CacheMaxBytes = c.Brokers, dir, 0
+	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.ShutdownTimeout = time.Second
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,11 +336,23 @@ func TestShutdownGivesUpAfterItsTimeoutNamingWhatItWaitsFor(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "tasks [0]") || !strings.Contains(err.Error(), "ErrTaskClosed") {
+			t.Errorf("Run = %v; want an error naming task 0, whose handler was still running", err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not return within 60s of the cancel")
+	}
+	// The state directory is free: no lock to retry.
+	so := state.DefaultOptions()
+	so.Dir, so.ApplicationID = dir, topo.ApplicationID()
+	m, err := state.Open(so)
+	if err != nil {
+		t.Fatalf("opening the state directory after Run returned: %v", err)
+	}
+	m.Close()
+	released()
+	if err := <-after; !errors.Is(err, processor.ErrTaskClosed) || !errors.Is(err, state.ErrTaskClosed) {
+		t.Errorf("the handler's store read after the shutdown = %v; want ErrTaskClosed", err)
 	}
 	out := logs.String()
 	i := strings.Index(out, "shutdown did not finish within shutdown.timeout.ms")

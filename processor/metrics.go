@@ -1,19 +1,19 @@
 package processor
 
 import (
-	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rackstream/rackstream/internal/promreg"
 )
 
 // metrics are the runtime's Prometheus series (prefix rackstream_, names
-// after Kafka Streams' where it has one).
+// after Kafka Streams' where it has one). The per-task series are not
+// here: each task keeps its own (taskStats), and taskCollector reads the
+// live tasks' at scrape time, so that a task that moved away, or was
+// dropped, has no series left behind for alerts to fire on.
 type metrics struct {
-	processed      *prometheus.CounterVec   // task
-	processLatency *prometheus.HistogramVec // task
-	deadLettered   *prometheus.CounterVec   // task, stage
-	skipped        *prometheus.CounterVec   // task, stage
-	consumerLag    *prometheus.GaugeVec     // topic, partition
 	commitLatency  prometheus.Histogram
 	commitFailures prometheus.Counter
 	rebuilds       prometheus.Counter
@@ -23,29 +23,10 @@ type metrics struct {
 	taskFailures   prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the runtime's series and registers them, with a
+// collector of the live tasks' series, on reg (nil: none).
+func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 	m := &metrics{
-		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rackstream_process_records_total",
-			Help: "Input records whose processing finished (handled, dead-lettered or skipped), by task.",
-		}, []string{"task"}),
-		processLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "rackstream_process_latency_seconds",
-			Help:    "Time to process one input record (decode, handler with retries, staging its effects), by task.",
-			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
-		}, []string{"task"}),
-		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rackstream_dead_letter_records_total",
-			Help: "Poison records sent to the dead-letter topic, by task and stage (decode-key, decode-value, handler).",
-		}, []string{"task", "stage"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rackstream_skipped_records_total",
-			Help: "Poison records skipped under the error policy skip, by task and stage.",
-		}, []string{"task", "stage"}),
-		consumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rackstream_consumer_lag_records",
-			Help: "Records between the last processed offset and the partition's high watermark, as of the last fetch.",
-		}, []string{"topic", "partition"}),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rackstream_commit_latency_seconds",
 			Help:    "Time of one commit: flush of changelog and outputs, store batches with checkpoints, offset commit.",
@@ -78,32 +59,93 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.processed = register(reg, m.processed)
-		m.processLatency = register(reg, m.processLatency)
-		m.deadLettered = register(reg, m.deadLettered)
-		m.skipped = register(reg, m.skipped)
-		m.consumerLag = register(reg, m.consumerLag)
-		m.commitLatency = register(reg, m.commitLatency)
-		m.commitFailures = register(reg, m.commitFailures)
-		m.rebuilds = register(reg, m.rebuilds)
-		m.rebalances = register(reg, m.rebalances)
-		m.rebalanceTime = register(reg, m.rebalanceTime)
-		m.tasks = register(reg, m.tasks)
-		m.taskFailures = register(reg, m.taskFailures)
+		// Unchecked (it describes nothing): its series come and go with
+		// the tasks.
+		_ = reg.Register(taskCollector{live})
+		m.commitLatency = promreg.Register(reg, m.commitLatency)
+		m.commitFailures = promreg.Register(reg, m.commitFailures)
+		m.rebuilds = promreg.Register(reg, m.rebuilds)
+		m.rebalances = promreg.Register(reg, m.rebalances)
+		m.rebalanceTime = promreg.Register(reg, m.rebalanceTime)
+		m.tasks = promreg.Register(reg, m.tasks)
+		m.taskFailures = promreg.Register(reg, m.taskFailures)
 	}
 	return m
 }
 
-// register registers c, or returns the collector already registered under
-// its name, so that instances sharing a registry share the series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
+// taskStats are one task's series. They live as long as the task on this
+// instance: taskCollector collects them from the live tasks at scrape time.
+type taskStats struct {
+	processed    prometheus.Counter
+	latency      prometheus.Histogram
+	deadLettered *prometheus.CounterVec // stage
+	skipped      *prometheus.CounterVec // stage
+	lag          *prometheus.GaugeVec   // topic; the partition is the task
+}
+
+func newTaskStats(id int32) *taskStats {
+	task := prometheus.Labels{"task": taskLabel(id)}
+	return &taskStats{
+		processed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "rackstream_process_records_total",
+			Help:        "Input records whose processing finished (handled, dead-lettered or skipped), by task.",
+			ConstLabels: task,
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "rackstream_process_latency_seconds",
+			Help:        "Time to process one input record (decode, handler with retries, staging its effects), by task.",
+			Buckets:     prometheus.ExponentialBuckets(1e-6, 4, 12),
+			ConstLabels: task,
+		}),
+		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "rackstream_dead_letter_records_total",
+			Help:        "Poison records sent to the dead-letter topic, by task and stage (decode-key, decode-value, handler).",
+			ConstLabels: task,
+		}, []string{"stage"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "rackstream_skipped_records_total",
+			Help:        "Poison records skipped under the error policy skip, by task and stage.",
+			ConstLabels: task,
+		}, []string{"stage"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name:        "rackstream_consumer_lag_records",
+			Help:        "Records between the last processed offset and the partition's high watermark, as of the last fetch.",
+			ConstLabels: prometheus.Labels{"partition": taskLabel(id)},
+		}, []string{"topic"}),
 	}
-	return c
+}
+
+// record counts one record whose processing finished after took.
+func (s *taskStats) record(out outcome, stage string, took time.Duration) {
+	s.processed.Inc()
+	s.latency.Observe(took.Seconds())
+	switch out {
+	case outcomeDeadLettered:
+		s.deadLettered.WithLabelValues(stage).Inc()
+	case outcomeSkipped:
+		s.skipped.WithLabelValues(stage).Inc()
+	}
+}
+
+func (s *taskStats) collect(ch chan<- prometheus.Metric) {
+	s.processed.Collect(ch)
+	s.latency.Collect(ch)
+	s.deadLettered.Collect(ch)
+	s.skipped.Collect(ch)
+	s.lag.Collect(ch)
+}
+
+// taskCollector collects the series of the tasks live on this instance at
+// scrape time (Prometheus' pattern for series that follow live objects): a
+// task that is gone has none, with no clean-up to forget.
+type taskCollector struct{ live func() []*task }
+
+// Describe describes nothing: the collector is unchecked, as its series
+// come and go with the tasks.
+func (taskCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c taskCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.live() {
+		t.stats.collect(ch)
+	}
 }

@@ -46,25 +46,12 @@ func ParseErrorPolicy(s string) (ErrorPolicy, error) {
 // retried: the bytes will not change.
 type Retry struct {
 	// Attempts is the number of handler calls for one record, the first
-	// included [3]; 1 disables retries.
+	// included; 1 disables retries.
 	Attempts int
-	// Backoff is the wait before the first retry [100ms]; it doubles on
-	// every retry up to MaxBackoff [2s].
+	// Backoff is the wait before the first retry; it doubles on every
+	// retry up to MaxBackoff. 0 retries at once.
 	Backoff    time.Duration
 	MaxBackoff time.Duration
-}
-
-func (r Retry) withDefaults() Retry {
-	if r.Attempts <= 0 {
-		r.Attempts = 3
-	}
-	if r.Backoff <= 0 {
-		r.Backoff = 100 * time.Millisecond
-	}
-	if r.MaxBackoff <= 0 {
-		r.MaxBackoff = 2 * time.Second
-	}
-	return r
 }
 
 func (r Retry) wait(attempt int) time.Duration {
@@ -155,7 +142,7 @@ func (p *recordProcessor) logPoison(level slog.Level, msg string, attrs ...any) 
 
 func newRecordProcessor(topo *Topology, policy ErrorPolicy, retry Retry, dlqTopic string, log *slog.Logger, be backend) *recordProcessor {
 	return &recordProcessor{
-		topo: topo, policy: policy, retry: retry.withDefaults(), dlqTopic: dlqTopic, log: log,
+		topo: topo, policy: policy, retry: retry, dlqTopic: dlqTopic, log: log,
 		c: Context{topo: topo, be: be},
 	}
 }
@@ -182,6 +169,12 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			}
 			p.clear()
 			return outcomeProcessed, nil
+		}
+		if ctx.Err() != nil {
+			// The task is stopping (its stores may be closed under the
+			// handler): the record was not processed, and is no poison.
+			p.clear()
+			return 0, ctx.Err()
 		}
 		if stage != StageHandler || isPermanent(err) || tries >= p.retry.Attempts {
 			break

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,9 +22,10 @@ import (
 	"github.com/rackstream/rackstream/tags"
 )
 
-// Options configure a Runtime. Brokers and StateDir are required; the zero
-// values of the rest are the defaults in brackets (configuration keys in
-// parentheses).
+// Options configure a Runtime. Start from DefaultOptions and set Brokers
+// and StateDir (required). A zero field means what its comment says (zero,
+// never "the default"), or NewRuntime rejects it naming the field and its
+// configuration key (in parentheses).
 type Options struct {
 	// Brokers are the seed brokers (bootstrap.servers).
 	Brokers []string
@@ -44,12 +44,13 @@ type Options struct {
 	// StateDir is the state directory (state.dir); the application's
 	// stores live in StateDir/<application.id>.
 	StateDir string
-	// LevelDB are the stores' LevelDB options.
+	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
+	// values as state.LevelDBOptions says).
 	LevelDB state.LevelDBOptions
 	// CleanupDelay is how long the stores of a task this instance no
 	// longer holds stay on disk before they are deleted
-	// (state.cleanup.delay.ms) [10 minutes]: a task that comes back
-	// within it restores only what it missed.
+	// (state.cleanup.delay.ms): a task that comes back within it restores
+	// only what it missed. 0 deletes them at the next cleanup.
 	CleanupDelay time.Duration
 
 	// Endpoint is this instance's host:port for queries (application.server).
@@ -59,123 +60,90 @@ type Options struct {
 	// RackAwareTags are the tag keys standbys spread over, in priority
 	// order (rack.aware.assignment.tags).
 	RackAwareTags tags.Keys
-	// NumStandbys is num.standby.replicas [0].
+	// NumStandbys is num.standby.replicas; 0 for none.
 	NumStandbys int
-	// Capacity is the instance's weight in placement (num.stream.threads)
-	// [number of CPUs]. Tasks always run in parallel, one goroutine each.
+	// Capacity is the instance's weight in placement (num.stream.threads);
+	// at least 1. Tasks always run in parallel, one goroutine each.
 	Capacity int
-	// AcceptableRecoveryLag is acceptable.recovery.lag; negative means the
-	// default 10000, 0 accepts only fully caught-up replicas.
+	// AcceptableRecoveryLag is acceptable.recovery.lag; 0 accepts only
+	// fully caught-up replicas.
 	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas [2].
+	// MaxWarmups is max.warmup.replicas; at least 1.
 	MaxWarmups int
-	// ProbingInterval is probing.rebalance.interval.ms [10 minutes].
+	// ProbingInterval is probing.rebalance.interval.ms; at least a minute.
 	ProbingInterval time.Duration
 
 	// Partitioner maps keys to partitions for emits and dead letters
-	// (partitioner) [murmur2].
+	// (partitioner); required.
 	Partitioner partition.Partitioner
 	// CacheMaxBytes is statestore.cache.max.bytes: the record cache that
 	// merges writes to one key of a store, and emits of one key to an
 	// output, within a commit interval, so that only the last reaches the
-	// changelog and the output. It is divided among the tasks. 0 (the zero
-	// value) turns it off: every write and emit goes out, as tests that
-	// check every intermediate value need.
+	// changelog and the output. It is divided among the tasks. 0 turns it
+	// off: every write and emit goes out, as tests that check every
+	// intermediate value need.
 	CacheMaxBytes int64
-	// CommitInterval is commit.interval.ms [30s].
+	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
+	// commits after every batch of records a task has worked through.
+	// Under ExactlyOnceV2 each commit ends a transaction: set it to
+	// DefaultCommitIntervalExactlyOnce (the configuration's default there).
 	CommitInterval time.Duration
-	// ErrorPolicy is processing.exception.handler [dlq].
+	// Guarantee is processing.guarantee (see Guarantee); required.
+	Guarantee Guarantee
+	// ErrorPolicy is processing.exception.handler; required.
 	ErrorPolicy ErrorPolicy
-	// Retry bounds the retries of a failing handler [3 attempts, 100ms
-	// doubling to 2s].
+	// Retry bounds the retries of a failing handler (DefaultRetry: 3
+	// attempts, 100ms doubling to 2s); Attempts at least 1.
 	Retry Retry
-	// DLQTopic is errors.dead.letter.queue.topic.name [<application.id>-dlq].
-	// It is created, with the inputs' partition count, if missing.
+	// DLQTopic is errors.dead.letter.queue.topic.name; "" names
+	// DeadLetterTopic(application id), <application.id>-dlq. It is created,
+	// with the inputs' partition count, if missing.
 	DLQTopic string
 	// ReplicationFactor of the changelog and dead-letter topics the runtime
-	// creates (replication.factor) [-1: the broker's default].
+	// creates (replication.factor): -1 for the broker's default, else at
+	// least 1.
 	ReplicationFactor int16
 
-	// SessionTimeout is session.timeout.ms [10s].
+	// SessionTimeout is session.timeout.ms; positive.
 	SessionTimeout time.Duration
-	// HeartbeatInterval is the group heartbeat [1s].
+	// HeartbeatInterval is the group heartbeat; at least 1 ms.
 	HeartbeatInterval time.Duration
-	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms)
-	// [30s]: Run returns within it after its context is cancelled; work
-	// it could not commit by then (brokers unreachable) is logged with
-	// what it waited for and processed again by the next owner.
+	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms):
+	// Run returns within it after its context is cancelled; work it could
+	// not commit by then (brokers unreachable) is logged with what it
+	// waited for and processed again by the next owner. 0 does not wait:
+	// in-flight records are abandoned uncommitted.
 	ShutdownTimeout time.Duration
 	// RebuildBackoff is the first wait before rebuilding a Kafka client
-	// after a fatal error [1s]; it doubles per consecutive failure up to
-	// MaxRebuildBackoff [30s].
+	// after a fatal error; it doubles per consecutive failure up to
+	// MaxRebuildBackoff. 0 rebuilds at once.
 	RebuildBackoff    time.Duration
 	MaxRebuildBackoff time.Duration
 	// TopologyCheckInterval is how often the partition counts of the inputs
-	// and changelogs are checked while running [30s]. A count that changed
+	// and changelogs are checked while running; positive. A count that changed
 	// stops every task and makes the instance not ready, naming the topics
 	// and counts: keys would map to other partitions, so processing on is
 	// never right.
 	TopologyCheckInterval time.Duration
-	// MaxPollRecords bounds the records taken per poll [10000].
+	// MaxPollRecords bounds the records taken per poll; at least 1.
 	MaxPollRecords int
 	// TaskQueue is how many fetched records may wait per task before its
-	// partitions are paused until it has worked through half [20000].
+	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
 
-	// Logger receives structured logs [slog.Default()].
+	// OnPlacement, when set, is called once with every new placement of
+	// the group this instance learns (a new generation's, once it is
+	// known), from the group's assignment callback: it must not block for
+	// long. It is how the service's logs, dev, metrics and the HTTP status
+	// follow the placement without polling Placement. The placement
+	// carries the settings the leader planned it with
+	// (balancer.Placement.Settings).
+	OnPlacement func(*balancer.Placement)
+
+	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the runtime's and the stores' metrics (nil: none).
 	Registerer prometheus.Registerer
-}
-
-func (o Options) withDefaults(appID string) Options {
-	if o.Capacity <= 0 {
-		o.Capacity = runtime.NumCPU()
-	}
-	if o.Partitioner == nil {
-		o.Partitioner = partition.Murmur2()
-	}
-	if o.CommitInterval <= 0 {
-		o.CommitInterval = 30 * time.Second
-	}
-	if o.ErrorPolicy == "" {
-		o.ErrorPolicy = PolicyDeadLetter
-	}
-	o.Retry = o.Retry.withDefaults()
-	if o.DLQTopic == "" {
-		o.DLQTopic = appID + "-dlq"
-	}
-	if o.ReplicationFactor == 0 {
-		o.ReplicationFactor = -1
-	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 10 * time.Second
-	}
-	if o.HeartbeatInterval <= 0 {
-		o.HeartbeatInterval = time.Second
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 30 * time.Second
-	}
-	if o.RebuildBackoff <= 0 {
-		o.RebuildBackoff = time.Second
-	}
-	if o.MaxRebuildBackoff <= 0 {
-		o.MaxRebuildBackoff = 30 * time.Second
-	}
-	if o.TopologyCheckInterval <= 0 {
-		o.TopologyCheckInterval = 30 * time.Second
-	}
-	if o.MaxPollRecords <= 0 {
-		o.MaxPollRecords = 10000
-	}
-	if o.TaskQueue <= 0 {
-		o.TaskQueue = 20000
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o
 }
 
 // Runtime runs a topology as one instance of its processor group: a member
@@ -215,7 +183,36 @@ type Runtime struct {
 	// phase is what the runtime waits for at a point where it may block
 	// (a *string): a shutdown that exceeds its bound logs it.
 	phase atomic.Pointer[string]
+	// published is the generation of the last placement given to
+	// Options.OnPlacement.
+	published atomic.Int32
+	// started is closed once Run has opened the state directory and
+	// checked and created the topics: the instance joins its group next.
+	started chan struct{}
 }
+
+// publish gives p to Options.OnPlacement unless a placement of its
+// generation (or a later one) was given already.
+func (r *Runtime) publish(p *balancer.Placement) {
+	if p == nil || r.opts.OnPlacement == nil {
+		return
+	}
+	for {
+		last := r.published.Load()
+		if p.Generation <= last {
+			return
+		}
+		if r.published.CompareAndSwap(last, p.Generation) {
+			r.opts.OnPlacement(p)
+			return
+		}
+	}
+}
+
+// Started is closed once Run has opened the state directory (ProcessID is
+// known) and checked and created the topics: the instance joins its group
+// next. It stays open when Run fails or is stopped before.
+func (r *Runtime) Started() <-chan struct{} { return r.started }
 
 // setPhase records what the runtime is waiting for now.
 func (r *Runtime) setPhase(what string) { r.phase.Store(&what) }
@@ -232,25 +229,31 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	if len(opts.Brokers) == 0 {
-		return nil, errors.New("processor: no brokers (bootstrap.servers)")
+	if err := opts.check(t.appID); err != nil {
+		return nil, err
 	}
-	if opts.StateDir == "" {
-		return nil, errors.New("processor: no state directory (state.dir)")
-	}
-	if opts.ErrorPolicy != "" {
-		if _, err := ParseErrorPolicy(string(opts.ErrorPolicy)); err != nil {
-			return nil, fmt.Errorf("processor: %w", err)
-		}
-	}
-	opts = opts.withDefaults(t.appID)
-	return &Runtime{
+	r := &Runtime{
 		topo:     t,
 		opts:     opts,
 		log:      opts.Logger.With("group", t.appID),
-		met:      newMetrics(opts.Registerer),
 		notReady: "starting",
-	}, nil
+		started:  make(chan struct{}),
+	}
+	r.published.Store(-1)
+	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	return r, nil
+}
+
+// liveTasks returns the active tasks of the current session: the tasks
+// whose series the metrics show.
+func (r *Runtime) liveTasks() []*task {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.m.live()
 }
 
 // Topology returns the runtime's topology.
@@ -287,7 +290,7 @@ func (r *Runtime) Ready() (ready bool, reason string) {
 	if r.sess == nil || r.ended {
 		return false, r.notReady
 	}
-	return r.sess.readiness()
+	return r.sess.m.readiness()
 }
 
 // Placement returns the latest placement of the group this instance knows,
@@ -358,11 +361,14 @@ func (r *Runtime) setFatal(err error) {
 // directory). Fatal Kafka client errors do not end Run: the client is
 // rebuilt with bounded exponential backoff.
 //
-// The shutdown never takes longer than ShutdownTimeout: if it has not
+// The shutdown never takes longer than ShutdownTimeout plus a second, and
+// Run always releases the stores and the state directory: if it has not
 // finished by then (brokers unreachable, a task stuck in its handler), Run
-// gives up, logs what it was waiting for, and returns nil; the work not
-// committed is processed again by the next owner, and the stores close
-// when the stragglers return.
+// gives up, logs what it was waiting for, and closes the stores anyway;
+// the work not committed is processed again by the next owner. A handler
+// still running then has its stores closed under it (its later store reads
+// and writes fail with ErrTaskClosed), and Run returns an error naming its
+// task; otherwise it returns nil.
 func (r *Runtime) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
@@ -372,24 +378,23 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.running = true
 	r.mu.Unlock()
 	r.setPhase("starting")
-	mgr, err := state.Open(state.Options{
-		Dir:           r.opts.StateDir,
-		ApplicationID: r.topo.appID,
-		LevelDB:       r.opts.LevelDB,
-		CleanupDelay:  r.opts.CleanupDelay,
-		ClientOpts:    r.clientOpts(), // the process id is not known yet
-		Logger:        r.opts.Logger,
-		Registerer:    r.opts.Registerer,
-	})
+	so := state.DefaultOptions()
+	so.Dir, so.ApplicationID = r.opts.StateDir, r.topo.appID
+	so.LevelDB = r.opts.LevelDB
+	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
+	so.ClientOpts = r.clientOpts() // the process id is not known yet
+	so.Logger, so.Registerer = r.opts.Logger, r.opts.Registerer
+	mgr, err := state.Open(so)
 	if err != nil {
 		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 	}
-	closeMgr := func() {
+	// Once: the session's end and a shutdown that gave up may both close.
+	closeMgr := sync.OnceFunc(func() {
 		r.setPhase("closing the stores")
 		if err := mgr.Close(); err != nil {
 			r.log.Error("closing the state directory", "err", err)
 		}
-	}
+	})
 	r.mu.Lock()
 	r.mgr = mgr
 	r.processID = mgr.ProcessID()
@@ -399,9 +404,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 	n, err := r.prepareTopics(ctx, mgr)
 	if err != nil {
 		closeMgr()
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop, not a failure
+		}
 		r.setFatal(err)
 		return err
 	}
+	close(r.started)
 	r.mu.Lock()
 	r.tasks = n
 	r.mu.Unlock()
@@ -431,9 +440,41 @@ func (r *Runtime) Run(ctx context.Context) error {
 	case err := <-done:
 		return err
 	case <-bound.C:
-		r.log.Error("shutdown did not finish within shutdown.timeout.ms; giving up (uncommitted work is processed again by the next owner)",
-			"timeout", r.opts.ShutdownTimeout, "waiting_for", r.waitingFor())
-		return nil
+	}
+	r.log.Error("shutdown did not finish within shutdown.timeout.ms; giving up (uncommitted work is processed again by the next owner)",
+		"timeout", r.opts.ShutdownTimeout, "waiting_for", r.waitingFor())
+	return r.forceClose(closeMgr)
+}
+
+// forceClose ends a shutdown that outlived its bound: it closes the stores
+// of the session's tasks, under any handler still running, and the state
+// directory (releasing its lock), within a second. It returns an error
+// naming the tasks whose handler was still running, nil when none was.
+func (r *Runtime) forceClose(closeMgr func()) error {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	result := make(chan []int32, 1)
+	go func() {
+		var running []int32
+		if s != nil {
+			running = s.m.forceClose()
+		}
+		closeMgr()
+		result <- running
+	}()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case running := <-result:
+		if len(running) == 0 {
+			return nil
+		}
+		return fmt.Errorf("processor %s: shutdown did not finish within shutdown.timeout.ms (%v): the handler of tasks %v was still running (it ignores its context); their stores were closed under it, and its store reads and writes fail with ErrTaskClosed",
+			r.topo.appID, r.opts.ShutdownTimeout, running)
+	case <-t.C:
+		return fmt.Errorf("processor %s: shutdown did not finish within shutdown.timeout.ms (%v), and closing the stores took over a second more (waiting for %s)",
+			r.topo.appID, r.opts.ShutdownTimeout, r.waitingFor())
 	}
 }
 
@@ -513,7 +554,7 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 				r.topo.appID, strings.Join(missing, ", "), n)
 		}
 	}
-	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.storeSpecs()); err != nil {
+	if err := mgr.EnsureChangelogs(ctx, n, r.opts.ReplicationFactor, r.topo.storeSpecs()); err != nil {
 		return 0, fmt.Errorf("processor %s: changelogs: %w", r.topo.appID, err)
 	}
 	if r.opts.ErrorPolicy == PolicyDeadLetter {
@@ -528,9 +569,10 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 	return n, nil
 }
 
-func (r *Runtime) storeSpecs() []state.StoreSpec {
-	specs := make([]state.StoreSpec, len(r.topo.stores))
-	for i, s := range r.topo.stores {
+// storeSpecs declares t's stores to the state directory.
+func (t *Topology) storeSpecs() []state.StoreSpec {
+	specs := make([]state.StoreSpec, len(t.stores))
+	for i, s := range t.stores {
 		specs[i] = state.StoreSpec{Name: s.name, Changelog: s.changelog}
 	}
 	return specs

@@ -163,20 +163,25 @@ type instance struct {
 }
 
 func (a *countApp) options(t *testing.T, name string, zone string) processor.Options {
-	return processor.Options{
-		Brokers:           a.c.Brokers,
-		StateDir:          t.TempDir(),
-		Endpoint:          name + ".test:8080",
-		Tags:              mustTags(t, "zone", zone),
-		RackAwareTags:     tags.Keys{"zone"},
-		Capacity:          1,
-		CommitInterval:    200 * time.Millisecond,
-		SessionTimeout:    3 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		ShutdownTimeout:   20 * time.Second,
-		Retry:             processor.Retry{Attempts: 2, Backoff: time.Millisecond},
-		Logger:            testLogger(t, name),
-	}
+	o := testOptions(t, a.c.Brokers, name)
+	o.Endpoint = name + ".test:8080"
+	o.Tags, o.RackAwareTags = mustTags(t, "zone", zone), tags.Keys{"zone"}
+	o.Capacity = 1
+	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.ShutdownTimeout = 20 * time.Second
+	o.Retry = processor.Retry{Attempts: 2, Backoff: time.Millisecond}
+	return o
+}
+
+// testOptions are the defaults with what the tests of this package share:
+// a temporary state directory, a 200 ms commit interval, no record cache
+// (the tests check every intermediate value) and the test's logger.
+func testOptions(t testing.TB, brokers []string, name string) processor.Options {
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir = brokers, t.TempDir()
+	o.CommitInterval, o.CacheMaxBytes = 200*time.Millisecond, 0
+	o.Logger = testLogger(t, name)
+	return o
 }
 
 func mustTags(t *testing.T, kv ...string) tags.Set {
@@ -551,12 +556,7 @@ func TestStatelessTopologyForwardsEveryRecord(t *testing.T) {
 	processor.NewInput(topo, input, codec.String(), codec.String(), func(ctx *processor.Context, k, v string) error {
 		return out.Emit(ctx, k, strings.ToUpper(v))
 	})
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:        c.Brokers,
-		StateDir:       t.TempDir(),
-		CommitInterval: 200 * time.Millisecond,
-		Logger:         testLogger(t, "upper"),
-	})
+	rt, err := processor.NewRuntime(topo, testOptions(t, c.Brokers, "upper"))
 	if err != nil {
 		t.Fatal(err)
 	}

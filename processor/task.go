@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,17 +14,61 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
+// taskEnv is all a task sees of the runtime around it: its topology and
+// settings, its stores, its producer, the fetch control of its
+// partitions, a clock, and three hooks into its session's bookkeeping. It
+// is built once per session, shared by the session's tasks, and never
+// changed: a task reaches nothing else (no session, no Kafka client), so
+// the unit tests of commit.go and rebalance.go build one from fakes.
+type taskEnv struct {
+	topo *Topology
+	opts *Options
+	log  *slog.Logger
+	met  *metrics
+	// tasks is the task count: the record cache is divided among them.
+	tasks int32
+	// ctx is the session's: the tasks' contexts and produces derive from it.
+	ctx context.Context
+
+	prod    producer
+	promise func(*kgo.Record, error) // of outputs and dead letters
+	fetch   fetcher
+	// openStores opens (or promotes) the stores of a task that starts: a
+	// standby held here (held, may be nil) catches up its lag, anything
+	// else is opened and restored; either way they end active with prod.
+	openStores func(ctx context.Context, id int32, held *state.Task) (*state.Task, error)
+	now        func() time.Time
+
+	// taken is called with the records that leave a task's queue: a batch
+	// taken up, or those dropped unprocessed as the task ends.
+	taken func(records int)
+	// worked is called after each batch a task has worked through.
+	worked func()
+	// abandoned is called with a task stop gave up waiting for.
+	abandoned func(*task)
+	// ahead, under at-most-once, commits a batch's offsets before the
+	// task processes it (guarantee.go); false: the task is stopped.
+	ahead func(t *task, records []*kgo.Record) bool
+}
+
+// partitions returns the input partitions of tasks: partition i of every
+// input is task i's.
+func (e *taskEnv) partitions(tasks ...int32) map[string][]int32 {
+	m := make(map[string][]int32)
+	for _, topic := range e.topo.InputTopics() {
+		m[topic] = append([]int32(nil), tasks...)
+	}
+	return m
+}
+
 // task is one active partition slot: partition id of every input, handled
 // on its own goroutine in offset order, and the task's stores.
 type task struct {
-	id   int32
-	s    *session
-	q    batchQueue
-	proc *recordProcessor
-	// bpMu guards paused: the task's partitions are paused because its
-	// queue grew past Options.TaskQueue records.
-	bpMu   sync.Mutex
-	paused bool
+	id    int32
+	env   *taskEnv
+	q     batchQueue
+	proc  *recordProcessor
+	stats *taskStats // its metric series, read at scrape time while it lives
 
 	ctx    context.Context // cancelled by stop
 	cancel context.CancelFunc
@@ -34,9 +79,11 @@ type task struct {
 	// taskAbandoned when stop gave up waiting (run then drops the task
 	// itself when it finally returns).
 	exit atomic.Int32
+	err  firstError // the error that stopped the task
 
-	// mu is held while a record is processed; commit holds every task's
-	// to flush and write the stores between records.
+	// mu is held while a record is processed; a commit holds every task's
+	// to flush and write the stores between records. It guards st,
+	// stores, activated, cache, next and committed.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.Store // in topology order
@@ -45,29 +92,42 @@ type task struct {
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
 
-	errMu sync.Mutex
-	err   error
+	// closeMu guards the stores against a forced close (Run's, when a
+	// handler outlives the shutdown bound): the record path's store reads
+	// and writes hold it shared, forceClose exclusively. closed says the
+	// stores are closed; closeOnce closes them once, whoever comes first.
+	closeMu   sync.RWMutex
+	closed    atomic.Bool
+	closeOnce sync.Once
 }
 
-func newTask(s *session, id int32) *task {
-	ctx, cancel := context.WithCancel(s.ctx)
+// ErrTaskClosed is what a handler's store reads and writes fail with once
+// its task's stores are closed under it: the shutdown gave up waiting for
+// the handler (it ignored its context past shutdown.timeout.ms). It wraps
+// state.ErrTaskClosed.
+var ErrTaskClosed = fmt.Errorf("processor: the task's stores were closed under its handler: %w", state.ErrTaskClosed)
+
+func newTask(env *taskEnv, id int32, held *state.Task) *task {
+	ctx, cancel := context.WithCancel(env.ctx)
 	t := &task{
-		id: id, s: s,
+		id: id, env: env,
+		stats:     newTaskStats(id),
 		mu:        make(ctxMutex, 1),
 		q:         batchQueue{ready: make(chan struct{}, 1)},
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+		st:        held,
 		next:      make(map[string]kgo.EpochOffset),
 		committed: make(map[string]int64),
 	}
-	if b := s.r.opts.CacheMaxBytes; b > 0 {
+	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
-		t.cache = newRecordCache(max(1, b/int64(max(1, s.n))))
+		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
 	}
-	t.proc = newRecordProcessor(s.r.topo, s.r.opts.ErrorPolicy, s.r.opts.Retry, s.r.opts.DLQTopic,
-		s.log.With("task", id), taskBackend{t})
+	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
+		env.log.With("task", id), taskBackend{t})
 	return t
 }
 
@@ -78,11 +138,7 @@ func (t *task) run() {
 		// The records still queued will be fetched again by the next
 		// owner; release them from the session's count.
 		if n := t.q.close(); n > 0 {
-			t.s.queued.Add(-int64(n))
-			select {
-			case t.s.drained <- struct{}{}:
-			default:
-			}
+			t.env.taken(n)
 		}
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
@@ -95,11 +151,8 @@ func (t *task) run() {
 		}
 		return
 	}
-	t.s.cl.ResumeFetchPartitions(t.s.partitionsOf([]int32{t.id}))
+	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
 	t.running.Store(true)
-	label := taskLabel(t.id)
-	processed := t.s.r.met.processed.WithLabelValues(label)
-	latency := t.s.r.met.processLatency.WithLabelValues(label)
 	for {
 		p, ok := t.q.pop()
 		if !ok {
@@ -110,162 +163,75 @@ func (t *task) run() {
 				continue
 			}
 		}
-		t.s.queued.Add(-int64(len(p.Records)))
-		select {
-		case t.s.drained <- struct{}{}:
-		default:
+		t.env.taken(len(p.Records))
+		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
+			return
 		}
-		// One clock read per record: a record's latency runs from the end
-		// of the previous one (or the batch's turn).
-		prev := time.Now()
-		for _, rec := range p.Records {
-			if t.ctx.Err() != nil {
-				return
-			}
-			t.mu.Lock()
-			out, err := t.proc.process(t.ctx, rec)
-			if err == nil {
-				t.next[rec.Topic] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
-			}
-			t.mu.Unlock()
-			if err != nil {
-				if t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()) {
-					return // stopped during a retry backoff: the record was not processed
-				}
-				t.setErr(fmt.Errorf("task %d: %w", t.id, err))
-				return
-			}
-			now := time.Now()
-			processed.Inc()
-			latency.Observe(now.Sub(prev).Seconds())
-			prev = now
-			switch stage := t.proc.lastStage; out {
-			case outcomeDeadLettered:
-				t.s.r.met.deadLettered.WithLabelValues(label, stage).Inc()
-			case outcomeSkipped:
-				t.s.r.met.skipped.WithLabelValues(label, stage).Inc()
-			}
+		if !t.work(p.Records) {
+			return
 		}
-		t.maybeResume()
+		if t.ctx.Err() == nil {
+			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+		}
+		t.env.worked()
 	}
 }
 
-// maybePause pauses the task's partitions when its queue is too long.
-func (t *task) maybePause() {
-	t.bpMu.Lock()
-	defer t.bpMu.Unlock()
-	if !t.paused && t.q.len() > t.s.r.opts.TaskQueue {
-		t.paused = true
-		t.s.cl.PauseFetchPartitions(t.s.partitionsOf([]int32{t.id}))
+// work processes one batch in offset order: the per-record path. It
+// reports false when the task must end (stopped, or failed).
+func (t *task) work(records []*kgo.Record) bool {
+	// One clock read per record: a record's latency runs from the end of
+	// the previous one (or the batch's turn).
+	prev := t.env.now()
+	for _, rec := range records {
+		if t.ctx.Err() != nil {
+			return false
+		}
+		t.mu.Lock()
+		out, err := t.proc.process(t.ctx, rec)
+		if err == nil {
+			t.next[rec.Topic] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+		}
+		t.mu.Unlock()
+		if err != nil {
+			if t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()) {
+				return false // stopped during a retry backoff: the record was not processed
+			}
+			t.setErr(fmt.Errorf("task %d: %w", t.id, err))
+			return false
+		}
+		now := t.env.now()
+		t.stats.record(out, t.proc.lastStage, now.Sub(prev))
+		prev = now
 	}
+	return true
 }
 
-// maybeResume resumes them once the task has worked through half. Both
-// check the queue's live length under bpMu, so a pause is always followed
-// by a resume: the task still has the queued batches to work through.
-func (t *task) maybeResume() {
-	t.bpMu.Lock()
-	defer t.bpMu.Unlock()
-	if t.paused && t.q.len() <= t.s.r.opts.TaskQueue/2 && t.ctx.Err() == nil {
-		t.paused = false
-		t.s.cl.ResumeFetchPartitions(t.s.partitionsOf([]int32{t.id}))
-	}
-}
-
-// batchQueue holds a task's fetched batches in order. Pushing never blocks
-// (the poll loop must hand over every batch before it allows a rebalance);
-// its length is bounded by pausing the task's partitions instead.
-type batchQueue struct {
-	mu      sync.Mutex
-	batches []kgo.FetchTopicPartition
-	records int
-	closed  bool
-	ready   chan struct{} // signalled (capacity 1) on push
-}
-
-// push appends p and returns the records now queued; ok is false when the
-// queue is closed (its task has ended) and p was not taken.
-func (q *batchQueue) push(p kgo.FetchTopicPartition) (queued int, ok bool) {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return 0, false
-	}
-	q.batches = append(q.batches, p)
-	q.records += len(p.Records)
-	n := q.records
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return n, true
-}
-
-// close empties the queue for good and returns the records it dropped.
-func (q *batchQueue) close() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := q.records
-	q.closed, q.batches, q.records = true, nil, 0
-	return n
-}
-
-// pop removes the oldest batch.
-func (q *batchQueue) pop() (p kgo.FetchTopicPartition, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.batches) == 0 {
-		return p, false
-	}
-	p = q.batches[0]
-	q.batches[0] = kgo.FetchTopicPartition{}
-	q.batches = q.batches[1:]
-	q.records -= len(p.Records)
-	return p, true
-}
-
-// len returns the records queued.
-func (q *batchQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.records
+// push queues a fetched batch without blocking, pausing the task's
+// partitions when its queue is too long; false when the task has ended.
+func (t *task) push(p kgo.FetchTopicPartition) bool {
+	return t.q.push(p, t.env.opts.TaskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
 }
 
 // start opens the task's stores: a standby (or warmup) replica held here is
 // promoted, catching up only its lag; otherwise the stores are opened and
 // restored from their checkpoints.
 func (t *task) start() error {
-	if len(t.s.r.topo.stores) == 0 { // stateless: nothing to open or restore
+	if len(t.env.topo.stores) == 0 { // stateless: nothing to open or restore
 		t.mu.Lock()
 		t.activated = true
 		t.mu.Unlock()
 		return nil
 	}
-	mgr := t.s.mgr
-	st := t.st
-	if st == nil {
-		st = mgr.Task(t.id)
-	}
-	var err error
-	if st == nil {
-		if st, err = mgr.OpenTask(t.id, t.s.r.storeSpecs()); err != nil {
-			return err
-		}
-	}
 	t.mu.Lock()
-	t.st = st
+	held := t.st
 	t.mu.Unlock()
-	began := time.Now()
-	switch st.Role() {
-	case state.RoleStandby:
-		err = st.Promote(t.ctx, t.s.cl)
-	case state.RoleIdle:
-		if err = st.Restore(t.ctx); err == nil {
-			err = st.Activate(t.s.cl)
-		}
-	default:
-		err = fmt.Errorf("stores are %s", st.Role())
+	began := t.env.now()
+	st, err := t.env.openStores(t.ctx, t.id, held)
+	if st != nil {
+		t.mu.Lock()
+		t.st = st // to be closed by drop even when it failed to start
+		t.mu.Unlock()
 	}
 	if err != nil {
 		return err
@@ -274,8 +240,37 @@ func (t *task) start() error {
 	t.stores = st.Stores()
 	t.activated = true
 	t.mu.Unlock()
-	t.s.log.Info("task active", "task", t.id, "restore", time.Since(began).Round(time.Millisecond), "checkpoints", st.Checkpoints())
+	t.env.log.Info("task active", "task", t.id, "restore", t.env.now().Sub(began).Round(time.Millisecond), "checkpoints", st.Checkpoints())
 	return nil
+}
+
+// openStores is taskEnv.openStores on a state directory: a held standby is
+// promoted, catching up its lag; otherwise the task's stores are opened
+// and restored from their checkpoints. Either way they end active,
+// producing their changelog records with prod.
+func openStores(mgr *state.Manager, specs []state.StoreSpec, prod state.Producer) func(context.Context, int32, *state.Task) (*state.Task, error) {
+	return func(ctx context.Context, id int32, st *state.Task) (*state.Task, error) {
+		if st == nil {
+			st = mgr.Task(id)
+		}
+		var err error
+		if st == nil {
+			if st, err = mgr.OpenTask(id, specs); err != nil {
+				return nil, err
+			}
+		}
+		switch st.Role() {
+		case state.RoleStandby:
+			err = st.Promote(ctx, prod)
+		case state.RoleIdle:
+			if err = st.Restore(ctx); err == nil {
+				err = st.Activate(prod)
+			}
+		default:
+			err = fmt.Errorf("stores are %s", st.Role())
+		}
+		return st, err
+	}
 }
 
 const (
@@ -288,8 +283,9 @@ const (
 // most until deadline. It reports whether the task stopped; if not (its
 // goroutine is blocked producing to unreachable brokers), the task is
 // abandoned: it must be neither committed nor dropped by the caller, and
-// drops itself when its goroutine returns (the session waits for that). Waiting longer inside a group callback would keep the
-// client from leaving the group, the one thing that unblocks the producer.
+// drops itself when its goroutine returns (the session waits for that).
+// Waiting longer inside a group callback would keep the client from
+// leaving the group, the one thing that unblocks the producer.
 func (t *task) stop(deadline time.Time) bool {
 	t.cancel()
 	timer := time.NewTimer(time.Until(deadline))
@@ -300,10 +296,8 @@ func (t *task) stop(deadline time.Time) bool {
 	case <-timer.C:
 	}
 	if t.exit.CompareAndSwap(taskRunning, taskAbandoned) {
-		t.s.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id)
-		t.s.mu.Lock()
-		t.s.abandoned = append(t.s.abandoned, t)
-		t.s.mu.Unlock()
+		t.env.log.Error("task did not finish its record in time; abandoning it uncommitted", "task", t.id)
+		t.env.abandoned(t)
 		return false
 	}
 	<-t.done // it returned just now
@@ -325,22 +319,6 @@ func stopAll(tasks []*task, within time.Duration) []*task {
 	return stopped
 }
 
-// ctxMutex is a mutex whose Lock can give up when a context ends: a commit
-// must not wait forever for a task stuck on unreachable brokers.
-type ctxMutex chan struct{}
-
-func (m ctxMutex) Lock()   { m <- struct{}{} }
-func (m ctxMutex) Unlock() { <-m }
-
-func (m ctxMutex) LockContext(ctx context.Context) error {
-	select {
-	case m <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // drop discards the task's uncommitted writes and closes its stores: its
 // checkpoint stays at the last commit, and the changelog has the rest.
 //
@@ -349,49 +327,85 @@ func (m ctxMutex) LockContext(ctx context.Context) error {
 // a task it cannot lock is left open, logged, rather than hanging a group
 // callback (and with it the poll loop and the shutdown).
 func (t *task) drop() {
-	ctx, cancel := context.WithTimeout(context.Background(), t.s.r.opts.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), t.env.opts.ShutdownTimeout)
 	err := t.mu.LockContext(ctx)
 	cancel()
 	if err != nil {
-		t.s.log.Error("dropping a task: its lock is held by a commit; leaving its stores open", "task", t.id, "waited", t.s.r.opts.ShutdownTimeout)
+		t.env.log.Error("dropping a task: its lock is held by a commit; leaving its stores open", "task", t.id, "waited", t.env.opts.ShutdownTimeout)
 		return
 	}
 	defer t.mu.Unlock()
-	if t.st == nil {
-		return
-	}
-	t.st.Abort()
-	if err := t.st.Close(); err != nil {
-		t.s.log.Warn("closing a dropped task", "task", t.id, "err", err)
-	}
 	t.activated = false
+	t.closeStores()
 }
 
+// closeStores drops the uncommitted writes and closes the stores, once.
+func (t *task) closeStores() {
+	t.closeOnce.Do(func() {
+		t.closed.Store(true)
+		if t.st == nil {
+			return
+		}
+		t.st.Abort()
+		if err := t.st.Close(); err != nil {
+			t.env.log.Warn("closing a task's stores", "task", t.id, "err", err)
+		}
+	})
+}
+
+// commitStores writes the stores' buffers and checkpoints (nothing for a
+// stateless topology); the task's lock must be held.
+func (t *task) commitStores() error {
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if t.closed.Load() {
+		return ErrTaskClosed
+	}
+	if t.st == nil {
+		return nil
+	}
+	return t.st.Commit()
+}
+
+// forceClose closes the task's stores without its lock, which a handler
+// that ignores its context may hold forever: from now on its store reads
+// and writes fail with ErrTaskClosed. It reports whether the task's
+// goroutine was still running.
+func (t *task) forceClose() (running bool) {
+	t.cancel()
+	t.closeMu.Lock()
+	t.closeStores()
+	t.closeMu.Unlock()
+	select {
+	case <-t.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// setErr stops the task with err (the first one wins) and pauses its
+// partitions.
 func (t *task) setErr(err error) {
-	t.errMu.Lock()
-	first := t.err == nil
-	if first {
-		t.err = err
-	}
-	t.errMu.Unlock()
-	if first {
-		t.s.r.met.taskFailures.Inc()
-		t.s.log.Error("task stopped", "task", t.id, "err", err)
-		t.s.cl.PauseFetchPartitions(t.s.partitionsOf([]int32{t.id}))
+	if t.err.set(err) {
+		t.env.met.taskFailures.Inc()
+		t.env.log.Error("task stopped", "task", t.id, "err", err)
+		t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id))
 	}
 }
 
-func (t *task) getErr() error {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	return t.err
-}
+func (t *task) getErr() error { return t.err.get() }
 
 // taskBackend applies a task's records to its state stores and the
 // session's producer.
 type taskBackend struct{ t *task }
 
 func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error) {
+	b.t.closeMu.RLock()
+	defer b.t.closeMu.RUnlock()
+	if b.t.closed.Load() {
+		return nil, false, fmt.Errorf("task %d: read store %s: %w", b.t.id, s.name, ErrTaskClosed)
+	}
 	if c := b.t.cache; c != nil {
 		if v, found := c.get(s.index, key); found {
 			if v == nil {
@@ -405,6 +419,11 @@ func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error
 
 func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	t := b.t
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if t.closed.Load() {
+		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
+	}
 	if c := t.cache; c != nil {
 		over := false
 		for i := range ws {
@@ -457,16 +476,17 @@ func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader)
 	if value != nil {
 		r.Value = kv[len(key):]
 	}
-	t.s.cl.Produce(t.s.ctx, r, t.s.promise)
+	t.env.prod.Produce(t.env.ctx, r, t.env.promise)
 }
 
 // flushCache sends the record cache's merged writes and emits on; the task's
-// lock must be held.
+// lock must be held (and closeMu, shared, by the record path; a commit
+// takes it here).
 func (t *task) flushCache() error {
 	if t.cache == nil {
 		return nil
 	}
-	outputs := t.s.r.topo.outputs
+	outputs := t.env.topo.outputs
 	return t.cache.drain(func(target int, key []byte, e *cacheEntry) error {
 		if target < len(t.stores) {
 			return t.write(target, key, e.value, e.value == nil)
@@ -477,6 +497,6 @@ func (t *task) flushCache() error {
 }
 
 func (b taskBackend) deadLetter(dl *kgo.Record) error {
-	b.t.s.cl.Produce(b.t.s.ctx, dl, b.t.s.promise)
+	b.t.env.prod.Produce(b.t.env.ctx, dl, b.t.env.promise)
 	return nil
 }

@@ -38,7 +38,7 @@ type TestDriverOptions struct {
 	// ErrorPolicy for poison records [dlq].
 	ErrorPolicy ErrorPolicy
 	// Retry of failing handlers; the driver never sleeps, whatever Backoff
-	// says, so Attempts is what matters [3 attempts].
+	// says, so Attempts is what matters [the zero Retry is DefaultRetry()].
 	Retry Retry
 	// Logger for poison records [discarded].
 	Logger *slog.Logger
@@ -61,7 +61,10 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	retry := opts.Retry.withDefaults()
+	if opts.Retry == (Retry{}) {
+		opts.Retry = DefaultRetry()
+	}
+	retry := opts.Retry
 	retry.Backoff, retry.MaxBackoff = time.Nanosecond, time.Nanosecond
 	d := &TestDriver{
 		topo:    t,
@@ -71,7 +74,7 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 		out:     make(map[string][]*kgo.Record),
 		clock:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
-	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, t.appID+"-dlq", opts.Logger, d)
+	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, DeadLetterTopic(t.appID), opts.Logger, d)
 	return d, nil
 }
 

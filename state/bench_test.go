@@ -129,7 +129,7 @@ func benchConsume(b *testing.B, e *env, topic string, n int, peak *peakHeap) tim
 	defer b.StartTimer()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.c.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxBytes(defaultFetchMaxBytes), kgo.FetchMaxPartitionBytes(defaultFetchMaxBytes))
+		kgo.FetchMaxBytes(DefaultOptions().FetchMaxBytes), kgo.FetchMaxPartitionBytes(DefaultOptions().FetchMaxBytes))
 	must(b, err)
 	defer cl.Close()
 	runtime.GC()
@@ -156,7 +156,7 @@ func benchLevelDB(b *testing.B, n int, peak *peakHeap) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
 	keys, vals := benchRecords(n)
-	o := LevelDBOptions{}.withDefaults()
+	o := DefaultLevelDBOptions()
 	db, err := leveldb.OpenFile(b.TempDir(), &opt.Options{
 		BlockCacheCapacity: o.BlockCacheBytes, WriteBuffer: o.WriteBufferBytes,
 		Filter: filter.NewBloomFilter(o.BloomBits), CompactionTableSize: 4 << 20,
@@ -167,10 +167,10 @@ func benchLevelDB(b *testing.B, n int, peak *peakHeap) time.Duration {
 	runtime.GC()
 	stop := samplePeakHeap(peak)
 	began := time.Now()
-	batch := leveldb.MakeBatch(defaultRestoreBatch + defaultRestoreBatch/8)
+	batch := leveldb.MakeBatch(DefaultOptions().RestoreBatchBytes * 9 / 8)
 	for i := range keys {
 		batch.Put(keys[i], vals[i])
-		if len(batch.Dump()) >= defaultRestoreBatch {
+		if len(batch.Dump()) >= DefaultOptions().RestoreBatchBytes {
 			must(b, db.Write(batch, nil))
 			batch.Reset()
 		}

@@ -94,7 +94,10 @@
 //
 // To tell the first case from the second, the journal is read once more as
 // goleveldb's non-strict recovery would read it, noting whether any intact
-// record follows the first damaged chunk, in its file or a later one.
+// record follows the first damaged chunk, in its file or a later one. That
+// recovery resumes at the next 32 KiB block after a damaged chunk, so what
+// it drops of a tail is always a suffix of the batches: the store keeps an
+// earlier checkpoint with exactly the data it covers.
 //
 // A write that fails (a full disk) is returned to the caller, recorded as
 // the task's Err, and loses nothing: the batch was not applied, the

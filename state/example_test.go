@@ -24,8 +24,10 @@ func Example() {
 
 	stores := []state.StoreSpec{{Name: "counts"}}
 	open := func(sub string) *state.Manager {
-		m, err := state.Open(state.Options{Dir: dir + "/" + sub, ApplicationID: "example",
-			ClientOpts: []kgo.Opt{brokers}, Logger: slog.New(slog.DiscardHandler)})
+		o := state.DefaultOptions() // then what this instance needs
+		o.Dir, o.ApplicationID = dir+"/"+sub, "example"
+		o.ClientOpts, o.Logger = []kgo.Opt{brokers}, slog.New(slog.DiscardHandler)
+		m, err := state.Open(o)
 		if err != nil {
 			panic(err)
 		}

@@ -53,12 +53,10 @@ func (e *env) ctx() context.Context {
 // changelogs exist.
 func (e *env) open(dir string, mods ...func(*Options)) *Manager {
 	e.t.Helper()
-	o := Options{
-		Dir:           dir,
-		ApplicationID: e.app,
-		ClientOpts:    []kgo.Opt{kgo.SeedBrokers(e.c.Brokers...)},
-		Logger:        testLogger(e.t),
-	}
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID = dir, e.app
+	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers(e.c.Brokers...)}
+	o.Logger = testLogger(e.t)
 	for _, m := range mods {
 		m(&o)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/syndtr/goleveldb/leveldb/journal"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // integrityKeys is how many keys the damage tests write, in commits of
@@ -53,10 +53,10 @@ func fillStore(t *testing.T, e *env, dir string, lo *LevelDBOptions) (path strin
 }
 
 // reopen opens a Manager on dir with a fresh registry and task 0.
-func reopen(t *testing.T, e *env, dir string) (*Manager, *Task) {
+func reopen(t *testing.T, e *env, dir string, mods ...func(*Options)) (*Manager, *Task) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := e.open(dir, func(o *Options) { o.Registerer = reg })
+	m := e.open(dir, append([]func(*Options){func(o *Options) { o.Registerer = reg }}, mods...)...)
 	task, err := m.OpenTask(0, e.stores)
 	if err != nil {
 		t.Fatalf("open task after the damage = %v, want it opened (rebuilt if damaged)", err)
@@ -114,6 +114,28 @@ func fillTable(t *testing.T, e *env, dir string, at float64) (path string, conte
 	return path, content, filepath.Base(table)
 }
 
+// assertLogged checks that an ERROR line about msg names the task, the
+// store, the damaged file and the reason.
+func assertLogged(t *testing.T, logs *kafkatest.LogBuffer, msg, file, reason string) {
+	t.Helper()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, msg) {
+			for _, want := range []string{" task=0 ", " store=s ", " file=" + file + " ", " reason=" + reason + " "} {
+				if !strings.Contains(line+" ", want) {
+					t.Fatalf("ERROR log %q lacks %q: %s", msg, strings.TrimSpace(want), line)
+				}
+			}
+			return
+		}
+	}
+	t.Fatalf("no ERROR log %q in:\n%s", msg, logs.String())
+}
+
+// logTo is an Options modifier that sends the Manager's logs to b.
+func logTo(b *kafkatest.LogBuffer) func(*Options) {
+	return func(o *Options) { o.Logger = b.Logger() }
+}
+
 // onlyFile returns the one file of path's directory matching pattern.
 func onlyFile(t *testing.T, path, pattern string) string {
 	t.Helper()
@@ -143,10 +165,12 @@ func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 	}
 	must(t, os.WriteFile(log, b, 0o644))
 
-	m, task := reopen(t, e, dir)
+	logs := new(kafkatest.LogBuffer)
+	m, task := reopen(t, e, dir, logTo(logs))
 	if n := testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s")); n != 0 {
 		t.Fatalf("damage with intact batches after it was taken for a torn tail (%v)", n)
 	}
+	assertLogged(t, logs, "DAMAGED STORE moved aside", filepath.Base(log), reasonJournal)
 	assertRebuilt(t, e, m, task, path, reasonJournal, want)
 }
 
@@ -160,7 +184,8 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	path, want, table := fillTable(t, e, dir, 1.0/3)
 
-	m, task := reopen(t, e, dir)
+	logs := new(kafkatest.LogBuffer)
+	m, task := reopen(t, e, dir, logTo(logs))
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 0 {
 		t.Fatalf("moved aside at open (%v): the damaged block is not read at open", aside)
 	}
@@ -184,38 +209,51 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 	if other.Err() != nil {
 		t.Fatalf("the other task failed too: %v", other.Err())
 	}
+	assertLogged(t, logs, "DAMAGED STORE: the task fails", table, reasonTable)
 	must(t, m.Close())
 
-	m, task = reopen(t, e, dir)
+	m, task = reopen(t, e, dir, logTo(logs))
+	assertLogged(t, logs, "DAMAGED STORE moved aside", table, reasonTable)
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 
-// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: a compaction that
-// meets a damaged table halts the database's writes with the corruption;
-// the task's next commit fails with it, and the next open rebuilds.
+// TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: the task keeps
+// committing over the key range of a damaged table until goleveldb's
+// compaction merges that table and meets the damage; goleveldb then halts
+// the database's writes with the corruption, the task's commit fails with
+// it, and the next open rebuilds.
 func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
-	path, want, _ := fillTable(t, e, dir, 1.0/2)
+	path, want, table := fillTable(t, e, dir, 1.0/2)
 
+	// A small memtable: the commits below make level-0 tables quickly,
+	// and four of them start a compaction that reads the damaged one.
+	e.stores[0].LevelDB = &LevelDBOptions{WriteBufferBytes: 32 << 10}
 	m, task := reopen(t, e, dir)
 	must(t, task.Restore(e.ctx()))
 	p := e.producer()
 	must(t, task.Activate(p))
 	s := task.Store("s")
-	// goleveldb's compaction goroutine exits on the corruption, so
-	// CompactRange itself may say only "closed": the writes tell.
-	_ = s.db.CompactRange(util.Range{})
-	must(t, s.Put([]byte("after"), []byte("v")))
-	must(t, p.Flush(e.ctx()))
-	err := task.Commit()
-	if _, ok := corruptedFile(err); !ok || task.Err() == nil {
-		t.Fatalf("commit after the failed compaction = %v (task err %v), want the corruption, task failed", err, task.Err())
+	var err error
+	commits := 0
+	for ; commits < 2000 && err == nil; commits++ {
+		for i := range integrityBatch {
+			k := integrityKey((commits*integrityBatch + i) % integrityKeys)
+			v := fmt.Sprintf("c%d", commits)
+			must(t, s.Put([]byte(k), []byte(v)))
+			want[k] = v
+		}
+		must(t, p.Flush(e.ctx()))
+		err = task.Commit()
 	}
+	if _, ok := corruptedFile(err); !ok || task.Err() == nil || !strings.Contains(err.Error(), table) {
+		t.Fatalf("after %d commits: err %v (task err %v), want the corruption of %s from a compaction, task failed", commits, err, task.Err(), table)
+	}
+	t.Logf("commit %d met the compaction's corruption: %v", commits, err)
 	m.Close() // returns the corruption too: goleveldb's Close reports it
 
 	m, task = reopen(t, e, dir)
-	want["after"] = "v"
 	assertRebuilt(t, e, m, task, path, reasonTable, want)
 }
 
@@ -325,10 +363,21 @@ func TestDamageErrorNamesTheFile(t *testing.T) {
 	must(t, err)
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(log, b, 0o644))
-	s := &Store{path: path, ldb: LevelDBOptions{}.withDefaults(), task: &Task{}}
+	s := &Store{path: path, ldb: DefaultLevelDBOptions(), task: &Task{}}
 	err = s.open(nil)
 	var d *damageError
 	if !errors.As(err, &d) || d.Reason != reasonJournal || d.File != filepath.Base(log) || !strings.Contains(err.Error(), filepath.Base(log)) {
 		t.Fatalf("open of a journal damaged mid-file = %v, want a journal damageError naming %s", err, filepath.Base(log))
 	}
+}
+
+// TestMissingCurrentIsManifestDamage: a store whose CURRENT file is gone
+// (goleveldb cannot find its manifest) is rebuilt with reason manifest.
+func TestMissingCurrentIsManifestDamage(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	dir := t.TempDir()
+	path, want := fillStore(t, e, dir, nil)
+	must(t, os.Remove(filepath.Join(path, "CURRENT")))
+	m, task := reopen(t, e, dir)
+	assertRebuilt(t, e, m, task, path, reasonManifest, want)
 }

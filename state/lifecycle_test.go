@@ -137,7 +137,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestScanCheckpointsAndCleanupUnassigned(t *testing.T) {
 	e := newEnv(t, 3, "s", "t")
 	dir := t.TempDir()
-	m := e.open(dir, func(o *Options) { o.CleanupDelay, o.CleanupInterval = time.Hour, -1 })
+	m := e.open(dir, func(o *Options) { o.CleanupDelay, o.CleanupInterval = time.Hour, 0 })
 	p := e.producer()
 	var tasks []*Task
 	for id := range int32(3) {

@@ -49,21 +49,11 @@ type Manager struct {
 // if needed. It fails with a *LockedError when another process or another
 // Manager of this process holds it.
 func Open(opts Options) (*Manager, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("state: Options.Dir (state.dir) is required")
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	if err := checkName("application id", opts.ApplicationID); err != nil {
 		return nil, err
-	}
-	opts.LevelDB = opts.LevelDB.withDefaults()
-	if opts.RestoreBatchBytes <= 0 {
-		opts.RestoreBatchBytes = defaultRestoreBatch
-	}
-	if opts.FetchMaxBytes <= 0 {
-		opts.FetchMaxBytes = defaultFetchMaxBytes
-	}
-	if opts.CleanupDelay <= 0 {
-		opts.CleanupDelay = defaultCleanupDelay
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -91,13 +81,9 @@ func Open(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m.rep = newReplicator(m)
-	if opts.CleanupInterval >= 0 {
-		every := opts.CleanupInterval
-		if every == 0 {
-			every = min(max(opts.CleanupDelay/4, time.Second), time.Minute)
-		}
+	if opts.CleanupInterval > 0 {
 		m.stopCleanup, m.cleanupDone = make(chan struct{}), make(chan struct{})
-		go m.cleanupLoop(every)
+		go m.cleanupLoop(opts.CleanupInterval)
 	}
 	return m, nil
 }
@@ -265,7 +251,10 @@ func (m *Manager) openStore(t *Task, spec StoreSpec) (*Store, error) {
 		s.changelog = ChangelogTopic(m.opts.ApplicationID, spec.Name)
 	}
 	if spec.LevelDB != nil {
-		s.ldb = spec.LevelDB.withDefaults()
+		if err := spec.LevelDB.check("StoreSpec " + spec.Name + ": LevelDB"); err != nil {
+			return nil, err
+		}
+		s.ldb = *spec.LevelDB
 	}
 	s.view.s = s
 	s.promise = s.onProduced
@@ -317,7 +306,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 		stor = wrap(s.path, stor)
 	}
 	o := &opt.Options{
-		BlockCacheCapacity: s.ldb.BlockCacheBytes,
+		BlockCacheCapacity: s.ldb.blockCacheCapacity(),
 		WriteBuffer:        s.ldb.WriteBufferBytes,
 		// Restore writes large batches: let L0 grow before slowing writes.
 		CompactionTableSize:    4 << 20,
@@ -349,7 +338,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 		return err
 	}
 	if torn != nil {
-		s.task.m.tornTail(s, torn, ck)
+		s.task.m.reportTornTail(s, torn, ck)
 	}
 	s.dbMu.Lock()
 	s.db, s.stor = db, stor
@@ -359,8 +348,8 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 	return nil
 }
 
-// tornTail reports a journal tail torn by a crash that s's open dropped.
-func (m *Manager) tornTail(s *Store, scan *journalScan, ck int64) {
+// reportTornTail reports a journal tail torn by a crash that s's open dropped.
+func (m *Manager) reportTornTail(s *Store, scan *journalScan, ck int64) {
 	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
 	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
 		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)

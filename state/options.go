@@ -44,49 +44,29 @@ func ParseCompression(s string) (Compression, error) {
 	return 0, fmt.Errorf("state: compression %q: want snappy or none", s)
 }
 
-// LevelDBOptions are the LevelDB settings that matter for a store. Zero
-// fields take the defaults listed.
+// LevelDBOptions are the LevelDB settings that matter for a store. Start
+// from DefaultLevelDBOptions; a zero field means what its comment says.
 type LevelDBOptions struct {
 	// BlockCacheBytes is the block cache of each store
-	// (state.leveldb.block.cache.bytes) [8 MiB].
+	// (state.leveldb.block.cache.bytes); 0 for none.
 	BlockCacheBytes int
 	// WriteBufferBytes is the memtable size of each store
-	// (state.leveldb.write.buffer.bytes) [16 MiB]. Larger buffers restore
-	// faster at the cost of memory per open store.
+	// (state.leveldb.write.buffer.bytes); at least 1. Larger buffers
+	// restore faster at the cost of memory per open store.
 	WriteBufferBytes int
-	// BloomBits is the bloom filter's bits per key (state.leveldb.bloom.bits)
-	// [10]; negative disables the filter.
+	// BloomBits is the bloom filter's bits per key of LevelDB tables
+	// (state.leveldb.bloom.bits); 0 for no filter.
 	BloomBits int
-	// Compression is the block compression (state.leveldb.compression)
-	// [snappy].
+	// Compression is the block compression (state.leveldb.compression);
+	// the zero value is snappy.
 	Compression Compression
 }
 
-const (
-	defaultBlockCacheBytes  = 8 << 20
-	defaultWriteBufferBytes = 16 << 20
-	defaultBloomBits        = 10
-	defaultRestoreBatch     = 4 << 20
-	defaultFetchMaxBytes    = 16 << 20
-	defaultCleanupDelay     = 10 * time.Minute
-)
-
-func (o LevelDBOptions) withDefaults() LevelDBOptions {
-	if o.BlockCacheBytes <= 0 {
-		o.BlockCacheBytes = defaultBlockCacheBytes
-	}
-	if o.WriteBufferBytes <= 0 {
-		o.WriteBufferBytes = defaultWriteBufferBytes
-	}
-	if o.BloomBits == 0 {
-		o.BloomBits = defaultBloomBits
-	}
-	return o
-}
-
-// Options configure a Manager. Dir and ApplicationID are required; the
-// rest have defaults. It is state's own struct, filled by the caller from
-// its configuration, so that state does not depend on how that is parsed.
+// Options configure a Manager. Start from DefaultOptions and set Dir and
+// ApplicationID (required): a zero field means zero, or is rejected by Open
+// where zero makes no sense (DefaultOptions' doc). It is state's own
+// struct, filled by the caller from its configuration, so that state does
+// not depend on how that is parsed.
 type Options struct {
 	// Dir is the root state directory (state.dir). The Manager works in
 	// Dir/<ApplicationID>, created if missing.
@@ -108,24 +88,25 @@ type Options struct {
 	// exactly-once, so that aborted changelog records are never applied.
 	ReadCommitted bool
 	// RestoreBatchBytes is the size at which the apply path writes a
-	// LevelDB batch [4 MiB]. It bounds restore memory together with
-	// FetchMaxBytes.
+	// LevelDB batch; 0 writes one per record. It bounds restore memory
+	// together with FetchMaxBytes.
 	RestoreBatchBytes int
-	// FetchMaxBytes bounds one fetch response of the restore consumer
-	// [16 MiB].
+	// FetchMaxBytes bounds one fetch response of the restore consumer; at
+	// least 1.
 	FetchMaxBytes int32
 
 	// CleanupDelay is how long the stores of a task that is not open stay
 	// on disk before CleanupUnassigned deletes them
-	// (state.cleanup.delay.ms) [10 minutes].
+	// (state.cleanup.delay.ms); 0 deletes them at the next cleanup.
 	CleanupDelay time.Duration
 	// CleanupInterval is how often the Manager calls CleanupUnassigned in
-	// the background [CleanupDelay/4, at most a minute, at least a
-	// second]; negative disables the background cleanup (tests call
-	// CleanupUnassigned themselves).
+	// the background (CleanupIntervalFor(CleanupDelay) suits most); 0
+	// disables the background cleanup (tests call CleanupUnassigned
+	// themselves).
 	CleanupInterval time.Duration
 
-	// Logger receives the package's structured logs [slog.Default()].
+	// Logger receives the package's structured logs; nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the package's metrics (nil: not registered).
 	Registerer prometheus.Registerer

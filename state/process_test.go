@@ -47,12 +47,11 @@ func helperMain(mode string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	gate := &journalGate{}
-	m, err := Open(Options{
-		Dir:           os.Getenv(envDir),
-		ApplicationID: os.Getenv(envApp),
-		ClientOpts:    []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...)},
-		WrapStorage:   func(_ string, s storage.Storage) storage.Storage { return gatedJournal{s, gate} },
-	})
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID = os.Getenv(envDir), os.Getenv(envApp)
+	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...)}
+	o.WrapStorage = func(_ string, s storage.Storage) storage.Storage { return gatedJournal{s, gate} }
+	m, err := Open(o)
 	if err != nil {
 		return err
 	}
@@ -162,7 +161,7 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	if line != "LOCKED "+strconv.Itoa(cmd.Process.Pid) {
 		t.Fatalf("helper said %q", line)
 	}
-	_, err := Open(Options{Dir: dir, ApplicationID: e.app})
+	_, err := Open(dirOptions(dir, e.app))
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("Open while another process holds the directory = %v, want *LockedError", err)
@@ -174,7 +173,7 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("helper exit: %v", err)
 	}
-	m, err := Open(Options{Dir: dir, ApplicationID: e.app})
+	m, err := Open(dirOptions(dir, e.app))
 	if err != nil {
 		t.Fatalf("Open after the holder exited: %v", err)
 	}
@@ -185,15 +184,15 @@ func TestSecondProcessIsRefused(t *testing.T) {
 // directory: the second fails naming this process.
 func TestSecondInstanceInProcessIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	m, err := Open(Options{Dir: dir, ApplicationID: "app"})
+	m, err := Open(dirOptions(dir, "app"))
 	must(t, err)
-	_, err = Open(Options{Dir: dir, ApplicationID: "app"})
+	_, err = Open(dirOptions(dir, "app"))
 	var le *LockedError
 	if !errors.As(err, &le) || le.PID != os.Getpid() || !strings.Contains(err.Error(), "this process") {
 		t.Fatalf("second in-process Open = %v, want *LockedError naming this process", err)
 	}
 	must(t, m.Close())
-	m, err = Open(Options{Dir: dir, ApplicationID: "app"})
+	m, err = Open(dirOptions(dir, "app"))
 	must(t, err)
 	m.Close()
 }
@@ -229,4 +228,11 @@ func TestKilledProcessRestoresExactlyTheChangelog(t *testing.T) {
 		t.Fatalf("changelog content unexpected: k1=%q k3=%q k300=%q", want["k1"], want["k3"], want["k300"])
 	}
 	t.Logf("restored %d keys, checkpoint %d", len(got), s.Checkpoint())
+}
+
+// dirOptions are the default options for application app in dir.
+func dirOptions(dir, app string) Options {
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID = dir, app
+	return o
 }

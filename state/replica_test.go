@@ -291,7 +291,9 @@ func TestChangelogValidation(t *testing.T) {
 	e := newEnv(t, 3, "s")
 	e.c = c
 	e.stores = []StoreSpec{{Name: "s", Changelog: wrong}}
-	m, err := Open(Options{Dir: t.TempDir(), ApplicationID: e.app, ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, Logger: testLogger(t)})
+	o := dirOptions(t.TempDir(), e.app)
+	o.ClientOpts, o.Logger = []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, testLogger(t)
+	m, err := Open(o)
 	must(t, err)
 	defer m.Close()
 	task, err := m.OpenTask(3, e.stores)

@@ -62,7 +62,7 @@ type Task struct {
 	cancel context.CancelFunc
 
 	role      atomic.Int32
-	producer  *kgo.Client
+	producer  Producer
 	sidecarAt atomic.Int64 // unix nanos of the last sidecar write
 
 	errMu sync.Mutex
@@ -162,12 +162,27 @@ func (t *Task) Restore(ctx context.Context) error {
 	return err
 }
 
+// Producer is what an active task needs of a Kafka producer: a
+// *kgo.Client is one; the processor's unit tests pass a fake.
+type Producer interface {
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+}
+
+// optValue is producer's setting of opt when it reports its settings as
+// *kgo.Client does, else nil.
+func optValue(producer Producer, opt any) any {
+	if p, ok := producer.(interface{ OptValue(any) any }); ok {
+		return p.OptValue(opt)
+	}
+	return nil
+}
+
 // Activate makes a caught-up idle task active: from now on its stores'
 // Put and Delete buffer writes and produce changelog records through
 // producer, which the caller owns (under exactly-once, its transactional
 // client). The producer must leave Record.Partition as set (see
 // ChangelogPartitioner) and must use acks=all (kgo's default).
-func (t *Task) Activate(producer *kgo.Client) error {
+func (t *Task) Activate(producer Producer) error {
 	if producer == nil {
 		return errors.New("state: activate: nil producer")
 	}
@@ -175,7 +190,7 @@ func (t *Task) Activate(producer *kgo.Client) error {
 		return err
 	}
 	// An acknowledged changelog write must survive losing a broker.
-	if acks, ok := producer.OptValue(kgo.RequiredAcks).(kgo.Acks); ok && acks != kgo.AllISRAcks() {
+	if acks, ok := optValue(producer, kgo.RequiredAcks).(kgo.Acks); ok && acks != kgo.AllISRAcks() {
 		return fmt.Errorf("state: activate task %d: the changelog producer must use acks=all (kgo.RequiredAcks(kgo.AllISRAcks()))", t.id)
 	}
 	if err := t.setRole(RoleActive, RoleIdle); err != nil {
@@ -207,7 +222,7 @@ func (t *Task) StartStandby() error {
 // stores: it captures the changelogs' end offsets, applies the records up to
 // them, stops tailing and activates with producer. On error the task is
 // left idle (StartStandby resumes tailing).
-func (t *Task) Promote(ctx context.Context, producer *kgo.Client) error {
+func (t *Task) Promote(ctx context.Context, producer Producer) error {
 	if err := t.Err(); err != nil {
 		return err
 	}

@@ -15,17 +15,15 @@ import (
 // balancer's OnPartitionsAssigned first in its own hook, and reads the
 // placement to route a query for task 7.
 func Example() {
-	b, err := balancer.New(balancer.Settings{
-		ApplicationID:   "orders",
-		ProcessID:       "0b5e7c1a-3f0e-4a57-9a39-6e2f4c1d9b21", // persisted in state.dir
-		Endpoint:        "orders-0.orders:8080",
-		Tags:            tags.MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1"),
-		InputTopics:     []string{"orders"},
-		ChangelogTopics: []string{"orders-totals-changelog"},
-		NumStandbys:     2,
-		RackAwareTags:   tags.Keys{"zone", "cluster"},
-		Checkpoints:     func() map[int32]int64 { return nil }, // the state engine's next offsets per task
-	})
+	s := balancer.DefaultSettings() // then this member's identity and settings
+	s.ApplicationID = "orders"
+	s.ProcessID = "0b5e7c1a-3f0e-4a57-9a39-6e2f4c1d9b21" // persisted in state.dir
+	s.Endpoint = "orders-0.orders:8080"
+	s.Tags = tags.MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1")
+	s.InputTopics, s.ChangelogTopics = []string{"orders"}, []string{"orders-totals-changelog"}
+	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Checkpoints = func() map[int32]int64 { return nil } // the state engine's next offsets per task
+	b, err := balancer.New(s)
 	if err != nil {
 		log.Fatal(err)
 	}

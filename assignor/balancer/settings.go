@@ -18,7 +18,7 @@ import (
 // ProtocolName is the group protocol name every Rackstream member offers.
 const ProtocolName = "rackstream"
 
-// Defaults of Settings' zero values.
+// Defaults of Settings, which DefaultSettings returns.
 const (
 	DefaultProbingInterval     = 10 * time.Minute
 	MinProbingInterval         = time.Minute
@@ -31,6 +31,26 @@ const (
 	// half the broker's default 1 MiB group-metadata record, for margin.
 	DefaultMaxInlineBytes = 512 << 10
 )
+
+// DefaultSettings returns the defaults of every tunable field of Settings:
+// the one place they are written (the processor and the configuration's
+// key table take theirs from here). Set the identity fields
+// (ApplicationID, ProcessID, InputTopics...) and change what you need. A
+// field left at zero means zero (no standbys, only caught-up replicas, no
+// inline placement) or is rejected by New, naming it and its key, where
+// zero makes no sense (a zero capacity, a zero heartbeat).
+func DefaultSettings() Settings {
+	return Settings{
+		Capacity:                   1,
+		AcceptableRecoveryLag:      assignor.DefaultAcceptableRecoveryLag,
+		MaxWarmups:                 assignor.DefaultMaxWarmupReplicas,
+		ProbingInterval:            DefaultProbingInterval,
+		PlacementReplicationFactor: -1,
+		MaxInlineBytes:             DefaultMaxInlineBytes,
+		HeartbeatInterval:          DefaultHeartbeatInterval,
+		WarmupCheckInterval:        DefaultWarmupCheckInterval,
+	}
+}
 
 // Settings configure one member's balancer. They are plain values so that
 // package assignor/balancer depends on nothing but assignor and tags; the
@@ -47,7 +67,7 @@ type Settings struct {
 	// Tags are the client tags (client.tag.<key>=<value>).
 	Tags tags.Set
 	// Capacity is the instance's weight in placement (num.stream.threads);
-	// 0 means 1.
+	// at least 1.
 	Capacity int
 	// InputTopics are the co-partitioned input topics: task i is partition
 	// i of each. Required.
@@ -56,21 +76,20 @@ type Settings struct {
 	// partition i of each. A task's lag is the sum over them of end offset
 	// minus checkpoint.
 	ChangelogTopics []string
-	// NumStandbys is num.standby.replicas.
+	// NumStandbys is num.standby.replicas; 0 for none.
 	NumStandbys int
 	// RackAwareTags is rack.aware.assignment.tags, highest priority first.
 	RackAwareTags tags.Keys
-	// AcceptableRecoveryLag is acceptable.recovery.lag. Negative means the
-	// default, 10000 (0 is a legal setting: only fully caught-up replicas).
+	// AcceptableRecoveryLag is acceptable.recovery.lag; 0 accepts only fully
+	// caught-up replicas.
 	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas; 0 means the default, 2.
+	// MaxWarmups is max.warmup.replicas; at least 1.
 	MaxWarmups int
 	// ProbingInterval is probing.rebalance.interval.ms: while the plan asks
 	// for probing (its actives wait for a receiver to catch up), a probing
 	// rebalance runs at least this often, sooner when a probe trigger or
 	// warmup catches up. It also caps the backoff after probes that changed
-	// nothing. 0 means 10 minutes; less than a minute is an error, as in
-	// Kafka Streams.
+	// nothing. Less than a minute is an error, as in Kafka Streams.
 	ProbingInterval time.Duration
 
 	// Checkpoints returns, for every task whose state this instance holds,
@@ -94,20 +113,21 @@ type Settings struct {
 	// brokers and dialer of the group's client.
 	ClientOpts []kgo.Opt
 	// PlacementReplicationFactor is the replication factor the leader
-	// creates the placement topic with; 0 or -1 means the broker default.
+	// creates the placement topic with (replication.factor); -1 means the
+	// broker's default, 0 is an error.
 	PlacementReplicationFactor int16
 	// MaxInlineBytes is the size of subscriptions plus assignments above
-	// which the placement is published to the placement topic; 0 means
-	// DefaultMaxInlineBytes. Tests lower it to force the published path.
+	// which the placement is published to the placement topic; 0 publishes
+	// every placement. Tests lower it to force the published path.
 	MaxInlineBytes int
 
 	// HeartbeatInterval is the group heartbeat interval [Balancer.Opts]
-	// installs; 0 means 1 s, so that a clean leave is acted on within a
-	// second.
+	// installs (DefaultHeartbeatInterval, 1 s, so that a clean leave is
+	// acted on within a second); at least 1 ms.
 	HeartbeatInterval time.Duration
 	// WarmupCheckInterval is how often a member with warmups or probe
-	// triggers compares their checkpoints to the changelog end offsets; 0
-	// means 1 s.
+	// triggers compares their checkpoints to the changelog end offsets; at
+	// least 1 ms.
 	WarmupCheckInterval time.Duration
 
 	// OnAssignment, if set, is called with every generation's assignment
@@ -131,7 +151,8 @@ type Settings struct {
 	publish func(*Placement, uint8) (*PlacementRef, error)
 }
 
-// validate checks s and fills in defaults.
+// validate checks s (zero means zero, or is an error naming the field's
+// key) and fills in the test hooks.
 func (s *Settings) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -147,11 +168,8 @@ func (s *Settings) validate() error {
 	if len(s.Endpoint) > maxEndpointBytes || !utf8.ValidString(s.Endpoint) {
 		bad("balancer: application.server %q must be valid UTF-8 of at most %d bytes", s.Endpoint, maxEndpointBytes)
 	}
-	if s.Capacity < 0 || s.Capacity > maxCapacity {
+	if s.Capacity < 1 || s.Capacity > maxCapacity {
 		bad("balancer: capacity (num.stream.threads) %d: Value must be at least 1 and at most %d", s.Capacity, maxCapacity)
-	}
-	if s.Capacity == 0 {
-		s.Capacity = 1
 	}
 	if len(s.InputTopics) == 0 {
 		bad("balancer: at least one input topic is required")
@@ -170,28 +188,25 @@ func (s *Settings) validate() error {
 		}
 	}
 	if s.AcceptableRecoveryLag < 0 {
-		s.AcceptableRecoveryLag = assignor.DefaultAcceptableRecoveryLag
+		bad("balancer: acceptable.recovery.lag %d: Value must be at least 0", s.AcceptableRecoveryLag)
 	}
-	switch {
-	case s.MaxWarmups < 0:
+	if s.MaxWarmups < 1 {
 		bad("balancer: max.warmup.replicas %d: Value must be at least 1", s.MaxWarmups)
-	case s.MaxWarmups == 0:
-		s.MaxWarmups = assignor.DefaultMaxWarmupReplicas
 	}
-	switch {
-	case s.ProbingInterval == 0:
-		s.ProbingInterval = DefaultProbingInterval
-	case s.ProbingInterval < MinProbingInterval:
+	if s.ProbingInterval < MinProbingInterval {
 		bad("balancer: probing.rebalance.interval.ms %d: Value must be at least %d", s.ProbingInterval.Milliseconds(), MinProbingInterval.Milliseconds())
 	}
-	if s.MaxInlineBytes <= 0 {
-		s.MaxInlineBytes = DefaultMaxInlineBytes
+	if s.PlacementReplicationFactor == 0 || s.PlacementReplicationFactor < -1 {
+		bad("balancer: replication.factor %d of the placement topic: Value must be -1 (the broker's default) or at least 1", s.PlacementReplicationFactor)
 	}
-	if s.HeartbeatInterval <= 0 {
-		s.HeartbeatInterval = DefaultHeartbeatInterval
+	if s.MaxInlineBytes < 0 {
+		bad("balancer: MaxInlineBytes %d: Value must be at least 0 (0 publishes every placement)", s.MaxInlineBytes)
 	}
-	if s.WarmupCheckInterval <= 0 {
-		s.WarmupCheckInterval = DefaultWarmupCheckInterval
+	if s.HeartbeatInterval < time.Millisecond {
+		bad("balancer: heartbeat interval %v: Value must be at least 1ms", s.HeartbeatInterval)
+	}
+	if s.WarmupCheckInterval < time.Millisecond {
+		bad("balancer: warmup check interval %v: Value must be at least 1ms", s.WarmupCheckInterval)
 	}
 	if s.Logger == nil {
 		s.Logger = slog.Default()

@@ -89,19 +89,12 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // simSettings are one simulated member's settings.
 func simSettings(pid string, tg tags.Set, o *offsets) Settings {
-	return Settings{
-		ApplicationID:   "sim",
-		ProcessID:       pid,
-		Endpoint:        pid + ":8080",
-		Tags:            tg,
-		InputTopics:     []string{simInput},
-		ChangelogTopics: []string{simChangelog},
-		NumStandbys:     2,
-		RackAwareTags:   tags.Keys{"zone", "cluster"},
-		Checkpoints:     o.checkpoints(pid),
-		EndOffsets:      o.endOffsets,
-		Logger:          quietLogger(),
-	}
+	s := DefaultSettings()
+	s.ApplicationID, s.ProcessID, s.Endpoint, s.Tags = "sim", pid, pid+":8080", tg
+	s.InputTopics, s.ChangelogTopics = []string{simInput}, []string{simChangelog}
+	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Checkpoints, s.EndOffsets, s.Logger = o.checkpoints(pid), o.endOffsets, quietLogger()
+	return s
 }
 
 // simMember is one member of a simulated group.

@@ -86,9 +86,6 @@ func (b *Balancer) publish(p *Placement, version uint8) (*PlacementRef, error) {
 	defer cancel()
 	topic := b.PlacementTopic()
 	rf := b.s.PlacementReplicationFactor
-	if rf == 0 {
-		rf = -1
-	}
 	compact := "compact"
 	maxBytes := fmt.Sprint(maxRecordBytes)
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, map[string]*string{

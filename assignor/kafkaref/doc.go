@@ -20,5 +20,5 @@
 // 10,000-task scenario through both (see TestScaleAgainstKafka).
 //
 // Java 17 and Maven are needed; without them the test skips, except under
-// CI=true, where it fails.
+// CI (CI set to any non-empty value), where it fails.
 package kafkaref

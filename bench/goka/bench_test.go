@@ -90,7 +90,7 @@ func runCount(b *testing.B, c *kafkatest.Cluster, adm *kadm.Client, s system, in
 	u := m.done()
 	waitFor(b, in, 2*time.Minute, 20*time.Millisecond,
 		func() string { return fmt.Sprintf("%s: group %s not committed through the end", s.name, in.group()) },
-		func() bool { return committedThrough(adm, in.group(), input) })
+		func() bool { return kafkatest.CommittedThrough(adm, in.group(), input) })
 	r := sample{u: u, committed: time.Since(m.start)}
 	checkCounts(b, s.name, in, want)
 	if err := in.stop(); err != nil {

@@ -33,7 +33,7 @@ func TestGokaAndRackstreamCountEveryKeyAlike(t *testing.T) {
 				func() string {
 					return fmt.Sprintf("%s on %s: offsets of group %s not committed to the end", s.name, c.Kind(), in.group())
 				},
-				func() bool { return committedThrough(adm, in.group(), input) })
+				func() bool { return kafkatest.CommittedThrough(adm, in.group(), input) })
 			for k, n := range want {
 				got, found, err := in.count(k)
 				if err != nil || !found || got != n {

@@ -16,13 +16,11 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
-	"github.com/rackstream/rackstream/state"
 )
 
 // The data shape of processor/bench_test.go (keys "key-<i>", 100-byte
@@ -269,15 +267,15 @@ func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir str
 	tb.Helper()
 	r := &rackstreamInstance{name: name}
 	topo, _ := RackstreamCount(name, input, func() { r.n.Add(1) }, opts...)
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:        c.Brokers,
-		ClientOpts:     c.ClientOpts()[1:], // SASL, when the cluster has it
-		StateDir:       dir,
-		LevelDB:        state.LevelDBOptions{WriteBufferBytes: envInt(tb, "GOKA_BENCH_RS_WRITE_BUFFER", 16<<20)},
-		Partitioner:    fnv1a,
-		CommitInterval: time.Second, // sarama's auto-commit interval, which goka uses
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})).With("instance", name),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir = c.Brokers, dir
+	o.ClientOpts = c.ClientOpts()[1:] // SASL, when the cluster has it
+	o.LevelDB.WriteBufferBytes = envInt(tb, "GOKA_BENCH_RS_WRITE_BUFFER", o.LevelDB.WriteBufferBytes)
+	o.Partitioner = fnv1a
+	o.CommitInterval = time.Second // sarama's auto-commit interval, which goka uses
+	o.CacheMaxBytes = 0            // as before the defaults moved: goka has no record cache
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})).With("instance", name)
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		tb.Fatalf("rackstream runtime %s: %v", name, err)
 	}
@@ -330,28 +328,6 @@ func waitFor(tb testing.TB, in instance, limit, interval time.Duration, what fun
 		}
 		time.Sleep(interval)
 	}
-}
-
-// committedThrough reports whether group's committed offsets on topic
-// reach the topic's end offsets on every non-empty partition.
-func committedThrough(adm *kadm.Client, group, topic string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return false
-	}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return false
-	}
-	done := true
-	ends.Each(func(o kadm.ListedOffset) {
-		if c, ok := committed.Lookup(o.Topic, o.Partition); o.Offset > 0 && (!ok || c.At < o.Offset) {
-			done = false
-		}
-	})
-	return done
 }
 
 // usage is what one measured run cost the process.

@@ -568,15 +568,11 @@ func (e rackstream) start(ctx context.Context, c *kafkatest.Cluster, app, input,
 		}
 		return out.Emit(ctx, key, n)
 	})
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:        c.Brokers,
-		ClientOpts:     c.ClientOpts(),
-		StateDir:       stateDir,
-		NumStandbys:    e.s.standbys,
-		CommitInterval: e.s.commit,
-		CacheMaxBytes:  e.s.cacheBytes,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	o := processor.DefaultOptions()
+	o.Brokers, o.ClientOpts, o.StateDir = c.Brokers, c.ClientOpts(), stateDir
+	o.NumStandbys, o.CommitInterval, o.CacheMaxBytes = e.s.standbys, e.s.commit, e.s.cacheBytes
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		return nil, fmt.Errorf("rackstream: %w", err)
 	}

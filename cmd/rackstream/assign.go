@@ -128,20 +128,17 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		failf(stderr, "%v", err)
 		return 1
 	}
-	in, current, err := assignor.DecodeDocument(data)
-	if err != nil {
-		failf(stderr, "%s: %v", name, err)
-		return 2
-	}
-	plan, err := assignor.Assign(in) // for a metadata document, the replay
-	if err != nil {
-		failf(stderr, "%s: %v", name, err)
-		return 2
-	}
-	if len(lose) > 0 && current != nil {
-		plan = current // what-if of the live placement, as /v1/whatif
-	}
 	if len(lose) == 0 {
+		in, err := assignor.DecodeInput(data) // for a metadata document, the replay
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
+		plan, err := assignor.Assign(in)
+		if err != nil {
+			failf(stderr, "%s: %v", name, err)
+			return 2
+		}
 		if *format == "table" {
 			printPlanTable(stdout, in, plan)
 			return 0
@@ -149,7 +146,8 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return writeJSON(stdout, stderr, plan)
 	}
 
-	res, err := assignor.WhatIf(in, plan, lose)
+	// The same computation as the placement page's /v1/whatif.
+	in, plan, res, err := assignor.LossOfDocument(data, lose)
 	var selErr *assignor.SelectorError
 	if errors.As(err, &selErr) {
 		failf(stderr, "--%v", err)

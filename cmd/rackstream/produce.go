@@ -64,7 +64,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var clientOpts []kgo.Opt
 	if cf.file != "" || len(cf.sets) > 0 {
-		cfg, err := cf.load(os.Environ())
+		cfg, err := cf.load(ctx, os.Environ())
 		if err != nil {
 			printConfigErrors(stderr, "produce", err)
 			return 2

@@ -45,7 +45,7 @@ func runCommand(environ func() []string) command {
 const shutdownGrace = 5 * time.Second
 
 func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
-	cfg, code, ok := loadConfigCommand("run", runUsage, args, env, stderr)
+	cfg, code, ok := loadConfigCommand(ctx, "run", runUsage, args, env, stderr)
 	if !ok {
 		return code
 	}

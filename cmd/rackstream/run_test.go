@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,67 +9,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
-
-// syncBuffer is an io.Writer safe for the logger's and the test's
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// jsonLines returns the JSON log lines of out whose msg is msg.
-func jsonLines(out, msg string) []map[string]any {
-	var lines []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-			lines = append(lines, m)
-		}
-	}
-	return lines
-}
-
-// getJSON GETs url and decodes its JSON body into v (when not nil).
-func getJSON(url string, v any) (int, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if v != nil {
-		if err := json.Unmarshal(b, v); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s: %w (body %q)", url, err, b)
-		}
-	}
-	return resp.StatusCode, nil
-}
 
 func TestRunRejectsABadConfigurationWithExit2LikeValidate(t *testing.T) {
 	file := writeValidateConfig(t,
@@ -129,7 +75,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 	env := []string{"RACKSTREAM_CLIENT_TAG_ZONE=zone-a"}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr cluster.Lines
 	done := make(chan int, 1)
 	go func() {
 		done <- runRun(ctx, []string{"--config", file, "--set", "client.tag.cluster=c1"}, env, &stderr)
@@ -142,7 +88,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 			t.Fatalf("run exited %d early:\n%s", code, stderr.String())
 		default:
 		}
-		if l := jsonLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
+		if l := cluster.JSONLogLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
 			start = l[0]
 			return true
 		}
@@ -158,7 +104,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 	}
 	base := "http://" + start["http"].(string)
 	kafkatest.Eventually(t, 90*time.Second, "/readyz 200", func() bool {
-		code, _ := getJSON(base+"/readyz", nil)
+		code, _ := cluster.GetJSON(base+"/readyz", nil)
 		return code == http.StatusOK
 	})
 	var gen int32
@@ -168,7 +114,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 			Role       string          `json:"role"`
 			Generation int32           `json:"generation"`
 		}
-		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
+		code, err := cluster.GetJSON(base+"/v1/stores/count/keys/k1", &body)
 		gen = body.Generation
 		return err == nil && code == 200 && string(body.Value) == "10" && body.Role == "active"
 	})
@@ -177,7 +123,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 	// answer's generation.
 	var line map[string]any
 	kafkatest.Eventually(t, 10*time.Second, fmt.Sprintf("placement line of generation %d", gen), func() bool {
-		for _, l := range jsonLines(stderr.String(), "placement") {
+		for _, l := range cluster.JSONLogLines(stderr.String(), "placement") {
 			if g, _ := l["generation"].(float64); int32(g) == gen {
 				line = l
 				return true
@@ -199,7 +145,7 @@ func TestRunCountsServesQueriesAndShutsDownOnCancel(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("run did not stop within 30s of cancel:\n%s", stderr.String())
 	}
-	if len(jsonLines(stderr.String(), "stopped")) != 1 {
+	if len(cluster.JSONLogLines(stderr.String(), "stopped")) != 1 {
 		t.Errorf("no clean stop line:\n%s", stderr.String())
 	}
 }
@@ -247,7 +193,7 @@ func TestRunAuthenticatesEveryKafkaClientWithSASL(t *testing.T) {
 		"log.level=debug",
 	)
 
-	var bad syncBuffer
+	var bad cluster.Lines
 	wrong := "not-" + sc.Password
 	code := runRun(t.Context(), []string{"--config", file}, []string{"RACKSTREAM_SASL_PASSWORD=" + wrong}, &bad)
 	if code != 1 || !strings.Contains(bad.String(), sc.Mechanism) || !strings.Contains(bad.String(), sc.Brokers[0]) {
@@ -257,43 +203,8 @@ func TestRunAuthenticatesEveryKafkaClientWithSASL(t *testing.T) {
 		t.Error("the wrong password appears in the log")
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runRun(ctx, []string{"--config", file}, []string{"RACKSTREAM_SASL_PASSWORD=" + sc.Password}, &stderr)
-	}()
-	var base string
-	kafkatest.Eventually(t, time.Minute, "start-up line", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("run exited %d early:\n%s", code, tailLines(stderr.String(), 20))
-		default:
-		}
-		if l := jsonLines(stderr.String(), "rackstream instance started"); len(l) > 0 {
-			base = "http://" + l[0]["http"].(string)
-			return true
-		}
-		return false
-	})
-	kafkatest.Eventually(t, 90*time.Second, "count of k1 is 4 over SASL", func() bool {
-		var body struct {
-			Value json.RawMessage `json:"value"`
-		}
-		code, err := getJSON(base+"/v1/stores/count/keys/k1", &body)
-		return err == nil && code == 200 && string(body.Value) == "4"
-	})
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after cancel:\n%s", code, tailLines(stderr.String(), 20))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run did not stop within 30s of cancel:\n%s", tailLines(stderr.String(), 20))
-	}
-	if strings.Contains(stderr.String(), sc.Password) {
+	stderr := runUntilCount(t.Context(), t, file, []string{"RACKSTREAM_SASL_PASSWORD=" + sc.Password}, "k1", "4")
+	if strings.Contains(stderr, sc.Password) {
 		t.Error("the password appears in the log")
 	}
 }
@@ -342,16 +253,30 @@ func TestRunWithHTTPAuthNoneWarnsOnce(t *testing.T) {
 		file := writeValidateConfig(t, append([]string{"application.id=app", "bootstrap.servers=127.0.0.1:1",
 			"processor.type=count", "processor.input.topic=in", "http.listen=0.0.0.0:0", "log.format=json",
 			"state.dir=" + filepath.Join(t.TempDir(), "state")}, tc.sets...)...)
+		// Stop at the first log line: the warning comes before anything
+		// else is started, so the rest of start-up only has to end.
 		ctx, cancel := context.WithCancel(t.Context())
-		cancel() // stop at once: the test is about start-up
-		var stderr bytes.Buffer
-		code := runRun(ctx, []string{"--config", file}, nil, &stderr)
+		stderr := &cancelOnWrite{cancel: cancel}
+		code := runRun(ctx, []string{"--config", file}, nil, stderr)
+		cancel()
 		if code == 2 {
 			t.Errorf("%v: refused (exit 2):\n%s", tc.sets, stderr.String())
 		}
 		msg := "the HTTP server answers every client that can reach it, without authentication (http.auth=none)"
-		if n := len(jsonLines(stderr.String(), msg)); n != tc.warns {
+		if n := len(cluster.JSONLogLines(stderr.String(), msg)); n != tc.warns {
 			t.Errorf("%v: %d warnings, want %d:\n%s", tc.sets, n, tc.warns, stderr.String())
 		}
 	}
+}
+
+// cancelOnWrite is a log destination that cancels a context at its first
+// write.
+type cancelOnWrite struct {
+	cluster.Lines
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) {
+	defer c.cancel()
+	return c.Lines.Write(p)
 }

@@ -30,13 +30,13 @@ func validateCommand(environ func() []string) command {
 		name:    "validate",
 		summary: "check a configuration and print the effective values",
 		run: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			return runValidate(args, environ(), stdout, stderr)
+			return runValidate(ctx, args, environ(), stdout, stderr)
 		},
 	}
 }
 
-func runValidate(args, env []string, stdout, stderr io.Writer) int {
-	cfg, code, ok := loadConfigCommand("validate", validateUsage, args, env, stderr)
+func runValidate(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := loadConfigCommand(ctx, "validate", validateUsage, args, env, stderr)
 	if !ok {
 		return code
 	}
@@ -63,8 +63,9 @@ type configFlags struct {
 // loadConfigCommand parses the flags of a command that takes nothing but
 // --config and --set, and loads the configuration. When ok is false the
 // command is over and exits with code: 0 after --help, 2 on a usage or
-// configuration error (every error printed to stderr).
-func loadConfigCommand(name, usage string, args, env []string, stderr io.Writer) (cfg *config.Config, code int, ok bool) {
+// configuration error (every error printed to stderr). ctx bounds the read
+// of the file (SIGINT/SIGTERM end it).
+func loadConfigCommand(ctx context.Context, name, usage string, args, env []string, stderr io.Writer) (cfg *config.Config, code int, ok bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addConfigFlags(fs)
@@ -82,7 +83,7 @@ func loadConfigCommand(name, usage string, args, env []string, stderr io.Writer)
 		unexpectedArgs(stderr, name, fs.NArg(), "the file goes after --config")
 		return nil, 2, false
 	}
-	cfg, err := cf.load(env)
+	cfg, err := cf.load(ctx, env)
 	if err != nil {
 		printConfigErrors(stderr, name, err)
 		return nil, 2, false
@@ -100,15 +101,15 @@ func unexpectedArgs(w io.Writer, cmd string, n int, hint string) {
 // addConfigFlags registers --config and --set on fs.
 func addConfigFlags(fs *flag.FlagSet) *configFlags {
 	cf := &configFlags{}
-	fs.StringVar(&cf.file, "config", "", "the configuration `FILE` (Java properties)")
+	fs.StringVar(&cf.file, "config", "", "the configuration `FILE` (Java properties, at most 1 MiB)")
 	fs.Var(&cf.sets, "set", "set a configuration `key=value`, overriding the file and the environment (repeatable)")
 	return cf
 }
 
 // load reads the configuration from the flags' file and sets and from env,
-// the environment as os.Environ returns it.
-func (cf *configFlags) load(env []string) (*config.Config, error) {
-	return config.Load(config.Sources{File: cf.file, Env: env, Set: cf.sets})
+// the environment as os.Environ returns it; ctx bounds the read of the file.
+func (cf *configFlags) load(ctx context.Context, env []string) (*config.Config, error) {
+	return config.LoadContext(ctx, config.Sources{File: cf.file, Env: env, Set: cf.sets})
 }
 
 // printConfigErrors prints every configuration error, one a line.

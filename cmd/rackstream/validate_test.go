@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rackstream/rackstream/config"
 )
@@ -249,5 +252,34 @@ func TestValidateNeverEchoesASecretFromAMalformedCommandLine(t *testing.T) {
 				t.Errorf("validate %q: the secret leaked:\n%s%s", args, out.String(), errOut.String())
 			}
 		}
+	}
+}
+
+// TestValidateBoundsAndInterruptsTheRead: --config /dev/zero fails at once
+// naming the limit; a silent FIFO is given up when the command's context
+// ends (main cancels it on SIGINT and SIGTERM).
+func TestValidateBoundsAndInterruptsTheRead(t *testing.T) {
+	code, _, errOut := validateDispatch(t, "validate", "--config", "/dev/zero")
+	if code != 2 || !strings.Contains(errOut, "/dev/zero is larger than the limit of 1 MiB (1048576 bytes)") {
+		t.Errorf("--config /dev/zero: exit %d, stderr:\n%s", code, errOut)
+	}
+	fifo := filepath.Join(t.TempDir(), "silent.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var errBuf bytes.Buffer
+	go func() {
+		done <- dispatch(ctx, []string{"validate", "--config", fifo}, strings.NewReader(""), io.Discard, &errBuf)
+	}()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 2 || !strings.Contains(errBuf.String(), "interrupted") {
+			t.Errorf("a cancelled read: exit %d, stderr:\n%s", code, errBuf.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("validate did not give up a silent FIFO when its context ended")
 	}
 }

@@ -6,6 +6,8 @@
 #   deploy/local/kafka.sh start    fetch (once), format, start, wait until it answers
 #   deploy/local/kafka.sh stop     SIGTERM, wait, SIGKILL after a deadline
 #   deploy/local/kafka.sh restart  stop, then start afresh
+#   deploy/local/kafka.sh resume   start again on the data an earlier start left (after
+#                                  a stop or a kill): no wipe, no format
 #   deploy/local/kafka.sh status   exit 0 when it runs
 #   deploy/local/kafka.sh env      print the test variables as shell exports
 #   deploy/local/kafka.sh fetch    only fetch the jars into the cache
@@ -29,16 +31,33 @@ HOST=127.0.0.1
 PORT=${RACKSTREAM_KAFKA_PORT:-19092}
 CONTROLLER_PORT=${RACKSTREAM_KAFKA_CONTROLLER_PORT:-19093}
 SASL_PORT=${RACKSTREAM_KAFKA_SASL_PORT:-19094}
+# TLS listeners (certificates from internal/kafkatest/cmd/kafkacerts in
+# $RUN_DIR/tls): SSL (server authentication only), MTLS (SSL requiring a
+# client certificate), SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN) and
+# OAUTH (SASL_SSL with OAUTHBEARER, tokens checked against tls/jwks.json).
+SSL_PORT=${RACKSTREAM_KAFKA_SSL_PORT:-19095}
+MTLS_PORT=${RACKSTREAM_KAFKA_MTLS_PORT:-19096}
+SASL_SSL_PORT=${RACKSTREAM_KAFKA_SASL_SSL_PORT:-19097}
+OAUTH_PORT=${RACKSTREAM_KAFKA_OAUTH_PORT:-19098}
 SASL_USER=${RACKSTREAM_KAFKA_SASL_USER:-rackstream}
 SASL_PASSWORD=${RACKSTREAM_KAFKA_SASL_PASSWORD:-rackstream-test-secret}
 HEAP=${RACKSTREAM_KAFKA_HEAP:--Xms256m -Xmx768m}
 START_TIMEOUT=${RACKSTREAM_KAFKA_START_TIMEOUT:-120}
+# A properties file appended to the generated server.properties: its keys
+# override ours (the last value of a key wins).
+EXTRA_PROPERTIES=${RACKSTREAM_KAFKA_EXTRA_PROPERTIES:-}
+# Extra PLAINTEXT listeners, space-separated NAME:PORT:ADVERTISED_PORT (all
+# on $HOST): a client bootstrapping through ADVERTISED_PORT (a proxy in
+# front of PORT) is sent back there for every connection (the fault suite
+# cuts one instance off this way).
+EXTRA_LISTENERS=${RACKSTREAM_KAFKA_EXTRA_LISTENERS:-}
 STOP_TIMEOUT=${RACKSTREAM_KAFKA_STOP_TIMEOUT:-30}
 
 PID_FILE=$RUN_DIR/kafka.pid
 PORTS_FILE=$RUN_DIR/ports
 LOG_DIR=$RUN_DIR/logs
 CONFIG=$RUN_DIR/server.properties
+TLS_DIR=$RUN_DIR/tls
 
 say() { printf 'kafka.sh: %s\n' "$*"; }
 die() { printf 'kafka.sh: %s\n' "$1" >&2; exit "${2:-1}"; }
@@ -122,6 +141,8 @@ use_running_ports() {
 	[[ -f $PORTS_FILE ]] || return 0
 	# shellcheck disable=SC1090 # written by start below
 	. "$PORTS_FILE"
+	# A broker started by an older kafka.sh has no TLS listeners.
+	if grep -q '^SSL_PORT=' "$PORTS_FILE"; then TLS_RUNNING=1; else TLS_RUNNING=""; fi
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
@@ -129,24 +150,67 @@ port_free() { ! (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 # jvm_args sets JVM to the options both the storage tool and the broker run with.
 jvm_args() {
 	# shellcheck disable=SC2206 # HEAP is a list of JVM options.
+	# The OAUTHBEARER validator reads only the files and URLs these system
+	# properties allow (Kafka 4's defence against SSRF through JWKS URLs).
 	JVM=($HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
+		-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="file://$TLS_DIR/jwks.json"
+		-Dorg.apache.kafka.sasl.oauthbearer.allowed.files="$TLS_DIR/jwks.json"
 		-Dlog4j2.configurationFile="$HERE/log4j2.xml" -Dkafka.logs.dir="$LOG_DIR" -cp "$LIBS/*")
 }
 
+# extra_listeners sets XL, XA and XP to the suffixes EXTRA_LISTENERS adds to
+# listeners, advertised.listeners and the protocol map, and XPORTS to its
+# ports.
+extra_listeners() {
+	XL="" XA="" XP="" XPORTS=()
+	local l name port adv
+	for l in $EXTRA_LISTENERS; do
+		IFS=: read -r name port adv <<<"$l"
+		[[ $name =~ ^[A-Z][A-Z0-9_]*$ && $port =~ ^[0-9]+$ && $adv =~ ^[0-9]+$ ]] ||
+			die "RACKSTREAM_KAFKA_EXTRA_LISTENERS: '$l' is not NAME:PORT:ADVERTISED_PORT (NAME in capitals)"
+		XL+=",$name://$HOST:$port" XA+=",$name://$HOST:$adv" XP+=",$name:PLAINTEXT"
+		XPORTS+=("$port")
+	done
+}
+
 write_config() {
+	extra_listeners
 	cat >"$CONFIG" <<EOF
 # Written by deploy/local/kafka.sh; regenerated on every start.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
 controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT
-advertised.listeners=PLAINTEXT://$HOST:$PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT$XL
+advertised.listeners=PLAINTEXT://$HOST:$PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT$XA
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL$XP
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+
+# TLS: one key store and trust store (PEM, from kafkacerts) for every TLS
+# listener; only MTLS asks for a client certificate.
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS_DIR/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS_DIR/ca.pem
+ssl.client.auth=none
+listener.name.mtls.ssl.client.auth=required
+# SASL_SSL: SCRAM users are created at format time (--add-scram); the PLAIN
+# user is the JAAS line's user_<name>.
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";
+# OAUTH: OAUTHBEARER with signed JWTs (RS256) checked against the JWKS file;
+# a test serves the token endpoint and signs with tls/oauth-key.pem.
+listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.oauth.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.jwks.endpoint.url=file://$TLS_DIR/jwks.json
+sasl.oauthbearer.expected.audience=rackstream-test
+sasl.oauthbearer.expected.issuer=rackstream-test-issuer
 log.dirs=$RUN_DIR/data
 
 # One node: replication factor 1 everywhere.
@@ -175,9 +239,17 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 EOF
+	if [[ -n $EXTRA_PROPERTIES ]]; then
+		[[ -r $EXTRA_PROPERTIES ]] || die "RACKSTREAM_KAFKA_EXTRA_PROPERTIES=$EXTRA_PROPERTIES is not a readable file"
+		printf '\n# From %s (RACKSTREAM_KAFKA_EXTRA_PROPERTIES).\n' "$EXTRA_PROPERTIES" >>"$CONFIG"
+		cat "$EXTRA_PROPERTIES" >>"$CONFIG"
+	fi
 }
 
+# start [resume]: a fresh broker (the run dir wiped and formatted), or with
+# resume the broker again on the data an earlier start left.
 start() {
+	local mode=${1:-fresh}
 	need_java
 	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with internal/kafkatest/cmd/kafkaping"
 	fetch
@@ -186,35 +258,50 @@ start() {
 		die "already running (pid $pid, run dir $RUN_DIR): 'deploy/local/kafka.sh stop' first, or use it: RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
 	fi
 	local p
-	for p in "$PORT" "$CONTROLLER_PORT" "$SASL_PORT"; do
-		port_free "$p" || die "port $HOST:$p is in use by another process: set RACKSTREAM_KAFKA_PORT, RACKSTREAM_KAFKA_CONTROLLER_PORT, RACKSTREAM_KAFKA_SASL_PORT"
+	extra_listeners
+	for p in "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$SSL_PORT" "$MTLS_PORT" "$SASL_SSL_PORT" "$OAUTH_PORT" "${XPORTS[@]}"; do
+		port_free "$p" || die "port $HOST:$p is in use by another process: set RACKSTREAM_KAFKA_PORT, RACKSTREAM_KAFKA_CONTROLLER_PORT, RACKSTREAM_KAFKA_SASL_PORT, RACKSTREAM_KAFKA_SSL_PORT, RACKSTREAM_KAFKA_MTLS_PORT, RACKSTREAM_KAFKA_SASL_SSL_PORT, RACKSTREAM_KAFKA_OAUTH_PORT"
 	done
 
 	local t0=$SECONDS
-	rm -rf "$RUN_DIR"
+	if [[ $mode == resume ]]; then
+		[[ -s $RUN_DIR/cluster-id && -d $RUN_DIR/data ]] || die "nothing to resume in $RUN_DIR: 'deploy/local/kafka.sh start' first"
+	else
+		rm -rf "$RUN_DIR"
+	fi
 	mkdir -p "$LOG_DIR" "$RUN_DIR/data" "$RUN_DIR/bin"
 	write_config
-	printf 'PORT=%s\nCONTROLLER_PORT=%s\nSASL_PORT=%s\n' "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" >"$PORTS_FILE"
+	printf 'PORT=%s\nCONTROLLER_PORT=%s\nSASL_PORT=%s\nSSL_PORT=%s\nMTLS_PORT=%s\nSASL_SSL_PORT=%s\nOAUTH_PORT=%s\n' \
+		"$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$SSL_PORT" "$MTLS_PORT" "$SASL_SSL_PORT" "$OAUTH_PORT" >"$PORTS_FILE"
 
-	# Build the readiness probe while nothing else runs (cached after the first time).
-	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./internal/kafkatest/cmd/kafkaping) ||
-		die "cannot build internal/kafkatest/cmd/kafkaping"
+	# Build the readiness probe and the key generator while nothing else runs
+	# (cached after the first time), then make this life's keys.
+	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./internal/kafkatest/cmd/kafkaping &&
+		go build -o "$RUN_DIR/bin/kafkacerts" ./internal/kafkatest/cmd/kafkacerts) ||
+		die "cannot build internal/kafkatest/cmd/kafkaping and kafkacerts"
+	"$RUN_DIR/bin/kafkacerts" -dir "$TLS_DIR" -hosts "$HOST,localhost" || die "cannot write the TLS material into $TLS_DIR"
 
-	# A KRaft cluster id is a base64url UUID without padding.
-	local cluster_id
-	cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-	echo "$cluster_id" >"$RUN_DIR/cluster-id"
 	jvm_args
-	if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
-		--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
-		>"$LOG_DIR/format.log" 2>&1; then
-		die "formatting $RUN_DIR/data failed: $(tail -n3 "$LOG_DIR/format.log" | tr '\n' ' ')"
+	if [[ $mode != resume ]]; then
+		# A KRaft cluster id is a base64url UUID without padding.
+		local cluster_id
+		cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		echo "$cluster_id" >"$RUN_DIR/cluster-id"
+		if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
+			--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+			--add-scram "SCRAM-SHA-256=[name=$SASL_USER,password=$SASL_PASSWORD]" \
+			>"$LOG_DIR/format.log" 2>&1; then
+			die "formatting $RUN_DIR/data failed: $(tail -n3 "$LOG_DIR/format.log" | tr '\n' ' ')"
+		fi
 	fi
 
-	# setsid: the broker outlives the shell (and make) that started it.
+	# setsid: the broker outlives the shell (and make) that started it. The
+	# pid file of an earlier (killed) broker goes first: the wait below
+	# must read the new one.
+	rm -f "$PID_FILE"
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
-		</dev/null >"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
+		</dev/null >>"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
 	# Wait for the pid file the child writes before exec.
 	local i
 	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
@@ -241,6 +328,10 @@ start() {
 	printf '%s\n' "$out"
 	say "PLAINTEXT      $HOST:$PORT"
 	say "SASL_PLAINTEXT $HOST:$SASL_PORT (SCRAM-SHA-512, user $SASL_USER; 'kafka.sh env' prints the password)"
+	say "SSL            $HOST:$SSL_PORT (CA $TLS_DIR/ca.pem)"
+	say "SSL (mutual)   $HOST:$MTLS_PORT (client certificate $TLS_DIR/client.pem)"
+	say "SASL_SSL       $HOST:$SASL_SSL_PORT (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN; user $SASL_USER)"
+	say "SASL_SSL       $HOST:$OAUTH_PORT (OAUTHBEARER: RS256 tokens from issuer rackstream-test-issuer for audience rackstream-test, keys $TLS_DIR/jwks.json)"
 	echo "RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
 }
 
@@ -267,7 +358,7 @@ status() {
 	local pid
 	use_running_ports
 	if pid=$(pid_running); then
-		say "running (pid $pid, Apache Kafka $(cat "$RUN_DIR/version" 2>/dev/null || echo '?')): PLAINTEXT $HOST:$PORT, SASL_PLAINTEXT $HOST:$SASL_PORT; run dir $RUN_DIR"
+		say "running (pid $pid, Apache Kafka $(cat "$RUN_DIR/version" 2>/dev/null || echo '?')): PLAINTEXT $HOST:$PORT, SASL_PLAINTEXT $HOST:$SASL_PORT${TLS_RUNNING:+, SSL $HOST:$SSL_PORT, mutual TLS $HOST:$MTLS_PORT, SASL_SSL $HOST:$SASL_SSL_PORT, OAUTHBEARER $HOST:$OAUTH_PORT}; run dir $RUN_DIR"
 		return 0
 	fi
 	say "not running (run dir $RUN_DIR)"
@@ -287,18 +378,27 @@ export RACKSTREAM_TEST_SASL_MECHANISM=SCRAM-SHA-512
 export RACKSTREAM_TEST_SASL_USER=$SASL_USER
 export RACKSTREAM_TEST_SASL_PASSWORD=$SASL_PASSWORD
 EOF
+	[[ -n ${TLS_RUNNING:-} ]] || return 0
+	cat <<EOF
+export RACKSTREAM_TEST_SSL_BROKERS=$HOST:$SSL_PORT
+export RACKSTREAM_TEST_MTLS_BROKERS=$HOST:$MTLS_PORT
+export RACKSTREAM_TEST_SASL_SSL_BROKERS=$HOST:$SASL_SSL_PORT
+export RACKSTREAM_TEST_OAUTH_BROKERS=$HOST:$OAUTH_PORT
+export RACKSTREAM_TEST_TLS_DIR=$TLS_DIR
+EOF
 }
 
 case ${1:-} in
 start) lock 8 "$RUN_DIR.lock" && start ;;
 stop) lock 8 "$RUN_DIR.lock" && stop ;;
 restart) lock 8 "$RUN_DIR.lock" && stop && start ;;
+resume) lock 8 "$RUN_DIR.lock" && start resume ;;
 status) status ;;
 env) print_env ;;
 fetch) need_java && fetch && say "jars in $LIBS" ;;
 version) cat "$RUN_DIR/version" 2>/dev/null || echo unknown ;;
 *)
-	echo "usage: $0 start|stop|restart|status|env|fetch|version" >&2
+	echo "usage: $0 start|stop|restart|resume|status|env|fetch|version" >&2
 	exit 1
 	;;
 esac

@@ -88,12 +88,9 @@ func main() {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	topo, _ := Topology("clickstats", "clicks", "click-stats")
-	opts := processor.Options{
-		Brokers:     strings.Split(*brokers, ","),
-		StateDir:    *stateDir,
-		NumStandbys: *standbys,
-		Logger:      log,
-	}
+	opts := processor.DefaultOptions()
+	opts.Brokers, opts.StateDir = strings.Split(*brokers, ","), *stateDir
+	opts.NumStandbys, opts.Logger = *standbys, log
 	if *zone != "" {
 		t, err := tags.FromMap(map[string]string{"zone": *zone})
 		if err != nil {

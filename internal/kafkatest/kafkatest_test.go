@@ -330,6 +330,7 @@ func TestSASLWithoutCredentials(t *testing.T) {
 	}{
 		{"skips outside CI", "", "skip"},
 		{"fails under CI", "true", "fatal"},
+		{"fails under CI=1", "1", "fatal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(kafkatest.EnvBrokers, "127.0.0.1:1")

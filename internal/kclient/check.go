@@ -2,6 +2,8 @@ package kclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/rackstream/rackstream/config"
 )
 
 // CheckTimeout bounds Check when its context has no deadline.
@@ -25,16 +29,77 @@ const CheckTimeout = 30 * time.Second
 // never the password.
 type AuthError struct {
 	Broker    string // host:port of the broker that refused
-	Mechanism string // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+	Protocol  string // the listener's security protocol: SASL_PLAINTEXT or SASL_SSL
+	Mechanism string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER
 	Err       error  // the broker's answer, or the closed connection
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("kafka broker %s refused SASL %s authentication: %v (check sasl.username, sasl.password and sasl.mechanism, and that the broker's listener enables %s for this user)",
-		e.Broker, e.Mechanism, e.Err, e.Mechanism)
+	check := "sasl.username, sasl.password and sasl.mechanism"
+	if e.Mechanism == string(config.OAuthBearer) {
+		check = "that the identity provider's tokens are for this cluster (issuer, audience, scope) and sasl.mechanism"
+	}
+	return fmt.Sprintf("kafka broker %s (%s listener) refused SASL %s authentication: %v (check %s, and that the broker's listener enables %s for this user)",
+		e.Broker, e.Protocol, e.Mechanism, e.Err, check, e.Mechanism)
 }
 
 func (e *AuthError) Unwrap() error { return e.Err }
+
+// TLSError is a failed TLS handshake with a broker: its certificate is not
+// signed by an authority the client trusts or does not name the broker, or
+// the broker refused the client's certificate (or its absence). It names
+// the broker and says which settings to look at.
+type TLSError struct {
+	Broker   string // host:port
+	Protocol string // SSL or SASL_SSL
+	Err      error
+}
+
+func (e *TLSError) Error() string {
+	var hint string
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ae tls.AlertError
+	switch {
+	case errors.As(e.Err, &ua):
+		hint = "the broker's certificate is not signed by an authority in ssl.ca.location or ssl.truststore.location (the system's roots when neither is set)"
+	case errors.As(e.Err, &he):
+		hint = "the broker's certificate does not name the address dialled: use the name the certificate has in bootstrap.servers"
+	case errors.As(e.Err, &ae), strings.Contains(e.Err.Error(), "remote error: tls"):
+		hint = "the broker refused the TLS handshake: a listener requiring a client certificate needs ssl.certificate.location and ssl.key.location (or ssl.keystore.location) signed by an authority it trusts"
+	default:
+		hint = "check that the broker's listener speaks TLS, and ssl.ca.location"
+	}
+	return fmt.Sprintf("kafka broker %s (%s listener): TLS handshake failed: %v (%s)", e.Broker, e.Protocol, e.Err, hint)
+}
+
+func (e *TLSError) Unwrap() error { return e.Err }
+
+// isTLSError reports whether err is a TLS handshake or certificate failure.
+func isTLSError(err error) bool {
+	var ce *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var ae tls.AlertError
+	var re tls.RecordHeaderError
+	return errors.As(err, &ce) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) ||
+		errors.As(err, &ae) || errors.As(err, &re) || strings.Contains(err.Error(), "remote error: tls") ||
+		strings.Contains(err.Error(), "tls: ")
+}
+
+// protocolOf names the security protocol a client's options speak.
+func protocolOf(tlsOn bool, mech string) string {
+	switch {
+	case tlsOn && mech != "":
+		return string(config.SASLSSL)
+	case tlsOn:
+		return string(config.SSL)
+	case mech != "":
+		return string(config.SASLPlaintext)
+	}
+	return string(config.Plaintext)
+}
 
 // Check connects to every seed broker of opts (the options of any client,
 // see [Clients.Opts]) and asks it for cluster metadata, as a start-up check
@@ -61,6 +126,8 @@ func Check(ctx context.Context, opts []kgo.Opt) error {
 	if ms, ok := probe.OptValue(kgo.SASL).([]sasl.Mechanism); ok && len(ms) > 0 {
 		mech = ms[0].Name()
 	}
+	tc, _ := probe.OptValue(kgo.DialTLSConfig).(*tls.Config)
+	proto := protocolOf(tc != nil, mech)
 	probe.Close()
 	if len(seeds) == 0 {
 		return errors.New("kafka: no seed brokers to check")
@@ -69,12 +136,16 @@ func Check(ctx context.Context, opts []kgo.Opt) error {
 	var failures []string
 	answered := false
 	for _, seed := range seeds {
-		err := checkBroker(ctx, opts, seed, mech)
+		err := checkBroker(ctx, opts, seed, mech, proto)
 		var ae *AuthError
+		var te *TLSError
+		var oe *TokenError
 		switch {
 		case err == nil:
 			answered = true
-		case errors.As(err, &ae):
+		case errors.As(err, &ae), errors.As(err, &te), errors.As(err, &oe):
+			// The same settings go to every broker: a refusal is a
+			// configuration error, not one broker's outage.
 			return err
 		case ctx.Err() != nil:
 			failures = append(failures, fmt.Sprintf("%s: %v", seed, err))
@@ -91,7 +162,7 @@ func Check(ctx context.Context, opts []kgo.Opt) error {
 
 // checkBroker pings one seed broker with a client of its own, so that a
 // failure is known to be that broker's.
-func checkBroker(ctx context.Context, opts []kgo.Opt, seed, mech string) error {
+func checkBroker(ctx context.Context, opts []kgo.Opt, seed, mech, proto string) error {
 	var h saslHook
 	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)], kgo.SeedBrokers(seed), kgo.WithHooks(&h))...)
 	if err != nil {
@@ -99,14 +170,25 @@ func checkBroker(ctx context.Context, opts []kgo.Opt, seed, mech string) error {
 	}
 	defer cl.Close()
 	err = cl.Ping(ctx)
-	if err == nil || mech == "" {
+	var oe *TokenError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &oe):
+		return oe
+	case proto == string(config.SSL) || proto == string(config.SASLSSL):
+		if isTLSError(err) {
+			return &TLSError{Broker: h.addrOr(seed), Protocol: proto, Err: err}
+		}
+	}
+	if mech == "" {
 		return err
 	}
 	switch {
 	case isSASLError(err):
-		return &AuthError{Broker: h.addrOr(seed), Mechanism: mech, Err: err}
+		return &AuthError{Broker: h.addrOr(seed), Protocol: proto, Mechanism: mech, Err: err}
 	case h.failedInSASL():
-		return &AuthError{Broker: h.addrOr(seed), Mechanism: mech, Err: fmt.Errorf("connection closed during the SASL exchange: %w", err)}
+		return &AuthError{Broker: h.addrOr(seed), Protocol: proto, Mechanism: mech, Err: fmt.Errorf("connection closed during the SASL exchange: %w", err)}
 	}
 	return err
 }

@@ -74,6 +74,8 @@ type testCA struct {
 	caFile, certFile, keyFile string // the CA; the client's pair
 	server                    tls.Certificate
 	pool                      *x509.CertPool
+	cert                      *x509.Certificate // the CA's, to issue more
+	key                       *ecdsa.PrivateKey
 }
 
 func newTestCA(t *testing.T) *testCA {
@@ -123,6 +125,8 @@ func newTestCA(t *testing.T) *testCA {
 		keyFile:  writePEM(t, dir, "client-key.pem", "PRIVATE KEY", marshalKey(t, cliKey)),
 		server:   tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey},
 		pool:     x509.NewCertPool(),
+		cert:     caCert,
+		key:      caKey,
 	}
 	ca.pool.AddCert(caCert)
 	return ca

@@ -24,7 +24,9 @@
 //   - the seed brokers (bootstrap.servers);
 //   - SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 under security.protocol
 //     SASL_PLAINTEXT or SASL_SSL (sasl.mechanism, sasl.username,
-//     sasl.password);
+//     sasl.password), or OAUTHBEARER with access tokens from the
+//     client-credentials flow (sasl.oauthbearer.token.endpoint.url, client
+//     id and secret, scope; oauth.go);
 //   - TLS under SSL or SASL_SSL, verifying brokers with ssl.ca.location (the
 //     system's roots when empty) and presenting ssl.certificate.location and
 //     ssl.key.location when set. Verification is never skipped;
@@ -50,11 +52,9 @@ package kclient
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -119,15 +119,25 @@ func New(cfg *config.Config, logger *slog.Logger) (*Clients, error) {
 		rack:    cfg.ClientRack(),
 		logger:  logger,
 	}
-	if sec.UsesSASL() {
-		if sec.SASLUsername == "" || sec.SASLPassword == "" {
-			return nil, fmt.Errorf("kclient: security.protocol=%s requires sasl.username and sasl.password", sec.Protocol)
+	if sec.UsesSASL() && sec.SASLMechanism == config.OAuthBearer {
+		// The client-credentials flow (oauth.go); config.Load has checked
+		// that its keys are set.
+		id, secret, _ := sec.OAuthClientCredentials()
+		if sec.OAuthTokenEndpointURL == "" || id == "" || secret == "" {
+			return nil, errors.New("kclient: sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and sasl.oauthbearer.client.credentials.client.secret (or clientId and clientSecret in sasl.jaas.config)")
 		}
-		auth, err := mechanism(sec.SASLMechanism, sec.SASLUsername, sec.SASLPassword.Reveal())
+		c.auth, c.mechanism, c.user = newTokenSource(sec).mechanism(), config.OAuthBearer, id
+	}
+	if sec.UsesSASL() && c.auth == nil {
+		user, pass := sec.SASLCredentials() // sasl.username/password or sasl.jaas.config
+		if user == "" || pass == "" {
+			return nil, fmt.Errorf("kclient: security.protocol=%s requires sasl.username and sasl.password (or sasl.jaas.config)", sec.Protocol)
+		}
+		auth, err := mechanism(sec.SASLMechanism, user, pass.Reveal())
 		if err != nil {
 			return nil, err
 		}
-		c.auth, c.mechanism, c.user = auth, sec.SASLMechanism, sec.SASLUsername
+		c.auth, c.mechanism, c.user = auth, sec.SASLMechanism, user
 	}
 	if sec.UsesTLS() {
 		t, err := tlsConfig(sec)
@@ -135,7 +145,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Clients, error) {
 			return nil, err
 		}
 		c.tls = t
-	} else if sec.SSLCALocation != "" || sec.SSLCertificateLocation != "" {
+	} else if sec.SSLCALocation != "" || sec.SSLCertificateLocation != "" || sec.SSLTruststoreLocation != "" || sec.SSLKeystoreLocation != "" {
 		// Not an error (a file may set TLS paths for a later switch), but
 		// worth a line: the operator may believe the connection is encrypted.
 		logger.Warn("ssl.* settings are ignored: security.protocol does not use TLS", "security.protocol", string(sec.Protocol))
@@ -224,31 +234,28 @@ func mechanism(m config.SASLMechanism, user, pass string) (sasl.Mechanism, error
 }
 
 // tlsConfig builds the TLS configuration of security.protocol SSL and
-// SASL_SSL. ServerName is left empty: franz-go sets it to the host of each
-// broker it dials, so every broker's certificate is verified against its own
-// name.
+// SASL_SSL (stores.go reads the material). ServerName is left empty:
+// franz-go sets it to the host of each broker it dials, so every broker's
+// certificate is verified against its own name, unless
+// ssl.endpoint.identification.algorithm is empty, which verifies the chain
+// only.
 func tlsConfig(sec config.Security) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12}
-	if sec.SSLCALocation != "" {
-		pem, err := os.ReadFile(sec.SSLCALocation)
-		if err != nil {
-			return nil, fmt.Errorf("kclient: ssl.ca.location: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kclient: ssl.ca.location: %s holds no PEM certificate", sec.SSLCALocation)
-		}
-		t.RootCAs = pool
+	roots, err := rootCAs(sec)
+	if err != nil {
+		return nil, err
 	}
-	switch cert, key := sec.SSLCertificateLocation, sec.SSLKeyLocation; {
-	case cert != "" && key != "":
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("kclient: ssl.certificate.location %s with ssl.key.location %s: %w", cert, key, err)
-		}
-		t.Certificates = []tls.Certificate{pair}
-	case cert != "" || key != "":
-		return nil, errors.New("kclient: ssl.certificate.location and ssl.key.location go together: set both or neither")
+	t.RootCAs = roots
+	cert, err := clientCertificate(sec)
+	if err != nil {
+		return nil, err
+	}
+	if cert != nil {
+		t.Certificates = []tls.Certificate{*cert}
+	}
+	if !sec.VerifyHostname() {
+		t.InsecureSkipVerify = true // replaced by the chain check below, never skipped
+		t.VerifyConnection = verifyWithoutHostname(roots)
 	}
 	return t, nil
 }

@@ -2,7 +2,6 @@ package kclient
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,62 +12,6 @@ import (
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
-
-// TestTLSOnKfake runs the TLS settings against a kfake cluster that serves
-// TLS with a certificate from a test CA.
-func TestTLSOnKfake(t *testing.T) {
-	ca := newTestCA(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	t.Run("the CA verifies the broker", func(t *testing.T) {
-		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)))
-		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-			t.Fatalf("Check: %v", err)
-		}
-		roundTrip(ctx, t, kc, "kclient-tls")
-	})
-	t.Run("the system roots do not trust a private CA", func(t *testing.T) {
-		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)))
-		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL"), nil)
-		err := Check(ctx, kc.Opts(RoleAdmin))
-		if err == nil || !strings.Contains(err.Error(), "certificate") {
-			t.Fatalf("Check without ssl.ca.location = %v, want a certificate verification error", err)
-		}
-		var ae *AuthError
-		if errors.As(err, &ae) {
-			t.Errorf("a TLS failure reported as a SASL failure: %v", err)
-		}
-	})
-	t.Run("mutual TLS presents the client certificate", func(t *testing.T) {
-		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(true)))
-		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile,
-			"ssl.certificate.location="+ca.certFile, "ssl.key.location="+ca.keyFile), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-			t.Fatalf("Check: %v", err)
-		}
-		roundTrip(ctx, t, kc, "kclient-mtls")
-	})
-	t.Run("mutual TLS without a client certificate is refused", func(t *testing.T) {
-		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(true)))
-		kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.ca.location="+ca.caFile), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err == nil {
-			t.Fatal("Check without a client certificate = nil, want the broker's refusal")
-		}
-	})
-	t.Run("SASL_SSL authenticates over TLS", func(t *testing.T) {
-		fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "tls-user", "tls-pass-0"))
-		sets := []string{"security.protocol=SASL_SSL", "ssl.ca.location=" + ca.caFile, "sasl.mechanism=SCRAM-SHA-512", "sasl.username=tls-user"}
-		kc := newClients(t, load(t, fc.ListenAddrs(), append(sets, "sasl.password=tls-pass-0")...), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-			t.Fatalf("Check: %v", err)
-		}
-		roundTrip(ctx, t, kc, "kclient-sasl-ssl")
-		bad := newClients(t, load(t, fc.ListenAddrs(), append(sets, "sasl.password=tls-pass-1")...), nil)
-		assertAuthError(t, Check(ctx, bad.Opts(RoleAdmin)), "SCRAM-SHA-512", fc.ListenAddrs()[0])
-	})
-}
 
 // TestTLSFilesAreCheckedAtStartup pins New's errors for unusable TLS files:
 // each names the key and the file.

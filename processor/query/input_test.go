@@ -145,7 +145,7 @@ func TestReadinessAndLiveness(t *testing.T) {
 		t.Errorf("readyz: %s", a)
 	}
 	n.rt.mu.Lock()
-	n.rt.err = errTest("task 3 is restoring (1200 records remaining)")
+	n.rt.err = &NotReady{Condition: "task 3 is restoring (1200 records remaining)", Cause: errTest("fetch 10.1.2.3:9092: EOF")}
 	n.rt.mu.Unlock()
 	if a := c.get(n, "/readyz"); a.code != 503 || a.json["ready"] != false || a.json["reason"] != "task 3 is restoring (1200 records remaining)" || a.header.Get("Retry-After") == "" {
 		t.Errorf("readyz: %s", a)

@@ -125,9 +125,15 @@ func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string, 
 }
 
 // kill crashes the instance as far as the group can tell.
-func (in *instance) kill() {
+// It returns once the instance's HTTP server is closed too: Abort closes it
+// from Run's goroutine, which a loaded machine may run a little later, and
+// until then a peer's forward could still reach it.
+func (in *instance) kill(t *testing.T) {
 	in.dialer.cutAll()
 	in.svc.Abort()
+	kafkatest.Eventually(t, 30*time.Second, in.name+"'s HTTP server closed", func() bool {
+		return get(t, in, "/healthz", "").code == -1
+	})
 }
 
 type reply struct {
@@ -374,7 +380,7 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 			}
 		}
 		standbyID, killedID := tk["standby"].([]any)[0], tk["active"]
-		victim.kill()
+		victim.kill(t)
 
 		// Within the session timeout the placement still names the killed
 		// owner: without max_lag, 503; with it, the standby answers.
@@ -416,6 +422,8 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 	})
 }
 
+// Over mutual TLS (http.tls.client.auth=require): clients and instances
+// alike present certificates of the one CA.
 func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 	c := kafkatest.New(t)
 	app, topic := c.Name("query-tls"), c.Name("query-tls-events")
@@ -429,11 +437,13 @@ func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 	}
 	c.Produce(recs...)
 	ca := query.NewTestCA(t, "rackstream-test-ca")
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	clientCert := ca.Leaf(t, 99)
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{clientCert}}}}
 	var ins []*instance
 	for i, zone := range []string{"z1", "z2"} {
 		cert, key, caFile := ca.WriteFiles(t, t.TempDir(), int64(i+2))
-		in := startInstance(t, c, app, topic, zone, "http.tls.cert="+cert, "http.tls.key="+key, "http.tls.ca="+caFile)
+		in := startInstance(t, c, app, topic, zone, "http.tls.cert="+cert, "http.tls.key="+key, "http.tls.ca="+caFile,
+			"http.tls.client.auth=require", "http.tls.client.ca="+caFile)
 		in.base, in.client = strings.Replace(in.base, "http://", "https://", 1), client
 		ins = append(ins, in)
 	}
@@ -459,7 +469,8 @@ func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 		return true
 	})
 	// Through the instance that is not a key's active, the lookup is
-	// forwarded over HTTPS, verified against http.tls.ca, with the token.
+	// forwarded over HTTPS, verified against http.tls.ca, presenting the
+	// instance's certificate, signed with a key derived from the token.
 	kafkatest.Eventually(t, time.Minute, "every key through both instances over HTTPS", func() bool {
 		for _, k := range keys {
 			for _, in := range ins {
@@ -498,5 +509,11 @@ func TestQueriesOverTLSThroughTheRuntime(t *testing.T) {
 	plain := &instance{base: strings.Replace(ins[0].base, "https://", "http://", 1)}
 	if r := get(t, plain, "/healthz", ""); r.code == 200 {
 		t.Errorf("plain HTTP answered: %s", r)
+	}
+	// A client without a certificate fails the handshake.
+	anon := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	if resp, err := anon.Get(ins[0].base + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a client without a certificate got %d", resp.StatusCode)
 	}
 }

@@ -26,7 +26,8 @@ type keyAnswer struct {
 	Generation   int32           `json:"generation"`
 }
 
-// failure is why one candidate replica could not answer.
+// failure is why one candidate replica could not answer, in words a
+// client may see (never a URL or a raw error: those are logged).
 type failure struct {
 	code int // 409; 503 (retry may help); 500 and 502 (it won't)
 	msg  string
@@ -89,15 +90,36 @@ func candidates(p *balancer.Placement, self int, task int32, standbys bool) []ca
 	return out
 }
 
-// key answers GET /v1/stores/{store}/keys/{key}.
-func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
-	st, ok := s.store(w, rt.store)
+// key answers GET /v1/stores/{store}/keys/{key}; peer is set for an
+// authenticated hop, which is answered from the local replica only. A
+// global store's key is read locally, whoever asks.
+func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
+	name, escapedKey, err := parseStorePath(w.path)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	st, ok := s.store(w, name)
 	if !ok {
 		return
 	}
-	req, err := parseKeyRequest(rt.store, rt.key, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	req, err := parseKeyRequest(name, escapedKey, r.URL.RawQuery, s.opts.MaxKeyBytes)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	given := req.isolation != ""
+	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
+		return
+	}
+	if st.Global {
+		gen := int32(-1)
+		if p := s.rt.Placement(); p != nil {
+			gen = p.Generation
+		}
+		if f := s.answerLocal(w, st, &req, GlobalTask, gen); f != nil {
+			s.failure(w, *f)
+		}
 		return
 	}
 	p, ok := s.placement(w)
@@ -107,10 +129,10 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 	task := s.opts.Partitioner.Partition(req.key, int32(len(p.Tasks)))
 	self := p.MemberIndex(s.rt.Self())
 
-	if r.Header.Get(HeaderForwardedBy) != "" {
+	if peer {
 		// One hop only: answer from the local replica or refuse.
 		if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
-			s.fail(w, f.code, f.msg)
+			s.failure(w, *f)
 		}
 		return
 	}
@@ -136,7 +158,7 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 			return
 		}
 		m := p.Members[c.member]
-		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, r.URL.EscapedPath(), r.URL.RawQuery, s.opts.ForwardTimeout)
+		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, w.path, forwardQuery(r.URL.RawQuery, given, req.isolation), s.opts.ForwardTimeout)
 		if err != nil {
 			fs = append(fs, forwardFailure(c, err))
 			continue
@@ -150,7 +172,16 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route) {
 		}
 	}
 	code, msg := fs.answer()
-	s.fail(w, code, fmt.Sprintf("store %s task %d: %s", req.store, task, msg))
+	s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s task %d: %s", req.store, task, msg)})
+}
+
+// failure answers f, with the code that says what it is.
+func (s *Server) failure(w *statusWriter, f failure) {
+	c := ""
+	if f.code == http.StatusConflict {
+		c = codeBehindMinimum
+	}
+	s.failCode(w, f.code, c, f.msg)
 }
 
 // answerLocal answers from the local replica (200 or 404), or returns why
@@ -161,7 +192,7 @@ func (s *Server) answerLocal(w *statusWriter, st Store, req *keyRequest, task, g
 	case f != nil:
 		return f
 	case !found:
-		s.fail(w, http.StatusNotFound, notFoundMsg(req, task))
+		s.failCode(w, http.StatusNotFound, codeKeyNotFound, notFoundMsg(req, task))
 	default:
 		writeJSON(w, http.StatusOK, ans)
 	}
@@ -177,18 +208,24 @@ func notFoundMsg(req *keyRequest, task int32) string {
 // replica may answer: an active one, or a standby within max_lag.
 func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
 	self := s.rt.Self()
-	rep := s.rt.Replica(req.store, task)
+	rep := s.replica(st, task)
 	if rep == nil {
-		return nil, false, &failure{code: http.StatusServiceUnavailable,
-			msg: fmt.Sprintf("%s holds no replica of task %d (placement generation %d)", self, task, gen)}
+		msg := fmt.Sprintf("%s holds no replica of task %d (placement generation %d)", self, task, gen)
+		if st.Global {
+			msg = fmt.Sprintf("%s holds no copy of global store %s", self, st.Name)
+		}
+		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: msg}
 	}
 	stat := rep.Status()
 	if f := qualifies(self, stat, req.maxLag); f != nil {
 		return nil, false, f
 	}
-	value, found, pos, err := rep.Get(req.key)
+	value, found, pos, err := rep.Get(req.key, req.isolation)
 	if err != nil {
-		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s: read: %v", self, err)}
+		if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, task), repeatLogEvery) {
+			s.log.Warn("read from a local replica failed", "store", req.store, "task", task, "err", err)
+		}
+		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s: reading task %d failed (details in its log)", self, task)}
 	}
 	if req.minPosition >= 0 && pos < req.minPosition {
 		return nil, false, &failure{code: http.StatusConflict,
@@ -211,6 +248,15 @@ func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*k
 			msg: fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(req.key)), req.store, err)}
 	}
 	return ans, true, nil
+}
+
+// replica returns the local replica of st that answers for task: for a
+// global store, its one local copy.
+func (s *Server) replica(st Store, task int32) Replica {
+	if st.Global {
+		return s.rt.Global(st.Name)
+	}
+	return s.rt.Replica(st.Name, task)
 }
 
 // qualifies says why a replica in this status may not answer a read that
@@ -249,28 +295,39 @@ func renderValue(st Store, value []byte) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
+// forwardFailure is a candidate that got no answer: 503, as if no replica
+// were reachable, but for a certificate that is not trusted (502:
+// retrying won't help).
 func forwardFailure(c candidate, err error) failure {
-	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s", c.role, err)}
-	if fe, ok := err.(*forwardError); ok && fe.untrusted {
+	fe, ok := err.(*forwardError)
+	if !ok { // not produced by forward: no detail is safe to show
+		return failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s could not be asked", c.role)}
+	}
+	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s", c.role, fe.words())}
+	if fe.kind == forwardUntrusted {
 		f.code = http.StatusBadGateway
-		f.msg += " (the peer's certificate is not trusted by http.tls.ca)"
 	}
 	return f
 }
 
+// peerFailure is a candidate's answer that is not one to relay. Only the
+// message of an answer in our error shape is shown; any other body is not.
 func peerFailure(c candidate, id string, a peerAnswer) failure {
 	var body errorBody
-	msg := string(a.body)
+	msg := fmt.Sprintf("%s %s answered %d", c.role, id, a.code)
 	if json.Unmarshal(a.body, &body) == nil && body.Error != "" {
-		msg = body.Error
+		msg += ": " + truncate(body.Error)
 	}
-	f := failure{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("%s %s answered %d: %s", c.role, id, a.code, truncate(msg))}
+	f := failure{code: http.StatusServiceUnavailable, msg: msg}
 	switch a.code {
 	case http.StatusConflict, http.StatusInternalServerError:
 		f.code = a.code
 	case http.StatusUnauthorized:
 		f.code = http.StatusBadGateway
-		f.msg += " (the instances' http.auth.token differ)"
+		if body.Code != codeHopSignature && body.Code != codeHopExpired {
+			// It wants a token this instance does not have.
+			f.msg += " (the instances' http.auth.token differ)"
+		}
 	}
 	return f
 }

@@ -90,31 +90,6 @@ func TestAbsentKeyIs404ThroughEveryInstance(t *testing.T) {
 	}
 }
 
-func TestForwardedRequestIsAnsweredLocallyOrRefusedNeverForwardedAgain(t *testing.T) {
-	c := newCluster(t, clusterOpts{})
-	key := []byte("hop")
-	c.put(storeCounts, key, []byte("1"))
-	other := c.other(key)
-	a := c.do(other, keyPath(storeCounts, key), func(r *http.Request) { r.Header.Set(HeaderForwardedBy, "n9") })
-	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), other.id+" holds no replica of task") || a.header.Get("Retry-After") == "" {
-		t.Fatalf("forwarded to a non-owner: %s", a)
-	}
-	if n := forwards(t, other, routeKeys, resultOK) + forwards(t, other, routeKeys, resultError); n != 0 {
-		t.Errorf("the non-owner forwarded %v requests", n)
-	}
-	// The owner answers a forwarded request itself.
-	if a := c.do(c.owner(key), keyPath(storeCounts, key), func(r *http.Request) { r.Header.Set(HeaderForwardedBy, "n9") }); a.code != http.StatusOK {
-		t.Errorf("forwarded to the owner: %s", a)
-	}
-	// A normal request through the non-owner takes exactly one forward.
-	if a := c.get(other, keyPath(storeCounts, key)); a.code != http.StatusOK {
-		t.Fatal(a)
-	}
-	if n := forwards(t, other, routeKeys, resultOK); n != 1 {
-		t.Errorf("forwards = %v, want 1", n)
-	}
-}
-
 func TestMaxLagPrefersTheLocalStandby(t *testing.T) {
 	c := newCluster(t, clusterOpts{})
 	key := []byte("near")
@@ -147,7 +122,7 @@ func TestOwnerDownStandbyAnswersWithinMaxLagElse503(t *testing.T) {
 
 	a := c.get(other, keyPath(storeCounts, key))
 	if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") != "1" ||
-		!strings.Contains(a.errMsg(), "active forward to "+owner.id) || !strings.Contains(a.errMsg(), "connect") {
+		!strings.Contains(a.errMsg(), "active "+owner.id+" could not be reached") {
 		t.Fatalf("owner down, no max_lag: %s", a)
 	}
 	a = c.get(other, keyPath(storeCounts, key)+"?max_lag=5")

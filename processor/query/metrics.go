@@ -21,6 +21,9 @@ const (
 	resultOK       = "ok"       // the peer answered
 	resultError    = "error"    // no answer: connection, TLS or timeout
 	resultRejected = "rejected" // too many forwards in flight
+	// resultBadEndpoint: not attempted, the member announces an endpoint
+	// that is not host:port (or none): it gets no forwarded requests.
+	resultBadEndpoint = "bad_endpoint"
 )
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 		forwards: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rackstream_http_forwards_total",
-			Help: "Requests forwarded to a peer instance, by route and result (ok, error, rejected).",
+			Help: "Requests forwarded to a peer instance, by route and result (ok, error, rejected, bad_endpoint: the peer announces no valid endpoint and is not asked).",
 		}, []string{"route", "result"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rackstream_http_forwards_in_flight",
@@ -58,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{routeKeys, routeScan, routeMetadata} {
 		m.requests.WithLabelValues(r, "200")
 		m.latency.WithLabelValues(r)
-		for _, res := range []string{resultOK, resultError, resultRejected} {
+		for _, res := range []string{resultOK, resultError, resultRejected, resultBadEndpoint} {
 			m.forwards.WithLabelValues(r, res)
 		}
 	}

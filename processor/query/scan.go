@@ -49,20 +49,33 @@ const forwardedMaxKey = 1 << 20
 // active (or, with max_lag, a standby, a local one first); the instances'
 // pages are merged. A key lives in one task, and a page continues strictly
 // after the previous page's last key, so every key is returned once across
-// pages.
-func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
-	st, ok := s.store(w, rt.store)
+// pages. peer is set for an authenticated hop, which is answered from local
+// replicas only and may carry keys as long as stored ones. A global store
+// is scanned locally, whoever asks.
+func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
+	name, _, err := parseStorePath(w.path)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	st, ok := s.store(w, name)
 	if !ok {
 		return
 	}
-	forwarded := r.Header.Get(HeaderForwardedBy) != ""
 	maxKey := s.opts.MaxKeyBytes
-	if forwarded {
+	if peer {
 		maxKey = forwardedMaxKey
 	}
-	req, err := parseScanRequest(rt.store, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
+	req, err := parseScanRequest(name, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
+		return
+	}
+	if st.Global {
+		s.scanGlobal(w, st, &req)
 		return
 	}
 	p, ok := s.placement(w)
@@ -85,14 +98,16 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 		return
 	}
 
-	if forwarded {
+	if peer {
 		items, more, fails := s.scanLocal(st, &req, tasks)
 		if len(fails) > 0 {
 			code, msg := fails.answer()
-			s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+			s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
 			return
 		}
-		ans.Items = items
+		if items != nil { // else [] from above, never null
+			ans.Items = items
+		}
 		if more {
 			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 		}
@@ -104,17 +119,49 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route) {
 	items, more, servedBy, fs := s.gather(r, p, &req, st, tasks)
 	if fs != nil {
 		code, msg := fs.answer()
-		s.fail(w, code, fmt.Sprintf("store %s: %s", req.store, msg))
+		s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
 		return
 	}
 	slices.SortFunc(items, func(a, b scanItem) int { return bytes.Compare(a.raw, b.raw) })
 	if len(items) > req.limit {
 		items, more = items[:req.limit], true
 	}
-	ans.Items, ans.ServedBy = items, servedBy
+	ans.ServedBy = servedBy
+	if items != nil { // else [] from above, never null
+		ans.Items = items
+	}
 	if more && len(items) > 0 {
 		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 	}
+	s.writePage(w, st, ans, req.base64)
+}
+
+// scanGlobal answers a scan of a global store from its local copy.
+func (s *Server) scanGlobal(w *statusWriter, st Store, req *scanRequest) {
+	if req.tasks != nil {
+		s.fail(w, http.StatusBadRequest, fmt.Sprintf("tasks: store %s is global (every instance holds all of it): it has no tasks", st.Name))
+		return
+	}
+	gen := int32(-1)
+	if p := s.rt.Placement(); p != nil {
+		gen = p.Generation
+	}
+	ans := &scanAnswer{Items: []scanItem{}, Generation: gen, ServedBy: map[string][]int32{}}
+	if !req.endEmpty {
+		items, more, fails := s.scanLocal(st, req, []int32{GlobalTask})
+		if len(fails) > 0 {
+			code, msg := fails.answer()
+			s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
+			return
+		}
+		if items != nil {
+			ans.Items = items
+		}
+		if more {
+			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
+		}
+	}
+	ans.ServedBy[s.rt.Self()] = []int32{GlobalTask}
 	s.writePage(w, st, ans, req.base64)
 }
 
@@ -245,7 +292,7 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 	keep := req.limit + 1 // one more than a page says whether more remain
 	var page, merged []scanItem
 	for _, t := range tasks {
-		rep := s.rt.Replica(req.store, t)
+		rep := s.replica(st, t)
 		if rep == nil {
 			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s holds no replica of task %d", self, t)))
 			continue
@@ -260,7 +307,7 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 			bound = items[len(items)-1].raw
 		}
 		page = page[:0]
-		_, err := rep.Scan(req.start, req.end, func(k, v []byte) bool {
+		_, err := rep.Scan(req.start, req.end, req.isolation, func(k, v []byte) bool {
 			if bound != nil && bytes.Compare(k, bound) >= 0 || len(page) >= keep {
 				return false
 			}
@@ -271,7 +318,10 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 			return true
 		})
 		if err != nil {
-			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scan task %d: %v", self, t, err)))
+			if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, t), repeatLogEvery) {
+				s.log.Warn("scan of a local replica failed", "store", req.store, "task", t, "err", err)
+			}
+			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s: scanning task %d failed (details in its log)", self, t)))
 			continue
 		}
 		items, merged = mergeItems(merged[:0], items, page, keep), items
@@ -311,6 +361,7 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	if req.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
 	}
+	q.Set("isolation", string(req.isolation))
 	q.Set("tasks", formatTasks(tasks))
 	m := p.Members[member]
 	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)
@@ -324,7 +375,8 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	}
 	var ans scanAnswer
 	if err := json.Unmarshal(a.body, &ans); err != nil {
-		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode: %v", c.role, m.ProcessID, err)}
+		s.log.Warn("a peer's scan page does not decode", "peer", m.ProcessID, "err", err)
+		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode", c.role, m.ProcessID)}
 	}
 	for i := range ans.Items {
 		it := &ans.Items[i]
@@ -332,7 +384,7 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan item without a key", c.role, m.ProcessID)}
 		}
 		if it.raw, err = base64.RawURLEncoding.DecodeString(*it.Key); err != nil {
-			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url: %v", c.role, m.ProcessID, err)}
+			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url", c.role, m.ProcessID)}
 		}
 		if !slices.Contains(tasks, it.Task) {
 			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item of task %d, not asked for", c.role, m.ProcessID, it.Task)}

@@ -8,35 +8,91 @@ import (
 	"os"
 )
 
+// Client certificate policies (http.tls.client.auth).
+const (
+	// ClientAuthNone asks clients for no certificate (the default).
+	ClientAuthNone = "none"
+	// ClientAuthRequest asks for a certificate and verifies one that is
+	// presented against http.tls.client.ca; a client may present none.
+	ClientAuthRequest = "request"
+	// ClientAuthRequire fails the TLS handshake of a client that presents
+	// no certificate signed by http.tls.client.ca: mutual TLS.
+	ClientAuthRequire = "require"
+)
+
+// TLSFiles are the http.tls.* settings LoadTLS reads.
+type TLSFiles struct {
+	Cert string // http.tls.cert: this instance's certificate, served and presented to peers
+	Key  string // http.tls.key: its private key
+	CA   string // http.tls.ca: verifies peers when forwarding; empty: the system's roots
+	// ClientAuth is http.tls.client.auth: ClientAuthNone (or ""),
+	// ClientAuthRequest or ClientAuthRequire.
+	ClientAuth string
+	// ClientCA is http.tls.client.ca: verifies clients' certificates;
+	// required unless ClientAuth is none.
+	ClientCA string
+}
+
 // LoadTLS builds the server and peer TLS configs from the configuration's
-// files: certFile and keyFile (http.tls.cert, http.tls.key) are this
-// instance's certificate, caFile (http.tls.ca) the PEM bundle that verifies
-// its peers when forwarding. With caFile empty, peers are verified against
-// the system's roots. With certFile and keyFile empty, both configs are nil
-// (plain HTTP) and caFile must be empty too.
-func LoadTLS(certFile, keyFile, caFile string) (server, peer *tls.Config, err error) {
+// files. The server config serves f.Cert and verifies clients' certificates
+// as f.ClientAuth says, against f.ClientCA. The peer config verifies peers
+// against f.CA (the system's roots when empty) and presents f.Cert to them,
+// so that a peer requiring client certificates accepts this instance: under
+// mutual TLS the instance certificate must allow both server and client
+// authentication (extended key usages serverAuth and clientAuth, or none).
+// With no files set, both configs are nil (plain HTTP) and f.CA, f.ClientCA
+// and f.ClientAuth must be unset too.
+func LoadTLS(f TLSFiles) (server, peer *tls.Config, err error) {
+	var auth tls.ClientAuthType
+	switch f.ClientAuth {
+	case "", ClientAuthNone:
+		auth = tls.NoClientCert
+	case ClientAuthRequest:
+		auth = tls.VerifyClientCertIfGiven
+	case ClientAuthRequire:
+		auth = tls.RequireAndVerifyClientCert
+	default:
+		return nil, nil, fmt.Errorf("http.tls.client.auth %q: want none, request or require", f.ClientAuth)
+	}
 	switch {
-	case certFile == "" && keyFile == "" && caFile == "":
+	case f.Cert == "" && f.Key == "" && f.CA == "" && f.ClientCA == "" && auth == tls.NoClientCert:
 		return nil, nil, nil
-	case certFile == "" || keyFile == "":
-		return nil, nil, errors.New("http.tls.cert and http.tls.key must be set together")
+	case f.Cert == "" || f.Key == "":
+		return nil, nil, errors.New("http.tls.cert and http.tls.key must be set together, and with http.tls.ca, http.tls.client.auth or http.tls.client.ca")
+	case auth != tls.NoClientCert && f.ClientCA == "":
+		return nil, nil, fmt.Errorf("http.tls.client.auth=%s needs http.tls.client.ca, the CA that signs clients' certificates", f.ClientAuth)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load http.tls.cert %s and http.tls.key %s: %w", certFile, keyFile, err)
+		return nil, nil, fmt.Errorf("load http.tls.cert %s and http.tls.key %s: %w", f.Cert, f.Key, err)
 	}
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	peer = &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read http.tls.ca: %w", err)
+	server = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: auth}
+	peer = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if f.CA != "" {
+		if peer.RootCAs, err = loadPool("http.tls.ca", f.CA); err != nil {
+			return nil, nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("http.tls.ca %s: no PEM certificate found", caFile)
+	}
+	if f.ClientCA != "" {
+		if auth == tls.NoClientCert {
+			return nil, nil, errors.New("http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require")
 		}
-		peer.RootCAs = pool
+		if server.ClientCAs, err = loadPool("http.tls.client.ca", f.ClientCA); err != nil {
+			return nil, nil, err
+		}
 	}
 	return server, peer, nil
+}
+
+// loadPool reads a PEM bundle of CA certificates named by key.
+func loadPool(key, file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s %s: no PEM certificate found", key, file)
+	}
+	return pool, nil
 }

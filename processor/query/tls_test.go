@@ -53,7 +53,8 @@ func newTestCA(t *testing.T, name string) *testCA {
 	return &testCA{cert: cert, key: key, pool: pool}
 }
 
-// leaf issues a server certificate for 127.0.0.1.
+// leaf issues a certificate for 127.0.0.1 that serves and, under mutual
+// TLS, identifies a client (an instance forwarding, or a test client).
 func (ca *testCA) leaf(t *testing.T, serial int64) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -66,7 +67,7 @@ func (ca *testCA) leaf(t *testing.T, serial int64) tls.Certificate {
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
@@ -111,9 +112,8 @@ func TestForwardingOverTLSVerifiesPeers(t *testing.T) {
 	}
 	// n3 -> n2: untrusted certificate, never skipped: 502 saying why.
 	a := c.get(c.nodes[2], keyPath(storeCounts, toN2))
-	if a.code != http.StatusBadGateway || !strings.Contains(a.errMsg(), "forward to n2 (https://127.0.0.1:") ||
-		!strings.Contains(a.errMsg(), "certificate signed by unknown authority") ||
-		!strings.Contains(a.errMsg(), "not trusted by http.tls.ca") {
+	if a.code != http.StatusBadGateway || !strings.Contains(a.errMsg(), "active n2's certificate is not trusted by http.tls.ca") ||
+		strings.Contains(a.errMsg(), "127.0.0.1") || strings.Contains(a.errMsg(), "x509") {
 		t.Fatalf("untrusted peer: %s", a)
 	}
 	t.Logf("untrusted peer: %s", a.errMsg())
@@ -123,15 +123,15 @@ func TestForwardingOverTLSVerifiesPeers(t *testing.T) {
 }
 
 func TestNewRefusesTLSThatSkipsVerificationOrHasNoPeerConfig(t *testing.T) {
-	rt := &fakeRuntime{self: "n1"}
-	if _, err := New(Options{Runtime: rt, TLS: &tls.Config{}, PeerTLS: &tls.Config{InsecureSkipVerify: true}}); err == nil ||
+	rt := &fakeReader{self: "n1"}
+	if _, err := New(Options{Reader: rt, TLS: &tls.Config{}, PeerTLS: &tls.Config{InsecureSkipVerify: true}}); err == nil ||
 		!strings.Contains(err.Error(), "never forwards to an unverified peer") {
 		t.Errorf("InsecureSkipVerify: %v", err)
 	}
-	if _, err := New(Options{Runtime: rt, TLS: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "http.tls.ca") {
+	if _, err := New(Options{Reader: rt, TLS: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "http.tls.ca") {
 		t.Errorf("no PeerTLS: %v", err)
 	}
-	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Runtime is required") {
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Reader is required") {
 		t.Errorf("no runtime: %v", err)
 	}
 }
@@ -157,17 +157,21 @@ func (ca *testCA) WriteFiles(t *testing.T, dir string, serial int64) (certFile, 
 		write("ca.pem", "CERTIFICATE", ca.cert.Raw)
 }
 
+// Leaf issues a certificate of the CA for 127.0.0.1, for the external
+// tests' clients.
+func (ca *testCA) Leaf(t *testing.T, serial int64) tls.Certificate { return ca.leaf(t, serial) }
+
 // Pool returns a pool trusting the CA.
 func (ca *testCA) Pool() *x509.CertPool { return ca.pool }
 
 func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, caFile := newTestCA(t, "ca").WriteFiles(t, dir, 2)
-	srv, peer, err := LoadTLS(certFile, keyFile, caFile)
+	srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile})
 	if err != nil || srv == nil || peer == nil || peer.RootCAs == nil || peer.InsecureSkipVerify {
 		t.Fatalf("LoadTLS: %v %v %v", srv, peer, err)
 	}
-	if s, p, err := LoadTLS("", "", ""); s != nil || p != nil || err != nil {
+	if s, p, err := LoadTLS(TLSFiles{}); s != nil || p != nil || err != nil {
 		t.Errorf("no TLS: %v %v %v", s, p, err)
 	}
 	for _, tc := range []struct{ cert, key, ca, msg string }{
@@ -176,8 +180,129 @@ func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
 		{certFile, keyFile, keyFile, "no PEM certificate found"},
 		{filepath.Join(dir, "nope"), keyFile, "", "load http.tls.cert"},
 	} {
-		if _, _, err := LoadTLS(tc.cert, tc.key, tc.ca); err == nil || !strings.Contains(err.Error(), tc.msg) {
+		if _, _, err := LoadTLS(TLSFiles{Cert: tc.cert, Key: tc.key, CA: tc.ca}); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("LoadTLS(%q, %q, %q) = %v, want %q", tc.cert, tc.key, tc.ca, err, tc.msg)
 		}
+	}
+}
+
+// mtlsCluster is a cluster whose instances load their TLS from files, as
+// rackstream does, with http.tls.client.auth=auth: each instance has its own
+// certificate, and one CA signs instances and clients.
+func mtlsCluster(t *testing.T, ca *testCA, auth string) *cluster {
+	t.Helper()
+	return newCluster(t, clusterOpts{token: "tok", tls: func(i int) (*tls.Config, *tls.Config) {
+		certFile, keyFile, caFile := ca.WriteFiles(t, t.TempDir(), int64(10+i))
+		f := TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: auth}
+		if auth != ClientAuthNone {
+			f.ClientCA = caFile
+		}
+		srv, peer, err := LoadTLS(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, peer
+	}})
+}
+
+// tlsClient returns an HTTPS client that trusts pool and presents cert
+// (none when nil) whatever CAs the server says it accepts: Go's client
+// would send nothing rather than a certificate of another CA.
+func tlsClient(t *testing.T, pool *x509.CertPool, cert *tls.Certificate) *http.Client {
+	cfg := &tls.Config{RootCAs: pool}
+	if cert != nil {
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// getWith sends GET path to n with the cluster's token through client and
+// returns the status, or the error of a request that got no answer.
+func (c *cluster) getWith(client *http.Client, n *node, path string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, n.url+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// Under each http.tls.client.auth, which clients complete the handshake.
+// A lookup through a non-owner is forwarded: under require, it succeeds
+// only because the instance presents its own certificate to the owner.
+func TestClientCertificatesAreVerifiedAsClientAuthSays(t *testing.T) {
+	ca, rogue := newTestCA(t, "cluster"), newTestCA(t, "rogue")
+	good, bad := ca.leaf(t, 50), rogue.leaf(t, 51)
+	clients := []struct {
+		name string
+		cert *tls.Certificate
+	}{{"no certificate", nil}, {"a certificate of the cluster's CA", &good}, {"a certificate of another CA", &bad}}
+	for _, tc := range []struct {
+		auth string
+		ok   []bool // per client
+	}{
+		{ClientAuthNone, []bool{true, true, true}},
+		{ClientAuthRequest, []bool{true, true, false}},
+		{ClientAuthRequire, []bool{false, true, false}},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			c := mtlsCluster(t, ca, tc.auth)
+			key := []byte("mtls")
+			c.put(storeCounts, key, []byte("1"))
+			for i, cl := range clients {
+				client := tlsClient(t, ca.pool, cl.cert)
+				for _, at := range []struct {
+					n    *node
+					path string
+				}{{c.other(key), keyPath(storeCounts, key)}, {c.owner(key), "/healthz"}} {
+					code, err := c.getWith(client, at.n, at.path)
+					switch {
+					case tc.ok[i] && (err != nil || code != http.StatusOK):
+						t.Errorf("%s, %s: %d %v, want 200", cl.name, at.path, code, err)
+					case !tc.ok[i] && (err == nil || !strings.Contains(err.Error(), "tls: ")):
+						t.Errorf("%s, %s: %d %v, want a failed TLS handshake", cl.name, at.path, code, err)
+					case !tc.ok[i]:
+						t.Logf("%s, %s: %v", cl.name, at.path, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestLoadTLSChecksTheClientCertificateSettings(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, caFile := newTestCA(t, "ca").WriteFiles(t, dir, 2)
+	srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: ClientAuthRequire, ClientCA: caFile})
+	if err != nil || srv.ClientAuth != tls.RequireAndVerifyClientCert || srv.ClientCAs == nil || len(peer.Certificates) != 1 {
+		t.Fatalf("require: %v", err)
+	}
+	if srv, _, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile}); err != nil || srv.ClientAuth != tls.NoClientCert {
+		t.Errorf("default: %v", err)
+	}
+	for _, tc := range []struct {
+		f   TLSFiles
+		msg string
+	}{
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: "maybe", ClientCA: caFile}, `http.tls.client.auth "maybe": want none, request or require`},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: ClientAuthRequire}, "http.tls.client.auth=require needs http.tls.client.ca"},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientCA: caFile}, "http.tls.client.ca is set but http.tls.client.auth is none"},
+		{TLSFiles{ClientAuth: ClientAuthRequest, ClientCA: caFile}, "http.tls.cert and http.tls.key must be set together"},
+		{TLSFiles{Cert: certFile, Key: keyFile, ClientAuth: ClientAuthRequest, ClientCA: keyFile}, "http.tls.client.ca " + keyFile + ": no PEM certificate found"},
+	} {
+		if _, _, err := LoadTLS(tc.f); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("LoadTLS(%+v) = %v, want %q", tc.f, err, tc.msg)
+		}
+	}
+	if _, err := New(Options{Reader: &fakeReader{self: "n1"}, TLS: &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, PeerTLS: &tls.Config{}}); err == nil ||
+		!strings.Contains(err.Error(), "http.tls.client.ca") {
+		t.Errorf("New without ClientCAs: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
@@ -12,7 +13,7 @@ import (
 )
 
 // runtimeAdapter presents the processor runtime as the query server's
-// Runtime.
+// Reader: the only implementation of it; its reads are in reader.go.
 type runtimeAdapter struct{ rt *processor.Runtime }
 
 func (a runtimeAdapter) Self() string                   { return a.rt.ProcessID() }
@@ -20,36 +21,35 @@ func (a runtimeAdapter) Placement() *balancer.Placement { return a.rt.Placement(
 
 func (a runtimeAdapter) Ready() error {
 	if ok, reason := a.rt.Ready(); !ok {
-		if reason == "" {
-			reason = "not ready"
-		}
-		return errors.New(reason)
+		return notReady(reason)
 	}
 	return nil
 }
 
-// Replica and Replicas use the role the runtime reports for the task, a
-// snapshot taken when the request arrived.
-func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
-	rep, ok := a.rt.Replica(task)
-	if !ok {
-		return nil
-	}
-	return query.StoreReplica(rep.Role, rep.Stores[store])
-}
+// The runtime's readiness reasons that are words a client may see on
+// /readyz: the rest embed raw errors (a broker's address, a storage path).
+var (
+	readyWords    = map[string]bool{"starting": true, "stopped": true, "joining the group": true}
+	readyRestore  = regexp.MustCompile(`^task [0-9]+ is restoring$`)
+	readyTopology = regexp.MustCompile(`^topology [A-Za-z0-9._-]+: partition count(s differ \(| changed from [0-9]+ to [0-9]+ while running$)`)
+)
 
-func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
-	var out []query.ReplicaStatus
-	for task := range a.rt.Tasks() {
-		rep, ok := a.rt.Replica(task)
-		if !ok {
-			continue
-		}
-		for _, s := range rep.Stores {
-			out = append(out, query.StoreReplica(rep.Role, s).Status())
-		}
+// notReady turns the runtime's reason into the query server's NotReady:
+// the reason itself when it is one of the runtime's worded conditions (a
+// partition count change names its topics and counts), else a condition in
+// words with the reason as the cause, for the log only. The runtime reports
+// one string today; once it reports its condition and cause apart, this
+// allowlist goes.
+func notReady(reason string) *query.NotReady {
+	switch {
+	case reason == "":
+		return &query.NotReady{Condition: "not ready"}
+	case readyWords[reason], readyRestore.MatchString(reason), readyTopology.MatchString(reason):
+		return &query.NotReady{Condition: reason}
+	case strings.HasPrefix(reason, "rebuilding the Kafka client"):
+		return &query.NotReady{Condition: "rebuilding the Kafka client after an error", Cause: errors.New(reason)}
 	}
-	return out
+	return &query.NotReady{Condition: "stopped by an error (details in the instance's log)", Cause: errors.New(reason)}
 }
 
 // logPlacement logs a placement's summary, one line: the generation, the

@@ -5,6 +5,11 @@
 // `rackstream dev` runs several in one process, each with its own state
 // directory, registry and HTTP port.
 //
+// It is also how a custom Go topology runs with everything `rackstream run`
+// has: pass it as Options.Topology. processor.NewRuntime alone runs the
+// topology without HTTP queries, metrics, probes or the Kafka security
+// settings of the configuration; examples/service is a complete program.
+//
 //	cfg, err := config.Load(config.Sources{File: "rackstream.properties"})
 //	...
 //	in, err := service.New(service.Options{Config: cfg, Logger: logger})
@@ -62,6 +67,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/buildinfo"
 	"github.com/rackstream/rackstream/internal/kclient"
@@ -129,9 +135,11 @@ func New(opts Options) (*Instance, error) {
 	if cfg == nil {
 		return nil, errors.New("service: Options.Config is required")
 	}
-	if cfg.ExactlyOnce() {
-		// The runtime commits at-least-once only so far; refusing is
-		// better than silently weakening the guarantee.
+	guarantee, err := processor.ParseGuarantee(string(cfg.ProcessingGuarantee))
+	if err != nil {
+		return nil, fmt.Errorf("service: processing.guarantee: %w", err)
+	}
+	if guarantee == processor.ExactlyOnceV2 {
 		return nil, errors.New("service: processing.guarantee=exactly_once_v2 is not supported by this build's runtime yet; use at_least_once")
 	}
 	log := opts.Logger
@@ -160,7 +168,12 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: partitioner: %w", err)
 	}
-	serverTLS, peerTLS, err := query.LoadTLS(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, cfg.HTTP.TLSCA)
+	compression, err := state.ParseCompression(string(cfg.LevelDB.Compression))
+	if err != nil {
+		return nil, fmt.Errorf("service: state.leveldb.compression: %w", err)
+	}
+	serverTLS, peerTLS, err := query.LoadTLS(query.TLSFiles{Cert: cfg.HTTP.TLSCert, Key: cfg.HTTP.TLSKey, CA: cfg.HTTP.TLSCA,
+		ClientAuth: cfg.HTTP.TLSClientAuth, ClientCA: cfg.HTTP.TLSClientCA})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -189,47 +202,57 @@ func New(opts Options) (*Instance, error) {
 	if opts.ProcessMetrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	rt, err := processor.NewRuntime(topo, processor.Options{
-		Brokers:    cfg.BootstrapServers,
-		ClientOpts: kc.Opts(kclient.RoleGroup, opts.ClientOpts...),
-		// Once the process id is known, the client ids carry it, so that
-		// the brokers' logs and quotas tell the instances apart; the
-		// caller's options still come last and win.
-		ClientOptsFor: func(processID string) []kgo.Opt {
-			return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
-		},
-		StateDir:     cfg.StateDir,
-		CleanupDelay: cleanupDelay(cfg.StateCleanupDelay),
-		LevelDB: state.LevelDBOptions{
-			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
-			WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
-			BloomBits:        bloomBits(cfg.LevelDB.BloomBits),
-			Compression:      compression(cfg.LevelDB.Compression),
-		},
-		Endpoint:              endpoint,
-		Tags:                  cfg.ClientTags,
-		RackAwareTags:         cfg.RackAwareAssignmentTags,
-		NumStandbys:           cfg.NumStandbyReplicas,
-		Capacity:              cfg.NumStreamThreads,
-		AcceptableRecoveryLag: cfg.AcceptableRecoveryLag,
-		MaxWarmups:            cfg.MaxWarmupReplicas,
-		ProbingInterval:       cfg.ProbingRebalanceInterval,
-		Partitioner:           part,
-		CacheMaxBytes:         cfg.StatestoreCacheMaxBytes,
-		CommitInterval:        cfg.CommitInterval,
-		ErrorPolicy:           policy,
-		DLQTopic:              cfg.DeadLetterQueueTopic,
-		ReplicationFactor:     int16(cfg.ReplicationFactor),
-		SessionTimeout:        cfg.SessionTimeout,
-		ShutdownTimeout:       cfg.ShutdownTimeout,
-		Logger:                log,
-		Registerer:            reg,
-	})
+	// Every configured key maps to its option as it is: the key table
+	// takes its defaults from processor.DefaultOptions (and state's and
+	// the balancer's), and zero means zero on both sides. The options
+	// without a key keep DefaultOptions' values.
+	ro := processor.DefaultOptions()
+	ro.Brokers = cfg.BootstrapServers
+	ro.ClientOpts = kc.Opts(kclient.RoleGroup, opts.ClientOpts...)
+	// Once the process id is known, the client ids carry it, so that the
+	// brokers' logs and quotas tell the instances apart; the caller's
+	// options still come last and win.
+	ro.ClientOptsFor = func(processID string) []kgo.Opt {
+		return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
+	}
+	ro.StateDir = cfg.StateDir
+	ro.CleanupDelay = cfg.StateCleanupDelay
+	ro.LevelDB = state.LevelDBOptions{
+		BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
+		WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
+		BloomBits:        cfg.LevelDB.BloomBits,
+		Compression:      compression,
+	}
+	ro.Endpoint = endpoint
+	ro.Tags = cfg.ClientTags
+	ro.RackAwareTags = cfg.RackAwareAssignmentTags
+	ro.NumStandbys = cfg.NumStandbyReplicas
+	ro.Capacity = cfg.NumStreamThreads
+	ro.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
+	ro.MaxWarmups = cfg.MaxWarmupReplicas
+	ro.ProbingInterval = cfg.ProbingRebalanceInterval
+	ro.Partitioner = part
+	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
+	ro.CommitInterval = cfg.CommitInterval
+	ro.Guarantee = guarantee
+	ro.ErrorPolicy = policy
+	ro.DLQTopic = cfg.DeadLetterQueueTopic
+	ro.ReplicationFactor = int16(cfg.ReplicationFactor)
+	ro.SessionTimeout = cfg.SessionTimeout
+	ro.ShutdownTimeout = cfg.ShutdownTimeout
+	ro.Logger = log
+	ro.Registerer = reg
+	var rt *processor.Runtime
+	ro.OnPlacement = func(p *balancer.Placement) { logPlacement(log, p, rt.ProcessID()) }
+	rt, err = processor.NewRuntime(topo, ro)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
+	}
+	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
 	var stores []query.Store
 	var names []string
@@ -238,7 +261,9 @@ func New(opts Options) (*Instance, error) {
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
-		Runtime:     runtimeAdapter{rt},
+		Reader:      runtimeAdapter{rt},
+		ExactlyOnce: cfg.ExactlyOnce(),
+		Settings:    assignmentSettings(cfg),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
@@ -273,31 +298,6 @@ func New(opts Options) (*Instance, error) {
 		stores:   names,
 		abort:    make(chan struct{}),
 	}, nil
-}
-
-// cleanupDelay maps state.cleanup.delay.ms (0 = delete at the next
-// cleanup) to the runtime's convention (0 = the default).
-func cleanupDelay(d time.Duration) time.Duration {
-	if d <= 0 {
-		return time.Nanosecond
-	}
-	return d
-}
-
-// bloomBits maps state.leveldb.bloom.bits (0 = no filter) to state's
-// convention (negative = no filter, 0 = the default).
-func bloomBits(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-func compression(c config.Compression) state.Compression {
-	if c == config.CompressionNone {
-		return state.CompressionNone
-	}
-	return state.CompressionSnappy
 }
 
 // endpointOf is the host:port peers reach a listener at when
@@ -437,38 +437,19 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// watch logs the start-up line once the runtime knows its process id, and
-// a line for every placement it learns. The runtime has no callback for
-// either, so it polls: cheap pointer reads.
+// watch logs the start-up line once the runtime knows its process id
+// (Runtime.Started); the placement lines come from Options.OnPlacement.
 func (in *Instance) watch(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	started := false
-	var gen int32 = -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !started {
-			id := in.rt.ProcessID()
-			if id == "" {
-				continue
-			}
-			started = true
-			in.log.Info("rackstream instance started",
-				"instance", id,
-				"tags", in.cfg.ClientTags.String(),
-				"endpoint", in.endpoint,
-				"group", in.cfg.ApplicationID,
-				"http", in.ln.Addr().String(),
-				"processor", string(in.cfg.Processor.Type),
-				"standbys", in.cfg.NumStandbyReplicas)
-		}
-		if p := in.rt.Placement(); p != nil && p.Generation != gen {
-			gen = p.Generation
-			logPlacement(in.log, p, in.rt.ProcessID())
-		}
+	select {
+	case <-ctx.Done():
+	case <-in.rt.Started():
+		in.log.Info("rackstream instance started",
+			"instance", in.rt.ProcessID(),
+			"tags", in.cfg.ClientTags.String(),
+			"endpoint", in.endpoint,
+			"group", in.cfg.ApplicationID,
+			"http", in.ln.Addr().String(),
+			"processor", string(in.cfg.Processor.Type),
+			"standbys", in.cfg.NumStandbyReplicas)
 	}
 }

@@ -63,7 +63,9 @@ func TestStartupLineAndBuildInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runInstance(t, inst)
-	kafkatest.Eventually(t, time.Minute, "the instance joined", func() bool { return len(logs.lines(t, "rackstream instance started")) > 0 })
+	// Ready: started, joined and its tasks restored, so that stopping it is
+	// a shutdown, not a start-up cut short.
+	kafkatest.Eventually(t, time.Minute, "the instance is ready", func() bool { ok, _ := inst.Ready(); return ok })
 	stop()
 
 	starting := logs.lines(t, "rackstream starting")

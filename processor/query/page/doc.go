@@ -26,9 +26,10 @@
 // # The what-if is the CLI's
 //
 // /v1/whatif reads this instance's /v1/metadata through the query server
-// (the same authorisation, the same document a user would save), decodes it
-// with assignor.DecodeInput and answers assignor.WhatIf's result: exactly
-// what `rackstream assign --lose SEL` prints as "loss" for that document.
+// (the same authorisation, the same document a user would save) and answers
+// assignor.LossOfDocument's result, the what-if of the document's own live
+// placement: the one function `rackstream assign --lose SEL` calls too, so
+// the page and the CLI can't disagree.
 // The generation the answer was computed for is in the
 // Rackstream-Generation header.
 //

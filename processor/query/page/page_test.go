@@ -213,18 +213,14 @@ func TestOtherRequestsReachTheQueryServerAsSent(t *testing.T) {
 }
 
 // TestWhatIfIsAssignLoseOnTheSameDocument: /v1/whatif answers what
-// assignor.WhatIf computes from the metadata document the way `rackstream
-// assign --lose` does (decode, plan, what-if).
+// assignor.WhatIf computes on the metadata document's own live placement,
+// as `rackstream assign --lose` does (both call assignor.LossOfDocument).
 func TestWhatIfIsAssignLoseOnTheSameDocument(t *testing.T) {
 	f := &fakeQuery{token: "s3cret", doc: metadataDoc}
 	srv := serve(t, f)
-	in, err := assignor.DecodeInput([]byte(metadataDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := assignor.Assign(in)
-	if err != nil {
-		t.Fatal(err)
+	in, plan, err := assignor.DecodeDocument([]byte(metadataDoc))
+	if err != nil || plan == nil {
+		t.Fatalf("the test's metadata document: plan %v, err %v", plan, err)
 	}
 	for _, tc := range []struct {
 		query  string

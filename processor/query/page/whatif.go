@@ -3,6 +3,7 @@ package page
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -68,24 +69,16 @@ func (h *Handler) whatIf(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "what-if: this instance's metadata document does not decode")
 		return
 	}
-	// What `rackstream assign --lose` does with a saved document: decode
-	// it (its placement as the previous plan), plan, what-if the plan.
-	in, err := assignor.DecodeInput(body)
-	if err != nil {
-		h.log.Error("what-if: the metadata document is not a scenario", "err", err)
-		writeError(w, http.StatusInternalServerError, "what-if: this instance's metadata document is not a scenario: "+err.Error())
-		return
-	}
-	plan, err := assignor.Assign(in)
-	if err != nil {
-		h.log.Error("what-if: the metadata document cannot be planned", "err", err)
-		writeError(w, http.StatusInternalServerError, "what-if: planning this instance's metadata document: "+err.Error())
-		return
-	}
-	res, err := assignor.WhatIf(in, plan, lose)
-	if err != nil {
+	// The one computation behind `rackstream assign --lose` too.
+	_, _, res, err := assignor.LossOfDocument(body, lose)
+	var selErr *assignor.SelectorError
+	if errors.As(err, &selErr) {
 		// A selector that names no client: the request is at fault.
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	} else if err != nil {
+		h.log.Error("what-if: this instance's metadata document cannot be analysed", "err", err)
+		writeError(w, http.StatusInternalServerError, "what-if: this instance's metadata document cannot be analysed")
 		return
 	}
 	w.Header().Set(HeaderGeneration, strconv.FormatInt(int64(gen.Generation), 10))

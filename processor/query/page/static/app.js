@@ -415,11 +415,10 @@
         el('th', { scope: 'row' }, str(f.task)), el('td', { class: 'id' }, str(f.from)),
         el('td', { class: 'id' }, f.to ? str(f.to) : '(nobody survives)'),
         el('td', null, f.restore ? 'restores from the changelog' : 'its standby takes over')));
-      // The what-if is of the plan the assignor computes from the live
-      // placement (as `rackstream assign --lose` does with the document):
-      // the live placement itself once it is settled.
+      // The what-if is of the live placement the grid shows (the same
+      // computation as `rackstream assign --lose` on the document).
       const pending = st.doc && st.doc.doc.probing_rebalance_needed
-        ? el('p', null, 'A rebalance is pending: this is the loss of the placement the assignor would settle on, which may differ from the grid.')
+        ? el('p', null, 'A rebalance is pending: this is the loss of the placement running now; the next one may differ.')
         : null;
       box.replaceChildren(
         ...(pending ? [pending] : []),

@@ -1,0 +1,376 @@
+package chaos
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// params size a scenario; short and long differ only in load and length.
+type params struct {
+	partitions int
+	keys       int
+	rate       float64       // records per second, all keys together
+	readEvery  time.Duration // one read per reader every readEvery
+	session    time.Duration // session.timeout.ms
+	// settle is how many records each key gets between two faults, so
+	// that every fault lands mid-stream.
+	settle int
+}
+
+func paramsFor(mode string) params {
+	p := params{partitions: 12, keys: 48, rate: 40, readEvery: 50 * time.Millisecond, session: 6 * time.Second, settle: 3}
+	if mode == "long" {
+		p.rate, p.readEvery, p.settle = 200, 25*time.Millisecond, 10
+	}
+	return p
+}
+
+const (
+	store  = "latest" // the built-in latest processor's store
+	maxLag = 10000    // the readers' max_lag: acceptable.recovery.lag's default
+	// deadline bounds every wait; a loaded 2-core machine is slow.
+	deadline = 3 * time.Minute
+)
+
+var zones, clusters = []string{"zone-a", "zone-b", "zone-c"}, []string{"cluster-1", "cluster-2"}
+
+// run is one scenario: a group of six instances under load.
+type run struct {
+	t      *testing.T
+	name   string
+	p      params
+	app    string
+	input  string
+	output string
+	keys   []string
+	g      *cluster.Group
+	ins    []*cluster.Instance
+	prod   *cluster.Producer
+	active *cluster.Reader // reads actives only
+	lagged *cluster.Reader // reads with max_lag
+
+	// brokerDown are the intervals in which the broker was down (scenario
+	// 3), excused from the bound on reads from actives.
+	brokerDown [][2]time.Time
+
+	mu        sync.Mutex // guards recovered
+	recovered time.Duration
+}
+
+// describe formats a reader's window for the log.
+func describe(w cluster.Window) string {
+	if w.Len() == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%v for %s from %s", w.Len().Round(time.Millisecond), w.Key, w.From.Format("15:04:05.000"))
+}
+
+// needMode skips t unless the suite runs (EnvMode set) and, for long-only
+// scenarios, in its long form.
+func needMode(t *testing.T, long bool) {
+	t.Helper()
+	switch {
+	case mode == "":
+		t.Skipf("the fault suite runs with %s=short or long (make chaos, or make test's chaos suite)", EnvMode)
+	case long && mode != "long":
+		t.Skipf("long form only (%s=long, make chaos)", EnvMode)
+	}
+}
+
+// begin starts a scenario: topics, six instances ready with a whole
+// placement, the producer and both readers running, some records in.
+func begin(t *testing.T, name string) *run {
+	t.Helper()
+	return beginWith(t, name, "")
+}
+
+// beginWith is begin with every instance running bin (this tree's build
+// when empty).
+func beginWith(t *testing.T, name, bin string) *run {
+	t.Helper()
+	p := paramsFor(mode)
+	k := kafkatest.At(t, broker.Addr)
+	r := &run{t: t, name: name, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
+	r.input, r.output = r.app+"-in", r.app+"-out"
+	k.CreateTopic(r.input, int32(p.partitions), nil)
+	k.CreateTopic(r.output, int32(p.partitions), nil)
+	dir := t.TempDir()
+	r.g = cluster.NewGroup(t, binary, dir, map[string]string{
+		"application.id":                r.app,
+		"processor.type":                "latest",
+		"processor.input.topic":         r.input,
+		"processor.output.topic":        r.output,
+		"num.standby.replicas":          "2",
+		"rack.aware.assignment.tags":    "zone,cluster",
+		"statestore.cache.max.bytes":    "0",
+		"commit.interval.ms":            "500",
+		"session.timeout.ms":            strconv.FormatInt(p.session.Milliseconds(), 10),
+		"shutdown.timeout.ms":           "15000",
+		"probing.rebalance.interval.ms": "60000",
+		"replication.factor":            "1",
+		"num.stream.threads":            "1",
+		"log.format":                    "json",
+	})
+	// Every connection of instance i passes a proxy: to the broker through
+	// its own listener's (broker.Slots[i]), to its HTTP endpoint through
+	// one of its own, so that a scenario can cut it off.
+	base := cluster.LowFreePorts(t, 19600, 2*slots)
+	for i := range slots {
+		tags := map[string]string{"zone": zones[i%3], "cluster": clusters[i/3]}
+		listen := "127.0.0.1:" + strconv.Itoa(base+i)
+		in := r.g.Add(fmt.Sprintf("i%d-%s-%s", i, tags["zone"], tags["cluster"]), listen, tags)
+		in.Set["bootstrap.servers"] = broker.Slots[i].Addr
+		hp, err := cluster.NewProxy("127.0.0.1:"+strconv.Itoa(base+slots+i), listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(hp.Close)
+		in.Endpoint = hp.Addr
+		in.Bin = bin
+		in.Proxies = []*cluster.Proxy{broker.Slots[i], hp}
+		r.ins = append(r.ins, in)
+	}
+	t.Cleanup(func() { // the broker's proxies outlive the scenario
+		for _, in := range r.ins {
+			in.Reconnect()
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("instance logs in %s", dir)
+			for _, in := range r.ins {
+				t.Logf("%s (tail):\n%s", in.Name, cluster.Tail(in.Logs(), 25))
+			}
+		}
+	})
+	for _, in := range r.ins {
+		in.Start()
+	}
+	for _, in := range r.ins {
+		in.WaitStarted(deadline)
+		in.WaitReady(deadline)
+	}
+	r.waitWhole("the first placement")
+	r.prod = cluster.StartProducer(t, []string{broker.Addr}, r.input, r.keys, p.rate)
+	probes := probeKeys(r.keys, p.partitions)
+	r.active = cluster.StartReader(r.g, store, probes, -1, p.readEvery)
+	r.lagged = cluster.StartReader(r.g, store, probes, maxLag, p.readEvery)
+	r.settle()
+	return r
+}
+
+// probeKeys returns one key per task, for the readers.
+func probeKeys(keys []string, partitions int) []string {
+	byTask := map[int32]string{}
+	for _, k := range keys {
+		task := partition.Murmur2().Partition([]byte(k), int32(partitions))
+		if _, ok := byTask[task]; !ok {
+			byTask[task] = k
+		}
+	}
+	out := make([]string, 0, len(byTask))
+	for task := range int32(partitions) {
+		if k, ok := byTask[task]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// settle waits until every key has p.settle more records acknowledged.
+func (r *run) settle() {
+	r.t.Helper()
+	want := r.prod.Acked() + int64(r.p.settle*r.p.keys)
+	kafkatest.Poll(r.t, deadline, 100*time.Millisecond, "load between faults", func() bool {
+		return r.prod.Acked() >= want
+	})
+}
+
+// waitWhole waits until the placement is whole on all six instances: every
+// task with an active, no task repeating a tag value, no standby
+// shortfall; and it checks that it was whole within one rebalance of the
+// first generation in which all six were members again (a cooperative
+// rebalance's follow-up round allowed). The generation seen first may be
+// the one from before the fault (after a broker outage the members still
+// show it until they rejoin): unless it is whole already, only later
+// generations count. It returns the generation.
+func (r *run) waitWhole(what string) int32 {
+	r.t.Helper()
+	var (
+		last      string
+		first     int32 = -1 // the generation of the first answer
+		firstFull int32 = -1 // the first later generation seen with every member
+		md        cluster.Metadata
+		err       error
+	)
+	start := time.Now()
+	for {
+		md, _, err = r.g.Metadata()
+		if err == nil {
+			if first < 0 {
+				first = md.Generation
+			}
+			if last = md.WholeProblem(r.p.partitions, slots); last == "" {
+				if firstFull < 0 {
+					firstFull = md.Generation
+				}
+				break
+			}
+			if firstFull < 0 && md.Generation > first && len(md.Clients) == slots {
+				firstFull = md.Generation
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Since(start) > deadline {
+			r.t.Fatalf("%s: placement not whole after %v: %s", what, deadline, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.t.Logf("%s: placement whole at generation %d after %v (all members back at generation %d)",
+		what, md.Generation, time.Since(start).Round(time.Millisecond), firstFull)
+	if md.Generation > firstFull+1 {
+		r.t.Errorf("%s: placement whole only at generation %d, more than one rebalance after generation %d had every member", what, md.Generation, firstFull)
+	}
+	return md.Generation
+}
+
+// waitTakeover waits until the gone instances are no members and every
+// task has an active among the others.
+func (r *run) waitTakeover(gone ...*cluster.Instance) {
+	r.t.Helper()
+	ids := map[string]bool{}
+	var names []string
+	for _, in := range gone {
+		ids[in.ID()] = true
+		names = append(names, in.Name)
+	}
+	kafkatest.Poll(r.t, deadline, 200*time.Millisecond, "tasks of "+strings.Join(names, ", ")+" taken over", func() bool {
+		md, _, err := r.g.Metadata()
+		if err != nil || len(md.Tasks) != r.p.partitions {
+			return false
+		}
+		for _, c := range md.Clients {
+			if ids[c.ID] {
+				return false
+			}
+		}
+		for _, tk := range md.Tasks {
+			if tk.Active == "" || ids[tk.Active] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// healed records that a fault ended at from: it waits until every instance
+// is ready, the placement whole and every probe key read from an active
+// since, and keeps the longest such recovery.
+func (r *run) healed(from time.Time) {
+	r.t.Helper()
+	for _, in := range r.ins {
+		in.WaitReady(deadline)
+	}
+	r.waitWhole(r.name + " after the fault")
+	if r.active != nil { // nil before the load starts
+		kafkatest.Poll(r.t, deadline, 100*time.Millisecond, "every probe key read from an active", func() bool {
+			return r.active.AllReadSince(from)
+		})
+	}
+	took := time.Since(from)
+	r.mu.Lock()
+	r.recovered = max(r.recovered, took)
+	r.mu.Unlock()
+}
+
+// restart starts the instances again and waits for their start-up lines.
+func (r *run) restart(ins ...*cluster.Instance) {
+	r.t.Helper()
+	for _, in := range ins {
+		in.Start()
+	}
+	for _, in := range ins {
+		in.WaitStarted(deadline)
+	}
+}
+
+// zone returns the instances of a zone.
+func (r *run) zone(z string) []*cluster.Instance {
+	var out []*cluster.Instance
+	for _, in := range r.ins {
+		if in.Tags["zone"] == z {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// end stops the load and runs the end checks, then prints the scenario's
+// line. activeBound is the longest a key may go unread from an active
+// (session timeout + 5 s unless the scenario says otherwise).
+func (r *run) end(activeBound time.Duration) {
+	t := r.t
+	t.Helper()
+	n, err := r.prod.Stop(deadline)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	produced := n * len(r.keys)
+	t.Logf("produced %d records: sequence numbers 1..%d of %d keys", produced, n, len(r.keys))
+	for _, in := range r.ins {
+		if !in.Running() {
+			t.Fatalf("%s is down at the end of the scenario", in.Name)
+		}
+	}
+	r.g.WaitStore(store, r.keys, n, deadline)
+	act, lag := r.active.Stop(), r.lagged.Stop()
+
+	// Every sequence number of every key in the output topic: read until
+	// nothing is missing (outputs are flushed at commit points) or the
+	// deadline passes.
+	var seqs cluster.Sequences
+	start := time.Now()
+	for {
+		seqs = cluster.CheckSequences(cluster.ReadTopic(t, []string{broker.Addr}, r.output), r.keys, n)
+		if seqs.Lost == 0 || time.Since(start) > time.Minute {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if seqs.Lost != 0 {
+		t.Errorf("%d sequence numbers never reached %s, e.g. %v", seqs.Lost, r.output, seqs.Missing)
+	}
+	if seqs.Garbage != 0 {
+		t.Errorf("%d records in %s are no sequence number of a known key", seqs.Garbage, r.output)
+	}
+	for _, k := range r.keys {
+		if seqs.Last[k] != n {
+			t.Errorf("%s: last record in the output is %d, want %d", k, seqs.Last[k], n)
+			break
+		}
+	}
+	// The bound holds while the broker is up: without it no group can
+	// assign anything (the readers with max_lag show what is served then).
+	if w := act.Excusing(r.brokerDown...); w.Len() > activeBound {
+		t.Errorf("key %s could not be read from an active for %v (%s to %s, the broker up), longer than %v",
+			w.Key, w.Len().Round(time.Millisecond), w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), activeBound)
+	}
+	for name, lines := range r.g.Panics() {
+		t.Errorf("%s panicked: %s", name, strings.Join(lines, " | "))
+	}
+	line := fmt.Sprintf("scenario=%s produced=%d lost=%d duplicated=%d unavailable_max=%.1fs unavailable_max_lag=%.1fs recovered_in=%.1fs",
+		r.name, produced, seqs.Lost, seqs.Duplicated, act.MaxUnavailable().Seconds(), lag.MaxUnavailable().Seconds(), r.recovered.Seconds())
+	t.Logf("readers: actives only %d reads, failed %v, longest %s; with max_lag=%d %d reads, failed %v, longest %s; %d records out of order in the output",
+		act.Reads, act.Causes, describe(act.Worst), maxLag, lag.Reads, lag.Causes, describe(lag.Worst), seqs.OutOfOrder)
+	t.Log(line)
+	fmt.Println(line) // go test -v passes it through: make chaos greps these lines
+}

@@ -1,0 +1,37 @@
+package config
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/state"
+)
+
+// The libraries' defaults, which the key table shows and applies: each
+// number is written once, in the library that uses it
+// (processor.DefaultOptions, which carries the balancer's and state's, and
+// state.DefaultOptions). Keys that only configuration knows (state.dir,
+// http.listen, log.*, security) keep theirs in the table.
+var (
+	procDefaults  = processor.DefaultOptions()
+	stateDefaults = state.DefaultOptions()
+)
+
+// ms is a duration as a *.ms value.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// num is an integer as a value.
+func num[T ~int | ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+// minProbingMs is probing.rebalance.interval.ms's lower bound, as the
+// balancer enforces it.
+var minProbingMs = balancer.MinProbingInterval.Milliseconds()
+
+// commit.interval.ms's default under exactly_once_v2, and the dead-letter
+// topic's name, as the processor derives them.
+var (
+	commitIntervalExactlyOnce = processor.DefaultCommitIntervalExactlyOnce
+	deadLetterTopic           = processor.DeadLetterTopic
+)

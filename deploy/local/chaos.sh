@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# chaos.sh runs the fault suite (package chaos): six real `rackstream run`
+# instances against a Kafka broker of the suite's own (started by kafka.sh
+# in its own directory and on its own ports, never the shared test broker),
+# one fault per scenario, every record accounted for. See chaos/doc.go.
+#
+#   deploy/local/chaos.sh short   scenarios 1, 3 and 5 at a low rate (make test's suite, ~3-4 min)
+#   deploy/local/chaos.sh long    every scenario, higher rate, longer faults (make chaos)
+#
+# It prints one line per scenario (scenario=... produced=... lost=0 ...) and
+# each test's result; the whole `go test -v` output goes to
+# $RACKSTREAM_CHAOS_LOG (default: a file under /tmp, named at the end).
+# Extra go test flags in GOTEST_FLAGS (e.g. -run TestKillInstanceThenZone).
+# Exit codes: 0 pass; 1 fail; 2 usage.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$HERE/../.."
+GO=${GO:-go}
+FORM=${1:-}
+case $FORM in
+short) TIMEOUT=20m ;;
+long) TIMEOUT=90m ;;
+*)
+	echo "usage: $0 short|long" >&2
+	exit 2
+	;;
+esac
+read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
+LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$FORM-XXXXXX.log")}
+
+RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" "${FLAGS[@]}" ./chaos/ >"$LOG" 2>&1
+rc=$?
+grep -E '^(scenario=|--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
+if ((rc != 0)); then
+	# The tests' own lines (not the instances' logs they dump), last 40.
+	echo "chaos.sh: FAIL; the tests' last lines (instance logs and the rest in $LOG):"
+	grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$LOG" | grep -v ' (tail):$' | tail -n 40 | cut -c1-400
+else
+	echo "chaos.sh: $FORM form passed; full output in $LOG"
+fi
+exit "$rc"

@@ -1,0 +1,196 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Broker is a real Apache Kafka broker of the test's own, run by
+// deploy/local/kafka.sh in its own directory and on its own ports: never
+// the broker other tests share, since a fault test stops and kills it.
+//
+// Besides kafka.sh's PLAINTEXT listener (Addr, for the test's own clients)
+// it has one listener per instance slot, whose advertised address is a
+// Proxy: a Kafka client that bootstraps through Slots[i].Addr is told to
+// dial Slots[i].Addr for every later connection too, so cutting that proxy
+// cuts every connection the client has to the broker.
+type Broker struct {
+	// Dir is the broker's run directory (RACKSTREAM_KAFKA_DIR).
+	Dir string
+	// Addr is the PLAINTEXT listener, host:port.
+	Addr string
+	// Slots are the per-instance listeners' proxies.
+	Slots []*Proxy
+
+	script string
+	env    []string
+}
+
+// BrokerOptions configure StartBroker.
+type BrokerOptions struct {
+	// Dir is the run directory; empty: a directory under the system's
+	// temporary directory named after this module's path, so that a broker
+	// left behind by an interrupted run of the same tree is found (and
+	// stopped) by the next one.
+	Dir string
+	// FromPort is where the search for free ports starts (19300 when 0).
+	FromPort int
+	// Slots is the number of per-instance listeners.
+	Slots int
+	// Heap is the JVM heap options (kafka.sh's default when empty).
+	Heap string
+}
+
+// StartBroker starts a fresh broker (an earlier one in the same directory is
+// stopped first). It runs in TestMain: it takes no testing.TB and returns
+// errors; call Close when done.
+func StartBroker(o BrokerOptions) (*Broker, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		sum := sha256.Sum256([]byte(root))
+		o.Dir = filepath.Join(os.TempDir(), "rackstream-chaos-kafka-"+hex.EncodeToString(sum[:4]))
+	}
+	if o.FromPort == 0 {
+		o.FromPort = 19300
+	}
+	b := &Broker{Dir: o.Dir, script: filepath.Join(root, "deploy", "local", "kafka.sh")}
+	b.env = append(os.Environ(), "RACKSTREAM_KAFKA_DIR="+o.Dir)
+	// A broker an interrupted run left behind holds its ports: stop it.
+	if out, err := b.run("stop"); err != nil {
+		return nil, fmt.Errorf("cluster: stopping an earlier broker in %s: %v\n%s", o.Dir, err, out)
+	}
+	// kafka.sh's own listeners, every one on a port of ours (so that
+	// nothing collides with the shared broker), then a listener and a
+	// proxy per slot (RACKSTREAM_KAFKA_EXTRA_LISTENERS).
+	portVars := []string{"PORT", "CONTROLLER_PORT", "SASL_PORT", "SSL_PORT", "MTLS_PORT", "SASL_SSL_PORT", "OAUTH_PORT"}
+	base, err := lowFreePorts(o.FromPort, len(portVars)+2*o.Slots)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range portVars {
+		b.env = append(b.env, "RACKSTREAM_KAFKA_"+v+"="+strconv.Itoa(base+i))
+	}
+	port := base
+	var listeners []string
+	for i := range o.Slots {
+		lport, pport := base+len(portVars)+2*i, base+len(portVars)+2*i+1
+		listeners = append(listeners, fmt.Sprintf("SLOT%d:%d:%d", i, lport, pport))
+		p, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", pport), fmt.Sprintf("127.0.0.1:%d", lport))
+		if err != nil {
+			b.Close(false)
+			return nil, err
+		}
+		b.Slots = append(b.Slots, p)
+	}
+	// A broker killed with kill -9 and restarted must wait until its
+	// controller (itself) expires its old registration: 9 s by default.
+	extra := filepath.Join(filepath.Dir(o.Dir), filepath.Base(o.Dir)+".properties")
+	props := "broker.heartbeat.interval.ms=750\nbroker.session.timeout.ms=3000\n"
+	if err := os.WriteFile(extra, []byte(props), 0o644); err != nil {
+		b.Close(false)
+		return nil, err
+	}
+	b.env = append(b.env,
+		"RACKSTREAM_KAFKA_EXTRA_LISTENERS="+strings.Join(listeners, " "),
+		"RACKSTREAM_KAFKA_EXTRA_PROPERTIES="+extra,
+	)
+	if o.Heap != "" {
+		b.env = append(b.env, "RACKSTREAM_KAFKA_HEAP="+o.Heap)
+	}
+	b.Addr = "127.0.0.1:" + strconv.Itoa(port)
+	if out, err := b.run("start"); err != nil {
+		b.Close(false)
+		return nil, fmt.Errorf("cluster: kafka.sh start in %s: %v\n%s", o.Dir, err, out)
+	}
+	return b, nil
+}
+
+func lowFreePorts(from, n int) (int, error) {
+	for base := from; base+n <= 32768; base += n {
+		if portsFree(base, n) {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("cluster: no run of %d free ports from %d below 32768", n, from)
+}
+
+func (b *Broker) run(cmd string) (string, error) {
+	c := exec.Command(b.script, cmd)
+	c.Env = b.env
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// Stop stops the broker cleanly (SIGTERM: a controlled shutdown).
+func (b *Broker) Stop() error {
+	if out, err := b.run("stop"); err != nil {
+		return fmt.Errorf("cluster: kafka.sh stop: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Kill is kill -9 of the broker: it waits until the process is gone.
+func (b *Broker) Kill() error {
+	raw, err := os.ReadFile(filepath.Join(b.Dir, "kafka.pid"))
+	if err != nil {
+		return fmt.Errorf("cluster: broker pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return fmt.Errorf("cluster: broker pid file: %w", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("cluster: kill -9 broker pid %d: %w", pid, err)
+	}
+	// Dead when its process is gone, or a zombie (a container's init may
+	// be slow to reap it) with no thread left but the main one (the other
+	// threads of a killed JVM exit, and release its files, after the main
+	// thread turns zombie), and its listener refuses connections.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err == nil && !(strings.Contains(string(st), "State:\tZ") && strings.Contains(string(st), "Threads:\t1\n")) {
+			continue
+		}
+		if c, err := net.DialTimeout("tcp", b.Addr, time.Second); err == nil {
+			c.Close()
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("cluster: broker pid %d still alive a minute after SIGKILL", pid)
+}
+
+// Resume starts the broker again on its data (after Stop or Kill).
+func (b *Broker) Resume() error {
+	if out, err := b.run("resume"); err != nil {
+		return fmt.Errorf("cluster: kafka.sh resume: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Close stops the broker and the proxies and, unless keep is set (to read
+// the broker's logs after a failure), removes the run directory.
+func (b *Broker) Close(keep bool) {
+	b.run("stop")
+	for _, p := range b.Slots {
+		p.Close()
+	}
+	if keep {
+		return
+	}
+	os.RemoveAll(b.Dir)
+	os.Remove(b.Dir + ".properties")
+	os.Remove(b.Dir + ".lock")
+}

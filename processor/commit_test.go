@@ -1,0 +1,192 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The commit path on its own (commit.go), with no broker: see
+// harness_test.go.
+
+// TestCommitIsAtTheProcessedWatermarkWhateverTheAckOrder: the producer
+// acknowledges the changelog and output records last first; the commit
+// still commits the offset after the last processed record, and the
+// store's checkpoint after its last changelog record, once every record is
+// acknowledged. A commit with nothing new commits nothing again.
+func TestCommitIsAtTheProcessedWatermarkWhateverTheAckOrder(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b", "c", "d", "e")
+	h.waitProcessed(tk, 5)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.offsets.committed(0); got != 5 {
+		t.Fatalf("committed offset %d, want 5 (after the last processed record)", got)
+	}
+	st := tk.st.Store(harnessStore)
+	if ck := st.Checkpoint(); ck != 5 {
+		t.Errorf("store checkpoint %d, want 5 (after the 5th changelog record, acknowledged last)", ck)
+	}
+	if n := h.count(0, "k"); n != 5 {
+		t.Errorf("committed count %d, want 5", n)
+	}
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.offsets.commits()); n != 1 {
+		t.Errorf("%d offset commits; a commit with nothing new must not commit again", n)
+	}
+	// More records, one more commit, at the new watermark.
+	h.feed(0, 5, "k", "f", "g")
+	h.waitProcessed(tk, 7)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.offsets.committed(0); got != 7 {
+		t.Fatalf("committed offset %d, want 7", got)
+	}
+}
+
+// TestAFailedOutputProduceStopsTheCommit: an output record the producer
+// could not deliver fails the commit: no offset and no store batch is
+// committed, and every later commit of the session fails too.
+func TestAFailedOutputProduceStopsTheCommit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kafka.failTopic, h.kafka.failErr = harnessOutput, errors.New("broker says no")
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b")
+	h.waitProcessed(tk, 2)
+	err := h.c.commit(h.ctx, h.m.live())
+	if err == nil || !strings.Contains(err.Error(), "produce to out: broker says no") {
+		t.Fatalf("commit = %v; want the produce error", err)
+	}
+	if n := len(h.offsets.commits()); n != 0 {
+		t.Fatalf("%d offset commits after a failed produce", n)
+	}
+	if ck := tk.st.Store(harnessStore).Checkpoint(); ck != 0 {
+		t.Errorf("store checkpoint %d moved after a failed produce", ck)
+	}
+	if err := h.c.commit(h.ctx, h.m.live()); err == nil {
+		t.Error("a later commit succeeded; the failed record is lost to it")
+	}
+}
+
+// TestAFailedChangelogProduceStopsTheTasksCommit: a changelog record that
+// failed fails the task's store commit: the task stops, its offsets are
+// not committed, and the others' are.
+func TestAFailedChangelogProduceStopsTheTasksCommit(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kafka.failTopic, h.kafka.failErr = "harness-counts-changelog", errors.New("not leader")
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatalf("commit: %v (the task fails, not the commit)", err)
+	}
+	if n := len(h.offsets.commits()); n != 0 {
+		t.Fatalf("offsets committed for a task whose changelog write failed: %v", h.offsets.commits())
+	}
+	if err := tk.getErr(); err == nil || !strings.Contains(err.Error(), "not leader") {
+		t.Fatalf("task error %v; want the changelog produce error", err)
+	}
+	if ok, why := h.m.readiness(); ok || !strings.Contains(why, "not leader") {
+		t.Errorf("readiness %v %q; want not ready naming the error", ok, why)
+	}
+}
+
+// TestAFlushThatDoesNotEndCommitsNothing: a flush stuck on unreachable
+// brokers ends with its context; nothing is committed.
+func TestAFlushThatDoesNotEndCommitsNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kafka.hang = make(chan struct{})
+	defer close(h.kafka.hang)
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := h.c.commit(ctx, h.m.live()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("commit = %v; want the flush's deadline", err)
+	}
+	if n := len(h.offsets.commits()); n != 0 {
+		t.Fatalf("%d offset commits after a flush that did not end", n)
+	}
+}
+
+// TestAFailedOffsetCommitIsRetriedByTheNext: an offset commit refused
+// (a rebalance in progress) is an offsetCommitError, and the next commit
+// commits the same offsets.
+func TestAFailedOffsetCommitIsRetriedByTheNext(t *testing.T) {
+	h := newHarness(t, nil)
+	h.offsets.err = errors.New("REBALANCE_IN_PROGRESS")
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b")
+	h.waitProcessed(tk, 2)
+	err := h.c.commit(h.ctx, h.m.live())
+	if !errorsAsOffsetCommit(err) {
+		t.Fatalf("commit = %v; want an offsetCommitError", err)
+	}
+	h.offsets.mu.Lock()
+	h.offsets.err = nil
+	h.offsets.mu.Unlock()
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.offsets.committed(0); got != 2 {
+		t.Fatalf("committed %d after the retry, want 2", got)
+	}
+}
+
+// TestAbortedBackgroundCommitsAndAStoppedCommitter: abort cancels a
+// background commit waiting on the committer; after abort(true) no
+// background commit starts.
+func TestAbortedBackgroundCommitsAndAStoppedCommitter(t *testing.T) {
+	h := newHarness(t, nil)
+	h.offsets.block = make(chan struct{})
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	done := make(chan error, 1)
+	go func() { done <- h.c.background(h.m.live()) }()
+	<-h.offsets.entered
+	h.c.abort(false)
+	if err := <-done; !errorsAsOffsetCommit(err) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("aborted background commit = %v; want its cancelled offset commit", err)
+	}
+	h.c.abort(true)
+	if err := h.c.background(h.m.live()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("background commit after abort(true) = %v; want context.Canceled", err)
+	}
+	close(h.offsets.block)
+}
+
+// TestACommitWaitingForATaskGivesUpWithItsContext: a task stuck in its
+// record holds its lock; a commit waits for it only as long as its
+// context.
+func TestACommitWaitingForATaskGivesUpWithItsContext(t *testing.T) {
+	h := newHarness(t, nil)
+	release := h.block()
+	defer release()
+	h.start(0, 1)
+	h.feed(1, 0, "k", "a")
+	h.waitProcessed(h.m.task(1), 1)
+	h.feed(0, 0, "k", "block")
+	<-h.inGate
+	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancel()
+	err := h.c.commit(ctx, []*task{h.m.task(1), h.m.task(0)})
+	if err == nil || !strings.Contains(err.Error(), "waiting for task 0 to finish its record") {
+		t.Fatalf("commit = %v; want it to give up on task 0", err)
+	}
+	// It left task 1 unlocked: a commit of it alone goes through.
+	if err := h.c.commit(h.ctx, []*task{h.m.task(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.offsets.committed(1); got != 1 {
+		t.Errorf("task 1 committed at %d, want 1", got)
+	}
+}

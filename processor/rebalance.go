@@ -1,0 +1,363 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rackstream/rackstream/state"
+)
+
+// The rebalance path: what an instance does with its tasks when the group
+// hands it partitions (assign), takes them back in an orderly way (revoke)
+// or tells it they are gone (lose), and when the session ends (closeAll).
+//
+// member holds the tasks and standbys one session runs and the rules for
+// moving them, and no Kafka client: the session's group callbacks call it
+// with the tasks kgo's partitions name, and the unit tests in
+// rebalance_test.go call it directly with a fake producer and committer
+// and real stores in a temporary directory.
+type member struct {
+	env     *taskEnv
+	commits *commits
+	mgr     *state.Manager
+	specs   []state.StoreSpec
+	log     *slog.Logger
+	met     *metrics
+	phase   func(what string)
+	// fail ends the session: a commit on revoke failed in a way the next
+	// commit would not cure.
+	fail func(error)
+
+	// mu guards the fields below; it is never held across a commit, a
+	// task's stop or any I/O.
+	mu          sync.Mutex
+	active      map[int32]*task
+	standby     map[int32]*state.Task // standby and warmup replicas
+	assigned    bool                  // an assignment arrived (and no loss since)
+	closing     bool                  // graceful shutdown: revoked tasks close
+	broken      error                 // the session must end; revokes then drop
+	topoErr     error                 // partition counts changed: tasks stopped, none started
+	revokeStart time.Time
+	abandoned   []*task // tasks stop gave up on; they drop themselves
+	started     []*task // every task started whose stores may still be open
+}
+
+func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
+	m := &member{
+		env: env, commits: c, mgr: mgr, specs: env.topo.storeSpecs(),
+		log: env.log, met: env.met, phase: phase, fail: fail,
+		active:  make(map[int32]*task),
+		standby: make(map[int32]*state.Task),
+	}
+	env.abandoned = func(t *task) {
+		m.mu.Lock()
+		m.abandoned = append(m.abandoned, t)
+		m.mu.Unlock()
+	}
+	return m
+}
+
+// assign starts the tasks of newTasks not running yet (paused until their
+// stores are restored or promoted; a standby held here is promoted) and
+// reconciles the standbys with replicas, the standby and warmup tasks the
+// plan gives this instance: those not wanted close, the missing open.
+func (m *member) assign(newTasks, replicas []int32) {
+	m.mu.Lock()
+	if !m.revokeStart.IsZero() {
+		m.met.rebalanceTime.Observe(time.Since(m.revokeStart).Seconds())
+		m.revokeStart = time.Time{}
+	}
+	m.assigned = true
+	var started []*task
+	if len(newTasks) > 0 {
+		m.env.fetch.PauseFetchPartitions(m.env.partitions(newTasks...))
+	}
+	m.started = slices.DeleteFunc(m.started, func(t *task) bool { return t.closed.Load() })
+	for _, id := range newTasks {
+		if m.active[id] != nil || m.topoErr != nil {
+			continue // with a broken topology the partitions stay paused
+		}
+		held := m.standby[id] // promoted without a full restore
+		delete(m.standby, id)
+		t := newTask(m.env, id, held)
+		m.active[id] = t
+		started = append(started, t)
+		m.started = append(m.started, t)
+	}
+	want := make(map[int32]bool)
+	for _, id := range replicas {
+		if m.active[id] == nil && len(m.specs) > 0 {
+			want[id] = true
+		}
+	}
+	var closeStandbys []*state.Task
+	for id, st := range m.standby {
+		if !want[id] {
+			closeStandbys = append(closeStandbys, st)
+			delete(m.standby, id)
+		}
+	}
+	var open []int32
+	for id := range want {
+		if m.standby[id] == nil {
+			open = append(open, id)
+		}
+	}
+	m.mu.Unlock()
+
+	for _, t := range started {
+		go t.run()
+	}
+	for _, st := range closeStandbys {
+		if err := st.Close(); err != nil {
+			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
+		}
+	}
+	for _, id := range open {
+		st := m.mgr.Task(id)
+		var err error
+		if st == nil {
+			st, err = m.mgr.OpenTask(id, m.specs)
+		}
+		if err == nil && st.Role() == state.RoleIdle {
+			err = st.StartStandby()
+		}
+		if err != nil {
+			m.log.Error("opening a standby", "task", id, "err", err)
+			continue
+		}
+		m.mu.Lock()
+		m.standby[id] = st
+		m.mu.Unlock()
+	}
+}
+
+// take removes the tasks ids names from the active ones and returns them.
+func (m *member) take(ids []int32) []*task {
+	var tasks []*task
+	for _, id := range ids {
+		if t := m.active[id]; t != nil {
+			tasks = append(tasks, t)
+			delete(m.active, id)
+		}
+	}
+	return tasks
+}
+
+// revoke stops the revoked tasks after their in-flight record, commits
+// them once (flush, stores, offsets), and keeps their stores as standbys
+// (closed on shutdown, and closed by the next assignment if the plan has
+// no standby here). A broken session, or a failed commit, drops them
+// uncommitted instead: their records are processed again by the next
+// owner.
+func (m *member) revoke(ctx context.Context, ids []int32) {
+	m.mu.Lock()
+	m.revokeStart = time.Now()
+	broken, closing := m.broken, m.closing
+	tasks := m.take(ids)
+	m.mu.Unlock()
+	if len(tasks) == 0 {
+		return
+	}
+	// The revoke commits these tasks itself, at once: a background commit
+	// in progress would only make it wait (for as long as the brokers are
+	// unreachable, holding the tasks' locks).
+	m.commits.abort(false)
+	m.phase(fmt.Sprintf("the revoke of tasks %v: their in-flight records", ids))
+	tasks = stopAll(tasks, m.env.opts.ShutdownTimeout)
+	if broken != nil {
+		m.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids, "err", broken)
+		dropAll(tasks)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.env.opts.ShutdownTimeout)
+	err := m.commits.commit(cctx, tasks)
+	cancel()
+	if err != nil {
+		m.log.Error("commit on revoke failed; dropping the revoked tasks", "tasks", ids, "err", err)
+		dropAll(tasks)
+		if !errorsAsOffsetCommit(err) {
+			m.fail(fmt.Errorf("commit on revoke: %w", err))
+		}
+		return
+	}
+	for _, t := range tasks {
+		if closing || !t.activated || t.getErr() != nil || t.st == nil {
+			t.drop()
+			continue
+		}
+		if err := t.st.Demote(); err != nil {
+			m.log.Warn("keeping a revoked task as standby", "task", t.id, "err", err)
+			t.drop()
+			continue
+		}
+		m.mu.Lock()
+		m.standby[t.id] = t.st
+		m.mu.Unlock()
+	}
+	m.log.Info("revoked", "tasks", ids, "closing", closing)
+}
+
+// lose drops the lost tasks without committing: another member may own
+// their partitions already.
+func (m *member) lose(ids []int32) {
+	m.mu.Lock()
+	m.revokeStart = time.Now()
+	m.assigned = false // not ready until the next assignment
+	tasks := m.take(ids)
+	m.mu.Unlock()
+	if len(tasks) == 0 {
+		return
+	}
+	// A commit in progress may hold these tasks' locks while it flushes to
+	// brokers that are gone: abort it (its offsets would be refused now
+	// anyway) instead of waiting for it.
+	m.commits.abort(false)
+	m.phase(fmt.Sprintf("dropping the lost tasks %v", ids))
+	dropAll(stopAll(tasks, m.env.opts.ShutdownTimeout))
+	m.log.Warn("partitions lost; tasks dropped without commit", "tasks", ids)
+}
+
+// stopEvery stops every task for a broken topology (err says how): their
+// work is committed, and no task starts any more.
+func (m *member) stopEvery(err error) {
+	m.mu.Lock()
+	m.topoErr = err
+	tasks := slices.Collect(maps.Values(m.active))
+	clear(m.active)
+	m.mu.Unlock()
+	tasks = stopAll(tasks, m.env.opts.ShutdownTimeout)
+	if cerr := m.commits.background(tasks); cerr != nil {
+		m.log.Error("commit before stopping for the topology", "err", cerr)
+	}
+	dropAll(tasks)
+}
+
+// closeAll stops whatever the client's revoke left: tasks (dropped without
+// commit) and standbys.
+func (m *member) closeAll() {
+	m.mu.Lock()
+	tasks := slices.Collect(maps.Values(m.active))
+	clear(m.active)
+	standbys := slices.Collect(maps.Values(m.standby))
+	clear(m.standby)
+	m.mu.Unlock()
+	m.phase(fmt.Sprintf("stopping the remaining tasks %v", ids(tasks)))
+	dropAll(stopAll(tasks, m.env.opts.ShutdownTimeout))
+	m.phase("closing the standbys")
+	for _, st := range standbys {
+		if err := st.Close(); err != nil {
+			m.log.Warn("closing standby", "task", st.ID(), "err", err)
+		}
+	}
+}
+
+// waitAbandoned waits for the tasks stop abandoned to return from their
+// records (and drop themselves), until bound fires (nil: no bound). It
+// reports the first one still running then, nil when none is.
+func (m *member) waitAbandoned(bound <-chan time.Time) *task {
+	m.mu.Lock()
+	abandoned := slices.Clone(m.abandoned)
+	m.mu.Unlock()
+	for _, t := range abandoned {
+		m.phase(fmt.Sprintf("abandoned task %d to return from its record", t.id))
+		select {
+		case <-t.done:
+		case <-bound:
+			return t
+		}
+	}
+	return nil
+}
+
+// forceClose closes the stores of every task this session started, under
+// any handler still running (its store reads and writes fail with
+// ErrTaskClosed from now on), and returns the tasks still in a handler.
+// Run calls it when the shutdown outlives its bound, so that the state
+// directory is released whatever a handler does.
+func (m *member) forceClose() (running []int32) {
+	m.mu.Lock()
+	tasks := slices.Clone(m.started)
+	m.mu.Unlock()
+	for _, t := range tasks {
+		if t.forceClose() {
+			running = append(running, t.id)
+		}
+	}
+	slices.Sort(running)
+	return running
+}
+
+// setBroken marks the session as ending with err (the first one wins):
+// revokes drop from now on.
+func (m *member) setBroken(err error) {
+	if err == nil {
+		err = errors.New("session ended")
+	}
+	m.mu.Lock()
+	if m.broken == nil {
+		m.broken = err
+	}
+	m.mu.Unlock()
+}
+
+func (m *member) setClosing() {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+}
+
+// task returns the active task id, nil when it is not active here.
+func (m *member) task(id int32) *task {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active[id]
+}
+
+// live returns the active tasks, in id order.
+func (m *member) live() []*task {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*task, 0, len(m.active))
+	for _, id := range slices.Sorted(maps.Keys(m.active)) {
+		out = append(out, m.active[id])
+	}
+	return out
+}
+
+// readiness reports whether every active task is running, and why not.
+func (m *member) readiness() (bool, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.broken != nil {
+		return false, "rebuilding the Kafka client: " + m.broken.Error()
+	}
+	if m.topoErr != nil {
+		return false, m.topoErr.Error()
+	}
+	if !m.assigned {
+		return false, "joining the group"
+	}
+	for _, id := range slices.Sorted(maps.Keys(m.active)) {
+		t := m.active[id]
+		if err := t.getErr(); err != nil {
+			return false, err.Error()
+		}
+		if !t.running.Load() {
+			return false, fmt.Sprintf("task %d is restoring", id)
+		}
+	}
+	return true, ""
+}
+
+func dropAll(tasks []*task) {
+	for _, t := range tasks {
+		t.drop()
+	}
+}

@@ -1,0 +1,114 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultOptions returns the defaults of every tunable field of Options:
+// the one place they are written. The configuration's key table
+// (state.leveldb.*, state.cleanup.delay.ms) takes its defaults from here.
+// Dir and ApplicationID have no default; set them, and change what you
+// need:
+//
+//	o := state.DefaultOptions()
+//	o.Dir, o.ApplicationID = "/var/lib/rackstream", "orders"
+//	m, err := state.Open(o)
+//
+// A field left at its zero value means zero, not "the default": a zero
+// block cache is no block cache, a zero cleanup delay deletes at the next
+// cleanup. Where zero makes no sense (a zero memtable, a zero fetch size)
+// Open rejects it, naming the field and its configuration key.
+func DefaultOptions() Options {
+	delay := 10 * time.Minute
+	return Options{
+		LevelDB:           DefaultLevelDBOptions(),
+		RestoreBatchBytes: 4 << 20,
+		FetchMaxBytes:     16 << 20,
+		CleanupDelay:      delay,
+		CleanupInterval:   CleanupIntervalFor(delay),
+	}
+}
+
+// DefaultLevelDBOptions returns the stores' default LevelDB options: an
+// 8 MiB block cache, a 16 MiB memtable (larger memtables restore faster, at
+// the cost of memory per open store: bench/state.md), a 10-bit bloom
+// filter and snappy blocks.
+func DefaultLevelDBOptions() LevelDBOptions {
+	return LevelDBOptions{
+		BlockCacheBytes:  8 << 20,
+		WriteBufferBytes: 16 << 20,
+		BloomBits:        10,
+		Compression:      CompressionSnappy,
+	}
+}
+
+// CleanupIntervalFor returns the background cleanup interval that suits a
+// cleanup delay: a quarter of it, at least a second and at most a minute,
+// so that stores are deleted within about a quarter of the delay after it
+// expires (a minute at most).
+func CleanupIntervalFor(delay time.Duration) time.Duration {
+	return min(max(delay/4, time.Second), time.Minute)
+}
+
+// check reports the fields of o that no value of theirs makes sense at,
+// naming each with its configuration key.
+func (o *Options) check() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("state: "+format, args...)) }
+	if o.Dir == "" {
+		bad("Options.Dir (state.dir) is required")
+	}
+	if err := o.LevelDB.check("Options.LevelDB"); err != nil {
+		errs = append(errs, err)
+	}
+	if o.RestoreBatchBytes < 0 {
+		bad("Options.RestoreBatchBytes is %d: must be at least 0 (0 writes a batch per record)", o.RestoreBatchBytes)
+	}
+	if o.FetchMaxBytes <= 0 {
+		bad("Options.FetchMaxBytes is %d: must be at least 1 (DefaultOptions has %d)", o.FetchMaxBytes, DefaultOptions().FetchMaxBytes)
+	}
+	if o.CleanupDelay < 0 {
+		bad("Options.CleanupDelay (state.cleanup.delay.ms) is %v: must be at least 0", o.CleanupDelay)
+	}
+	if o.CleanupInterval < 0 {
+		bad("Options.CleanupInterval is %v: must be at least 0 (0: no background cleanup)", o.CleanupInterval)
+	}
+	return errors.Join(errs...)
+}
+
+// check reports the fields of o that no value of theirs makes sense at;
+// where says whose options they are.
+func (o *LevelDBOptions) check(where string) error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("state: %s."+format, append([]any{where}, args...)...))
+	}
+	if o.BlockCacheBytes < 0 {
+		bad("BlockCacheBytes (state.leveldb.block.cache.bytes) is %d: must be at least 0 (0: no block cache)", o.BlockCacheBytes)
+	}
+	if o.WriteBufferBytes <= 0 {
+		bad("WriteBufferBytes (state.leveldb.write.buffer.bytes) is %d: must be at least 1 (DefaultLevelDBOptions has %d)", o.WriteBufferBytes, DefaultLevelDBOptions().WriteBufferBytes)
+	}
+	if o.BloomBits < 0 {
+		bad("BloomBits (state.leveldb.bloom.bits) is %d: must be at least 0 (0: no bloom filter)", o.BloomBits)
+	}
+	if o.Compression != CompressionSnappy && o.Compression != CompressionNone {
+		bad("Compression (state.leveldb.compression) is %s: must be snappy or none", o.Compression)
+	}
+	return errors.Join(errs...)
+}
+
+// blockCacheCapacity is goleveldb's BlockCacheCapacity for o: goleveldb
+// reads 0 as its own default (8 MiB) and -1 as no cache.
+func (o *LevelDBOptions) blockCacheCapacity() int {
+	if o.BlockCacheBytes == 0 {
+		return -1
+	}
+	return o.BlockCacheBytes
+}
+
+// Validate reports the fields of o that no value of theirs makes sense at
+// (what Open and OpenTask reject), naming each with its configuration key.
+func (o LevelDBOptions) Validate() error { return o.check("LevelDB") }

@@ -1,0 +1,53 @@
+// Package table reads a compacted Kafka topic as a local key-value table,
+// from any Go program: a Rackstream group's store changelog
+// (<application.id>-<store>-changelog, state.ChangelogTopic), a goka group
+// table (<group>-table), or any compacted topic whose records are
+// key -> latest value, a nil value deleting the key.
+//
+// A Reader is goka's View and Kafka Streams' read-only KTable outside the
+// application that writes it: it restores every partition of the topic into
+// LevelDB, one database per partition, with package state's restore path
+// (large batches, each carrying its checkpoint, the next offset to read),
+// and then tails the topic in the background with the same apply path that
+// keeps a Rackstream standby warm. Nothing is ever written to Kafka: the
+// Reader joins no group and commits nothing.
+//
+//	r, err := table.Open(ctx, "click-counter-counts-changelog",
+//		table.SeedBrokers("localhost:9092"))
+//	...
+//	defer r.Close(ctx)
+//	v, found, err := r.Get([]byte("ann"))
+//
+// # Freshness
+//
+// Reads answer from local data, which trails the topic by the Reader's lag:
+// the offsets between each partition's checkpoint and the end offset last
+// seen for it (the last stable offset: the Reader reads with read_committed,
+// so the changelog of an exactly-once application is never read
+// uncommitted; without transactions that is the high watermark). Lag()
+// reports it, Lags() per partition. Unlike goka's View, freshness can be
+// bounded: WaitCaughtUp asks the brokers for the end offsets as they are
+// now and returns once every partition has applied up to them, so that a
+// write acknowledged before the call is visible after it
+// (read-your-writes across programs).
+//
+// # Keys and partitions
+//
+// Get finds a key's partition with the partitioner the writer used
+// (Partitioner; murmur2, Kafka's default, unless told otherwise: fnv1a for
+// goka tables) and reads that partition's database only. Scan merges the
+// partitions in key order. Typed wraps a Reader with codecs of package
+// processor/codec (codec.FromGoka for a goka table's codec).
+//
+// # Disk and restarts
+//
+// With StateDir the databases and their checkpoints stay on disk and a
+// Reader opened again on the same directory restores only what it missed;
+// the directory is locked while a Reader has it open. Without it they live
+// in a temporary directory removed by Close. A topic deleted and recreated,
+// or truncated under the Reader's checkpoint, is detected at Open and the
+// partition restored from scratch; while running, a partition whose topic
+// moved stops following it and Err reports why (open the Reader again).
+// A change of the topic's partition count is not followed: reopen the
+// Reader.
+package table

@@ -1,0 +1,74 @@
+package table
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/state"
+)
+
+// Opt configures a Reader, in the style of franz-go's kgo.Opt.
+type Opt interface{ apply(*config) }
+
+type opt func(*config)
+
+func (o opt) apply(c *config) { o(c) }
+
+type config struct {
+	kafka       []kgo.Opt
+	dir         string
+	partitioner partition.Partitioner
+	leveldb     state.LevelDBOptions
+	logger      *slog.Logger
+	registerer  prometheus.Registerer
+}
+
+// SeedBrokers are the brokers to bootstrap from (bootstrap.servers). Either
+// it or KafkaOpts with kgo.SeedBrokers is required.
+func SeedBrokers(brokers ...string) Opt {
+	return opt(func(c *config) { c.kafka = append(c.kafka, kgo.SeedBrokers(brokers...)) })
+}
+
+// KafkaOpts are added to the Kafka clients the Reader makes: TLS (kgo.DialTLSConfig),
+// SASL (kgo.SASL), a client id, a dialer. The Reader sets its own fetch
+// options (isolation, offsets, sizes) after them.
+func KafkaOpts(opts ...kgo.Opt) Opt {
+	return opt(func(c *config) { c.kafka = append(c.kafka, opts...) })
+}
+
+// StateDir keeps the Reader's databases under dir (in dir/table-<topic>)
+// across restarts, so that a Reader opened again restores only what it
+// missed. The default is a temporary directory that Close removes: every
+// Open restores the whole topic.
+func StateDir(dir string) Opt {
+	return opt(func(c *config) { c.dir = dir })
+}
+
+// Partitioner is how the topic's writer mapped keys to partitions
+// [murmur2]. A Rackstream application's changelogs use its partitioner
+// setting; goka's tables use partition.FNV1a. Get with the wrong one
+// looks in the wrong partition and finds nothing.
+func Partitioner(p partition.Partitioner) Opt {
+	return opt(func(c *config) { c.partitioner = p })
+}
+
+// LevelDB sets the databases' LevelDB options [state.DefaultLevelDBOptions()];
+// start from those and change what you need.
+func LevelDB(o state.LevelDBOptions) Opt {
+	return opt(func(c *config) { c.leveldb = o })
+}
+
+// Logger receives the Reader's logs (restore progress, fetch errors)
+// [slog.Default()].
+func Logger(l *slog.Logger) Opt {
+	return opt(func(c *config) { c.logger = l })
+}
+
+// Registerer receives the restore and lag metrics of package state
+// (rackstream_state_*, labelled by partition as "task") [none].
+func Registerer(r prometheus.Registerer) Opt {
+	return opt(func(c *config) { c.registerer = r })
+}

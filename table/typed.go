@@ -1,0 +1,64 @@
+package table
+
+import (
+	"fmt"
+
+	"github.com/rackstream/rackstream/processor/codec"
+)
+
+// Typed reads a Reader through codecs: the key and value codecs the
+// topic's writer used (a Rackstream store's, or a goka table's through
+// codec.FromGoka).
+type Typed[K, V any] struct {
+	r  *Reader
+	kc codec.Codec[K]
+	vc codec.Codec[V]
+}
+
+// NewTyped wraps r with a key and a value codec.
+func NewTyped[K, V any](r *Reader, key codec.Codec[K], value codec.Codec[V]) Typed[K, V] {
+	return Typed[K, V]{r: r, kc: key, vc: value}
+}
+
+// Reader returns the underlying Reader (Lag, WaitCaughtUp, Close).
+func (t Typed[K, V]) Reader() *Reader { return t.r }
+
+// Get returns key's value; found is false for a key absent or deleted.
+func (t Typed[K, V]) Get(key K) (value V, found bool, err error) {
+	k, err := t.kc.Encode(key)
+	if err != nil {
+		return value, false, fmt.Errorf("table %s: encode key: %w", t.r.topic, err)
+	}
+	b, found, err := t.r.Get(k)
+	if err != nil || !found {
+		return value, false, err
+	}
+	if value, err = t.vc.Decode(b); err != nil {
+		return value, false, fmt.Errorf("table %s: decode value of key %q: %w", t.r.topic, k, err)
+	}
+	return value, true, nil
+}
+
+// Scan calls fn for every key in key order (of the encoded keys) until fn
+// returns false. A key or value that does not decode ends the scan with
+// an error naming it.
+func (t Typed[K, V]) Scan(fn func(key K, value V) bool) error {
+	var derr error
+	err := t.r.Scan(nil, nil, func(kb, vb []byte) bool {
+		k, err := t.kc.Decode(kb)
+		if err != nil {
+			derr = fmt.Errorf("table %s: decode key %q: %w", t.r.topic, kb, err)
+			return false
+		}
+		v, err := t.vc.Decode(vb)
+		if err != nil {
+			derr = fmt.Errorf("table %s: decode value of key %q: %w", t.r.topic, kb, err)
+			return false
+		}
+		return fn(k, v)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}
