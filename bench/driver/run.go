@@ -116,7 +116,10 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 		m.loadEnd, m.took = loadAverage()+" (run unfinished)", time.Since(started)
 		_ = os.WriteFile(cfg.out, []byte(d.render(m, brokers, skipped, res.sections)), 0o644)
 	}
-	for _, b := range brokers {
+	for i, b := range brokers {
+		if i == 1 && cfg.wants("placement") {
+			add(d.placementSection(ctx)) // before the second broker: placement needs none
+		}
 		var outcome countOutcome
 		if cfg.wants("count") {
 			var sec *section
@@ -130,7 +133,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 			add(d.clusterSection(ctx, b, outcome))
 		}
 	}
-	if cfg.wants("placement") {
+	if cfg.wants("placement") && len(brokers) < 2 {
 		add(d.placementSection(ctx))
 	}
 	if ctx.Err() != nil {
