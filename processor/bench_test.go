@@ -161,16 +161,20 @@ func waitGroupDone(b *testing.B, adm *kadm.Client, group, topic string) {
 
 // BenchmarkProcessingCount is the per-key count, emitting every updated
 // count to an output topic ("output": two records per input, changelog and
-// output) or not ("no-output": the changelog only, as goka's group table).
+// output) or not ("no-output": the changelog only, as goka's group table),
+// at-least-once, and with the output under exactly-once ("output-eos").
 func BenchmarkProcessingCount(b *testing.B) {
 	c := kafkatest.New(b)
 	records := benchRecords()
 	input := benchInput(b, c, records)
-	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true) })
-	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false) })
+	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true, processor.AtLeastOnce) })
+	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false, processor.AtLeastOnce) })
+	// Exactly-once at the same 1s commit interval: the comparison of the
+	// guarantees, not of their default intervals.
+	b.Run("output-eos", func(b *testing.B) { benchCount(b, c, input, records, true, processor.ExactlyOnceV2) })
 }
 
-func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, emit bool) {
+func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, emit bool, g processor.Guarantee) {
 	output := c.Name("bench-out")
 	c.CreateTopic(output, benchParts, nil)
 	dropAfter(b, c, output)
@@ -197,6 +201,7 @@ func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, e
 		})
 		o := testOptions(b, c.Brokers, "bench")
 		o.CommitInterval = time.Second
+		o.Guarantee = g
 		rt, err := processor.NewRuntime(topo, o)
 		if err != nil {
 			b.Fatal(err)
