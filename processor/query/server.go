@@ -46,7 +46,7 @@ type Options struct {
 	// at-least-once (false) reads default to isolation=latest.
 	ExactlyOnce bool
 	// Stores are the stores queries may name.
-	Stores []Store
+	Stores []ServedStore
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
 	// every producer uses.
 	Partitioner partition.Partitioner
@@ -145,7 +145,7 @@ type Server struct {
 	opts       Options
 	rt         Reader
 	mux        *http.ServeMux
-	stores     map[string]Store
+	stores     map[string]ServedStore
 	storeNames string
 	log        *slog.Logger
 	met        *metrics
@@ -181,7 +181,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:       opts,
 		rt:         opts.Reader,
-		stores:     make(map[string]Store, len(opts.Stores)),
+		stores:     make(map[string]ServedStore, len(opts.Stores)),
 		log:        opts.Logger,
 		scheme:     "http",
 		forwards:   make(chan struct{}, opts.MaxForwards),
@@ -346,7 +346,7 @@ func (s *Server) notReadyReason(err error) string {
 }
 
 // store returns the named store or answers 404 naming it.
-func (s *Server) store(w *statusWriter, name string) (Store, bool) {
+func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 	st, ok := s.stores[name]
 	if !ok {
 		known := s.storeNames

@@ -28,7 +28,7 @@ import (
 
 // Replica returns this instance's replica of store for task, with the role
 // the runtime reports for the task when the request arrived.
-func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
+func (a runtimeAdapter) Replica(store string, task int32) query.ReplicaView {
 	rep, ok := a.rt.Replica(task)
 	if !ok {
 		return nil
@@ -41,7 +41,7 @@ func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
 }
 
 // Global returns nil: the runtime has no global stores yet.
-func (a runtimeAdapter) Global(string) query.Replica { return nil }
+func (a runtimeAdapter) Global(string) query.ReplicaView { return nil }
 
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 	var out []query.ReplicaStatus

@@ -248,10 +248,10 @@ func New(opts Options) (*Instance, error) {
 	if _, err := registerBalancerMetrics(reg, rt); err != nil {
 		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
-	var stores []query.Store
+	var stores []query.ServedStore
 	var names []string
 	for _, s := range topo.Stores() {
-		stores = append(stores, query.Store{Name: s.Name, Render: s.Render})
+		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render})
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
