@@ -32,18 +32,24 @@ func (h HTTP) LoopbackOnly() bool {
 // without authentication, because http.auth=none says so: worth a warning
 // at start-up.
 func (h HTTP) Open() bool {
-	return h.Auth == HTTPAuthNone && !h.LoopbackOnly()
+	return h.Auth == HTTPAuthNone && !h.LoopbackOnly() && !h.mutualTLS()
 }
+
+// mutualTLS reports whether every client must present a certificate of
+// http.tls.client.ca (http.tls.client.auth=require): authentication enough
+// without a token.
+func (h HTTP) mutualTLS() bool { return h.TLSClientAuth == "require" }
 
 // CheckExposure returns an error, naming http.listen, http.auth.token and
 // the opt-out http.auth=none, when the HTTP server would accept connections
-// beyond loopback with no authentication and http.auth does not say that
-// this is on purpose; nil otherwise.
+// beyond loopback with no authentication (neither a token nor
+// http.tls.client.auth=require) and http.auth does not say that this is on
+// purpose; nil otherwise.
 func (h HTTP) CheckExposure() error {
-	if h.AuthToken != "" || h.Auth == HTTPAuthNone || h.LoopbackOnly() {
+	if h.AuthToken != "" || h.mutualTLS() || h.Auth == HTTPAuthNone || h.LoopbackOnly() {
 		return nil
 	}
 	return fmt.Errorf("http.listen=%s accepts connections from other hosts and http.auth.token is not set, so anyone who can reach it could read every store: "+
-		"set http.auth.token (clients then send \"Authorization: Bearer <token>\"), listen on loopback only (http.listen=127.0.0.1:PORT), "+
-		"or set http.auth=none to serve without authentication on purpose", h.Listen)
+		"set http.auth.token (clients then send \"Authorization: Bearer <token>\") or require client certificates (http.tls.client.auth=require), "+
+		"listen on loopback only (http.listen=127.0.0.1:PORT), or set http.auth=none to serve without authentication on purpose", h.Listen)
 }

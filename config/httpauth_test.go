@@ -43,10 +43,14 @@ func TestAnOpenListenerNeedsATokenOrAnExplicitNone(t *testing.T) {
 		{"http.listen=127.0.0.1:8080"},
 		{"http.listen=[::1]:0"},
 		{"http.auth=none"},
+		{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.auth=require", "http.tls.client.ca=/ca.pem"},
 	} {
 		if err := load(sets...).CheckExposure(); err != nil {
 			t.Errorf("%v: %v", sets, err)
 		}
+	}
+	if load("http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.auth=request", "http.tls.client.ca=/ca.pem").CheckExposure() == nil {
+		t.Error("http.tls.client.auth=request (a certificate is optional) passes as authentication")
 	}
 	if !load("http.auth=none").Open() || load("http.auth=none", "http.listen=127.0.0.1:0").Open() || load("http.auth.token=t").Open() {
 		t.Error("Open is true exactly for http.auth=none beyond loopback")

@@ -3,14 +3,19 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // TestKafkaKeysAreKafkas regenerates kafka_keys.txt from the Kafka jars
@@ -18,9 +23,10 @@ import (
 // file. Outside CI it skips when Java or Maven is missing; under CI (CI
 // non-empty) .ci/run installs both, so it must run.
 func TestKafkaKeysAreKafkas(t *testing.T) {
+	t.Parallel() // a JVM starts: overlap it with the other tests
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			kafkatest.SkipOrFail(t, "%s not found: cannot regenerate kafka_keys.txt", tool)
+			kafkatest.SkipOrFail(t, "%s not found: cannot regenerate kafka_keys.txt (.ci/run installs it)", tool)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
@@ -137,6 +143,10 @@ func TestParseJAAS(t *testing.T) {
 	if err != nil || j.Module != PlainLoginModule || j.Flag != "required" || j.Options["username"] != "alice" || j.Options["password"] != `p"w;d=x` || j.Options["extra"] != "bare" {
 		t.Errorf("ParseJAAS = %+v, %v", j, err)
 	}
+	j, err = ParseJAAS(ScramLoginModule + ` required password="a\tb\\c\101\7x\q";`)
+	if err != nil || j.Options["password"] != "a\tb\\cA\ax"+"q" {
+		t.Errorf("escapes as Java's StreamTokenizer reads them: %q, %v", j.Options["password"], err)
+	}
 	const secret = "Zq9-jaas-secret"
 	for _, bad := range []struct{ in, want string }{
 		{"", "expected a login module class, found the end"},
@@ -145,7 +155,6 @@ func TestParseJAAS(t *testing.T) {
 		{ScramLoginModule + ` required username="u" password="` + secret, "the value of option password has no closing quote"},
 		{ScramLoginModule + ` required username="u" password="` + secret + `"`, "expected an option name=\"value\" or the final ';', found the end"},
 		{ScramLoginModule + ` required username="u" ` + secret + `;`, "expected '=' after an option name at character"},
-		{ScramLoginModule + ` required password="a" password="` + secret + `";`, "option password is given twice"},
 		{ScramLoginModule + ` required password="` + secret + `"; ` + secret, "holds one login module: text follows the ';'"},
 	} {
 		_, err := ParseJAAS(bad.in)
@@ -167,7 +176,14 @@ func TestJavaSecuritySettingsAreChecked(t *testing.T) {
 		{"JAAS for PLAIN", []string{"security.protocol=SASL_SSL", jaas}, ""},
 		{"JAAS with SCRAM's mechanism", []string{"security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-256", jaas}, "sasl.jaas.config's login module does not match sasl.mechanism=SCRAM-SHA-256"},
 		{"JAAS and a user name", []string{"security.protocol=SASL_SSL", jaas, "sasl.username=u"}, "sasl.jaas.config and sasl.username or sasl.password are both set"},
-		{"an unsupported module", []string{`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;`}, "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule is not supported"},
+		{"an unsupported module", []string{`sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;`}, "com.sun.security.auth.module.Krb5LoginModule is not supported"},
+		{"OAUTHBEARER's module with SCRAM", []string{"security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512", `sasl.jaas.config=` + OAuthBearerLoginModule + ` required;`}, "sasl.jaas.config's login module does not match sasl.mechanism=SCRAM-SHA-512"},
+		{"SCRAM's module with OAUTHBEARER", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			"sasl.oauthbearer.client.credentials.client.id=app", "sasl.oauthbearer.client.credentials.client.secret=Zq9-pw", `sasl.jaas.config=` + ScramLoginModule + ` required username="u" password="Zq9-pw";`}, "sasl.jaas.config's login module does not match sasl.mechanism=OAUTHBEARER"},
+		{"OAUTHBEARER from the JAAS options", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			`sasl.jaas.config=` + OAuthBearerLoginModule + ` required clientId="app" clientSecret="Zq9-pw" scope="kafka";`}, ""},
+		{"OAUTHBEARER's module without a secret anywhere", []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=https://idp.example/token",
+			`sasl.jaas.config=` + OAuthBearerLoginModule + ` required clientId="app";`}, "sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.client.credentials.client.secret"},
 		{"a module unknown to all", []string{`sasl.jaas.config=Zq9-pw required;`}, "Invalid value [hidden] for configuration sasl.jaas.config: this login module is not supported"},
 		{"JAAS without a password", []string{`sasl.jaas.config=` + ScramLoginModule + ` required username="u";`}, "needs the options username and password"},
 		{"a PEM trust store inline", []string{"ssl.truststore.type=PEM", "ssl.truststore.certificates=-----BEGIN CERTIFICATE-----"}, ""},
@@ -192,8 +208,103 @@ func TestJavaSecuritySettingsAreChecked(t *testing.T) {
 			t.Errorf("%s: the password leaked: %v", tc.name, err)
 		case tc.name == "store types" && (c.Security.SSLKeystoreType != StorePKCS12 || c.Security.SSLTruststoreType != StorePEM):
 			t.Errorf("store types %s, %s", c.Security.SSLKeystoreType, c.Security.SSLTruststoreType)
+		case tc.name == "OAUTHBEARER from the JAAS options":
+			if id, secret, scope := c.Security.OAuthClientCredentials(); id != "app" || secret.Reveal() != "Zq9-pw" || scope != "kafka" {
+				t.Errorf("%s: client %q scope %q", tc.name, id, scope)
+			}
 		case tc.name == "hostname verification off" && c.Security.VerifyHostname():
 			t.Error("ssl.endpoint.identification.algorithm= still verifies host names")
+		}
+	}
+}
+
+// jaasCases pin how Kafka reads sasl.jaas.config. lenient marks a value
+// Kafka rejects and ParseJAAS accepts on purpose (a bare value Java's
+// tokenizer does not take as a word).
+var jaasCases = []struct {
+	in      string
+	lenient bool
+}{
+	{in: ScramLoginModule + ` required username="alice" password="alice-secret";`},
+	{in: PlainLoginModule + "  REQUIRED\n\tusername=\"a\"\n\tpassword=\"b\" ;\n"},
+	{in: `org.x.Y requisite username=alice password="p\tq\"r\\s";`},
+	{in: `org.x.Y sufficient user=a-b_c$d.e;`},
+	{in: `org.x.Y optional;`},
+	{in: `org.x.Y required a="1" a="2";`},
+	{in: "org.x.Y required // a comment\n a=\"1\" /* another */ b=\"2\";"},
+	{in: `org.x.Y required a="\101\7x\q";`},
+	{in: `org.x.Y required a="";`},
+	{in: `org.x.Y required`},
+	{in: `org.x.Y required; org.x.Z required;`},
+	{in: `org.x.Y always;`},
+	{in: `org.x.Y required a;`},
+	{in: `org.x.Y required a=;`},
+	{in: `org.x.Y required a="unclosed;`},
+	{in: ``},
+	{in: `org.x.Y required a=12345;`, lenient: true},
+	{in: `org.x.Y required a=b/c;`, lenient: true},
+}
+
+// TestParseJAASMatchesKafka runs Kafka's own parser (JaasDump.java with the
+// jars of kafkakeys/gen.sh) on every case: where Kafka reads a value,
+// ParseJAAS reads the same module, flag and options; where Kafka rejects
+// one, ParseJAAS does too, but for the lenient cases. It needs Java and
+// Maven: it skips outside CI without them and fails under CI.
+func TestParseJAASMatchesKafka(t *testing.T) {
+	t.Parallel() // a JVM starts: overlap it with the other tests
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			kafkatest.SkipOrFail(t, "%s not found: the JAAS cases are not checked against Kafka", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	libs, err := exec.CommandContext(ctx, "bash", filepath.Join("kafkakeys", "gen.sh"), "--libs").Output()
+	if err != nil {
+		t.Fatalf("kafkakeys/gen.sh --libs: %v", err)
+	}
+	dir := t.TempDir()
+	args := []string{"-cp", filepath.Join(strings.TrimSpace(string(libs)), "*"), filepath.Join("testdata", "JaasDump.java")}
+	for i, c := range jaasCases {
+		p := filepath.Join(dir, fmt.Sprintf("case%02d", i))
+		if err := os.WriteFile(p, []byte(c.in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, p)
+	}
+	out, err := exec.CommandContext(ctx, "java", args...).Output()
+	if err != nil {
+		t.Fatalf("java JaasDump: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(jaasCases) {
+		t.Fatalf("JaasDump printed %d lines for %d cases:\n%s", len(lines), len(jaasCases), out)
+	}
+	for i, c := range jaasCases {
+		j, err := ParseJAAS(c.in)
+		kafka := lines[i]
+		if strings.HasPrefix(kafka, "ERROR") {
+			if err == nil && !c.lenient {
+				t.Errorf("%q: Kafka rejects it (%s), ParseJAAS reads %+v", c.in, kafka, j)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: Kafka reads it (%s), ParseJAAS: %v", c.in, kafka, err)
+			continue
+		}
+		f := strings.SplitN(kafka, " ", 4) // module, "LoginModuleControlFlag:", flag, options
+		mod, _ := hex.DecodeString(f[0])
+		got := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(f[3], ";"), ";") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				kb, _ := hex.DecodeString(k)
+				vb, _ := hex.DecodeString(v)
+				got[string(kb)] = string(vb)
+			}
+		}
+		if string(mod) != j.Module || f[2] != j.Flag || !maps.Equal(got, j.Options) {
+			t.Errorf("%q: Kafka reads %s %s %q, ParseJAAS %s %s %q", c.in, mod, f[2], got, j.Module, j.Flag, j.Options)
 		}
 	}
 }

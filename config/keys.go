@@ -88,7 +88,7 @@ var keys = []*keyDef{
 			return deadLetterTopic(c.ApplicationID), "<application.id>-dlq"
 		}},
 	{name: "http.auth", def: "token", enum: []string{"token", "none"},
-		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and `http.auth.token` is not set. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
+		doc:   "`token`: `rackstream run` refuses to start when `http.listen` accepts connections beyond loopback and neither `http.auth.token` nor `http.tls.client.auth=require` authenticates clients. `none`: serve without authentication on purpose (logged as a warning at start); `http.auth.token` must then be empty.",
 		field: func(c *Config) any { return (*string)(&c.HTTP.Auth) }},
 	{name: "http.auth.token", secret: true, doc: "A bearer token the HTTP server requires on every route but `/healthz` and `/readyz`. It is never sent to a peer: a forwarded query is signed with an HMAC keyed from it, and only a request so signed is treated as a peer's. Empty for none (then no hop is authenticated).",
 		field: func(c *Config) any { return (*string)(&c.HTTP.AuthToken) }},
@@ -161,7 +161,7 @@ var keys = []*keyDef{
 			return ""
 		}},
 	{name: "sasl.jaas.config", secret: true, check: checkJAAS,
-		doc:   "Kafka's JAAS line for SASL, instead of `sasl.username` and `sasl.password`: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\";` for `sasl.mechanism=PLAIN`, or `org.apache.kafka.common.security.scram.ScramLoginModule` for SCRAM.",
+		doc:   "Kafka's JAAS line for SASL, instead of `sasl.username` and `sasl.password`: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"...\" password=\"...\";` for `sasl.mechanism=PLAIN`, or `org.apache.kafka.common.security.scram.ScramLoginModule` for SCRAM; `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule` for OAUTHBEARER, whose options `clientId`, `clientSecret` and `scope` stand in for the `sasl.oauthbearer.*` keys left empty.",
 		field: func(c *Config) any { return (*string)(&c.Security.SASLJAASConfig) }},
 	{name: "sasl.mechanism", def: "PLAIN", enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}, fold: true,
 		doc:   "The SASL mechanism under `security.protocol` SASL_PLAINTEXT or SASL_SSL.",

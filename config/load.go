@@ -286,9 +286,7 @@ func (c *Config) crossCheck() Errors {
 		case sec.SASLJAASConfig != "" && len(missing) < 2:
 			fail("sasl.jaas.config", "sasl.jaas.config and sasl.username or sasl.password are both set: set one or the other")
 		case sec.SASLJAASConfig != "":
-			if j, err := ParseJAAS(sec.SASLJAASConfig.Reveal()); err == nil && (j.Module == PlainLoginModule) != (sec.SASLMechanism == Plain) {
-				fail("sasl.jaas.config", "sasl.jaas.config's login module does not match sasl.mechanism=%s: %s goes with PLAIN, %s with SCRAM-SHA-256 and SCRAM-SHA-512", sec.SASLMechanism, PlainLoginModule, ScramLoginModule)
-			}
+			c.checkJAASModule(fail)
 		case len(missing) > 0:
 			fail("security.protocol", "security.protocol=%s requires %s (or sasl.jaas.config)", sec.Protocol, strings.Join(missing, " and "))
 		}

@@ -33,11 +33,13 @@ func (c *Config) checkOAuth(fail func(key, format string, args ...any)) {
 	if !sec.UsesSASL() || sec.SASLMechanism != OAuthBearer {
 		return
 	}
+	c.checkJAASModule(fail)
+	id, secret, _ := sec.OAuthClientCredentials()
 	var missing []string
 	for _, kv := range [][2]string{
 		{"sasl.oauthbearer.token.endpoint.url", sec.OAuthTokenEndpointURL},
-		{"sasl.oauthbearer.client.credentials.client.id", sec.OAuthClientID},
-		{"sasl.oauthbearer.client.credentials.client.secret", string(sec.OAuthClientSecret)},
+		{"sasl.oauthbearer.client.credentials.client.id", id},
+		{"sasl.oauthbearer.client.credentials.client.secret", string(secret)},
 	} {
 		if kv[1] == "" {
 			missing = append(missing, kv[0])
@@ -49,6 +51,32 @@ func (c *Config) checkOAuth(fail func(key, format string, args ...any)) {
 	if sec.SASLUsername != "" || sec.SASLPassword != "" {
 		fail("sasl.mechanism", "sasl.mechanism=OAUTHBEARER logs in with an access token: sasl.username and sasl.password are not used; remove them")
 	}
+}
+
+// OAuthClientCredentials returns the client id, secret and scope of the
+// client-credentials flow: the sasl.oauthbearer.* keys (Kafka 4.1's names),
+// and for any of them left empty the option of an OAuthBearerLoginModule
+// in sasl.jaas.config (clientId, clientSecret, scope), where Kafka's Java
+// clients took them before 4.1.
+func (s Security) OAuthClientCredentials() (id string, secret Secret, scope string) {
+	id, secret, scope = s.OAuthClientID, s.OAuthClientSecret, s.OAuthScope
+	if s.SASLJAASConfig == "" {
+		return id, secret, scope
+	}
+	j, err := ParseJAAS(s.SASLJAASConfig.Reveal())
+	if err != nil || j.Module != OAuthBearerLoginModule {
+		return id, secret, scope
+	}
+	if id == "" {
+		id = j.Options["clientId"]
+	}
+	if secret == "" {
+		secret = Secret(j.Options["clientSecret"])
+	}
+	if scope == "" {
+		scope = j.Options["scope"]
+	}
+	return id, secret, scope
 }
 
 // joinAnd joins "a", "a and b", "a, b and c".

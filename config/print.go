@@ -104,9 +104,13 @@ with where it came from (secrets masked) and lists every error with its file and
   ` + "`client.tag.zone`" + `. Other ` + "`RACKSTREAM_`" + ` variables are ignored (a near miss of a real one is warned about).
 - **Errors**: an unknown key is an error that suggests the nearest known key; a bad value names the
   key, the value and what is allowed. Limits on client tags are Kafka Streams' (KIP-708).
+- **Kafka's keys**: every other key of Kafka 4.4's StreamsConfig, ProducerConfig, ConsumerConfig and
+  AdminClientConfig, bare or with Kafka Streams' prefixes (` + "`producer.`" + `, ` + "`consumer.`" + `, ` + "`main.consumer.`" + `,
+  ` + "`restore.consumer.`" + `, ` + "`global.consumer.`" + `, ` + "`admin.`" + `), and TopicConfig's with ` + "`topic.`" + `, is accepted and
+  ignored: one warning lists them, so a Kafka Streams properties file loads as it is.
 - **Secrets**: the keys marked *Secret* below are never printed or logged, nor quoted in an error,
   whichever source set them (a malformed ` + "`--set`" + ` argument or a bad escape in the file included);
-  unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
+  Kafka's own password keys, and unknown keys and client tags whose names look secret (` + "`password`" + `, ` + "`secret`" + `, ` + "`token`" + `,
   ` + "`credential`" + `, ` + "`jaas`" + `, a final ` + "`.key`" + `) are masked too.
 
 | Key | Default | Meaning |

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rackstream/rackstream/internal/kafkatest"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // browser is a headless Chromium a test drives through the DevTools

@@ -4,6 +4,7 @@
 # TopicConfig, as KafkaKeys.java reads them from the jars.
 #
 #   config/kafkakeys/gen.sh > config/kafka_keys.txt
+#   config/kafkakeys/gen.sh --libs     # fetch only; print the jars' directory
 #
 # The jars (kafka-streams and what it brings) are fetched once with Maven
 # into ${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafka-keys-<version>-<pom hash>/libs,
@@ -45,6 +46,11 @@ if [[ ! -f $libs/kafka-streams-$version.jar ]]; then
 		rm -rf "$libs" "$log"
 		mv "$tmp" "$libs"
 	fi
+fi
+
+if [[ ${1:-} == --libs ]]; then
+	echo "$libs" # for tests that run Kafka's own classes
+	exit 0
 fi
 
 echo "# Kafka $version's configuration keys: name, owners (streams, producer, consumer, admin, topic), type."

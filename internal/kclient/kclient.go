@@ -122,10 +122,11 @@ func New(cfg *config.Config, logger *slog.Logger) (*Clients, error) {
 	if sec.UsesSASL() && sec.SASLMechanism == config.OAuthBearer {
 		// The client-credentials flow (oauth.go); config.Load has checked
 		// that its keys are set.
-		if sec.OAuthTokenEndpointURL == "" || sec.OAuthClientID == "" || sec.OAuthClientSecret == "" {
-			return nil, errors.New("kclient: sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and sasl.oauthbearer.client.credentials.client.secret")
+		id, secret, _ := sec.OAuthClientCredentials()
+		if sec.OAuthTokenEndpointURL == "" || id == "" || secret == "" {
+			return nil, errors.New("kclient: sasl.mechanism=OAUTHBEARER requires sasl.oauthbearer.token.endpoint.url, sasl.oauthbearer.client.credentials.client.id and sasl.oauthbearer.client.credentials.client.secret (or clientId and clientSecret in sasl.jaas.config)")
 		}
-		c.auth, c.mechanism, c.user = newTokenSource(sec).mechanism(), config.OAuthBearer, sec.OAuthClientID
+		c.auth, c.mechanism, c.user = newTokenSource(sec).mechanism(), config.OAuthBearer, id
 	}
 	if sec.UsesSASL() && c.auth == nil {
 		user, pass := sec.SASLCredentials() // sasl.username/password or sasl.jaas.config

@@ -77,11 +77,12 @@ type tokenSource struct {
 }
 
 func newTokenSource(sec config.Security) *tokenSource {
+	id, secret, scope := sec.OAuthClientCredentials() // the keys, or sasl.jaas.config's options
 	return &tokenSource{
 		endpoint: sec.OAuthTokenEndpointURL,
-		clientID: sec.OAuthClientID,
-		secret:   sec.OAuthClientSecret.Reveal(),
-		scope:    sec.OAuthScope,
+		clientID: id,
+		secret:   secret.Reveal(),
+		scope:    scope,
 		client:   &http.Client{Timeout: 30 * time.Second},
 		now:      time.Now,
 	}

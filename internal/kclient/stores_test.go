@@ -7,11 +7,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/rackstream/rackstream/internal/kafkatest"
 	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +20,7 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // The Kafka Streams application's file that config's test loads too.
@@ -28,89 +29,80 @@ const kafkaStreamsFile = "../../config/testdata/kafka-streams.properties"
 // TestAKafkaStreamsPropertiesFileConnects runs a Kafka Streams
 // application's properties file as it is (SASL_SSL, SCRAM-SHA-512 from
 // sasl.jaas.config, a PKCS12 trust store with a password, host name
-// verification) against a kfake cluster with the same user and a
-// certificate from the trust store's authority. Only the brokers and the
-// trust store's path are replaced, as a deployment would.
+// verification) against the SASL_SSL listener of the real broker or of
+// kfake (tlsCluster). Only what a deployment changes is replaced: the
+// brokers, the trust store's path and the JAAS line's user.
 func TestAKafkaStreamsPropertiesFileConnects(t *testing.T) {
-	ca := newTestCA(t)
-	trust := writeTrustStore(t, ca, "changeit") // the file's ssl.truststore.password
-	fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "orders-enricher", "s3cr3t-Pa55"))
-	cfg, err := config.Load(config.Sources{File: kafkaStreamsFile, Set: []string{
-		"bootstrap.servers=" + strings.Join(fc.ListenAddrs(), ","),
-		"ssl.truststore.location=" + trust,
-	}})
-	if err != nil {
-		t.Fatalf("the Kafka Streams file does not load: %v", err)
+	l := tlsCluster(t)
+	trust := writeTrustStore(t, readCA(t, l.caFile), "changeit") // the file's ssl.truststore.password
+	jaas := `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="` + l.user + `" password="` + l.password + `";`
+	sets := []string{"bootstrap.servers=" + strings.Join(l.saslSSL, ","), "ssl.truststore.location=" + trust}
+	loadFile := func(more ...string) *config.Config {
+		t.Helper()
+		c, err := config.Load(config.Sources{File: kafkaStreamsFile, Set: slices.Concat(sets, []string{jaas}, more)})
+		if err != nil {
+			t.Fatalf("the Kafka Streams file does not load: %v", err)
+		}
+		return c
 	}
-	kc := newClients(t, cfg, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	kc := newClients(t, loadFile(), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-		t.Fatalf("Check: %v", err)
+		t.Fatalf("Check on %s: %v", l.kind, err)
 	}
-	roundTrip(ctx, t, kc, "kclient-kafka-streams-file")
+	roundTrip(ctx, t, kc, uniqueTopic("kclient-kafka-streams-file"))
 
 	// The wrong trust store password: named key and file, no password.
-	_, err = New(mustLoadWith(t, cfg, "ssl.truststore.password=not-changeit"), nil)
+	_, err := New(loadFile("ssl.truststore.password=not-changeit"), nil)
 	if err == nil || !strings.Contains(err.Error(), "ssl.truststore.location "+trust) || !strings.Contains(err.Error(), "wrong password") || strings.Contains(err.Error(), "changeit") {
 		t.Errorf("a wrong trust store password: %v", err)
 	}
 }
 
-// mustLoadWith loads the Kafka Streams file again with more --set pairs
-// (cfg's brokers and trust store are kept).
-func mustLoadWith(t *testing.T, cfg *config.Config, sets ...string) *config.Config {
-	t.Helper()
-	all := append([]string{"bootstrap.servers=" + strings.Join(cfg.BootstrapServers, ","), "ssl.truststore.location=" + cfg.Security.SSLTruststoreLocation}, sets...)
-	c, err := config.Load(config.Sources{File: kafkaStreamsFile, Set: all})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestKeyStoresPresentTheClientCertificate: mutual TLS with the client
-// certificate from each form Kafka's Java clients accept.
+// certificate from each form Kafka's Java clients accept, on the listener
+// that requires one (real broker or kfake).
 func TestKeyStoresPresentTheClientCertificate(t *testing.T) {
-	ca := newTestCA(t)
-	fc := fakeCluster(t, kfake.TLS(ca.serverConfig(true)))
+	l := tlsCluster(t)
+	caCert := readCA(t, l.caFile)
 	dir := t.TempDir()
-	pair, err := tls.LoadX509KeyPair(ca.certFile, ca.keyFile)
+	pair, err := tls.LoadX509KeyPair(l.certFile, l.keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-	p12, err := pkcs12.Modern2023.Encode(pair.PrivateKey, leaf, []*x509.Certificate{ca.cert}, "ks-pass")
+	p12, err := pkcs12.Modern2023.Encode(pair.PrivateKey, leaf, []*x509.Certificate{caCert}, "ks-pass")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p12File := filepath.Join(dir, "client.p12")
-	certPEM, _ := os.ReadFile(ca.certFile)
-	keyPEM, _ := os.ReadFile(ca.keyFile)
+	certPEM, _ := os.ReadFile(l.certFile)
+	keyPEM, _ := os.ReadFile(l.keyFile)
 	pemFile := filepath.Join(dir, "client-keystore.pem")
 	for name, data := range map[string][]byte{p12File: p12, pemFile: append(append([]byte{}, keyPEM...), certPEM...)} {
 		if err := os.WriteFile(name, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	trust := "ssl.truststore.location=" + writeTrustStore(t, ca, "")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	trust := "ssl.truststore.location=" + writeTrustStore(t, caCert, "")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for name, sets := range map[string][]string{
 		"PKCS12":                 {"ssl.keystore.type=PKCS12", "ssl.keystore.location=" + p12File, "ssl.keystore.password=ks-pass"},
 		"JKS read as PKCS12":     {"ssl.keystore.location=" + p12File, "ssl.keystore.password=ks-pass", "ssl.key.password=ks-pass"},
 		"PEM file":               {"ssl.keystore.type=PEM", "ssl.keystore.location=" + pemFile},
 		"PEM inline":             {"ssl.keystore.type=PEM", "ssl.keystore.key=" + string(keyPEM), "ssl.keystore.certificate.chain=" + string(certPEM)},
-		"PEM trust store inline": {"ssl.keystore.type=PEM", "ssl.keystore.location=" + pemFile, "ssl.truststore.type=PEM", "ssl.truststore.certificates=" + pemOf(ca.cert)},
+		"PEM trust store inline": {"ssl.keystore.type=PEM", "ssl.keystore.location=" + pemFile, "ssl.truststore.type=PEM", "ssl.truststore.certificates=" + pemOf(caCert)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			all := append([]string{"security.protocol=SSL"}, sets...)
 			if !strings.Contains(strings.Join(sets, " "), "ssl.truststore.") {
 				all = append(all, trust)
 			}
-			kc := newClients(t, load(t, fc.ListenAddrs(), all...), nil)
+			kc := newClients(t, load(t, l.mtls, all...), nil)
 			if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-				t.Fatalf("Check: %v", err)
+				t.Fatalf("Check on %s: %v", l.kind, err)
 			}
 		})
 	}
@@ -129,7 +121,7 @@ func TestKeyStoresPresentTheClientCertificate(t *testing.T) {
 		"a real JKS file":               {[]string{"ssl.keystore.location=" + jks}, "is a JKS key store, which Rackstream does not read: convert it with keytool -importkeystore"},
 		"a key that is not the chain's": {[]string{"ssl.keystore.type=PEM", "ssl.keystore.key=" + string(pemOfKey(t)), "ssl.keystore.certificate.chain=" + string(certPEM)}, "ssl.keystore.key with ssl.keystore.certificate.chain: not a matching PEM"},
 	} {
-		_, err := New(load(t, fc.ListenAddrs(), append([]string{"security.protocol=SSL", trust}, tc.sets...)...), nil)
+		_, err := New(load(t, l.mtls, append([]string{"security.protocol=SSL", trust}, tc.sets...)...), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Zq9") || strings.Contains(err.Error(), "PRIVATE KEY") {
 			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
 		}
@@ -169,29 +161,28 @@ func TestEndpointIdentificationOffStillVerifiesTheChain(t *testing.T) {
 func TestKeytoolTrustStore(t *testing.T) {
 	keytool, err := exec.LookPath("keytool")
 	if err != nil {
-		kafkatest.SkipOrFail(t, "keytool not found")
+		kafkatest.SkipOrFail(t, "keytool not found (.ci/run installs the JDK)")
 	}
-	ca := newTestCA(t)
+	l := tlsCluster(t)
 	store := filepath.Join(t.TempDir(), "truststore.p12")
-	out, err := exec.CommandContext(t.Context(), keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", ca.caFile,
+	out, err := exec.CommandContext(t.Context(), keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", l.caFile,
 		"-keystore", store, "-storetype", "PKCS12", "-storepass", "changeit").CombinedOutput()
 	if err != nil {
 		t.Fatalf("keytool: %v\n%s", err, out)
 	}
-	fc := fakeCluster(t, kfake.TLS(ca.serverConfig(false)))
-	kc := newClients(t, load(t, fc.ListenAddrs(), "security.protocol=SSL", "ssl.truststore.location="+store, "ssl.truststore.password=changeit"), nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	kc := newClients(t, load(t, l.ssl, "security.protocol=SSL", "ssl.truststore.location="+store, "ssl.truststore.password=changeit"), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
-		t.Fatalf("Check with keytool's trust store: %v", err)
+		t.Fatalf("Check on %s with keytool's trust store: %v", l.kind, err)
 	}
 }
 
-// writeTrustStore writes a PKCS12 trust store of ca's certificate, as
+// writeTrustStore writes a PKCS12 trust store of a CA certificate, as
 // keytool would (Java's trust attribute, modern encryption).
-func writeTrustStore(t *testing.T, ca *testCA, password string) string {
+func writeTrustStore(t *testing.T, ca *x509.Certificate, password string) string {
 	t.Helper()
-	data, err := pkcs12.Modern2023.EncodeTrustStore([]*x509.Certificate{ca.cert}, password)
+	data, err := pkcs12.Modern2023.EncodeTrustStore([]*x509.Certificate{ca}, password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +213,20 @@ func (ca *testCA) issueServer(t *testing.T, name string) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
+// readCA reads the first certificate of a PEM file.
+func readCA(t *testing.T, file string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := pemCerts(data)
+	if len(certs) == 0 {
+		t.Fatalf("%s holds no certificate", file)
+	}
+	return certs[0]
+}
+
 func pemOf(c *x509.Certificate) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
 }
@@ -229,4 +234,38 @@ func pemOf(c *x509.Certificate) string {
 // pemOfKey is a fresh key that belongs to no certificate.
 func pemOfKey(t *testing.T) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: marshalKey(t, newKey(t))})
+}
+
+// TestOAuthBearerFromAKafkaJAASLine: a Kafka Streams file written before
+// Kafka 4.1 gives the client credentials as options of
+// OAuthBearerLoginModule in sasl.jaas.config; they reach the token
+// endpoint as the sasl.oauthbearer.* keys would, and on the real broker
+// (kfake has no OAUTHBEARER) the tokens log in.
+func TestOAuthBearerFromAKafkaJAASLine(t *testing.T) {
+	jaasSets := func(endpoint string) []string {
+		return []string{"security.protocol=SASL_SSL", "sasl.mechanism=OAUTHBEARER", "sasl.oauthbearer.token.endpoint.url=" + endpoint,
+			`sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="` + oauthClientID + `" clientSecret="` + oauthSecret + `" scope="kafka";`}
+	}
+	te := newTokenEndpoint(t, nil, time.Hour)
+	cfg := load(t, []string{"127.0.0.1:1"}, jaasSets(te.URL)...)
+	if kc := newClients(t, cfg, nil); kc.Mechanism() != config.OAuthBearer {
+		t.Fatalf("mechanism %s", kc.Mechanism())
+	}
+	tok, err := newTokenSource(cfg.Security).Token(t.Context())
+	if err != nil || tok != "placeholder-token-for-kafka" || te.requests.Load() != 1 {
+		t.Errorf("Token = %q, %v after %d requests", tok, err, te.requests.Load())
+	}
+
+	brokers, dir := realOAuthListener(t)
+	if brokers == nil {
+		return // the login on a broker runs in the real-broker pass
+	}
+	signed := newTokenEndpoint(t, readRSAKey(t, filepath.Join(dir, "oauth-key.pem")), time.Hour)
+	kc := newClients(t, load(t, brokers, append(jaasSets(signed.URL), "ssl.ca.location="+filepath.Join(dir, "ca.pem"))...), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+		t.Fatalf("Check on Kafka's OAUTHBEARER listener: %v", err)
+	}
+	roundTrip(ctx, t, kc, uniqueTopic("kclient-oauth-jaas"))
 }
