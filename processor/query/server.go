@@ -50,10 +50,12 @@ type Options struct {
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
 	// every producer uses.
 	Partitioner partition.Partitioner
-	// Settings are this instance's own assignment settings, which
-	// /v1/metadata shows as the ones its placement was planned with
-	// (source "instance") while the runtime's placement does not carry the
-	// leader's. Nil: the document has no settings (a reader infers them).
+	// Settings are this instance's own assignment settings. /v1/metadata
+	// shows the leader's, carried in the placement, and these only for a
+	// placement without them (a group speaking wire version 3 or older),
+	// marked source "instance"; its probing interval is always this one's.
+	// Nil: such a placement's document has no settings (a reader infers
+	// them).
 	Settings *assignor.MetadataSettings
 
 	// AuthToken, when set (http.auth.token), is required as
