@@ -165,7 +165,7 @@ type Server struct {
 
 // New returns a server. It fails on an invalid configuration: a missing
 // reader, TLS without a peer config, a peer config that skips
-// verification, duplicate stores, metrics already registered.
+// verification, duplicate stores.
 func New(opts Options) (*Server, error) {
 	opts.defaults()
 	if opts.Reader == nil {
@@ -207,10 +207,7 @@ func New(opts Options) (*Server, error) {
 		s.tokenSum = sha256.Sum256(s.token)
 		s.hopKey = hopKey(opts.AuthToken)
 	}
-	var err error
-	if s.met, err = newMetrics(opts.Registerer); err != nil {
-		return nil, fmt.Errorf("query: register metrics: %w", err)
-	}
+	s.met = newMetrics(opts.Registerer)
 	g := opts.Gatherer
 	if g == nil {
 		g = prometheus.NewRegistry()
