@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/processor/service"
@@ -104,6 +105,8 @@ func (in *devInstance) newService() (*service.Instance, *cutdial.Dialer, error) 
 		Listener:   ln,
 		ClientOpts: []kgo.Opt{kgo.Dialer(dialer.Dial)},
 		Wrap:       in.d.admin,
+		// The placement table is printed on placement events (watch).
+		OnPlacement: func(*balancer.Placement) { in.d.placed() },
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.name, err)

@@ -103,6 +103,10 @@ type Options struct {
 	// registry (one per process: `run` sets it, `dev` sets it on one
 	// instance at most).
 	ProcessMetrics bool
+	// OnPlacement, when set, is called once with every new placement the
+	// instance learns, after its log line (processor.Options.OnPlacement):
+	// `rackstream dev` prints its placement table from it.
+	OnPlacement func(*balancer.Placement)
 }
 
 // Instance is one running member of a processor group with its HTTP
@@ -240,7 +244,12 @@ func New(opts Options) (*Instance, error) {
 	ro.Logger = log
 	ro.Registerer = reg
 	var rt *processor.Runtime
-	ro.OnPlacement = func(p *balancer.Placement) { logPlacement(log, p, rt.ProcessID()) }
+	ro.OnPlacement = func(p *balancer.Placement) {
+		logPlacement(log, p, rt.ProcessID())
+		if opts.OnPlacement != nil {
+			opts.OnPlacement(p)
+		}
+	}
 	rt, err = processor.NewRuntime(topo, ro)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
