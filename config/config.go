@@ -167,6 +167,7 @@ type Guarantee string
 const (
 	AtLeastOnce   Guarantee = "at_least_once"
 	ExactlyOnceV2 Guarantee = "exactly_once_v2"
+	AtMostOnce    Guarantee = "at_most_once"
 )
 
 // Partitioner is the function that maps a key to its partition slot.

@@ -322,7 +322,7 @@ func TestBadValuesNameKeyLineValueAndWhatIsAllowed(t *testing.T) {
 		{"replication.factor=-2", "Invalid value -2 for configuration replication.factor: Value must be at least -1"},
 		{"security.protocol=TLS", "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"},
 		{"sasl.mechanism=GSSAPI", "Invalid value GSSAPI for configuration sasl.mechanism: String must be one of: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"},
-		{"processing.guarantee=exactly_once", "Invalid value exactly_once for configuration processing.guarantee: String must be one of: at_least_once, exactly_once_v2"},
+		{"processing.guarantee=exactly_once", "Invalid value exactly_once for configuration processing.guarantee: String must be one of: at_least_once, exactly_once_v2, at_most_once"},
 		{"partitioner=random", "Invalid value random for configuration partitioner: String must be one of: murmur2, fnv1a, crc32"},
 		{"processing.exception.handler=ignore", "Invalid value ignore for configuration processing.exception.handler: String must be one of: dlq, skip (alias continue), fail"},
 		{"log.format=xml", "Invalid value xml for configuration log.format: String must be one of: text, json"},

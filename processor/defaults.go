@@ -45,6 +45,7 @@ func DefaultOptions() Options {
 		Partitioner:           partition.Murmur2(),
 		CacheMaxBytes:         10 << 20,
 		CommitInterval:        30 * time.Second,
+		Guarantee:             AtLeastOnce,
 		ErrorPolicy:           PolicyDeadLetter,
 		Retry:                 DefaultRetry(),
 		ReplicationFactor:     -1,
@@ -108,6 +109,9 @@ func (o *Options) check(appID string) error {
 	}
 	if o.CommitInterval < 0 {
 		bad("CommitInterval (commit.interval.ms) %v: must be at least 0 (0: commit after every batch)", o.CommitInterval)
+	}
+	if _, err := ParseGuarantee(string(o.Guarantee)); err != nil {
+		bad("Guarantee (processing.guarantee) %q: must be at_least_once, exactly_once_v2 or at_most_once", o.Guarantee)
 	}
 	if _, err := ParseErrorPolicy(string(o.ErrorPolicy)); err != nil || o.ErrorPolicy == "" {
 		bad("ErrorPolicy (processing.exception.handler) %q: must be dlq, skip or fail", o.ErrorPolicy)

@@ -85,7 +85,11 @@ type Options struct {
 	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
 	// commits after every batch of records a task has worked through.
+	// Under ExactlyOnceV2 each commit ends a transaction: set it to
+	// DefaultCommitIntervalExactlyOnce (the configuration's default there).
 	CommitInterval time.Duration
+	// Guarantee is processing.guarantee (see Guarantee); required.
+	Guarantee Guarantee
 	// ErrorPolicy is processing.exception.handler; required.
 	ErrorPolicy ErrorPolicy
 	// Retry bounds the retries of a failing handler (DefaultRetry: 3

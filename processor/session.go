@@ -105,6 +105,9 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		taken:      s.taken,
 		worked:     s.worked,
 	}
+	if r.opts.Guarantee == AtMostOnce {
+		env.ahead = func(t *task, records []*kgo.Record) bool { return s.c.commitAhead(t.ctx, t, records) }
+	}
 	s.m = newMember(env, s.c, mgr, r.setPhase, func(err error) { s.fail(err) })
 	// A task's partitions are paused while its stores restore; a short
 	// fetch wait makes their resumption prompt. A producer linger batches

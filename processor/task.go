@@ -46,6 +46,9 @@ type taskEnv struct {
 	worked func()
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
+	// ahead, under at-most-once, commits a batch's offsets before the
+	// task processes it (guarantee.go); false: the task is stopped.
+	ahead func(t *task, records []*kgo.Record) bool
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -161,6 +164,9 @@ func (t *task) run() {
 			}
 		}
 		t.env.taken(len(p.Records))
+		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
+			return
+		}
 		if !t.work(p.Records) {
 			return
 		}

@@ -139,9 +139,11 @@ func New(opts Options) (*Instance, error) {
 	if cfg == nil {
 		return nil, errors.New("service: Options.Config is required")
 	}
-	if cfg.ExactlyOnce() {
-		// The runtime commits at-least-once only so far; refusing is
-		// better than silently weakening the guarantee.
+	guarantee, err := processor.ParseGuarantee(string(cfg.ProcessingGuarantee))
+	if err != nil {
+		return nil, fmt.Errorf("service: processing.guarantee: %w", err)
+	}
+	if guarantee == processor.ExactlyOnceV2 {
 		return nil, errors.New("service: processing.guarantee=exactly_once_v2 is not supported by this build's runtime yet; use at_least_once")
 	}
 	log := opts.Logger
@@ -236,6 +238,7 @@ func New(opts Options) (*Instance, error) {
 	ro.Partitioner = part
 	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
 	ro.CommitInterval = cfg.CommitInterval
+	ro.Guarantee = guarantee
 	ro.ErrorPolicy = policy
 	ro.DLQTopic = cfg.DeadLetterQueueTopic
 	ro.ReplicationFactor = int16(cfg.ReplicationFactor)

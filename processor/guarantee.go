@@ -1,0 +1,98 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Guarantee is processing.guarantee: what a crash does to the records
+// processed since the last commit.
+type Guarantee string
+
+const (
+	// AtLeastOnce commits at the processed watermark every commit
+	// interval: a crash processes the records after the last commit again
+	// (their state updates and outputs may repeat); none is skipped.
+	AtLeastOnce Guarantee = "at_least_once"
+	// ExactlyOnceV2 writes each commit interval's changelog records,
+	// outputs, dead letters and input offsets in one Kafka transaction
+	// (one transactional producer per instance, as Kafka Streams'
+	// exactly_once_v2): a crash aborts the open transaction, and the
+	// records are processed again from state that never saw them. Local
+	// state follows the transaction (txn.go). It costs a transaction per
+	// commit interval (100 ms by default), and readers under
+	// read_committed see outputs only when their transaction commits.
+	ExactlyOnceV2 Guarantee = "exactly_once_v2"
+	// AtMostOnce commits a batch's input offsets before its records are
+	// processed: a crash may skip the records of the batch in progress
+	// (and the state updates of those processed since the last store
+	// commit that had not reached the changelog), never repeat one. Kafka
+	// Streams has no such value; the seed systems Rackstream replaces
+	// offered it for consumers that prefer a gap to a duplicate.
+	AtMostOnce Guarantee = "at_most_once"
+)
+
+// ParseGuarantee returns the guarantee named s (processing.guarantee's
+// values).
+func ParseGuarantee(s string) (Guarantee, error) {
+	switch g := Guarantee(s); g {
+	case AtLeastOnce, ExactlyOnceV2, AtMostOnce:
+		return g, nil
+	}
+	return "", fmt.Errorf("processor: unknown processing guarantee %q: want at_least_once, exactly_once_v2 or at_most_once", s)
+}
+
+// commitAhead is the at-most-once step before a task works through a
+// batch: it commits the offset after the batch's last record, so that
+// no crash can hand these records to anyone again. A failed commit is
+// retried with backoff until it succeeds or the task is stopped (a
+// revoke or a loss ends the retries; a rebalance in progress is the usual
+// cause, and the next generation accepts the commit): the batch must not
+// be processed without it. It reports false when the task is stopped.
+//
+// It takes the commits' turn, like every commit, because it updates the
+// task's committed offsets that the periodic commits read: those then
+// find nothing to commit for the input (the offsets are ahead of the
+// processed watermark) and only write the stores.
+func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Record) bool {
+	if len(records) == 0 {
+		return true
+	}
+	last := records[len(records)-1]
+	offsets := map[string]map[int32]kgo.EpochOffset{
+		last.Topic: {last.Partition: {Epoch: last.LeaderEpoch, Offset: last.Offset + 1}},
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := c.turn.LockContext(ctx)
+		if err != nil {
+			return false
+		}
+		if t.committed[last.Topic] >= last.Offset+1 {
+			c.turn.Unlock()
+			return true // a batch fetched again after a rewind: already committed
+		}
+		err = c.offsets.CommitOffsets(ctx, offsets)
+		if err == nil {
+			t.committed[last.Topic] = last.Offset + 1
+		}
+		c.turn.Unlock()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.met.commitFailures.Inc()
+		c.log.Warn("at-most-once: committing a batch's offsets before processing it failed; retrying", "task", t.id, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
