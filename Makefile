@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench chaos kafka-start kafka-stop kafka-status release
+.PHONY: all build vet test test-kfake test-kafka bench bench-go chaos kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -36,7 +36,14 @@ test-kafka:
 chaos:
 	./deploy/local/chaos.sh long
 
+# bench/driver: every benchmark and peer in its own process, on kfake and on
+# the real broker when `make kafka-start` left one running; writes
+# bench/results.md (bench/README.md). `bench-go` runs every go benchmark.
 bench:
+	if ./deploy/local/kafka.sh status >/dev/null 2>&1; then eval "$$(./deploy/local/kafka.sh env)"; fi; \
+		$(GO) run ./bench/driver -out bench/results.md
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
 
 kafka-start:

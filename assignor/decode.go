@@ -18,9 +18,11 @@ import (
 //     clients with "endpoint", "status" with "lags"), where "tasks" is an
 //     array. Its placement becomes the previous plan: each client's active,
 //     standby and warmup tasks its previous roles, status.lags its lags.
-//     The settings come from the document's own scenario fields when it has
-//     them, else num_standby_replicas is the most standbys any task has and
-//     rack_aware_assignment_tags the tags of quality.dimensions, in order.
+//     The settings are its "settings" (Metadata.Settings: those the
+//     placement was planned with); in a document without them, its own
+//     top-level scenario fields when it has them, else num_standby_replicas
+//     is the most standbys any task has and rack_aware_assignment_tags the
+//     tags of quality.dimensions, in order.
 //     Unknown fields are ignored: the document grows over time.
 //
 // Absent fields take their defaults (see Input). The result is not yet
@@ -90,27 +92,15 @@ func decodeScenario(data []byte, hasTasks bool) (Input, error) {
 	return out, nil
 }
 
-// metadataDoc is the part of a /v1/metadata document that a scenario needs.
+// metadataDoc is a /v1/metadata document as decoded: Metadata, and the
+// scenario's settings fields a hand-made document may carry at its top
+// level, read when it has no "settings".
 type metadataDoc struct {
+	Metadata
 	NumStandbyReplicas      *int     `json:"num_standby_replicas"`
 	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
 	AcceptableRecoveryLag   *int64   `json:"acceptable_recovery_lag"`
 	MaxWarmupReplicas       *int     `json:"max_warmup_replicas"`
-	Clients                 []struct {
-		ID       string            `json:"id"`
-		Tags     map[string]string `json:"tags"`
-		Capacity *int              `json:"capacity"`
-	} `json:"clients"`
-	Tasks                  []TaskPlacement `json:"tasks"`
-	Quality                Quality         `json:"quality"`
-	ProbingRebalanceNeeded bool            `json:"probing_rebalance_needed"`
-	Status                 struct {
-		Lags []struct {
-			Task   int    `json:"task"`
-			Client string `json:"client"`
-			Lag    int64  `json:"lag"`
-		} `json:"lags"`
-	} `json:"status"`
 }
 
 func decodeMetadata(data []byte) (Input, *Plan, error) {
@@ -158,6 +148,11 @@ func metadataInput(doc *metadataDoc) (Input, error) {
 		RackAwareAssignmentTags: doc.RackAwareAssignmentTags,
 		Clients:                 make([]Client, len(doc.Clients)),
 	}
+	if st := doc.Settings; st != nil {
+		// The settings the placement was made with: nothing to infer.
+		doc.NumStandbyReplicas, doc.AcceptableRecoveryLag, doc.MaxWarmupReplicas = &st.NumStandbyReplicas, &st.AcceptableRecoveryLag, &st.MaxWarmupReplicas
+		in.RackAwareAssignmentTags = append([]string{}, st.RackAwareAssignmentTags...)
+	}
 	if doc.AcceptableRecoveryLag != nil {
 		in.AcceptableRecoveryLag = *doc.AcceptableRecoveryLag
 	}
@@ -178,10 +173,7 @@ func metadataInput(doc *metadataDoc) (Input, error) {
 			return Input{}, fieldErr("clients["+strconv.Itoa(i)+"].id", "duplicate id %q (also clients[%d])", c.ID, j)
 		}
 		byID[c.ID] = i
-		in.Clients[i] = Client{ID: c.ID, Tags: c.Tags, Capacity: 1}
-		if c.Capacity != nil {
-			in.Clients[i].Capacity = *c.Capacity
-		}
+		in.Clients[i] = Client{ID: c.ID, Tags: c.Tags, Capacity: max(1, c.Capacity)}
 	}
 	maxStandbys := 0
 	client := func(field, id string) (*Client, error) {

@@ -3,7 +3,6 @@ package chaos
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -11,88 +10,93 @@ import (
 	"github.com/rackstream/rackstream/internal/cluster"
 )
 
-// TestStateDirDeleted is scenario 5's first half: an instance's state
-// directory deleted while it is down (a lost volume). It comes back as a
-// new member (its process id was in that directory) and rebuilds its
-// replicas from the changelogs, while the standbys that took over its tasks
-// serve them.
-func TestStateDirDeleted(t *testing.T) {
+// TestStateLost is scenario 5: an instance's state directory deleted while
+// it is down (a lost volume), then another instance's store files (their
+// manifests) damaged while it is down. The first comes back as a new
+// member (its process id was in that directory) and rebuilds its replicas
+// from the changelogs; the second must notice the damage when it opens a
+// store, move the store aside and rebuild it from its changelog, never
+// serve a silently shortened store. Meanwhile the standbys that took over
+// their tasks serve them.
+func TestStateLost(t *testing.T) {
 	needMode(t, false)
-	r := begin(t, "disk-lost")
-	victim := r.ins[2]
-	oldID := victim.ID()
-	victim.Kill()
-	r.waitTakeover(victim)
-	if err := os.RemoveAll(victim.StateDir); err != nil {
+	r := begin(t, "disk")
+
+	lost := r.ins[2]
+	oldID := lost.ID()
+	lost.Kill()
+	r.waitTakeover(lost)
+	if err := os.RemoveAll(lost.StateDir); err != nil {
 		t.Fatal(err)
 	}
 	r.settle()
 	back := time.Now()
-	r.restart(victim)
+	r.restart(lost)
 	r.healed(back)
-	if victim.ID() == oldID {
-		t.Errorf("%s kept its process id %s without its state directory", victim.Name, oldID)
+	if lost.ID() == oldID {
+		t.Errorf("%s kept its process id %s without its state directory", lost.Name, oldID)
 	}
+
+	r.settle()
+	damaged := r.ins[1]
+	damaged.Kill()
+	r.waitTakeover(damaged)
+	stores := damageManifests(t, damaged.StateDir)
+	t.Logf("damaged the manifests of %d stores of %s", len(stores), damaged.Name)
+	r.settle()
+	back = time.Now()
+	r.restart(damaged)
+	r.healed(back)
+	// The stores it opened again (those of the tasks it holds now) were
+	// found damaged and moved aside.
+	aside := 0
+	for _, dir := range stores {
+		m, _ := filepath.Glob(dir + ".corrupt-*")
+		aside += len(m)
+	}
+	if aside == 0 {
+		t.Errorf("%s reopened none of its %d damaged stores as damaged (no <store>.corrupt-* beside them):\n%s",
+			damaged.Name, len(stores), cluster.Tail(damaged.Proc().Err.String(), 20))
+	}
+	t.Logf("%d of %d damaged stores moved aside and rebuilt", aside, len(stores))
 	r.settle()
 	r.end(r.p.session + 5*time.Second)
 }
 
-// TestStoreFileDamaged is scenario 5's second half: a store's journal
-// damaged in its middle while the instance is down (records intact after
-// the damage: not a torn tail). The instance must notice, move the store
-// aside (logged at ERROR) and rebuild it from its changelog, never serve a
-// silently shortened store.
-func TestStoreFileDamaged(t *testing.T) {
-	needMode(t, true) // the rebuild of a damaged store lands with the state fix (issue 13); then short too
-	r := begin(t, "disk-damaged")
-	victim := r.ins[1]
-	victim.Kill()
-	r.waitTakeover(victim)
-	file := damageLargestJournal(t, victim.StateDir)
-	t.Logf("damaged %s", file)
-	r.settle()
-	back := time.Now()
-	r.restart(victim)
-	r.healed(back)
-	if !strings.Contains(victim.Proc().Err.String(), "CORRUPTED") {
-		t.Errorf("%s reopened the damaged %s without reporting it:\n%s", victim.Name, file, cluster.Tail(victim.Proc().Err.String(), 20))
-	}
-	r.settle()
-	r.end(r.p.session + 5*time.Second)
-}
-
-// damageLargestJournal overwrites 64 bytes in the middle of the largest
-// LevelDB journal (*.log) under dir with garbage and returns its path.
-func damageLargestJournal(t *testing.T, dir string) string {
+// damageManifests overwrites 16 bytes in the middle of every store's
+// LevelDB MANIFEST under dir with garbage, and returns the store
+// directories damaged. (A journal damaged within its last 32 KiB block
+// looks like a torn tail, which goleveldb's reader cannot tell apart from
+// a crash mid-write: the store then resumes from its last complete batch,
+// correctly, and restores the rest; a damaged manifest is damage.)
+func damageManifests(t *testing.T, dir string) []string {
 	t.Helper()
-	type file struct {
-		path string
-		size int64
-	}
-	var logs []file
+	var stores []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".log") {
-			if fi, err := d.Info(); err == nil {
-				logs = append(logs, file{p, fi.Size()})
-			}
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), "MANIFEST-") {
+			return nil
 		}
+		fi, err := d.Info()
+		if err != nil || fi.Size() < 32 {
+			return nil
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		garbage := make([]byte, 16)
+		for i := range garbage {
+			garbage[i] = byte(0xA5 ^ i)
+		}
+		if _, err := f.WriteAt(garbage, fi.Size()/2-8); err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, filepath.Dir(p))
 		return nil
 	})
-	sort.Slice(logs, func(i, j int) bool { return logs[i].size > logs[j].size })
-	if len(logs) == 0 || logs[0].size < 4096 {
-		t.Fatalf("no journal of at least 4 KiB under %s to damage: %v", dir, logs)
+	if len(stores) == 0 {
+		t.Fatalf("no store manifest under %s to damage", dir)
 	}
-	f, err := os.OpenFile(logs[0].path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	garbage := make([]byte, 64)
-	for i := range garbage {
-		garbage[i] = byte(0xA5 ^ i)
-	}
-	if _, err := f.WriteAt(garbage, logs[0].size/2); err != nil {
-		t.Fatal(err)
-	}
-	return logs[0].path
+	return stores
 }

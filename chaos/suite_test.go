@@ -197,13 +197,17 @@ func (r *run) settle() {
 // waitWhole waits until the placement is whole on all six instances: every
 // task with an active, no task repeating a tag value, no standby
 // shortfall; and it checks that it was whole within one rebalance of the
-// first generation in which all six were members (a cooperative
-// rebalance's follow-up round allowed). It returns the generation.
+// first generation in which all six were members again (a cooperative
+// rebalance's follow-up round allowed). The generation seen first may be
+// the one from before the fault (after a broker outage the members still
+// show it until they rejoin): unless it is whole already, only later
+// generations count. It returns the generation.
 func (r *run) waitWhole(what string) int32 {
 	r.t.Helper()
 	var (
 		last      string
-		firstFull int32 = -1 // the first generation seen with every member
+		first     int32 = -1 // the generation of the first answer
+		firstFull int32 = -1 // the first later generation seen with every member
 		md        cluster.Metadata
 		err       error
 	)
@@ -211,11 +215,17 @@ func (r *run) waitWhole(what string) int32 {
 	for {
 		md, _, err = r.g.Metadata()
 		if err == nil {
-			if firstFull < 0 && len(md.Clients) == slots {
-				firstFull = md.Generation
+			if first < 0 {
+				first = md.Generation
 			}
 			if last = md.WholeProblem(r.p.partitions, slots); last == "" {
+				if firstFull < 0 {
+					firstFull = md.Generation
+				}
 				break
+			}
+			if firstFull < 0 && md.Generation > first && len(md.Clients) == slots {
+				firstFull = md.Generation
 			}
 		} else {
 			last = err.Error()

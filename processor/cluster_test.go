@@ -2,12 +2,9 @@ package processor_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/state"
@@ -234,70 +232,6 @@ func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
 	a.checkCounts(t, true)
 }
 
-// cutDialer dials the broker until Cut, after which it refuses to dial and
-// every connection it made fails: the instance is cut off as by a crash,
-// and nothing it sends can reach the broker.
-type cutDialer struct {
-	mu          sync.Mutex
-	cut         atomic.Bool
-	conns       []net.Conn
-	writesAfter atomic.Int64
-}
-
-var errCut = errors.New("connection cut by the test")
-
-func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	if d.cut.Load() {
-		return nil, errCut
-	}
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cut.Load() {
-		c.Close()
-		return nil, errCut
-	}
-	cc := &cutConn{Conn: c, d: d}
-	d.conns = append(d.conns, cc)
-	return cc, nil
-}
-
-func (d *cutDialer) Cut() {
-	d.cut.Store(true)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, c := range d.conns {
-		c.(*cutConn).Conn.Close()
-	}
-}
-
-// Heal lets the dialer connect again.
-func (d *cutDialer) Heal() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.conns = nil
-	d.cut.Store(false)
-}
-
-func kgoDialer(d *cutDialer) kgo.Opt { return kgo.Dialer(d.dial) }
-
-type cutConn struct {
-	net.Conn
-	d *cutDialer
-}
-
-func (c *cutConn) Write(b []byte) (int, error) {
-	if c.d.cut.Load() {
-		c.d.writesAfter.Add(1)
-		return 0, errCut
-	}
-	return c.Conn.Write(b)
-}
-
 func restoredRecords(t *testing.T, reg *prometheus.Registry, task int32) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -330,10 +264,10 @@ func labelValue(m *dto.Metric, name string) string {
 func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
-	victim := &cutDialer{}
+	victim := new(cutdial.Dialer)
 	ins := a.startCluster(t, 3, 1, func(i int, o *processor.Options) {
 		if i == 0 {
-			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.dial))
+			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second
 		}
 	})
@@ -452,7 +386,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		in.stop(t)
 	}
 	ins[0].stop(t)
-	if n := victim.writesAfter.Load(); n > 0 {
+	if n := victim.WritesAfterCut(); n > 0 {
 		t.Logf("the killed instance attempted %d writes after the cut; all failed", n)
 	}
 	if n := leaks.Load(); n > 0 {
@@ -468,7 +402,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 12)
-	victim := &cutDialer{}
+	victim := new(cutdial.Dialer)
 	var ins []*instance
 	for i := 0; i < 6; i++ {
 		name := "i" + strconv.Itoa(i)
@@ -477,7 +411,7 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 		o.RackAwareTags = tags.Keys{"zone", "cluster"}
 		o.NumStandbys = 2
 		if i == 0 {
-			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.dial))
+			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second
 		}
 		ins = append(ins, a.start(t, name, o))

@@ -49,7 +49,7 @@
 // committed. Lost partitions are dropped without committing. Records after
 // the last commit may be handled again after a crash; none is skipped.
 //
-// With Options.CacheMaxBytes (statestore.cache.max.bytes) set, a record
+// With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. 0 turns it off.
@@ -60,7 +60,19 @@
 // is flushing to unreachable brokers is aborted when its partitions are
 // lost or revoked, or the shutdown begins, rather than holding its tasks
 // (and with them the group callbacks and the poll loop) until the brokers
-// return; past the timeout Run gives up and logs what it was waiting for.
+// return; past the timeout Run gives up, logs what it was waiting for, and
+// closes the stores anyway (within a second more): Run always releases the
+// state directory. A handler still running then finds its store reads and
+// writes failing with ErrTaskClosed, and Run returns an error naming its
+// task.
+//
+// # Zero values and defaults
+//
+// DefaultOptions holds every default (the configuration's key table takes
+// its own from it); a zero field means zero, never "the default":
+// CommitInterval 0 commits after every batch a task works through,
+// ShutdownTimeout 0 does not wait, CacheMaxBytes 0 turns the record cache
+// off. NewRuntime rejects a zero that makes no sense, naming its key.
 //
 // # Inside the runtime: one way from a fetched record to a committed offset
 //
@@ -108,5 +120,8 @@
 // replicas tail their changelogs through package state; an active task
 // whose replica is already here is promoted, replaying only its lag, and a
 // task moved away stays a standby when the plan keeps one here. Replica,
-// Placement and Ready serve the HTTP query layer (processor/query).
+// Placement and Ready serve the HTTP query layer (processor/query), and
+// Options.OnPlacement hands each new placement, once, to whoever follows
+// it (logs, metrics, dev), with the settings the group's leader planned it
+// with.
 package processor

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/codec"
@@ -149,9 +150,9 @@ func TestRuntimeRebuildsTheClientAfterAFatalProduceErrorAndLosesNothing(t *testi
 func TestRuntimeStallsWhileTheBrokerIsUnreachableAndResumesLosingNothing(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 3)
-	d := &cutDialer{}
+	d := new(cutdial.Dialer)
 	o := a.options(t, "solo", "a")
-	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.ClientOpts = append(o.ClientOpts, kgo.Dialer(d.Dial))
 	o.RebuildBackoff = 50 * time.Millisecond
 	in := a.start(t, "solo", o)
 	a.produce(t, 3000, 30, 0)
@@ -237,9 +238,9 @@ func TestRunFailsAtStartWhenAnOutputTopicIsMissing(t *testing.T) {
 func TestShutdownIsBoundedWhenCutOffWhileACommitIsFlushing(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 4)
-	d := &cutDialer{}
+	d := new(cutdial.Dialer)
 	o := a.options(t, "cut", "a")
-	o.ClientOpts = append(o.ClientOpts, kgoDialer(d))
+	o.ClientOpts = append(o.ClientOpts, kgo.Dialer(d.Dial))
 	o.ShutdownTimeout = 2 * time.Second
 	in := a.start(t, "cut", o)
 	kafkatest.Eventually(t, time.Minute, "ready", func() bool { return allReady(in) })

@@ -1,10 +1,11 @@
 package processor
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rackstream/rackstream/internal/promreg"
 )
 
 // metrics are the runtime's Prometheus series (prefix rackstream_, names
@@ -61,29 +62,15 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 		// Unchecked (it describes nothing): its series come and go with
 		// the tasks.
 		_ = reg.Register(taskCollector{live})
-		m.commitLatency = register(reg, m.commitLatency)
-		m.commitFailures = register(reg, m.commitFailures)
-		m.rebuilds = register(reg, m.rebuilds)
-		m.rebalances = register(reg, m.rebalances)
-		m.rebalanceTime = register(reg, m.rebalanceTime)
-		m.tasks = register(reg, m.tasks)
-		m.taskFailures = register(reg, m.taskFailures)
+		m.commitLatency = promreg.Register(reg, m.commitLatency)
+		m.commitFailures = promreg.Register(reg, m.commitFailures)
+		m.rebuilds = promreg.Register(reg, m.rebuilds)
+		m.rebalances = promreg.Register(reg, m.rebalances)
+		m.rebalanceTime = promreg.Register(reg, m.rebalanceTime)
+		m.tasks = promreg.Register(reg, m.tasks)
+		m.taskFailures = promreg.Register(reg, m.taskFailures)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// its name, so that instances sharing a registry share the series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 // taskStats are one task's series. They live as long as the task on this

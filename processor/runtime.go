@@ -131,6 +131,15 @@ type Options struct {
 	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
 
+	// OnPlacement, when set, is called once with every new placement of
+	// the group this instance learns (a new generation's, once it is
+	// known), from the group's assignment callback: it must not block for
+	// long. It is how the service's logs, dev, metrics and the HTTP status
+	// follow the placement without polling Placement. The placement
+	// carries the settings the leader planned it with
+	// (balancer.Placement.Settings).
+	OnPlacement func(*balancer.Placement)
+
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the runtime's and the stores' metrics (nil: none).
@@ -174,7 +183,36 @@ type Runtime struct {
 	// phase is what the runtime waits for at a point where it may block
 	// (a *string): a shutdown that exceeds its bound logs it.
 	phase atomic.Pointer[string]
+	// published is the generation of the last placement given to
+	// Options.OnPlacement.
+	published atomic.Int32
+	// started is closed once Run has opened the state directory and
+	// checked and created the topics: the instance joins its group next.
+	started chan struct{}
 }
+
+// publish gives p to Options.OnPlacement unless a placement of its
+// generation (or a later one) was given already.
+func (r *Runtime) publish(p *balancer.Placement) {
+	if p == nil || r.opts.OnPlacement == nil {
+		return
+	}
+	for {
+		last := r.published.Load()
+		if p.Generation <= last {
+			return
+		}
+		if r.published.CompareAndSwap(last, p.Generation) {
+			r.opts.OnPlacement(p)
+			return
+		}
+	}
+}
+
+// Started is closed once Run has opened the state directory (ProcessID is
+// known) and checked and created the topics: the instance joins its group
+// next. It stays open when Run fails or is stopped before.
+func (r *Runtime) Started() <-chan struct{} { return r.started }
 
 // setPhase records what the runtime is waiting for now.
 func (r *Runtime) setPhase(what string) { r.phase.Store(&what) }
@@ -199,7 +237,9 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 		opts:     opts,
 		log:      opts.Logger.With("group", t.appID),
 		notReady: "starting",
+		started:  make(chan struct{}),
 	}
+	r.published.Store(-1)
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
 	return r, nil
 }
@@ -365,9 +405,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 	n, err := r.prepareTopics(ctx, mgr)
 	if err != nil {
 		closeMgr()
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop, not a failure
+		}
 		r.setFatal(err)
 		return err
 	}
+	close(r.started)
 	r.mu.Lock()
 	r.tasks = n
 	r.mu.Unlock()

@@ -93,6 +93,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs.Checkpoints, bs.ClientOpts = checkpoints(mgr, r.log), r.clientOpts()
 	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.HeartbeatInterval
 	bs.Logger = r.opts.Logger
+	bs.OnAssignment = func(a balancer.Assignment) { r.publish(a.Placement) }
 	bal, err := balancer.New(bs)
 	if err != nil {
 		return &startError{fmt.Errorf("balancer: %w", err)}

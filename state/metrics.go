@@ -1,9 +1,9 @@
 package state
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rackstream/rackstream/internal/promreg"
 )
 
 // metrics are the package's Prometheus series, labelled by task and store.
@@ -74,16 +74,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// register registers c, or returns the collector already registered under
-// its name (two Managers sharing a registry share the series).
+// register registers c the one way (package promreg): two Managers sharing
+// a registry share the series.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
+	return promreg.Register(reg, c)
 }

@@ -106,6 +106,12 @@ func (s *Store) Lag() int64 {
 	return max(0, end-s.checkpoint.Load())
 }
 
+// Err returns the error that made the store's task unhealthy (a failed
+// LevelDB read or write, a changelog produce error; see Task.Err), nil
+// while it is healthy. A reader on another goroutine checks it before
+// trusting what View returns: a failed store's data may be stale.
+func (s *Store) Err() error { return s.task.Err() }
+
 // View returns a read-only view of the store's committed data, safe for
 // concurrent use (HTTP queries, metrics).
 func (s *Store) View() *View { return &s.view }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/rackstream/rackstream/tags"
 )
 
 // AssignmentData is the UserData of the kmsg.ConsumerMemberAssignment the
@@ -48,6 +50,10 @@ import (
 //	                                       (0: no active, the task is in transit), uvarint count and the
 //	                                       member indexes of its standbys, the same for its warmups
 //	1+       quality            uvarint length, then the plan's quality as JSON (package assignor's shape)
+//	4+       settings           the settings the leader planned with: uvarint num.standby.replicas,
+//	                                       uvarint acceptable.recovery.lag, uvarint max.warmup.replicas (>= 1),
+//	                                       uvarint n and n strings: rack.aware.assignment.tags (n <= 5,
+//	                                       each a non-empty tag key)
 //
 // A published placement record (topic <application.id>-placement, key
 // "placement") has the value: 1 byte version, varint generation, 4-byte
@@ -313,6 +319,36 @@ func appendPlacement(e *enc, p *Placement, version uint8) {
 		panic(fmt.Sprintf("balancer: marshal quality: %v", err))
 	}
 	e.bytes(q)
+	if version >= Version4 {
+		s := p.Settings
+		if s == nil {
+			s = &AssignmentSettings{MaxWarmups: 1} // not known: the leader's own are always set
+		}
+		e.uvarint(uint64(s.NumStandbys))
+		e.uvarint(uint64(s.AcceptableRecoveryLag))
+		e.uvarint(uint64(s.MaxWarmups))
+		e.uvarint(uint64(len(s.RackAwareTags)))
+		for _, k := range s.RackAwareTags {
+			e.str(k)
+		}
+	}
+}
+
+// decodeSettings reads the placement's settings (version 4 and up).
+func decodeSettings(d *dec) *AssignmentSettings {
+	s := &AssignmentSettings{
+		NumStandbys:           int(d.uvarintIn("placement.settings.num_standby_replicas", 0, math.MaxInt32)),
+		AcceptableRecoveryLag: int64(d.uvarintIn("placement.settings.acceptable_recovery_lag", 0, math.MaxInt64)),
+		MaxWarmups:            int(d.uvarintIn("placement.settings.max_warmup_replicas", 1, math.MaxInt32)),
+	}
+	n := d.count("placement.settings.rack_aware_assignment_tags", tags.MaxKeys, 2)
+	for i := 0; i < n && d.err == nil; i++ {
+		s.RackAwareTags = append(s.RackAwareTags, d.str("placement.settings.rack_aware_assignment_tags", 4*tags.MaxKeyLen, true))
+	}
+	if d.err != nil {
+		return nil
+	}
+	return s
 }
 
 const maxMembers = 1 << 20
@@ -390,6 +426,9 @@ func decodePlacement(d *dec, version uint8) *Placement {
 		if err := json.Unmarshal(q, &p.Quality); err != nil {
 			d.fail("placement.quality", "%v", err)
 		}
+	}
+	if version >= Version4 {
+		p.Settings = decodeSettings(d)
 	}
 	if d.err != nil {
 		return nil

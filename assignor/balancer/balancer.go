@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -561,67 +559,6 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	b.probedRoles = rolesOf(&cur)
 	return fmt.Sprintf("replica tasks %v of generation %d caught up (lag <= acceptable.recovery.lag %d)",
 		caught, cur.Generation, b.s.AcceptableRecoveryLag)
-}
-
-// endSums holds, per task, the sum of its changelog partitions' end offsets.
-type endSums map[int32]int64
-
-func (e endSums) sum(t int32) int64 { return e[t] }
-
-// endOffsets fetches the changelog end offsets and sums them per task.
-func (b *Balancer) endOffsets(ctx context.Context) (endSums, error) {
-	if len(b.s.ChangelogTopics) == 0 {
-		return endSums{}, nil
-	}
-	var ends map[string]map[int32]int64
-	var err error
-	if b.s.EndOffsets != nil {
-		ends, err = b.s.EndOffsets(ctx, b.s.ChangelogTopics)
-	} else {
-		b.mu.Lock()
-		cl := b.cl
-		b.mu.Unlock()
-		if cl == nil {
-			return nil, errors.New("the balancer has no client yet")
-		}
-		ends, err = kadmEndOffsets(ctx, cl, b.s.ChangelogTopics, b.s.ReadCommitted)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sums := make(endSums)
-	for _, t := range b.s.ChangelogTopics {
-		ps, ok := ends[t]
-		if !ok {
-			return nil, fmt.Errorf("no end offsets for changelog %s", t)
-		}
-		for p, o := range ps {
-			sums[p] += max(0, o)
-		}
-	}
-	return sums, nil
-}
-
-func kadmEndOffsets(ctx context.Context, cl *kgo.Client, topics []string, readCommitted bool) (map[string]map[int32]int64, error) {
-	list := kadm.NewClient(cl).ListEndOffsets
-	if readCommitted {
-		list = kadm.NewClient(cl).ListCommittedOffsets
-	}
-	los, err := list(ctx, topics...)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
-	}
-	if err := los.Error(); err != nil {
-		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
-	}
-	out := make(map[string]map[int32]int64, len(topics))
-	los.Each(func(o kadm.ListedOffset) {
-		if out[o.Topic] == nil {
-			out[o.Topic] = make(map[int32]int64)
-		}
-		out[o.Topic][o.Partition] = o.Offset
-	})
-	return out, nil
 }
 
 // mergeTasks returns the sorted union of two sorted task lists.

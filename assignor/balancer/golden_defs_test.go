@@ -46,4 +46,15 @@ func goldenAssignmentV3() AssignmentData {
 	return a
 }
 
+// goldenAssignmentV4 is goldenAssignmentV3 with the leader's settings in
+// its placement.
+func goldenAssignmentV4() AssignmentData {
+	a := goldenAssignmentV3()
+	a.Version, a.CommonVersion = Version4, Version4
+	p := *a.Placement
+	p.Settings = &AssignmentSettings{NumStandbys: 1, AcceptableRecoveryLag: 10000, MaxWarmups: 2, RackAwareTags: tags.Keys{"zone"}}
+	a.Placement = &p
+	return a
+}
+
 func unixMilli(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/tags"
 )
@@ -56,7 +56,7 @@ type member struct {
 	pid    string
 	b      *Balancer
 	cl     *kgo.Client
-	dialer *cutDialer
+	dialer *cutdial.Dialer
 	cancel context.CancelFunc
 	closed bool
 }
@@ -141,7 +141,7 @@ func (g *group) settings(pid string, tg tags.Set) Settings {
 // start adds a member with the given settings.
 func (g *group) start(s Settings) *member {
 	g.t.Helper()
-	m := &member{pid: s.ProcessID, dialer: &cutDialer{}}
+	m := &member{pid: s.ProcessID, dialer: new(cutdial.Dialer)}
 	return g.startMember(m, s, true)
 }
 
@@ -150,7 +150,7 @@ func (g *group) start(s Settings) *member {
 func (g *group) startMember(m *member, s Settings, ownClientOpts bool) *member {
 	g.t.Helper()
 	if ownClientOpts {
-		s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.dial)}
+		s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(m.dialer.Dial)}
 	}
 	b, err := New(s)
 	if err != nil {
@@ -161,7 +161,7 @@ func (g *group) startMember(m *member, s Settings, ownClientOpts bool) *member {
 	m.cancel = cancel
 	opts := append(b.Opts(),
 		kgo.SeedBrokers(g.c.Brokers...),
-		kgo.Dialer(m.dialer.dial),
+		kgo.Dialer(m.dialer.Dial),
 		kgo.WithContext(ctx),
 		kgo.SessionTimeout(testSession),
 		kgo.RebalanceTimeout(20*time.Second),
@@ -219,7 +219,7 @@ func (g *group) released(m *member, ps []int32, revoke bool) {
 // process killed with SIGKILL. Its partitions are free from then on.
 func (g *group) kill(m *member) string {
 	id, _ := m.cl.GroupMetadata()
-	m.dialer.cut()
+	m.dialer.Cut()
 	m.cancel()
 	g.mu.Lock()
 	m.closed = true
@@ -323,37 +323,6 @@ func (g *group) waitStable(what string) *Placement {
 		return ok
 	})
 	return p
-}
-
-// cutDialer dials loopback and, once cut, closes every connection it made
-// and refuses new ones.
-type cutDialer struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	isCut bool
-	d     net.Dialer
-}
-
-func (c *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.isCut {
-		return nil, errors.New("test dialer: connections are cut")
-	}
-	conn, err := c.d.DialContext(ctx, network, host)
-	if err == nil {
-		c.conns = append(c.conns, conn)
-	}
-	return conn, err
-}
-
-func (c *cutDialer) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.isCut = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
 }
 
 // startSix starts six members tagged 3 zones x 2 clusters and waits until
@@ -707,29 +676,6 @@ func TestProbingIntervalElapsedAsksForOneRebalance(t *testing.T) {
 	}
 }
 
-// gateDialer refuses connections while closed.
-type gateDialer struct {
-	mu     sync.Mutex
-	closed bool
-	d      net.Dialer
-}
-
-func (g *gateDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	g.mu.Lock()
-	closed := g.closed
-	g.mu.Unlock()
-	if closed {
-		return nil, errors.New("test gate: closed")
-	}
-	return g.d.DialContext(ctx, network, host)
-}
-
-func (g *gateDialer) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = false
-}
-
 func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
 	g := newGroup(t, 6)
 	settings := func(pid string) Settings {
@@ -744,16 +690,17 @@ func TestGroupMemberThatCannotReadThePublishedPlacementRetries(t *testing.T) {
 	kafkatest.Eventually(t, waitLong, "p0 leads a placement", func() bool { return leader.b.Placement() != nil })
 	g.start(settings("p1"))
 	// p2's own clients (the placement reader) cannot reach the broker.
-	gate := &gateDialer{closed: true}
+	gate := new(cutdial.Dialer)
+	gate.Cut() // closed until healed
 	s := settings("p2")
-	m := &member{pid: "p2", dialer: &cutDialer{}}
-	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.dial)}
+	m := &member{pid: "p2", dialer: new(cutdial.Dialer)}
+	s.ClientOpts = []kgo.Opt{kgo.SeedBrokers(g.c.Brokers...), kgo.Dialer(gate.Dial)}
 	g.startMember(m, s, false)
 	kafkatest.Eventually(t, waitLong, "p2 is assigned but cannot read the placement", func() bool {
 		a, _ := m.b.Assignment()
 		return a.Generation > 0 && a.Placement == nil && m.b.Placement() == nil
 	})
-	gate.open()
+	gate.Heal()
 	p := g.waitStable("p2 reads the placement on retry")
 	if len(p.Members) != 3 {
 		t.Fatalf("placement has %d members", len(p.Members))

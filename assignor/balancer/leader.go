@@ -1,12 +1,10 @@
 package balancer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -183,199 +181,39 @@ func (g *groupBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 }
 
 func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int32) (kgo.IntoSyncAssignment, error) {
-	b := g.b
-	s := &b.s
 	generation := cb.Info().Generation
 	g.rejectFromTheFuture(cb, generation)
-
-	numTasks := 0
-	for _, t := range s.InputTopics {
-		numTasks = max(numTasks, int(topics[t]))
+	g.warnCoPartitioning(topics)
+	ends, endErr := g.b.fetchEnds()
+	gp, err := g.plan(cb, topics, generation, ends, endErr == nil)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range s.InputTopics {
+	for pid, ts := range gp.beyond {
+		g.b.noteBeyondEnd(gp.memberOf[pid], pid, ts)
+	}
+	return g.deliver(gp), nil
+}
+
+// taskCount is the number of tasks: the most partitions of any input.
+func (g *groupBalancer) taskCount(topics map[string]int32) int {
+	n := 0
+	for _, t := range g.b.s.InputTopics {
+		n = max(n, int(topics[t]))
+	}
+	return n
+}
+
+// warnCoPartitioning logs the inputs whose partition count is not the
+// task count.
+func (g *groupBalancer) warnCoPartitioning(topics map[string]int32) {
+	numTasks := g.taskCount(topics)
+	for _, t := range g.b.s.InputTopics {
 		if int(topics[t]) != numTasks {
-			b.log.Error("input topics are not co-partitioned; tasks beyond a topic's partition count get no partition of it",
+			g.b.log.Error("input topics are not co-partitioned; tasks beyond a topic's partition count get no partition of it",
 				"topic", t, "partitions", topics[t], "tasks", numTasks)
 		}
 	}
-
-	// The usable members, in process-id order.
-	var subs []*Subscription
-	memberOf := make(map[string]string) // process id -> member id
-	common := s.wireVersion
-	for _, id := range g.order {
-		if st := g.members[id]; st.sub != nil {
-			subs = append(subs, st.sub)
-			memberOf[st.sub.ProcessID] = id
-			common = min(common, st.sub.LatestSupported)
-		}
-	}
-	slices.SortFunc(subs, func(a, b *Subscription) int { return cmpString(a.ProcessID, b.ProcessID) })
-
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultEndOffsetsTimeout)
-	ends, endErr := b.endOffsets(ctx)
-	cancel()
-	b.mu.Lock()
-	if endErr != nil {
-		// Retry with a backoff: a changelog that does not exist yet must
-		// not make the group rebalance every second.
-		b.endFailStreak++
-		wait := min(time.Second<<min(b.endFailStreak-1, 6), time.Minute)
-		b.retryAt = time.Now().Add(wait)
-		b.endOffsetFailures.Add(1)
-		b.log.Warn("cannot fetch changelog end offsets; keeping the previous placement and retrying", "in", wait, "err", endErr)
-	} else {
-		b.endFailStreak = 0
-	}
-	b.mu.Unlock()
-
-	in, beyond := g.input(subs, numTasks, ends, endErr == nil)
-	for _, sub := range subs {
-		if ts := beyond[sub.ProcessID]; len(ts) > 0 {
-			b.noteBeyondEnd(memberOf[sub.ProcessID], sub.ProcessID, ts)
-		}
-	}
-	plan, err := s.assign(in)
-	if err != nil {
-		return nil, fmt.Errorf("placement of generation %d: %w", generation, err)
-	}
-
-	// Partitions of each task go to its active; AdjustCooperative then
-	// holds back those their current owner must first revoke.
-	bp := cb.NewPlan()
-	byID := make(map[string]*kmsg.JoinGroupResponseMember)
-	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, _ *kmsg.ConsumerMemberMetadata) { byID[m.MemberID] = m })
-	for _, tp := range plan.Tasks {
-		m := byID[memberOf[tp.Active]]
-		if m == nil {
-			continue
-		}
-		for _, t := range s.InputTopics {
-			if int32(tp.Task) < topics[t] {
-				bp.AddPartition(m, t, int32(tp.Task))
-			}
-		}
-	}
-	bp.AdjustCooperative(cb)
-	held := make(map[int]bool) // tasks in transit
-	asMap := bp.AsMemberIDMap()
-	assignedTo := make(map[string]map[int32]string, len(s.InputTopics)) // topic -> partition -> member id
-	for mid, ts := range asMap {
-		for t, ps := range ts {
-			if assignedTo[t] == nil {
-				assignedTo[t] = make(map[int32]string)
-			}
-			for _, p := range ps {
-				assignedTo[t][p] = mid
-			}
-		}
-	}
-	for _, tp := range plan.Tasks {
-		mid := memberOf[tp.Active]
-		for _, t := range s.InputTopics {
-			if int32(tp.Task) < topics[t] && assignedTo[t][int32(tp.Task)] != mid {
-				held[tp.Task] = true
-			}
-		}
-	}
-	for mid, ts := range asMap { // a task moves whole: hold all its partitions
-		for t, ps := range ts {
-			ts[t] = slices.DeleteFunc(ps, func(p int32) bool { return held[int(p)] && memberOf[activeOf(plan, int(p))] == mid })
-		}
-	}
-
-	p := g.placement(plan, subs, held, generation, numTasks)
-	var deadline int64
-	if plan.ProbingRebalanceNeeded {
-		deadline = time.Now().Add(s.ProbingInterval).UnixMilli()
-		p.ProbingDeadline = time.UnixMilli(deadline)
-	}
-
-	var triggers map[string][]int32
-	if common >= Version3 {
-		triggers = probeTriggers(plan, &in)
-	}
-
-	out := &syncAssignment{plan: asMap, userData: make(map[string][]byte, len(g.order))}
-	// Every member's roles, in one pass over the tasks (ascending).
-	roles := make([]AssignmentData, len(p.Members))
-	for t, r := range p.Tasks {
-		if r.Active != NoMember {
-			roles[r.Active].Active = append(roles[r.Active].Active, int32(t))
-		} else if held[t] {
-			if i := p.MemberIndex(activeOf(plan, t)); i != NoMember {
-				roles[i].Pending = append(roles[i].Pending, int32(t))
-			}
-		}
-		for _, m := range r.Standbys {
-			roles[m].Standby = append(roles[m].Standby, int32(t))
-		}
-		for _, m := range r.Warmups {
-			roles[m].Warmup = append(roles[m].Warmup, int32(t))
-		}
-	}
-	own := func(id string) AssignmentData {
-		a := AssignmentData{Version: common, CommonVersion: common, Generation: generation, ProbingDeadline: deadline}
-		st := g.members[id]
-		if st.sub == nil {
-			a.Rejoin = st.future
-			return a
-		}
-		r := roles[p.MemberIndex(st.sub.ProcessID)]
-		a.Active, a.Pending, a.Standby, a.Warmup = r.Active, r.Pending, r.Standby, r.Warmup
-		if deadline > 0 {
-			a.ProbeTriggers = triggers[st.sub.ProcessID]
-		}
-		return a
-	}
-	// Size the generation with the placement inline: the placement is
-	// encoded once and shared by every assignment.
-	var body enc
-	appendPlacement(&body, p, common)
-	owns := make(map[string]AssignmentData, len(g.order))
-	total := g.rawSize
-	for _, id := range g.order {
-		a := own(id)
-		owns[id] = a
-		total += len(a.AppendTo(nil)) + len(body.b) + partitionsBytes(asMap[id])
-	}
-	var ref *PlacementRef
-	inline := total <= s.MaxInlineBytes
-	if !inline {
-		publish := b.publish
-		if s.publish != nil {
-			publish = s.publish
-		}
-		var err error
-		if ref, err = publish(p, common); err != nil {
-			b.log.Error("cannot publish the placement; members keep their previous one and the leader retries",
-				"generation", generation, "err", err)
-			b.mu.Lock()
-			b.retryAt = time.Now().Add(time.Second)
-			b.mu.Unlock()
-		}
-		total = g.rawSize
-	}
-	for _, id := range g.order {
-		a := owns[id]
-		if inline {
-			a.Placement, a.encodedPlacement = p, body.b
-		} else {
-			a.Ref = ref
-		}
-		ud := a.AppendTo(nil)
-		out.userData[id] = ud
-		if !inline {
-			total += len(ud) + partitionsBytes(asMap[id])
-		}
-	}
-	b.lastGenBytes.Store(int64(total))
-	if total > brokerGroupRecordBytes*9/10 {
-		b.log.Error("this generation's subscriptions and assignments approach the broker's group-metadata record limit; "+
-			"SyncGroup will fail with UNKNOWN_SERVER_ERROR beyond it (raise __consumer_offsets max.message.bytes or shrink the group)",
-			"generation", generation, "bytes", total, "limit", brokerGroupRecordBytes, "members", len(g.order))
-	}
-	return out, nil
 }
 
 // probeTriggers returns, per process id, the standby and warmup tasks
@@ -536,7 +374,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 
 // placement turns the plan into the wire placement after the hand-off.
 func (g *groupBalancer) placement(plan *assignor.Plan, subs []*Subscription, held map[int]bool, generation int32, numTasks int) *Placement {
-	p := &Placement{Generation: generation, Quality: plan.Quality}
+	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.assignmentSettings()}
 	idx := make(map[string]int, len(subs))
 	for i, sub := range subs {
 		idx[sub.ProcessID] = i

@@ -56,6 +56,34 @@ type Placement struct {
 	// ProbingDeadline, when not zero, is when members will rebalance to
 	// complete pending moves if no warmup has caught up sooner.
 	ProbingDeadline time.Time
+	// Settings are the assignment settings the leader planned this
+	// generation with, so that every member (and a replan of this
+	// placement) knows them rather than guessing from its own
+	// configuration; nil when the group speaks wire version 3 or older.
+	Settings *AssignmentSettings
+}
+
+// AssignmentSettings are the settings that shape a plan, as the leader
+// used them (wire version 4 and up).
+type AssignmentSettings struct {
+	// NumStandbys is num.standby.replicas.
+	NumStandbys int
+	// AcceptableRecoveryLag is acceptable.recovery.lag.
+	AcceptableRecoveryLag int64
+	// MaxWarmups is max.warmup.replicas.
+	MaxWarmups int
+	// RackAwareTags is rack.aware.assignment.tags, highest priority first.
+	RackAwareTags tags.Keys
+}
+
+// assignmentSettings are s's settings that shape a plan.
+func (s *Settings) assignmentSettings() *AssignmentSettings {
+	return &AssignmentSettings{
+		NumStandbys:           s.NumStandbys,
+		AcceptableRecoveryLag: s.AcceptableRecoveryLag,
+		MaxWarmups:            s.MaxWarmups,
+		RackAwareTags:         slices.Clone(s.RackAwareTags),
+	}
 }
 
 // MemberIndex returns the index of the member with the given process id, or

@@ -20,8 +20,12 @@ const (
 	// tasks whose catch-up lets the plan progress. The subscription's
 	// layout is version 2's.
 	Version3 uint8 = 3
+	// Version4 adds to the placement the assignment settings the leader
+	// planned with (AssignmentSettings). The subscription's layout is
+	// version 2's.
+	Version4 uint8 = 4
 	// LatestVersion is the newest version this build writes and reads.
-	LatestVersion = Version3
+	LatestVersion = Version4
 	// MinVersion is the oldest version this build reads.
 	MinVersion = Version1
 	// maxFutureVersion is the highest version byte taken for a newer
@@ -137,6 +141,18 @@ func (d *dec) varint(field string) int64 {
 		return 0
 	}
 	d.off += n
+	return v
+}
+
+// uvarintIn reads a uvarint that must be in [lo, hi].
+func (d *dec) uvarintIn(field string, lo, hi uint64) uint64 {
+	start := d.off
+	v := d.uvarint(field)
+	if d.err == nil && (v < lo || v > hi) {
+		d.off = start
+		d.fail(field, "value %d outside [%d, %d]", v, lo, hi)
+		return 0
+	}
 	return v
 }
 

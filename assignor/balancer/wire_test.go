@@ -37,6 +37,15 @@ const (
 		"02" + "027031" + "03683a31" + "01047a6f6e650161" + "01" + "0162" +
 		"027032" + "03683a32" + "01047a6f6e650162" + "01" + "00" +
 		"02" + "01" + "0101" + "00" + "00" + "00" + "0101" + goldenQuality
+	goldenSubV4 = "04" + "04" + "027031" + "03683a31" + "01047a6f6e650161" + "02" + "0e" +
+		"020002" + "0101" + "00" + "01" + "02" + "01ac02" + "0105" + "0162"
+	// Version 3's, then the leader's settings: 1 standby, lag 10000
+	// (uvarint 904e), 2 warmups, tags [zone].
+	goldenAsgV4 = "04" + "04" + "10" + "01" + "00" + "00" + "0100" + "0101" + "d00f" + "020000" +
+		"02" + "027031" + "03683a31" + "01047a6f6e650161" + "01" + "0162" +
+		"027032" + "03683a32" + "01047a6f6e650162" + "01" + "00" +
+		"02" + "01" + "0101" + "00" + "00" + "00" + "0101" + goldenQuality +
+		"01" + "904e" + "02" + "01" + "047a6f6e65"
 )
 
 func TestGoldenBytesPinTheFormats(t *testing.T) {
@@ -51,6 +60,8 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 		{"assignment v2", goldenAsgV2, func() []byte { a := goldenAssignment(Version2); return a.AppendTo(nil) }},
 		{"subscription v3", goldenSubV3, func() []byte { s := goldenSubscription(Version3); return s.AppendTo(nil) }},
 		{"assignment v3", goldenAsgV3, func() []byte { a := goldenAssignmentV3(); return a.AppendTo(nil) }},
+		{"subscription v4", goldenSubV4, func() []byte { s := goldenSubscription(Version4); return s.AppendTo(nil) }},
+		{"assignment v4", goldenAsgV4, func() []byte { a := goldenAssignmentV4(); return a.AppendTo(nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := hex.EncodeToString(tc.encode()); got != tc.golden {
@@ -61,12 +72,12 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 }
 
 func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
-	for _, v := range []uint8{Version1, Version2, Version3} {
+	for _, v := range []uint8{Version1, Version2, Version3, Version4} {
 		want := goldenSubscription(v)
 		if v == Version1 {
 			want.Build = "" // version 1 has no build
 		}
-		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2, 3: goldenSubV3}[v])
+		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2, 3: goldenSubV3, 4: goldenSubV4}[v])
 		got, err := DecodeSubscription(raw, LatestVersion)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
@@ -76,14 +87,17 @@ func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
 		}
 
 		wantA, pid := goldenAssignment(v), "p1"
-		if v == Version3 {
+		switch v {
+		case Version3:
 			wantA, pid = goldenAssignmentV3(), "p2"
+		case Version4:
+			wantA, pid = goldenAssignmentV4(), "p2"
 		}
 		if v == Version1 {
 			wantA.Placement.Members[0].Build = ""
 		}
 		wantA.Placement.ProbingDeadline = unixMilli(wantA.ProbingDeadline)
-		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2, 3: goldenAsgV3}[v])
+		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2, 3: goldenAsgV3, 4: goldenAsgV4}[v])
 		gotA, err := DecodeAssignment(raw, LatestVersion, pid)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)

@@ -38,6 +38,8 @@ import (
 //	RACKSTREAM_KSTREAMS_CACHE_BYTES  statestore.cache.max.bytes [10485760, Kafka Streams' default]
 //	RACKSTREAM_KSTREAMS_THREADS      num.stream.threads of each JVM [CPUs / instances, at least 1]
 //	RACKSTREAM_KSTREAMS_JAVA_OPTS    JVM options, space-separated [none]
+//	RACKSTREAM_KSTREAMS_ENGINES      engines to run, comma-separated [kafka-streams,rackstream]; bench/driver runs one per process
+//	RACKSTREAM_KSTREAMS_GUARANTEE    Kafka Streams' processing.guarantee [at_least_once]; or exactly_once_v2
 type settings struct {
 	records, keys, valueBytes, rounds int
 	instances                         []int
@@ -46,6 +48,8 @@ type settings struct {
 	cacheBytes                        int64
 	threads                           int // 0: CPUs / instances
 	javaOpts                          []string
+	engines                           []string
+	guarantee                         string
 }
 
 const partitions = 12
@@ -73,6 +77,8 @@ func loadSettings(b *testing.B) settings {
 		cacheBytes: int64(num("CACHE_BYTES", 10<<20)),
 		threads:    num("THREADS", 0),
 		javaOpts:   strings.Fields(os.Getenv("RACKSTREAM_KSTREAMS_JAVA_OPTS")),
+		engines:    strings.Split(cmp(os.Getenv("RACKSTREAM_KSTREAMS_ENGINES"), "kafka-streams,rackstream"), ","),
+		guarantee:  cmp(os.Getenv("RACKSTREAM_KSTREAMS_GUARANTEE"), "at_least_once"),
 	}
 	for _, f := range strings.Split(cmp(os.Getenv("RACKSTREAM_KSTREAMS_INSTANCES"), "1"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -122,12 +128,21 @@ func BenchmarkCountSideBySide(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, n := range s.instances {
-			engines := []engine{kafkaStreams{jar: jar, s: s}, rackstream{s: s}}
+			var engines []engine
+			for _, e := range []engine{kafkaStreams{jar: jar, s: s}, rackstream{s: s}} {
+				if slices.Contains(s.engines, e.name()) {
+					engines = append(engines, e)
+				}
+			}
+			if len(engines) == 0 {
+				b.Fatalf("RACKSTREAM_KSTREAMS_ENGINES=%q names no engine (kafka-streams, rackstream)", strings.Join(s.engines, ","))
+			}
 			results := map[string][]result{}
 			for round := range s.rounds {
 				order := engines
 				if round%2 == 1 {
-					order = []engine{engines[1], engines[0]}
+					order = slices.Clone(engines)
+					slices.Reverse(order)
 				}
 				for _, e := range order {
 					r := runOnce(b, c, e, input, n, s)
@@ -193,6 +208,9 @@ type instance interface {
 	// cpu is the CPU time its process used, once closed; -1 for an
 	// instance inside this process (the run measures the process's).
 	cpu() time.Duration
+	// rss is its process's peak resident set in bytes, once closed; -1
+	// for an instance inside this process.
+	rss() int64
 }
 
 // result is one engine's run: the count from scratch, then a restore.
@@ -203,6 +221,8 @@ type result struct {
 	changelog       int64         // records in the changelog after the count
 	outputs         int64         // records in the output topic after the count
 	cpu             time.Duration // CPU time of the count: its processes from launch to close
+	rss             int64         // the largest peak RSS of the count's processes, bytes (-1: in this process)
+	restoreRSS      int64         // peak RSS of the restoring process, bytes (-1: in this process)
 	restore         time.Duration // a fresh instance, empty state dir: start to running
 	restored        int64         // records it restored
 	restoreSpan     time.Duration // Kafka Streams' restore listener: first restore start to last end (-1: not reported)
@@ -284,7 +304,9 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 	r.processing = done.Sub(firstRunning)
 	r.total = done.Sub(launched)
 	closeAll()
+	r.rss = -1
 	for _, in := range insts {
+		r.rss = max(r.rss, in.rss())
 		if c := in.cpu(); c >= 0 {
 			r.cpu += c
 		} else {
@@ -312,6 +334,7 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 		r.restored = r.changelog // an empty state dir restores the whole changelog
 	}
 	closeAll()
+	r.restoreRSS = in.rss()
 	insts = nil
 	return r
 }
@@ -411,6 +434,9 @@ func deleteTopics(c *kafkatest.Cluster, topics ...string) {
 func report(b *testing.B, n int, s settings, ks, rs []result) {
 	b.Helper()
 	med := func(rs []result, f func(result) float64) float64 {
+		if len(rs) == 0 {
+			return 0 // an engine not run (RACKSTREAM_KSTREAMS_ENGINES)
+		}
 		xs := make([]float64, len(rs))
 		for i, r := range rs {
 			xs[i] = f(r)
@@ -457,11 +483,26 @@ func report(b *testing.B, n int, s settings, ks, rs []result) {
 	if n > 1 {
 		suffix = "-x" + strconv.Itoa(n)
 	}
-	b.ReportMetric(med(ks, rate), "kstreams-records/s"+suffix)
-	b.ReportMetric(med(rs, rate), "rackstream-records/s"+suffix)
-	b.ReportMetric(ratios(rate), "throughput-ratio"+suffix)
-	b.ReportMetric(med(ks, func(r result) float64 { return ms(r.restore) }), "kstreams-restore-ms"+suffix)
-	b.ReportMetric(med(rs, func(r result) float64 { return ms(r.restore) }), "rackstream-restore-ms"+suffix)
+	for _, e := range []struct {
+		name string
+		rs   []result
+	}{{"kstreams", ks}, {"rackstream", rs}} {
+		if len(e.rs) == 0 {
+			continue
+		}
+		b.ReportMetric(med(e.rs, rate), e.name+"-records/s"+suffix)
+		b.ReportMetric(med(e.rs, func(r result) float64 { return ms(r.restore) }), e.name+"-restore-ms"+suffix)
+		b.ReportMetric(med(e.rs, func(r result) float64 { return r.cpu.Seconds() * 1e6 / float64(s.records) }), e.name+"-cpu-µs/record"+suffix)
+		if e.name == "kstreams" { // the JVMs' own figures; Rackstream runs in this process
+			b.ReportMetric(med(e.rs, func(r result) float64 { return float64(r.rss) / 1e6 }), e.name+"-peak-rss-MB"+suffix)
+			b.ReportMetric(med(e.rs, func(r result) float64 { return float64(r.restoreRSS) / 1e6 }), e.name+"-restore-peak-rss-MB"+suffix)
+			b.ReportMetric(med(e.rs, func(r result) float64 { return ms(r.restoreSpan) }), e.name+"-restore-span-ms"+suffix)
+		}
+		b.ReportMetric(med(e.rs, func(r result) float64 { return float64(r.restored) }), e.name+"-restored"+suffix)
+	}
+	if len(ks) > 0 && len(rs) > 0 {
+		b.ReportMetric(ratios(rate), "throughput-ratio"+suffix)
+	}
 	b.ReportMetric(0, "ns/op") // one op is the whole run: meaningless
 }
 
@@ -486,6 +527,7 @@ func (k kafkaStreams) start(ctx context.Context, c *kafkatest.Cluster, app, inpu
 			"commit.interval.ms":         strconv.FormatInt(k.s.commit.Milliseconds(), 10),
 			"statestore.cache.max.bytes": strconv.FormatInt(k.s.cacheBytes, 10),
 			"num.stream.threads":         strconv.Itoa(threads),
+			"processing.guarantee":       k.s.guarantee,
 		},
 	})
 	if err != nil {
@@ -503,6 +545,7 @@ func (j jvm) waitRunning(ctx context.Context) (time.Time, time.Time, int64, time
 func (j jvm) err() error                      { return j.p.Err() }
 func (j jvm) close(ctx context.Context) error { return j.p.Close(ctx) }
 func (j jvm) cpu() time.Duration              { return j.p.CPU() }
+func (j jvm) rss() int64                      { return j.p.MaxRSS() }
 
 // rackstream runs the same count with the processor package, one Runtime
 // per instance, in this process.
@@ -595,6 +638,7 @@ func (g *goRuntime) err() error {
 }
 
 func (g *goRuntime) cpu() time.Duration { return -1 }
+func (g *goRuntime) rss() int64         { return -1 }
 
 func (g *goRuntime) close(ctx context.Context) error {
 	g.cancel()

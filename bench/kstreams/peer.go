@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rackstream/rackstream/assignor/kafkaref"
@@ -188,6 +189,20 @@ func (p *Peer) CPU() time.Duration {
 		return 0
 	}
 	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+}
+
+// MaxRSS returns the JVM's peak resident set in bytes, once it has exited;
+// 0 before.
+func (p *Peer) MaxRSS() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited || p.cmd.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return 0
 }
 
 // Close closes the program's stdin, which makes it close Kafka Streams

@@ -33,8 +33,9 @@ RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" "${FLAGS[@]}" 
 rc=$?
 grep -E '^(scenario=|--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
 if ((rc != 0)); then
-	echo "chaos.sh: FAIL; the last lines of $LOG:"
-	tail -n 60 "$LOG"
+	# The tests' own lines (not the instances' logs they dump), last 40.
+	echo "chaos.sh: FAIL; the tests' last lines (instance logs and the rest in $LOG):"
+	grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$LOG" | grep -v ' (tail):$' | tail -n 40 | cut -c1-400
 else
 	echo "chaos.sh: $FORM form passed; full output in $LOG"
 fi

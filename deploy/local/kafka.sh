@@ -44,8 +44,13 @@ SASL_PASSWORD=${RACKSTREAM_KAFKA_SASL_PASSWORD:-rackstream-test-secret}
 HEAP=${RACKSTREAM_KAFKA_HEAP:--Xms256m -Xmx768m}
 START_TIMEOUT=${RACKSTREAM_KAFKA_START_TIMEOUT:-120}
 # A properties file appended to the generated server.properties: its keys
-# override ours (the last value of a key wins), e.g. extra listeners.
+# override ours (the last value of a key wins).
 EXTRA_PROPERTIES=${RACKSTREAM_KAFKA_EXTRA_PROPERTIES:-}
+# Extra PLAINTEXT listeners, space-separated NAME:PORT:ADVERTISED_PORT (all
+# on $HOST): a client bootstrapping through ADVERTISED_PORT (a proxy in
+# front of PORT) is sent back there for every connection (the fault suite
+# cuts one instance off this way).
+EXTRA_LISTENERS=${RACKSTREAM_KAFKA_EXTRA_LISTENERS:-}
 STOP_TIMEOUT=${RACKSTREAM_KAFKA_STOP_TIMEOUT:-30}
 
 PID_FILE=$RUN_DIR/kafka.pid
@@ -153,16 +158,32 @@ jvm_args() {
 		-Dlog4j2.configurationFile="$HERE/log4j2.xml" -Dkafka.logs.dir="$LOG_DIR" -cp "$LIBS/*")
 }
 
+# extra_listeners sets XL, XA and XP to the suffixes EXTRA_LISTENERS adds to
+# listeners, advertised.listeners and the protocol map, and XPORTS to its
+# ports.
+extra_listeners() {
+	XL="" XA="" XP="" XPORTS=()
+	local l name port adv
+	for l in $EXTRA_LISTENERS; do
+		IFS=: read -r name port adv <<<"$l"
+		[[ $name =~ ^[A-Z][A-Z0-9_]*$ && $port =~ ^[0-9]+$ && $adv =~ ^[0-9]+$ ]] ||
+			die "RACKSTREAM_KAFKA_EXTRA_LISTENERS: '$l' is not NAME:PORT:ADVERTISED_PORT (NAME in capitals)"
+		XL+=",$name://$HOST:$port" XA+=",$name://$HOST:$adv" XP+=",$name:PLAINTEXT"
+		XPORTS+=("$port")
+	done
+}
+
 write_config() {
+	extra_listeners
 	cat >"$CONFIG" <<EOF
 # Written by deploy/local/kafka.sh; regenerated on every start.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
 controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT
-advertised.listeners=PLAINTEXT://$HOST:$PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL
+listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT$XL
+advertised.listeners=PLAINTEXT://$HOST:$PORT,SASL_PLAINTEXT://$HOST:$SASL_PORT,SSL://$HOST:$SSL_PORT,MTLS://$HOST:$MTLS_PORT,SASL_SSL://$HOST:$SASL_SSL_PORT,OAUTH://$HOST:$OAUTH_PORT$XA
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL$XP
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512
@@ -237,7 +258,8 @@ start() {
 		die "already running (pid $pid, run dir $RUN_DIR): 'deploy/local/kafka.sh stop' first, or use it: RACKSTREAM_TEST_BROKERS=$HOST:$PORT"
 	fi
 	local p
-	for p in "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$SSL_PORT" "$MTLS_PORT" "$SASL_SSL_PORT" "$OAUTH_PORT"; do
+	extra_listeners
+	for p in "$PORT" "$CONTROLLER_PORT" "$SASL_PORT" "$SSL_PORT" "$MTLS_PORT" "$SASL_SSL_PORT" "$OAUTH_PORT" "${XPORTS[@]}"; do
 		port_free "$p" || die "port $HOST:$p is in use by another process: set RACKSTREAM_KAFKA_PORT, RACKSTREAM_KAFKA_CONTROLLER_PORT, RACKSTREAM_KAFKA_SASL_PORT, RACKSTREAM_KAFKA_SSL_PORT, RACKSTREAM_KAFKA_MTLS_PORT, RACKSTREAM_KAFKA_SASL_SSL_PORT, RACKSTREAM_KAFKA_OAUTH_PORT"
 	done
 

@@ -71,23 +71,22 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 	if out, err := b.run("stop"); err != nil {
 		return nil, fmt.Errorf("cluster: stopping an earlier broker in %s: %v\n%s", o.Dir, err, out)
 	}
-	// kafka.sh's seven (PLAINTEXT, CONTROLLER, SASL_PLAINTEXT, then its TLS
-	// four, which the listeners below replace but whose ports kafka.sh
-	// checks are free), then a listener and a proxy per slot.
-	const own = 7
-	n := own + 2*o.Slots
-	base, err := lowFreePorts(o.FromPort, n)
+	// kafka.sh's own listeners, every one on a port of ours (so that
+	// nothing collides with the shared broker), then a listener and a
+	// proxy per slot (RACKSTREAM_KAFKA_EXTRA_LISTENERS).
+	portVars := []string{"PORT", "CONTROLLER_PORT", "SASL_PORT", "SSL_PORT", "MTLS_PORT", "SASL_SSL_PORT", "OAUTH_PORT"}
+	base, err := lowFreePorts(o.FromPort, len(portVars)+2*o.Slots)
 	if err != nil {
 		return nil, err
 	}
-	extra := filepath.Join(filepath.Dir(o.Dir), filepath.Base(o.Dir)+".properties")
-	var listeners, advertised, protocols []string
+	for i, v := range portVars {
+		b.env = append(b.env, "RACKSTREAM_KAFKA_"+v+"="+strconv.Itoa(base+i))
+	}
+	port := base
+	var listeners []string
 	for i := range o.Slots {
-		name := "SLOT" + strconv.Itoa(i)
-		lport, pport := base+own+2*i, base+own+1+2*i
-		listeners = append(listeners, fmt.Sprintf("%s://127.0.0.1:%d", name, lport))
-		advertised = append(advertised, fmt.Sprintf("%s://127.0.0.1:%d", name, pport))
-		protocols = append(protocols, name+":PLAINTEXT")
+		lport, pport := base+len(portVars)+2*i, base+len(portVars)+2*i+1
+		listeners = append(listeners, fmt.Sprintf("SLOT%d:%d:%d", i, lport, pport))
 		p, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", pport), fmt.Sprintf("127.0.0.1:%d", lport))
 		if err != nil {
 			b.Close(false)
@@ -95,28 +94,16 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 		}
 		b.Slots = append(b.Slots, p)
 	}
-	// kafka.sh's own listeners, repeated: these keys replace its lines.
-	port, cport, sport := base, base+1, base+2
-	props := fmt.Sprintf(`listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d%s
-advertised.listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d%s
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT%s
-# A broker killed with kill -9 and restarted must wait until its controller
-# (itself) expires its old registration: 9 s by default.
-broker.heartbeat.interval.ms=750
-broker.session.timeout.ms=3000
-`, port, cport, sport, prefixed(listeners), port, sport, prefixed(advertised), prefixed(protocols))
+	// A broker killed with kill -9 and restarted must wait until its
+	// controller (itself) expires its old registration: 9 s by default.
+	extra := filepath.Join(filepath.Dir(o.Dir), filepath.Base(o.Dir)+".properties")
+	props := "broker.heartbeat.interval.ms=750\nbroker.session.timeout.ms=3000\n"
 	if err := os.WriteFile(extra, []byte(props), 0o644); err != nil {
 		b.Close(false)
 		return nil, err
 	}
 	b.env = append(b.env,
-		"RACKSTREAM_KAFKA_PORT="+strconv.Itoa(port),
-		"RACKSTREAM_KAFKA_CONTROLLER_PORT="+strconv.Itoa(cport),
-		"RACKSTREAM_KAFKA_SASL_PORT="+strconv.Itoa(sport),
-		"RACKSTREAM_KAFKA_SSL_PORT="+strconv.Itoa(base+3),
-		"RACKSTREAM_KAFKA_MTLS_PORT="+strconv.Itoa(base+4),
-		"RACKSTREAM_KAFKA_SASL_SSL_PORT="+strconv.Itoa(base+5),
-		"RACKSTREAM_KAFKA_OAUTH_PORT="+strconv.Itoa(base+6),
+		"RACKSTREAM_KAFKA_EXTRA_LISTENERS="+strings.Join(listeners, " "),
 		"RACKSTREAM_KAFKA_EXTRA_PROPERTIES="+extra,
 	)
 	if o.Heap != "" {
@@ -128,13 +115,6 @@ broker.session.timeout.ms=3000
 		return nil, fmt.Errorf("cluster: kafka.sh start in %s: %v\n%s", o.Dir, err, out)
 	}
 	return b, nil
-}
-
-func prefixed(l []string) string {
-	if len(l) == 0 {
-		return ""
-	}
-	return "," + strings.Join(l, ",")
 }
 
 func lowFreePorts(from, n int) (int, error) {

@@ -37,7 +37,9 @@ type Sequences struct {
 	Missing []string
 }
 
-// CheckSequences checks records against keys each carrying 1..n.
+// CheckSequences checks records against keys each carrying 1..n. Under
+// at-least-once only Lost must be 0; under exactly-once Duplicated and
+// OutOfOrder must be 0 too (every number exactly once, in order).
 func CheckSequences(records []Record, keys []string, n int) Sequences {
 	want := make(map[string]bool, len(keys))
 	for _, k := range keys {

@@ -213,7 +213,7 @@ func realOAuthListener(t *testing.T) (brokers []string, dir string) {
 	brokers, dir = split(os.Getenv(envOAuthBrokers)), os.Getenv(envTLSDir)
 	if len(brokers) == 0 || dir == "" {
 		msg := "the real broker has no OAUTHBEARER listener (started by an older kafka.sh?): restart it with deploy/local/kafka.sh restart"
-		if os.Getenv("CI") != "" {
+		if kafkatest.CI() {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)

@@ -14,12 +14,37 @@
 //	                                    the fallback when the active can't
 //	        ?min_position=P             refuse (409) a replica behind P
 //	        ?key_encoding=base64url     binary keys (RFC 4648 §5)
+//	        ?isolation=latest|committed what the read may see (below)
 //	GET /v1/stores/{store}/scan         a key-ordered range over all tasks
 //	        ?prefix=&from=&to=&limit=   (or tasks=1,4,7), merged from their
 //	        &cursor=&max_lag=&tasks=    owners, paged with an opaque cursor
+//	        &isolation=
 //	GET /v1/metadata                    the placement and live status
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness
+//
+// Routes are declared on an http.ServeMux (routes.go). A key is everything
+// after /keys/, '/' escaped or not, even where the mux would clean the path
+// (a//b, a/./b): the mux routes a copy of the path in which the store and
+// the key are single segments, and the handlers read both from the path as
+// received. What matches no route gets 404 (no_route), a method other than
+// GET or HEAD 405, both in the one error shape below.
+//
+// # Isolation
+//
+// A read's isolation says what it may see of a task's writes (design §7):
+// latest, its latest processed state (the default under at-least-once),
+// or committed, what its last commit wrote (the default under exactly-once,
+// which refuses latest with 400: the latest writes belong to an open
+// transaction). A forwarded read carries the isolation the first instance
+// resolved. What each returns is the Reader's to say; the runtime's
+// (processor/service) reads committed state for both today.
+//
+// # Global stores
+//
+// A store marked Global is held whole by every instance: its lookups and
+// scans are answered from the local copy (Reader.Global), never routed by
+// task nor forwarded, and name task -1 (GlobalTask).
 //
 // At most one hop: a forwarded request is answered from the receiver's own
 // replica or refused, never forwarded again. A response carries "position",
@@ -69,14 +94,19 @@
 // and continues strictly after the page's last key, so that every key is
 // returned exactly once across pages.
 //
-// /v1/metadata is the placement of the current generation, the same on
-// every instance, and a superset of `rackstream assign`'s output (which
-// reads it back), plus a live status gathered from every instance under
-// one short timeout: an instance that doesn't answer in time is reported
-// not ready, with the reason.
+// /v1/metadata is assignor.Metadata, the document's one definition: the
+// placement of the current generation, the same on every instance, and a
+// superset of `rackstream assign`'s output (which reads it back), with the
+// assignment settings it was planned with (Options.Settings, this
+// instance's own until the runtime carries the leader's), plus a live
+// status gathered from every instance under one short timeout: an
+// instance that doesn't answer in time is reported not ready, with the
+// reason.
 //
-// The runtime provides the placement, local replicas and readiness through
-// the Runtime interface; StoreReplica and StateReplica adapt package
-// state's stores. Serve the server with Serve, or mount it in a handler of
+// The server reads the placement, local replicas and readiness through its
+// own Reader interface, read-only; it imports neither package state nor
+// the runtime (package processor). The one implementation adapts the
+// runtime in package processor/service and checks each store's health on
+// every read. Serve the server with Serve, or mount it in a handler of
 // your own served by HTTPServer (the same limits and TLS).
 package query

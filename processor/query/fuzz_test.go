@@ -23,14 +23,20 @@ func FuzzParseKeyRequest(f *testing.F) {
 	}
 	const maxKey = 64
 	f.Fuzz(func(t *testing.T, path, query string) {
-		rt, err := splitPath(path)
-		if err != nil || rt.name != routeKeys {
+		if !strings.HasPrefix(routePath(path), "/v1/stores/") || !strings.Contains(routePath(path), "/keys/") {
 			return
 		}
-		if checkStoreName(rt.store) != nil {
-			t.Fatalf("route with invalid store %q", rt.store)
+		store, key, err := parseStorePath(path)
+		if err != nil {
+			return
 		}
-		req, err := parseKeyRequest(rt.store, rt.key, query, maxKey)
+		if checkStoreName(store) != nil {
+			t.Fatalf("route with invalid store %q", store)
+		}
+		if rp := routePath(path); cleanPath(rp) != rp {
+			t.Fatalf("routing path %q of %q is not clean: the mux would redirect it", rp, path)
+		}
+		req, err := parseKeyRequest(store, key, query, maxKey)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
@@ -48,7 +54,7 @@ func FuzzParseKeyRequest(f *testing.F) {
 		if req.base64 {
 			seg, q = base64.RawURLEncoding.EncodeToString(req.key), "key_encoding=base64url"
 		}
-		again, err := parseKeyRequest(rt.store, seg, q, maxKey)
+		again, err := parseKeyRequest(store, seg, q, maxKey)
 		if err != nil || !bytes.Equal(again.key, req.key) {
 			t.Fatalf("key %q does not round-trip via %q: %q, %v", req.key, seg, again.key, err)
 		}

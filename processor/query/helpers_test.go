@@ -26,16 +26,25 @@ import (
 	"github.com/rackstream/rackstream/tags"
 )
 
-// The test doubles below stand in for the processor runtime: they hold a
-// placement and in-memory replicas, so that the HTTP layer can be tested
-// alone. Multi-instance tests through the real runtime live elsewhere.
+// The test doubles below stand in for the Reader (the runtime, adapted):
+// they hold a placement and in-memory replicas, so that the HTTP layer can
+// be tested alone. Multi-instance tests through the real runtime live
+// elsewhere.
 
 type fakeReplica struct {
 	mu     sync.Mutex
 	status ReplicaStatus
 	data   map[string][]byte
-	keys   []string // sorted
-	err    error    // when set, reads fail with it
+	keys   []string    // sorted
+	err    error       // when set, reads fail with it
+	isos   []Isolation // the isolation of every read, in order
+}
+
+// isolations returns the isolation of every read so far.
+func (r *fakeReplica) isolations() []Isolation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.isos)
 }
 
 func (r *fakeReplica) Status() ReplicaStatus {
@@ -62,9 +71,10 @@ func (r *fakeReplica) put(key string, value []byte) {
 	r.status.Position++
 }
 
-func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
+func (r *fakeReplica) Get(key []byte, iso Isolation) ([]byte, bool, int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.isos = append(r.isos, iso)
 	if r.err != nil {
 		return nil, false, 0, r.err
 	}
@@ -74,9 +84,10 @@ func (r *fakeReplica) Get(key []byte) ([]byte, bool, int64, error) {
 
 // Scan reads the keys in [start, end) under the replica's lock: a
 // consistent snapshot, as LevelDB's iterator gives.
-func (r *fakeReplica) Scan(start, end []byte, fn func(k, v []byte) bool) (int64, error) {
+func (r *fakeReplica) Scan(start, end []byte, iso Isolation, fn func(k, v []byte) bool) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.isos = append(r.isos, iso)
 	if r.err != nil {
 		return 0, r.err
 	}
@@ -89,23 +100,33 @@ func (r *fakeReplica) Scan(start, end []byte, fn func(k, v []byte) bool) (int64,
 	return r.status.Position, nil
 }
 
-type fakeRuntime struct {
-	self string
-	mu   sync.Mutex
-	p    *balancer.Placement
-	reps map[string]map[int32]*fakeReplica
-	err  error
+type fakeReader struct {
+	self    string
+	mu      sync.Mutex
+	p       *balancer.Placement
+	reps    map[string]map[int32]*fakeReplica
+	globals map[string]*fakeReplica
+	err     error
 }
 
-func (f *fakeRuntime) Self() string { return f.self }
+func (f *fakeReader) Global(store string) Replica {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r := f.globals[store]; r != nil {
+		return r
+	}
+	return nil
+}
 
-func (f *fakeRuntime) Placement() *balancer.Placement {
+func (f *fakeReader) Self() string { return f.self }
+
+func (f *fakeReader) Placement() *balancer.Placement {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.p
 }
 
-func (f *fakeRuntime) Replica(store string, task int32) Replica {
+func (f *fakeReader) Replica(store string, task int32) Replica {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.reps[store][task]; r != nil {
@@ -114,7 +135,7 @@ func (f *fakeRuntime) Replica(store string, task int32) Replica {
 	return nil
 }
 
-func (f *fakeRuntime) Replicas() []ReplicaStatus {
+func (f *fakeReader) Replicas() []ReplicaStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []ReplicaStatus
@@ -126,13 +147,13 @@ func (f *fakeRuntime) Replicas() []ReplicaStatus {
 	return out
 }
 
-func (f *fakeRuntime) Ready() error {
+func (f *fakeReader) Ready() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
 }
 
-func (f *fakeRuntime) replica(store string, task int32) *fakeReplica {
+func (f *fakeReader) replica(store string, task int32) *fakeReplica {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.reps[store][task]
@@ -157,7 +178,7 @@ func testStores() []Store {
 
 type node struct {
 	id  string
-	rt  *fakeRuntime
+	rt  *fakeReader
 	srv *Server
 	reg *prometheus.Registry
 	url string
@@ -217,7 +238,7 @@ func newCluster(t testing.TB, co clusterOpts) *cluster {
 	c.p = p
 	for i, n := range c.nodes {
 		n.reg = prometheus.NewRegistry()
-		n.rt = &fakeRuntime{self: n.id, p: p, reps: map[string]map[int32]*fakeReplica{}}
+		n.rt = &fakeReader{self: n.id, p: p, reps: map[string]map[int32]*fakeReplica{}}
 		for _, st := range testStores() {
 			n.rt.reps[st.Name] = map[int32]*fakeReplica{}
 			for task, r := range p.Tasks {
@@ -236,7 +257,7 @@ func newCluster(t testing.TB, co clusterOpts) *cluster {
 				}
 			}
 		}
-		opts := Options{Runtime: n.rt, Stores: testStores(), Registerer: n.reg, Gatherer: n.reg, AuthToken: co.token,
+		opts := Options{Reader: n.rt, Stores: testStores(), Registerer: n.reg, Gatherer: n.reg, AuthToken: co.token,
 			Logger: discardLogger()}
 		if co.tls != nil {
 			opts.TLS, opts.PeerTLS = co.tls(i)

@@ -91,15 +91,35 @@ func candidates(p *balancer.Placement, self int, task int32, standbys bool) []ca
 }
 
 // key answers GET /v1/stores/{store}/keys/{key}; peer is set for an
-// authenticated hop, which is answered from the local replica only.
-func (s *Server) key(w *statusWriter, r *http.Request, rt route, peer bool) {
-	st, ok := s.store(w, rt.store)
+// authenticated hop, which is answered from the local replica only. A
+// global store's key is read locally, whoever asks.
+func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
+	name, escapedKey, err := parseStorePath(w.path)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	st, ok := s.store(w, name)
 	if !ok {
 		return
 	}
-	req, err := parseKeyRequest(rt.store, rt.key, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	req, err := parseKeyRequest(name, escapedKey, r.URL.RawQuery, s.opts.MaxKeyBytes)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	given := req.isolation != ""
+	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
+		return
+	}
+	if st.Global {
+		gen := int32(-1)
+		if p := s.rt.Placement(); p != nil {
+			gen = p.Generation
+		}
+		if f := s.answerLocal(w, st, &req, GlobalTask, gen); f != nil {
+			s.failure(w, *f)
+		}
 		return
 	}
 	p, ok := s.placement(w)
@@ -138,7 +158,7 @@ func (s *Server) key(w *statusWriter, r *http.Request, rt route, peer bool) {
 			return
 		}
 		m := p.Members[c.member]
-		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, r.URL.EscapedPath(), r.URL.RawQuery, s.opts.ForwardTimeout)
+		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, w.path, forwardQuery(r.URL.RawQuery, given, req.isolation), s.opts.ForwardTimeout)
 		if err != nil {
 			fs = append(fs, forwardFailure(c, err))
 			continue
@@ -188,16 +208,19 @@ func notFoundMsg(req *keyRequest, task int32) string {
 // replica may answer: an active one, or a standby within max_lag.
 func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
 	self := s.rt.Self()
-	rep := s.rt.Replica(req.store, task)
+	rep := s.replica(st, task)
 	if rep == nil {
-		return nil, false, &failure{code: http.StatusServiceUnavailable,
-			msg: fmt.Sprintf("%s holds no replica of task %d (placement generation %d)", self, task, gen)}
+		msg := fmt.Sprintf("%s holds no replica of task %d (placement generation %d)", self, task, gen)
+		if st.Global {
+			msg = fmt.Sprintf("%s holds no copy of global store %s", self, st.Name)
+		}
+		return nil, false, &failure{code: http.StatusServiceUnavailable, msg: msg}
 	}
 	stat := rep.Status()
 	if f := qualifies(self, stat, req.maxLag); f != nil {
 		return nil, false, f
 	}
-	value, found, pos, err := rep.Get(req.key)
+	value, found, pos, err := rep.Get(req.key, req.isolation)
 	if err != nil {
 		if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, task), repeatLogEvery) {
 			s.log.Warn("read from a local replica failed", "store", req.store, "task", task, "err", err)
@@ -225,6 +248,15 @@ func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*k
 			msg: fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(req.key)), req.store, err)}
 	}
 	return ans, true, nil
+}
+
+// replica returns the local replica of st that answers for task: for a
+// global store, its one local copy.
+func (s *Server) replica(st Store, task int32) Replica {
+	if st.Global {
+		return s.rt.Global(st.Name)
+	}
+	return s.rt.Replica(st.Name, task)
 }
 
 // qualifies says why a replica in this status may not answer a read that

@@ -14,64 +14,6 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 )
 
-// metadataDoc is GET /v1/metadata: the placement of the current generation
-// (a superset of `rackstream assign`'s output, identical on every instance
-// for a generation but for "self") and the live status gathered from the
-// instances.
-type metadataDoc struct {
-	Generation int32  `json:"generation"`
-	Self       string `json:"self"`
-	// Partitioner and Partitions let clients route keys themselves.
-	Partitioner            string           `json:"partitioner"`
-	Partitions             int              `json:"partitions"`
-	Clients                []clientDoc      `json:"clients"`
-	Tasks                  []taskDoc        `json:"tasks"`
-	ProbingRebalanceNeeded bool             `json:"probing_rebalance_needed"`
-	ProbingDeadline        *time.Time       `json:"probing_deadline,omitempty"`
-	Quality                assignor.Quality `json:"quality"`
-	Status                 statusDoc        `json:"status"`
-}
-
-type clientDoc struct {
-	ID       string            `json:"id"`
-	Endpoint string            `json:"endpoint"`
-	Tags     map[string]string `json:"tags"`
-	Capacity int               `json:"capacity"`
-	Build    string            `json:"build,omitempty"`
-	Active   []int32           `json:"active"`
-	Standby  []int32           `json:"standby"`
-	Warmup   []int32           `json:"warmup"`
-}
-
-type taskDoc struct {
-	Task int32 `json:"task"`
-	// Active is "" while the task moves between instances.
-	Active  string   `json:"active"`
-	Standby []string `json:"standby"`
-	Warmup  []string `json:"warmup"`
-}
-
-type statusDoc struct {
-	AsOf    string         `json:"as_of"`
-	Clients []clientStatus `json:"clients"`
-	// Lags are each replica's lag (the most of its stores'), for every
-	// replica whose lag its instance knows.
-	Lags []lagDoc `json:"lags"`
-}
-
-type clientStatus struct {
-	ID     string `json:"id"`
-	Ready  bool   `json:"ready"`
-	Reason string `json:"reason,omitempty"`
-}
-
-type lagDoc struct {
-	Task   int32  `json:"task"`
-	Client string `json:"client"`
-	Role   string `json:"role"`
-	Lag    int64  `json:"lag"`
-}
-
 // instanceStatus is GET /v1/status: this instance's readiness and its
 // replicas, what /v1/metadata gathers from every instance.
 type instanceStatus struct {
@@ -97,14 +39,15 @@ func (s *Server) localStatus() instanceStatus {
 }
 
 // placementDoc renders the placement part of /v1/metadata.
-func (s *Server) placementDoc(p *balancer.Placement) *metadataDoc {
-	doc := &metadataDoc{
+func (s *Server) placementDoc(p *balancer.Placement) *assignor.Metadata {
+	doc := &assignor.Metadata{
 		Generation:             p.Generation,
 		Self:                   s.rt.Self(),
 		Partitioner:            s.opts.Partitioner.Name(),
 		Partitions:             len(p.Tasks),
-		Clients:                make([]clientDoc, len(p.Members)),
-		Tasks:                  make([]taskDoc, len(p.Tasks)),
+		Settings:               s.settings(p),
+		Clients:                make([]assignor.MetadataClient, len(p.Members)),
+		Tasks:                  make([]assignor.TaskPlacement, len(p.Tasks)),
 		ProbingRebalanceNeeded: !p.ProbingDeadline.IsZero(),
 		Quality:                p.Quality,
 	}
@@ -113,8 +56,8 @@ func (s *Server) placementDoc(p *balancer.Placement) *metadataDoc {
 		doc.ProbingDeadline = &d
 	}
 	for i, m := range p.Members {
-		doc.Clients[i] = clientDoc{ID: m.ProcessID, Endpoint: m.Endpoint, Tags: m.Tags.Map(), Capacity: m.Capacity, Build: m.Build,
-			Active: []int32{}, Standby: []int32{}, Warmup: []int32{}}
+		doc.Clients[i] = assignor.MetadataClient{ID: m.ProcessID, Endpoint: m.Endpoint, Tags: m.Tags.Map(), Capacity: m.Capacity, Build: m.Build,
+			Active: []int{}, Standby: []int{}, Warmup: []int{}}
 		if doc.Clients[i].Tags == nil {
 			doc.Clients[i].Tags = map[string]string{}
 		}
@@ -127,9 +70,8 @@ func (s *Server) placementDoc(p *balancer.Placement) *metadataDoc {
 		slices.Sort(out)
 		return out
 	}
-	for t, r := range p.Tasks {
-		task := int32(t)
-		td := taskDoc{Task: task, Standby: ids(r.Standbys), Warmup: ids(r.Warmups)}
+	for task, r := range p.Tasks {
+		td := assignor.TaskPlacement{Task: task, Standby: ids(r.Standbys), Warmup: ids(r.Warmups)}
 		if r.Active != balancer.NoMember {
 			td.Active = p.Members[r.Active].ProcessID
 			doc.Clients[r.Active].Active = append(doc.Clients[r.Active].Active, task)
@@ -140,9 +82,22 @@ func (s *Server) placementDoc(p *balancer.Placement) *metadataDoc {
 		for _, m := range r.Warmups {
 			doc.Clients[m].Warmup = append(doc.Clients[m].Warmup, task)
 		}
-		doc.Tasks[t] = td
+		doc.Tasks[task] = td
 	}
 	return doc
+}
+
+// settings are the assignment settings p was planned with, as far as this
+// instance knows them: its own (Options.Settings) until the runtime
+// carries the leader's in the placement.
+func (s *Server) settings(*balancer.Placement) *assignor.MetadataSettings {
+	if s.opts.Settings == nil {
+		return nil
+	}
+	st := *s.opts.Settings
+	st.Source = assignor.SettingsFromInstance
+	st.RackAwareAssignmentTags = append([]string{}, st.RackAwareAssignmentTags...)
+	return &st
 }
 
 // metadata answers GET /v1/metadata.
@@ -163,7 +118,7 @@ func (s *Server) metadata(w *statusWriter, r *http.Request) {
 // gatherStatus asks every member for its status, in parallel, each within
 // StatusTimeout; a member that doesn't answer is reported not ready with
 // the reason.
-func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) statusDoc {
+func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) assignor.MetadataStatus {
 	sts := make([]instanceStatus, len(p.Members))
 	self := s.rt.Self()
 	// The whole gathering, not each peer, is bounded by StatusTimeout, and
@@ -194,10 +149,11 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) status
 	}
 	close(next)
 	wg.Wait()
-	doc := statusDoc{AsOf: time.Now().UTC().Format(time.RFC3339Nano), Clients: make([]clientStatus, len(sts)), Lags: []lagDoc{}}
+	doc := assignor.MetadataStatus{AsOf: time.Now().UTC().Format(time.RFC3339Nano),
+		Clients: make([]assignor.MetadataClientStatus, len(sts)), Lags: []assignor.MetadataLag{}}
 	for i, st := range sts {
 		id := p.Members[i].ProcessID
-		doc.Clients[i] = clientStatus{ID: id, Ready: st.Ready, Reason: st.Reason}
+		doc.Clients[i] = assignor.MetadataClientStatus{ID: id, Ready: st.Ready, Reason: st.Reason}
 		lags := map[int32]int64{}
 		for _, rs := range st.Replicas {
 			if rs.Lag < 0 || rs.Task < 0 || int(rs.Task) >= len(p.Tasks) {
@@ -208,10 +164,10 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) status
 			}
 		}
 		for task, lag := range lags {
-			doc.Lags = append(doc.Lags, lagDoc{Task: task, Client: id, Role: placementRole(p, task, i, st.Replicas), Lag: lag})
+			doc.Lags = append(doc.Lags, assignor.MetadataLag{Task: int(task), Client: id, Role: placementRole(p, task, i, st.Replicas), Lag: lag})
 		}
 	}
-	slices.SortFunc(doc.Lags, func(a, b lagDoc) int {
+	slices.SortFunc(doc.Lags, func(a, b assignor.MetadataLag) int {
 		return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Client, b.Client))
 	})
 	return doc

@@ -96,7 +96,7 @@ func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 				Ready  bool   `json:"ready"`
 				Reason string `json:"reason"`
 			} `json:"clients"`
-			Lags []lagDoc `json:"lags"`
+			Lags []assignor.MetadataLag `json:"lags"`
 		} `json:"status"`
 	}
 	if err := json.Unmarshal(a.body, &doc); err != nil {
@@ -191,7 +191,7 @@ func TestMetadataOfALargeGroupIsBoundedByTheStatusTimeout(t *testing.T) {
 	start := time.Now()
 	a := c.get(c.nodes[0], "/v1/metadata")
 	t.Logf("metadata of 202 members, 200 silent: %v", time.Since(start))
-	var doc metadataDoc
+	var doc assignor.Metadata
 	if err := json.Unmarshal(a.body, &doc); err != nil || a.code != 200 {
 		t.Fatalf("%v: %s", err, a)
 	}
@@ -205,5 +205,47 @@ func TestMetadataOfALargeGroupIsBoundedByTheStatusTimeout(t *testing.T) {
 	}
 	if n := forwards(t, c.nodes[0], routeMetadata, resultRejected); n != 0 {
 		t.Errorf("%v status requests were refused for lack of forward slots", n)
+	}
+}
+
+// TestMetadataIsTheAssignorsDocument: /v1/metadata decodes strictly into
+// assignor.Metadata, the one definition of the document, and carries the
+// assignment settings, which assign's decoder then uses as they are.
+func TestMetadataIsTheAssignorsDocument(t *testing.T) {
+	settings := &assignor.MetadataSettings{NumStandbyReplicas: 2, AcceptableRecoveryLag: 77, MaxWarmupReplicas: 3,
+		RackAwareAssignmentTags: []string{"zone"}, ProbingRebalanceIntervalMs: 60000}
+	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.Settings = settings }})
+	a := c.get(c.nodes[1], "/v1/metadata")
+	if a.code != http.StatusOK {
+		t.Fatal(a)
+	}
+	var doc assignor.Metadata
+	dec := json.NewDecoder(strings.NewReader(string(a.body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("the document has a field assignor.Metadata does not define: %v", err)
+	}
+	want := *settings
+	want.Source = assignor.SettingsFromInstance
+	if doc.Settings == nil || !reflect.DeepEqual(*doc.Settings, want) {
+		t.Errorf("settings %+v, want %+v", doc.Settings, want)
+	}
+	if doc.Self != "n2" || doc.Generation != 7 || len(doc.Tasks) != 6 || len(doc.Clients) != 3 || len(doc.Status.Clients) != 3 {
+		t.Errorf("document %+v", doc)
+	}
+	in, plan, err := assignor.DecodeDocument(a.body)
+	if err != nil || plan == nil {
+		t.Fatalf("DecodeDocument: %v", err)
+	}
+	// Every task has one standby; the settings say two (a shortfall),
+	// and the decoder takes the settings, not a guess from the placement.
+	if in.NumStandbyReplicas != 2 || in.AcceptableRecoveryLag != 77 || in.MaxWarmupReplicas != 3 || !reflect.DeepEqual(in.RackAwareAssignmentTags, []string{"zone"}) {
+		t.Errorf("decoded settings %+v", in)
+	}
+
+	// Without settings (an instance that knows none) the field is absent.
+	c = newCluster(t, clusterOpts{members: 1})
+	if a := c.get(c.nodes[0], "/v1/metadata"); a.code != 200 || a.json["settings"] != nil {
+		t.Errorf("no settings: %s", a)
 	}
 }

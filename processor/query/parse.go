@@ -14,75 +14,6 @@ import (
 	"unicode/utf8"
 )
 
-// Routes, as metric labels.
-const (
-	routeMetadata = "metadata"
-	routeStatus   = "status"
-	routeKeys     = "keys"
-	routeScan     = "scan"
-	routeMetrics  = "metrics"
-	routeHealthz  = "healthz"
-	routeReadyz   = "readyz"
-	routeUnknown  = "unknown"
-)
-
-// route is a request path split into its route and parameters.
-type route struct {
-	name  string
-	store string // keys, scan
-	key   string // keys: the key segment(s), still escaped
-}
-
-// splitPath maps an escaped request path to its route. Keys may contain
-// '/', escaped (%2F) or not: everything after /keys/ is the key.
-func splitPath(escaped string) (route, error) {
-	switch escaped {
-	case "/v1/metadata":
-		return route{name: routeMetadata}, nil
-	case "/v1/status":
-		return route{name: routeStatus}, nil
-	case "/metrics":
-		return route{name: routeMetrics}, nil
-	case "/healthz":
-		return route{name: routeHealthz}, nil
-	case "/readyz":
-		return route{name: routeReadyz}, nil
-	}
-	rest, ok := strings.CutPrefix(escaped, "/v1/stores/")
-	if !ok {
-		return route{name: routeUnknown}, fmt.Errorf("no route for path %s", truncate(escaped))
-	}
-	rawStore, rest, ok := strings.Cut(rest, "/")
-	if !ok {
-		return route{name: routeUnknown}, fmt.Errorf("no route for path %s: want /v1/stores/{store}/keys/{key} or /v1/stores/{store}/scan", truncate(escaped))
-	}
-	store, err := url.PathUnescape(rawStore)
-	if err != nil {
-		return route{name: routeUnknown}, fmt.Errorf("store name in path: %w", err)
-	}
-	if rest == "scan" {
-		return route{name: routeScan, store: store}, checkStoreName(store)
-	}
-	if key, ok := strings.CutPrefix(rest, "keys/"); ok {
-		return route{name: routeKeys, store: store, key: key}, checkStoreName(store)
-	}
-	return route{name: routeUnknown}, fmt.Errorf("no route for path %s: want /v1/stores/{store}/keys/{key} or /v1/stores/{store}/scan", truncate(escaped))
-}
-
-// checkStoreName applies the topology's rule for store names.
-func checkStoreName(name string) error {
-	if name == "" {
-		return errors.New("empty store name")
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("invalid store name %s: a store name is letters, digits, '.', '_' and '-'", strconv.Quote(truncate(name)))
-		}
-	}
-	return nil
-}
-
 // Key encodings (key_encoding).
 const (
 	encodingString    = "string"
@@ -100,17 +31,19 @@ type keyRequest struct {
 	maxLag int64
 	// minPosition is min_position, -1 when absent.
 	minPosition int64
+	// isolation is the isolation parameter, "" when absent.
+	isolation Isolation
 }
 
 // parseKeyRequest parses the key segment and query of a key lookup. maxKey
 // bounds the decoded key's length in bytes.
 func parseKeyRequest(store, escapedKey, rawQuery string, maxKey int) (keyRequest, error) {
 	req := keyRequest{store: store, maxLag: -1, minPosition: -1}
-	q, err := parseQuery(rawQuery, "key_encoding", "max_lag", "min_position")
+	q, err := parseQuery(rawQuery, "key_encoding", "max_lag", "min_position", "isolation")
 	if err != nil {
 		return req, err
 	}
-	if req.base64, req.maxLag, err = parseReadOptions(q); err != nil {
+	if req.base64, req.maxLag, req.isolation, err = parseReadOptions(q); err != nil {
 		return req, err
 	}
 	if req.minPosition, err = parseCount(q, "min_position"); err != nil {
@@ -143,8 +76,9 @@ type scanRequest struct {
 	limit              int
 	base64             bool
 	maxLag             int64
-	tasks              []int32 // nil: every task
-	after              []byte  // from the cursor: keys > after
+	isolation          Isolation // "" when absent
+	tasks              []int32   // nil: every task
+	after              []byte    // from the cursor: keys > after
 	hasAfter           bool
 	start, end         []byte // the effective range [start, end), nil = open
 	startSet, endEmpty bool   // endEmpty: the range is empty
@@ -156,11 +90,11 @@ const defaultScanLimit = 100
 // parameter, maxLimit the page size.
 func parseScanRequest(store, rawQuery string, maxKey, maxLimit int) (scanRequest, error) {
 	req := scanRequest{store: store, limit: min(defaultScanLimit, maxLimit), maxLag: -1}
-	q, err := parseQuery(rawQuery, "prefix", "from", "to", "limit", "cursor", "key_encoding", "max_lag", "tasks")
+	q, err := parseQuery(rawQuery, "prefix", "from", "to", "limit", "cursor", "key_encoding", "max_lag", "tasks", "isolation")
 	if err != nil {
 		return req, err
 	}
-	if req.base64, req.maxLag, err = parseReadOptions(q); err != nil {
+	if req.base64, req.maxLag, req.isolation, err = parseReadOptions(q); err != nil {
 		return req, err
 	}
 	for _, p := range []struct {
@@ -327,14 +261,23 @@ func parseQuery(raw string, known ...string) (map[string]string, error) {
 	return out, nil
 }
 
-// parseReadOptions parses what lookups and scans share: key_encoding and
-// max_lag (-1 when absent).
-func parseReadOptions(q map[string]string) (b64 bool, maxLag int64, err error) {
+// parseReadOptions parses what lookups and scans share: key_encoding,
+// max_lag (-1 when absent) and isolation ("" when absent).
+func parseReadOptions(q map[string]string) (b64 bool, maxLag int64, iso Isolation, err error) {
 	if b64, err = parseEncoding(q); err != nil {
-		return false, -1, err
+		return false, -1, "", err
 	}
-	maxLag, err = parseCount(q, "max_lag")
-	return b64, maxLag, err
+	if maxLag, err = parseCount(q, "max_lag"); err != nil {
+		return false, -1, "", err
+	}
+	switch v, ok := q["isolation"]; {
+	case !ok:
+	case v == string(IsolationLatest), v == string(IsolationCommitted):
+		iso = Isolation(v)
+	default:
+		return false, -1, "", fmt.Errorf("isolation %s: want %s or %s", strconv.Quote(truncate(v)), IsolationLatest, IsolationCommitted)
+	}
+	return b64, maxLag, iso, nil
 }
 
 func parseEncoding(q map[string]string) (bool, error) {

@@ -50,9 +50,15 @@ const forwardedMaxKey = 1 << 20
 // pages are merged. A key lives in one task, and a page continues strictly
 // after the previous page's last key, so every key is returned once across
 // pages. peer is set for an authenticated hop, which is answered from local
-// replicas only and may carry keys as long as stored ones.
-func (s *Server) scan(w *statusWriter, r *http.Request, rt route, peer bool) {
-	st, ok := s.store(w, rt.store)
+// replicas only and may carry keys as long as stored ones. A global store
+// is scanned locally, whoever asks.
+func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
+	name, _, err := parseStorePath(w.path)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	st, ok := s.store(w, name)
 	if !ok {
 		return
 	}
@@ -60,9 +66,16 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route, peer bool) {
 	if peer {
 		maxKey = forwardedMaxKey
 	}
-	req, err := parseScanRequest(rt.store, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
+	req, err := parseScanRequest(name, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
+		return
+	}
+	if st.Global {
+		s.scanGlobal(w, st, &req)
 		return
 	}
 	p, ok := s.placement(w)
@@ -120,6 +133,35 @@ func (s *Server) scan(w *statusWriter, r *http.Request, rt route, peer bool) {
 	if more && len(items) > 0 {
 		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 	}
+	s.writePage(w, st, ans, req.base64)
+}
+
+// scanGlobal answers a scan of a global store from its local copy.
+func (s *Server) scanGlobal(w *statusWriter, st Store, req *scanRequest) {
+	if req.tasks != nil {
+		s.fail(w, http.StatusBadRequest, fmt.Sprintf("tasks: store %s is global (every instance holds all of it): it has no tasks", st.Name))
+		return
+	}
+	gen := int32(-1)
+	if p := s.rt.Placement(); p != nil {
+		gen = p.Generation
+	}
+	ans := &scanAnswer{Items: []scanItem{}, Generation: gen, ServedBy: map[string][]int32{}}
+	if !req.endEmpty {
+		items, more, fails := s.scanLocal(st, req, []int32{GlobalTask})
+		if len(fails) > 0 {
+			code, msg := fails.answer()
+			s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
+			return
+		}
+		if items != nil {
+			ans.Items = items
+		}
+		if more {
+			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
+		}
+	}
+	ans.ServedBy[s.rt.Self()] = []int32{GlobalTask}
 	s.writePage(w, st, ans, req.base64)
 }
 
@@ -250,7 +292,7 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 	keep := req.limit + 1 // one more than a page says whether more remain
 	var page, merged []scanItem
 	for _, t := range tasks {
-		rep := s.rt.Replica(req.store, t)
+		rep := s.replica(st, t)
 		if rep == nil {
 			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s holds no replica of task %d", self, t)))
 			continue
@@ -265,7 +307,7 @@ func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanIte
 			bound = items[len(items)-1].raw
 		}
 		page = page[:0]
-		_, err := rep.Scan(req.start, req.end, func(k, v []byte) bool {
+		_, err := rep.Scan(req.start, req.end, req.isolation, func(k, v []byte) bool {
 			if bound != nil && bytes.Compare(k, bound) >= 0 || len(page) >= keep {
 				return false
 			}
@@ -319,6 +361,7 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	if req.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
 	}
+	q.Set("isolation", string(req.isolation))
 	q.Set("tasks", formatTasks(tasks))
 	m := p.Members[member]
 	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)

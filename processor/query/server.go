@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor/partition"
 )
@@ -34,16 +35,26 @@ const (
 	HeaderGeneration = "Rackstream-Generation"
 )
 
-// Options configure a Server. Runtime is required; the rest have defaults.
+// Options configure a Server. Reader is required; the rest have defaults.
 type Options struct {
-	// Runtime is the processor runtime the server reads placement, local
-	// replicas and readiness from.
-	Runtime Runtime
+	// Reader is what the server reads the placement, local replicas and
+	// readiness from: the runtime, adapted (processor/service).
+	Reader Reader
+	// ExactlyOnce says the group runs processing.guarantee=exactly_once_v2:
+	// reads default to isolation=committed and isolation=latest is refused
+	// (400), since the latest writes belong to an open transaction. Under
+	// at-least-once (false) reads default to isolation=latest.
+	ExactlyOnce bool
 	// Stores are the stores queries may name.
 	Stores []Store
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
 	// every producer uses.
 	Partitioner partition.Partitioner
+	// Settings are this instance's own assignment settings, which
+	// /v1/metadata shows as the ones its placement was planned with
+	// (source "instance") while the runtime's placement does not carry the
+	// leader's. Nil: the document has no settings (a reader infers them).
+	Settings *assignor.MetadataSettings
 
 	// AuthToken, when set (http.auth.token), is required as
 	// "Authorization: Bearer <token>" on every route but /healthz and
@@ -132,7 +143,8 @@ func (o *Options) defaults() {
 // http.Handler) in a server of your own with comparable limits.
 type Server struct {
 	opts       Options
-	rt         Runtime
+	rt         Reader
+	mux        *http.ServeMux
 	stores     map[string]Store
 	storeNames string
 	log        *slog.Logger
@@ -150,12 +162,12 @@ type Server struct {
 }
 
 // New returns a server. It fails on an invalid configuration: a missing
-// runtime, TLS without a peer config, a peer config that skips
+// reader, TLS without a peer config, a peer config that skips
 // verification, duplicate stores, metrics already registered.
 func New(opts Options) (*Server, error) {
 	opts.defaults()
-	if opts.Runtime == nil {
-		return nil, errors.New("query: Options.Runtime is required")
+	if opts.Reader == nil {
+		return nil, errors.New("query: Options.Reader is required")
 	}
 	if opts.TLS != nil && opts.PeerTLS == nil {
 		return nil, errors.New("query: TLS is set without PeerTLS: forwarding to peers needs the CA that verifies them (http.tls.ca)")
@@ -168,7 +180,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts:       opts,
-		rt:         opts.Runtime,
+		rt:         opts.Reader,
 		stores:     make(map[string]Store, len(opts.Stores)),
 		log:        opts.Logger,
 		scheme:     "http",
@@ -220,6 +232,7 @@ func New(opts Options) (*Server, error) {
 		// A peer's redirect is not followed: the answer is relayed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	s.routes()
 	s.srv = s.HTTPServer(s)
 	return s, nil
 }
@@ -260,71 +273,42 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.Shutdown(ctx)
 }
 
-// ServeHTTP routes a request. Every answer it writes is JSON, errors in
-// one shape (errorBody); only what net/http refuses before calling it (a
-// malformed request line or escape in the path, oversized headers) gets
-// net/http's plain-text answer.
+// ServeHTTP routes a request (routes.go). Every answer it writes is JSON,
+// errors in one shape (errorBody); only what net/http refuses before
+// calling it (a malformed request line or escape in the path, oversized
+// headers) gets net/http's plain-text answer.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-	rt, perr := splitPath(r.URL.EscapedPath())
-	s.serve(rw, r, rt, perr)
-	s.met.requests.WithLabelValues(rt.name, s.met.code(rw.code)).Inc()
-	s.met.latency.WithLabelValues(rt.name).Observe(time.Since(start).Seconds())
+	rw := &statusWriter{ResponseWriter: w, code: http.StatusOK, route: routeUnknown, path: r.URL.EscapedPath()}
+	s.dispatch(rw, r)
+	s.met.requests.WithLabelValues(rw.route, s.met.code(rw.code)).Inc()
+	s.met.latency.WithLabelValues(rw.route).Observe(time.Since(start).Seconds())
 }
 
-func (s *Server) serve(w *statusWriter, r *http.Request, rt route, perr error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		s.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: the query API is read-only (GET)", truncate(r.Method)))
-		return
-	}
-	switch rt.name {
-	case routeHealthz:
-		writeJSON(w, http.StatusOK, map[string]any{"alive": true})
-		return
-	case routeReadyz:
-		s.readyz(w)
-		return
-	}
-	// A peer is a request whose hop signature verifies; anything else is
-	// a client's, whatever its headers claim, and needs the bearer token.
+// authenticate answers 401 and returns false unless r carries the bearer
+// token or is an authenticated hop; peer is set for the latter. A peer is
+// a request whose hop signature verifies; anything else is a client's,
+// whatever its headers claim, and needs the bearer token.
+func (s *Server) authenticate(w *statusWriter, r *http.Request) (peer, ok bool) {
 	hc := checkHop(r, s.hopKey, s.rt.Self(), time.Now())
-	peer := hc == hopValid
-	if !peer && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
-		switch {
-		case hc == hopBadMAC:
-			s.failCode(w, http.StatusUnauthorized, codeHopSignature, "forwarded request's signature does not verify: the instances' http.auth.token differ")
-		case hc == hopExpired:
-			s.failCode(w, http.StatusUnauthorized, codeHopExpired, fmt.Sprintf("forwarded request's signing time is more than %v away from this instance's clock: the instances' clocks differ", hopWindow))
-		case r.Header.Get("Authorization") == "":
-			s.failCode(w, http.StatusUnauthorized, codeMissingToken, "missing bearer token: send Authorization: Bearer <http.auth.token>")
-		default:
-			s.failCode(w, http.StatusUnauthorized, codeWrongToken, "wrong bearer token")
-		}
-		return
+	if hc == hopValid {
+		return true, true
 	}
-	if perr != nil {
-		if rt.name == routeUnknown {
-			s.failCode(w, http.StatusNotFound, codeNoRoute, perr.Error())
-		} else {
-			s.fail(w, http.StatusBadRequest, perr.Error())
-		}
-		return
+	if s.authorized(r) {
+		return false, true
 	}
-	switch rt.name {
-	case routeMetrics:
-		s.metricsH.ServeHTTP(w, r)
-	case routeMetadata:
-		s.metadata(w, r)
-	case routeStatus:
-		writeJSON(w, http.StatusOK, s.localStatus())
-	case routeKeys:
-		s.key(w, r, rt, peer)
-	case routeScan:
-		s.scan(w, r, rt, peer)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
+	switch {
+	case hc == hopBadMAC:
+		s.failCode(w, http.StatusUnauthorized, codeHopSignature, "forwarded request's signature does not verify: the instances' http.auth.token differ")
+	case hc == hopExpired:
+		s.failCode(w, http.StatusUnauthorized, codeHopExpired, fmt.Sprintf("forwarded request's signing time is more than %v away from this instance's clock: the instances' clocks differ", hopWindow))
+	case r.Header.Get("Authorization") == "":
+		s.failCode(w, http.StatusUnauthorized, codeMissingToken, "missing bearer token: send Authorization: Bearer <http.auth.token>")
+	default:
+		s.failCode(w, http.StatusUnauthorized, codeWrongToken, "wrong bearer token")
 	}
+	return false, false
 }
 
 // authorized compares the token in constant time. It compares digests:
@@ -374,6 +358,37 @@ func (s *Server) store(w *statusWriter, name string) (Store, bool) {
 	return st, ok
 }
 
+// isolation resolves a read's isolation parameter ("" when absent): the
+// default is latest under at-least-once and committed under exactly-once,
+// where latest is refused (400) because the latest writes belong to an
+// open transaction that may still abort (design §7).
+func (s *Server) isolation(w *statusWriter, iso Isolation) (Isolation, bool) {
+	switch {
+	case iso == "" && s.opts.ExactlyOnce:
+		return IsolationCommitted, true
+	case iso == "":
+		return IsolationLatest, true
+	case iso == IsolationLatest && s.opts.ExactlyOnce:
+		s.fail(w, http.StatusBadRequest, "isolation=latest is not available under processing.guarantee=exactly_once_v2: "+
+			"reads see committed state only (isolation=committed, the default), never an open transaction's writes")
+		return "", false
+	}
+	return iso, true
+}
+
+// forwardQuery is a lookup's query as forwarded to a peer: the client's,
+// with the isolation this instance resolved added when the client gave
+// none, so that the peer reads as this instance decided.
+func forwardQuery(raw string, given bool, iso Isolation) string {
+	switch {
+	case given:
+		return raw
+	case raw == "":
+		return "isolation=" + string(iso)
+	}
+	return raw + "&isolation=" + string(iso)
+}
+
 // placement returns the current placement or answers 503.
 func (s *Server) placement(w *statusWriter) (*balancer.Placement, bool) {
 	p := s.rt.Placement()
@@ -384,11 +399,14 @@ func (s *Server) placement(w *statusWriter) (*balancer.Placement, bool) {
 	return p, true
 }
 
-// statusWriter records the status code for metrics.
+// statusWriter records the status code and route for metrics, and the
+// request's path as it arrived (the mux routes a rewritten copy).
 type statusWriter struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+	route       string // the route's name, a metric label
+	path        string // the escaped request path, as received
 }
 
 func (w *statusWriter) WriteHeader(code int) {

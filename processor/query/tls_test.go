@@ -123,15 +123,15 @@ func TestForwardingOverTLSVerifiesPeers(t *testing.T) {
 }
 
 func TestNewRefusesTLSThatSkipsVerificationOrHasNoPeerConfig(t *testing.T) {
-	rt := &fakeRuntime{self: "n1"}
-	if _, err := New(Options{Runtime: rt, TLS: &tls.Config{}, PeerTLS: &tls.Config{InsecureSkipVerify: true}}); err == nil ||
+	rt := &fakeReader{self: "n1"}
+	if _, err := New(Options{Reader: rt, TLS: &tls.Config{}, PeerTLS: &tls.Config{InsecureSkipVerify: true}}); err == nil ||
 		!strings.Contains(err.Error(), "never forwards to an unverified peer") {
 		t.Errorf("InsecureSkipVerify: %v", err)
 	}
-	if _, err := New(Options{Runtime: rt, TLS: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "http.tls.ca") {
+	if _, err := New(Options{Reader: rt, TLS: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "http.tls.ca") {
 		t.Errorf("no PeerTLS: %v", err)
 	}
-	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Runtime is required") {
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "Reader is required") {
 		t.Errorf("no runtime: %v", err)
 	}
 }
@@ -301,7 +301,7 @@ func TestLoadTLSChecksTheClientCertificateSettings(t *testing.T) {
 			t.Errorf("LoadTLS(%+v) = %v, want %q", tc.f, err, tc.msg)
 		}
 	}
-	if _, err := New(Options{Runtime: &fakeRuntime{self: "n1"}, TLS: &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, PeerTLS: &tls.Config{}}); err == nil ||
+	if _, err := New(Options{Reader: &fakeReader{self: "n1"}, TLS: &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}, PeerTLS: &tls.Config{}}); err == nil ||
 		!strings.Contains(err.Error(), "http.tls.client.ca") {
 		t.Errorf("New without ClientCAs: %v", err)
 	}

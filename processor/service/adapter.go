@@ -13,7 +13,7 @@ import (
 )
 
 // runtimeAdapter presents the processor runtime as the query server's
-// Runtime.
+// Reader: the only implementation of it; its reads are in reader.go.
 type runtimeAdapter struct{ rt *processor.Runtime }
 
 func (a runtimeAdapter) Self() string                   { return a.rt.ProcessID() }
@@ -50,30 +50,6 @@ func notReady(reason string) *query.NotReady {
 		return &query.NotReady{Condition: "rebuilding the Kafka client after an error", Cause: errors.New(reason)}
 	}
 	return &query.NotReady{Condition: "stopped by an error (details in the instance's log)", Cause: errors.New(reason)}
-}
-
-// Replica and Replicas use the role the runtime reports for the task, a
-// snapshot taken when the request arrived.
-func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
-	rep, ok := a.rt.Replica(task)
-	if !ok {
-		return nil
-	}
-	return query.StoreReplica(rep.Role, rep.Stores[store])
-}
-
-func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
-	var out []query.ReplicaStatus
-	for task := range a.rt.Tasks() {
-		rep, ok := a.rt.Replica(task)
-		if !ok {
-			continue
-		}
-		for _, s := range rep.Stores {
-			out = append(out, query.StoreReplica(rep.Role, s).Status())
-		}
-	}
-	return out
 }
 
 // logPlacement logs a placement's summary, one line: the generation, the

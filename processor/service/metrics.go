@@ -16,7 +16,10 @@ import (
 // these series describe the whole group.
 type placementCollector struct {
 	placement func() *balancer.Placement
-	standbys  int // num.standby.replicas
+	// standbys is this instance's num.standby.replicas, used only for a
+	// placement whose leader did not say which it planned with (wire
+	// version 3 and older).
+	standbys int
 
 	generation, members, tasks       *prometheus.Desc
 	repeating, values                *prometheus.Desc
@@ -69,9 +72,13 @@ func (c *placementCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.shortfall, p.Quality.StandbyShortfall)
 	short, without := 0, 0
-	if c.standbys > 0 {
+	standbys := c.standbys
+	if p.Settings != nil {
+		standbys = p.Settings.NumStandbys // the leader's: the same on every member
+	}
+	if standbys > 0 {
 		for i := range p.Tasks {
-			if len(p.Tasks[i].Standbys) < c.standbys {
+			if len(p.Tasks[i].Standbys) < standbys {
 				short++
 			}
 		}

@@ -67,6 +67,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/buildinfo"
 	"github.com/rackstream/rackstream/internal/kclient"
@@ -238,12 +239,17 @@ func New(opts Options) (*Instance, error) {
 	ro.ShutdownTimeout = cfg.ShutdownTimeout
 	ro.Logger = log
 	ro.Registerer = reg
-	rt, err := processor.NewRuntime(topo, ro)
+	var rt *processor.Runtime
+	ro.OnPlacement = func(p *balancer.Placement) { logPlacement(log, p, rt.ProcessID()) }
+	rt, err = processor.NewRuntime(topo, ro)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
+	}
+	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
 	var stores []query.Store
 	var names []string
@@ -252,7 +258,9 @@ func New(opts Options) (*Instance, error) {
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
-		Runtime:     runtimeAdapter{rt},
+		Reader:      runtimeAdapter{rt},
+		ExactlyOnce: cfg.ExactlyOnce(),
+		Settings:    assignmentSettings(cfg),
 		Stores:      stores,
 		Partitioner: part,
 		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
@@ -426,38 +434,19 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// watch logs the start-up line once the runtime knows its process id, and
-// a line for every placement it learns. The runtime has no callback for
-// either, so it polls: cheap pointer reads.
+// watch logs the start-up line once the runtime knows its process id
+// (Runtime.Started); the placement lines come from Options.OnPlacement.
 func (in *Instance) watch(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	started := false
-	var gen int32 = -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !started {
-			id := in.rt.ProcessID()
-			if id == "" {
-				continue
-			}
-			started = true
-			in.log.Info("rackstream instance started",
-				"instance", id,
-				"tags", in.cfg.ClientTags.String(),
-				"endpoint", in.endpoint,
-				"group", in.cfg.ApplicationID,
-				"http", in.ln.Addr().String(),
-				"processor", string(in.cfg.Processor.Type),
-				"standbys", in.cfg.NumStandbyReplicas)
-		}
-		if p := in.rt.Placement(); p != nil && p.Generation != gen {
-			gen = p.Generation
-			logPlacement(in.log, p, in.rt.ProcessID())
-		}
+	select {
+	case <-ctx.Done():
+	case <-in.rt.Started():
+		in.log.Info("rackstream instance started",
+			"instance", in.rt.ProcessID(),
+			"tags", in.cfg.ClientTags.String(),
+			"endpoint", in.endpoint,
+			"group", in.cfg.ApplicationID,
+			"http", in.ln.Addr().String(),
+			"processor", string(in.cfg.Processor.Type),
+			"standbys", in.cfg.NumStandbyReplicas)
 	}
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// freshness measures how long a record takes from the producer to an
+// answer over HTTP: probes with new keys, one every probeEvery, each polled
+// at the first instance until its count is there.
+func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.Client, input string, rate, countRate float64) {
+	const probeEvery, pollEvery = 100 * time.Millisecond, 10 * time.Millisecond
+	a := g.instances[0]
+	limit := 3*d.cfg.commitInterval + 30*time.Second
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		unseen int
+		wg     sync.WaitGroup
+	)
+	d.logf("freshness: %s records/s of load, probes for %v", thousands(rate), d.cfg.freshDuration)
+	end := time.Now().Add(d.cfg.freshDuration)
+	for n := 0; time.Now().Before(end); n++ {
+		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		sent := time.Now()
+		cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := a.url() + "/v1/stores/count/keys/" + key
+			for time.Since(sent) < limit {
+				if code, err := getJSON(ctx, u, nil); err == nil && code == 200 {
+					mu.Lock()
+					lat = append(lat, time.Since(sent))
+					mu.Unlock()
+					return
+				}
+				time.Sleep(pollEvery)
+			}
+			mu.Lock()
+			unseen++
+			mu.Unlock()
+		}()
+		time.Sleep(probeEvery)
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	half := fmt.Sprintf("half the Rackstream count's %s records/s measured above on this broker", thousands(countRate))
+	if countRate <= 0 {
+		half = "a fixed rate: no count was measured on this broker in this run"
+	}
+	sec.printf("### End-to-end freshness\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s), a probe record with a new key every %v; each probe's "+
+		"key is polled every %v at instance %s (which forwards when another owns it) until its count answers: the time from "+
+		"the produce call to that answer. A read sees what the last commit made durable (reads of the latest processed state "+
+		"are issue 17 item 1), so the commit interval (%v) bounds it from below.\n\n",
+		thousands(rate), half, thousands(float64(d.cfg.countKeys)), probeEvery, pollEvery, a.name, d.cfg.commitInterval)
+	if len(lat) == 0 {
+		sec.missing("end-to-end freshness", fmt.Sprintf("none of %d probes was visible over HTTP within %v", unseen, limit))
+		return
+	}
+	p50, p99 := percentile(lat, 50), percentile(lat, 99)
+	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms |\n|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f |\n\n",
+		limit, len(lat), unseen, p50.Round(time.Millisecond), p99.Round(time.Millisecond), p99.Seconds()/d.cfg.commitInterval.Seconds())
+	sec.filled("end-to-end freshness")
+	r := p99.Seconds() / d.cfg.commitInterval.Seconds()
+	d.targets = append(d.targets, target{name: "freshness p99 <= 1/10 of commit.interval.ms at half load", binding: true,
+		want: "<= 0.10", measured: fmt.Sprintf("%.2f (p99 %v, interval %v)", r, p99.Round(time.Millisecond), d.cfg.commitInterval), met: metVerdict(r, 0.10, false)})
+}
+
+// failover stops the owner of a task under load, by kill -9 and then (after
+// restarting it) by SIGTERM, and times what the task's users see.
+func (d *driver) failover(ctx context.Context, sec *section, g *group, adm *kadm.Client, app, input string, keys int, session time.Duration) {
+	sec.printf("### Failover\n\nUnder the same load, the owner of a task (not the instance the driver asks) is stopped; from the "+
+		"signal, every 10 ms: the group's committed offset of the task's input partition (**first committed update**: above the "+
+		"offset committed when the owner had gone, so made by the new owner), and a lookup of a key of that task at another "+
+		"instance (**first answer**: any 200 not served by the stopped instance, a standby's included; **first active answer**: "+
+		"role `active`, from the new owner). `session.timeout.ms=%d`: a killed member is noticed when it expires. "+
+		"After the kill the instance is restarted (same state directory) and the group settles again before the SIGTERM.\n\n", session.Milliseconds())
+	sec.printf("| stop | owner exited after | first committed update | first answer | first active answer | exit |\n|---|---:|---:|---:|---:|---|\n")
+	var killCommit, termCommit time.Duration
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		name := "failover, kill -9 of a task's owner"
+		if sig == syscall.SIGTERM {
+			name = "failover, SIGTERM of a task's owner"
+		}
+		res, err := d.stopOwner(ctx, g, adm, app, input, keys, sig)
+		if err != nil {
+			sec.printf("| %s | - | - | - | - | - |\n", sig)
+			sec.missing(name, err.Error())
+			continue
+		}
+		sec.printf("| %s (%s, task %d) | %s | %s | %s | %s | %s |\n", sigName(sig), res.owner, res.task, dur(res.exited), dur(res.commit), dur(res.answer), dur(res.active), res.exit)
+		sec.filled(name)
+		if sig == syscall.SIGKILL {
+			killCommit = res.commit
+		} else {
+			termCommit = res.commit
+		}
+		// Bring it back for the next stop (and so that every instance
+		// ends with a clean SIGTERM).
+		if err := g.start(res.member); err != nil {
+			sec.printf("\n- restarting %s failed: %v\n", res.owner, err)
+			break
+		}
+		if _, err := g.settled(ctx, true, 3*time.Minute); err != nil {
+			sec.printf("\n- after restarting %s: %v\n", res.owner, err)
+			break
+		}
+	}
+	sec.printf("\n")
+	d.targets = append(d.targets,
+		target{name: "kill -9 to the first committed update <= session timeout + 1 s", want: "<= " + dur(session+time.Second),
+			measured: dur(killCommit), met: durVerdict(killCommit, session+time.Second)},
+		target{name: "clean SIGTERM to the first committed update < 2 s", want: "< 2 s",
+			measured: dur(termCommit), met: durVerdict(termCommit, 2*time.Second)},
+	)
+}
+
+type stopResult struct {
+	member                         *member
+	owner                          string
+	task                           int32
+	exited, commit, answer, active time.Duration
+	exit                           string
+}
+
+func (d *driver) stopOwner(ctx context.Context, g *group, adm *kadm.Client, app, input string, keys int, sig syscall.Signal) (stopResult, error) {
+	md, err := g.settled(ctx, true, 3*time.Minute)
+	if err != nil {
+		return stopResult{}, err
+	}
+	asker := g.instances[0]
+	askerID := asker.idNow()
+	var victim *member
+	var task int32 = -1
+	for _, t := range md.Tasks {
+		if t.Active != askerID {
+			if m := g.byID(t.Active); m != nil {
+				victim, task = m, t.Task
+				break
+			}
+		}
+	}
+	if victim == nil {
+		return stopResult{}, fmt.Errorf("no task owned by an instance other than %s in generation %d", asker.name, md.Generation)
+	}
+	victimID := victim.idNow()
+	p := partition.Murmur2()
+	key := ""
+	for i := range keys {
+		k := "key-" + strconv.Itoa(i)
+		if p.Partition([]byte(k), 12) == task {
+			key = k
+			break
+		}
+	}
+	if key == "" {
+		return stopResult{}, fmt.Errorf("none of the %d lookup keys falls in task %d", keys, task)
+	}
+	res := stopResult{member: victim, owner: victim.name, task: task}
+	w := stop(adm, app, input, task, victim, sig)
+	start := w.start
+	u := asker.url() + "/v1/stores/count/keys/" + key
+	for deadline := start.Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := w.step(ctx, &res); err != nil {
+			return res, err
+		}
+		now := time.Since(start)
+		if res.answer == 0 || res.active == 0 {
+			var ans keyAnswer
+			if code, err := getJSON(ctx, u, &ans); err == nil && code == 200 && ans.ServedBy != victimID {
+				if res.answer == 0 {
+					res.answer = now
+				}
+				if res.active == 0 && ans.Role == "active" {
+					res.active = now
+				}
+			}
+		}
+		if res.exited > 0 && res.commit > 0 && res.active > 0 {
+			_, _, exits := victim.usage()
+			res.exit = exits[len(exits)-1]
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("after %v of %s to %s (task %d): exited %v, committed %v, answer %v, active answer %v; its log ends: %s",
+		3*time.Minute, sigName(sig), victim.name, task, res.exited, res.commit, res.answer, res.active, victim.logTail())
+}
+
+func sigName(s syscall.Signal) string {
+	if s == syscall.SIGKILL {
+		return "kill -9"
+	}
+	return "SIGTERM"
+}
+
+func dur(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+func durVerdict(got, bound time.Duration) string {
+	if got <= 0 {
+		return "-"
+	}
+	if got <= bound {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// stopWatch follows a stopped owner: when its process exits, and then when
+// the group first commits the task's input partition past the offset
+// committed at that moment (an update made by the new owner).
+type stopWatch struct {
+	adm          *kadm.Client
+	group, topic string
+	task         int32
+	start        time.Time
+	exited       chan error
+	base         int64
+}
+
+// stop signals victim and starts watching.
+func stop(adm *kadm.Client, group, topic string, task int32, victim *member, sig syscall.Signal) *stopWatch {
+	w := &stopWatch{adm: adm, group: group, topic: topic, task: task, start: time.Now(), exited: make(chan error, 1), base: -1}
+	go func() { w.exited <- victim.signal(sig, 60*time.Second) }()
+	return w
+}
+
+// step records into res what has happened since the last step.
+func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
+	if res.exited == 0 {
+		select {
+		case err := <-w.exited:
+			if err != nil {
+				return err
+			}
+			res.exited = time.Since(w.start)
+			w.base = committedOf(ctx, w.adm, w.group, w.topic, w.task)
+		default:
+		}
+	}
+	if w.base >= 0 && res.commit == 0 {
+		if c := committedOf(ctx, w.adm, w.group, w.topic, w.task); c > w.base {
+			res.commit = time.Since(w.start)
+		}
+	}
+	return nil
+}

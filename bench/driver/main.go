@@ -1,0 +1,134 @@
+// Command driver is `make bench`: it runs Rackstream's benchmarks and its
+// peers' (goka v1.1.13, Kafka Streams 4.4.0, the franz-go pipe and
+// restore ceilings, Kafka's own assignor) as separate processes in one
+// run, against kfake and the real broker, and writes bench/results.md.
+//
+// It reuses the benchmarks the repository has rather than copies of them:
+// each row of a table is one `go test -bench` of processor, state,
+// bench/goka or bench/kstreams, built once with `go test -c` and run alone
+// in its own process with one system selected and sized by environment
+// variables; the driver reads the figures it reports and what the kernel
+// accounted to the process (CPU, peak RSS). Every figure is the median of
+// several rounds, each round running every system once in a rotating
+// order, and every ratio is the median of the ratios within rounds, so
+// that the load of a shared machine falls on both sides of each ratio.
+// Three `rackstream run` processes of the built-in count measure what
+// only a real deployment shows: lookups against a bare net/http handler,
+// end-to-end freshness under load, and failover by kill -9 and SIGTERM.
+//
+// A row whose process cannot run gets a line with the command and its
+// error, never a silent gap; the smoke run (-smoke: tiny sizes, one
+// round, about a minute) is a test of this package, in `make test`, so the
+// harness does not rot.
+//
+//	go run ./bench/driver                       # kfake, and the real broker when RACKSTREAM_TEST_BROKERS is set
+//	eval "$(deploy/local/kafka.sh env)"; make bench
+//	go run ./bench/driver -smoke -out /tmp/results.md
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	serveBareIfAsked()
+	cfg := fullConfig()
+	flag.StringVar(&cfg.out, "out", "bench/results.md", "where to write the results")
+	smoke := flag.Bool("smoke", false, "tiny sizes and one round: checks the harness in about a minute")
+	rounds := flag.Int("rounds", 0, "rounds per table (0: 3, or 1 with -smoke)")
+	only := flag.String("brokers", "", "comma-separated brokers to run on: kfake, kafka (default: kfake, and kafka when RACKSTREAM_TEST_BROKERS is set)")
+	records := flag.Int("records", 0, "input records of the count (0: 1,000,000, or 3,000 with -smoke)")
+	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
+	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
+	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement (default: all)")
+	flag.Parse()
+	if *smoke {
+		cfg = smokeConfig(cfg.out)
+	}
+	if *rounds > 0 {
+		cfg.rounds, cfg.kfakeRounds = *rounds, *rounds
+	}
+	if *records > 0 {
+		cfg.countRecords = *records
+	}
+	if *keys > 0 {
+		cfg.countKeys = *keys
+	}
+	if *restoreKeys > 0 {
+		cfg.restoreKeys = *restoreKeys
+	}
+	if *only != "" {
+		cfg.brokers = strings.Split(*only, ",")
+	}
+	if *sections != "" {
+		cfg.sections = strings.Split(*sections, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, cfg, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench driver:", err)
+		os.Exit(1)
+	}
+}
+
+// config sizes one run.
+type config struct {
+	out                     string
+	smoke                   bool
+	rounds                  int
+	kfakeRounds             int      // rounds on kfake when not 0: the real broker's figures matter more, and time is short
+	brokers                 []string // kfake, kafka; empty: kfake, and kafka when the environment names it
+	sections                []string // empty: all
+	countRecords, countKeys int
+	restoreKeys             int
+	queryKeys               int
+	queryClients            int
+	queryDuration           time.Duration
+	freshDuration           time.Duration
+	fallbackRate            float64
+	sessionTimeout          time.Duration
+	commitInterval          time.Duration
+	scaleTimeout            time.Duration
+	childTimeout            time.Duration
+}
+
+// fullConfig is `make bench`: the issue's sizes.
+func fullConfig() config {
+	return config{
+		out: "bench/results.md", rounds: 3, kfakeRounds: 2,
+		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
+		queryKeys: 2000, queryClients: 8, queryDuration: 5 * time.Second, freshDuration: 20 * time.Second,
+		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second,
+		scaleTimeout: 3 * time.Minute, childTimeout: 20 * time.Minute,
+	}
+}
+
+// smokeConfig is the smoke run: every row, tiny sizes.
+func smokeConfig(out string) config {
+	return config{
+		out: out, smoke: true, rounds: 1,
+		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
+		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond,
+		fallbackRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond,
+		scaleTimeout: 2 * time.Second, childTimeout: 5 * time.Minute,
+	}
+}
+
+func (c config) wants(section string) bool {
+	if len(c.sections) == 0 {
+		return true
+	}
+	for _, s := range c.sections {
+		if s == section {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+)
+
+// TestDevRestartsAKilledInstanceAtOnce: a killed instance started again
+// at once runs on its state directory at the first attempt: the runtime's
+// Run released the stores and the directory before returning, so there
+// is no lock to wait for or retry on. Twice, to also restart a restart.
+func TestDevRestartsAKilledInstanceAtOnce(t *testing.T) {
+	c := kafkatest.New(t)
+	var out cluster.Lines
+	d, err := startDev(t.Context(), devOptions{instances: 2, partitions: 4, standbys: 1, brokers: strings.Join(c.Brokers, ","),
+		app: c.Name("dev-restart"), logLevel: "info"}, slog.LevelInfo, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	in := d.instance("i1")
+	ready := func(what string) {
+		t.Helper()
+		kafkatest.Eventually(t, 2*time.Minute, what, func() bool {
+			svc := in.running()
+			if svc == nil {
+				t.Fatalf("i1 stopped:\n%s", out.String())
+			}
+			ok, _ := svc.Ready()
+			return ok
+		})
+	}
+	ready("i1 ready")
+	pid := in.processID()
+	for round := range 2 {
+		if err := d.act("kill", "i1"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := d.act("start", "i1"); err != nil {
+			t.Fatalf("round %d: start right after kill: %v", round, err)
+		}
+		t.Logf("round %d: started again %v after the kill", round, time.Since(start))
+		ready("i1 ready again")
+		in.mu.Lock()
+		err := in.err
+		in.mu.Unlock()
+		if err != nil || strings.Contains(out.String(), "i1 stopped") {
+			t.Fatalf("round %d: the restarted run failed (%v):\n%s", round, err, out.String())
+		}
+		if got := in.processID(); got != pid {
+			t.Fatalf("round %d: process id %q after the restart, want %q (the same state directory)", round, got, pid)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// devCluster is the in-process deployment.
+type devCluster struct {
+	o       devOptions
+	out     *lockedWriter
+	log     *slog.Logger
+	logFile *os.File
+	dir     string
+	brokers []string
+	fake    *kfake.Cluster
+	insts   []*devInstance
+	started time.Time
+
+	producer     *kgo.Client
+	stopProducer context.CancelFunc
+	produced     atomic.Int64
+	bg           sync.WaitGroup
+}
+
+func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Writer) (*devCluster, error) {
+	dir, err := os.MkdirTemp("", "rackstream-dev-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "dev.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	d := &devCluster{
+		o:       o,
+		out:     &lockedWriter{w: stdout},
+		log:     slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: level})),
+		logFile: logFile,
+		dir:     dir,
+		started: time.Now(),
+	}
+	fail := func(err error) (*devCluster, error) {
+		d.close()
+		return nil, err
+	}
+	if o.brokers != "" {
+		d.brokers = strings.Split(o.brokers, ",")
+	} else {
+		d.fake, err = kfake.NewCluster(
+			kfake.NumBrokers(1),
+			kfake.GroupMinSessionTimeout(500*time.Millisecond),
+			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0"}),
+		)
+		if err != nil {
+			return fail(fmt.Errorf("start kfake: %w", err))
+		}
+		d.brokers = d.fake.ListenAddrs()
+	}
+	if err := d.createTopic(ctx); err != nil {
+		return fail(err)
+	}
+	kind := "in-process kfake"
+	if d.fake == nil {
+		kind = "external cluster"
+	}
+	fmt.Fprintf(d.out, "rackstream dev: kafka %s (%s); group %s; topic %s, %d partitions; %d standbys per task\n",
+		strings.Join(d.brokers, ","), kind, d.o.app, d.o.topic(), o.partitions, o.standbys)
+	fmt.Fprintf(d.out, "rackstream dev: state and logs in %s\n", dir)
+
+	for i := range o.instances {
+		in := &devInstance{
+			d:       d,
+			name:    "i" + strconv.Itoa(i+1),
+			zone:    devZones[i%len(devZones)],
+			cluster: devClusters[(i/len(devZones))%len(devClusters)],
+			dir:     filepath.Join(dir, "i"+strconv.Itoa(i+1)),
+		}
+		port := 0
+		if o.httpPort > 0 {
+			port = o.httpPort + i
+		}
+		in.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		d.insts = append(d.insts, in)
+	}
+	if o.instances == 0 {
+		fmt.Fprintf(d.out, "rackstream dev: no instances: creating %s and producing to it only\n", o.topic())
+	}
+	for _, in := range d.insts {
+		if err := in.start(); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(d.out, "  %-4s http://%-21s zone=%s cluster=%s\n", in.name, in.addr, in.zone, in.cluster)
+	}
+	if o.rate > 0 {
+		if err := d.startProducer(); err != nil {
+			return fail(err)
+		}
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		d.watch(ctx)
+	}()
+	return d, nil
+}
+
+// createTopic creates the demo topic, or checks its partition count when it
+// exists (on an external cluster).
+func (d *devCluster) createTopic(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.brokers...))
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(cctx, int32(d.o.partitions), -1, nil, d.o.topic())
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil {
+		// A real cluster answers CreateTopics before every broker knows the
+		// topic: instances started now could find it missing and refuse to
+		// run. Wait until the metadata shows every partition with a leader.
+		for {
+			td, derr := adm.ListTopics(cctx, d.o.topic())
+			if derr == nil && len(td[d.o.topic()].Partitions) == d.o.partitions && td[d.o.topic()].Err == nil &&
+				!slices.ContainsFunc(td[d.o.topic()].Partitions.Sorted(), func(p kadm.PartitionDetail) bool { return p.Leader < 0 || p.Err != nil }) {
+				return nil
+			}
+			select {
+			case <-cctx.Done():
+				return fmt.Errorf("topic %s created, but its metadata does not list its %d partitions: %w", d.o.topic(), d.o.partitions, cctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		td, derr := adm.ListTopics(cctx, d.o.topic())
+		if derr != nil {
+			return fmt.Errorf("describe %s: %w", d.o.topic(), derr)
+		}
+		if n := len(td[d.o.topic()].Partitions); n != d.o.partitions {
+			return fmt.Errorf("topic %s exists with %d partitions, not --partitions %d: pass --partitions %d or delete it", d.o.topic(), n, d.o.partitions, n)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s on %s: %w", d.o.topic(), strings.Join(d.brokers, ","), err)
+	}
+	return nil
+}
+
+func (d *devCluster) startProducer() error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(d.brokers...),
+		kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())),
+		kgo.ProducerLinger(50*time.Millisecond),
+	)
+	if err != nil {
+		return fmt.Errorf("producer: %w", err)
+	}
+	d.producer = cl
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopProducer = cancel
+	every := time.Duration(float64(time.Second) / d.o.rate)
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		t := time.NewTicker(max(every, time.Millisecond))
+		defer t.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// A deterministic walk over the keys that visits all of them.
+			key := "user-" + strconv.Itoa((n*37)%devKeys+1)
+			cl.Produce(ctx, &kgo.Record{Topic: d.o.topic(), Key: []byte(key), Value: []byte("click")}, func(_ *kgo.Record, err error) {
+				if err == nil {
+					d.produced.Add(1)
+				} else if ctx.Err() == nil {
+					d.log.Warn("dev producer", "err", err)
+				}
+			})
+		}
+	}()
+	return nil
+}
+
+// close stops the producer and every instance (cleanly), then the cluster,
+// and removes the temporary directory.
+func (d *devCluster) close() error {
+	if d.stopProducer != nil {
+		d.stopProducer()
+	}
+	var wg sync.WaitGroup
+	for _, in := range d.insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.stop()
+			in.mu.Lock()
+			done := in.done
+			in.mu.Unlock()
+			if done != nil {
+				<-done
+			}
+		}()
+	}
+	wg.Wait()
+	if d.producer != nil {
+		d.producer.Close()
+	}
+	d.bg.Wait()
+	if d.fake != nil {
+		d.fake.Close()
+	}
+	d.logFile.Close()
+	return os.RemoveAll(d.dir)
+}
+
+// lockedWriter serialises writes from the watcher, console and admin
+// routes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

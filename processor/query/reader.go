@@ -1,0 +1,152 @@
+package query
+
+import (
+	"github.com/rackstream/rackstream/assignor/balancer"
+)
+
+// Reader is everything the query server reads, and all it may do: look up
+// and scan local replicas at a read isolation, learn their position and
+// status, the placement and the instance's readiness. It has no method
+// that writes, and the server depends on nothing else of the runtime (this
+// package imports neither package state nor package processor): the one
+// implementation, in package processor/service, adapts the runtime and its
+// stores and checks a store's health on every read.
+//
+// The server calls these methods from many goroutines at once; each must be
+// safe for concurrent use and cheap (they run on every request).
+type Reader interface {
+	// Self returns this instance's process id (the id it has in the
+	// placement's members).
+	Self() string
+	// Placement returns the placement of the current generation, nil before
+	// the instance first joined the group. The server never modifies it.
+	Placement() *balancer.Placement
+	// Replica returns this instance's local replica of store for task, or
+	// nil when the instance holds none (including an unknown store).
+	Replica(store string, task int32) Replica
+	// Global returns this instance's local copy of a global store (one
+	// every instance holds whole, Store.Global), nil when it holds none.
+	// The server reads a global store only here, never from a peer.
+	Global(store string) Replica
+	// Replicas returns the status of every local replica (every store of
+	// every task this instance holds), for /v1/status and /v1/metadata.
+	Replicas() []ReplicaStatus
+	// Ready returns nil when the instance is ready (joined the group and
+	// every active task restored), else why not: a *NotReady, whose
+	// condition clients see on /readyz, /v1/status and /v1/metadata. Any
+	// other error is logged and shown to clients only as "not ready".
+	Ready() error
+}
+
+// Isolation is what a read may see of a task's writes: the `isolation`
+// query parameter (design §7).
+type Isolation string
+
+const (
+	// IsolationLatest reads the task's latest processed state: its writes
+	// since the last commit (the write buffer, the record cache) over its
+	// committed state, as Kafka Streams' interactive queries do. It is the
+	// default under at-least-once and refused under exactly-once, where
+	// those writes belong to an open transaction that may still abort.
+	//
+	// What an implementation returns for it is its own to document: the
+	// runtime's (processor/service) reads the committed state for it too,
+	// until the runtime exposes a view of the write buffer that other
+	// goroutines may read.
+	IsolationLatest Isolation = "latest"
+	// IsolationCommitted reads the committed state only: what the last
+	// commit wrote to the store (and, for a standby, what it has applied of
+	// the changelog). The default under exactly-once.
+	IsolationCommitted Isolation = "committed"
+)
+
+// GlobalTask is the task a global store's answers name: a global store
+// is not partitioned into tasks.
+const GlobalTask int32 = -1
+
+// NotReady says why an instance is not ready. Condition is for clients
+// (/readyz is unauthenticated): words naming the condition, such as "task 3
+// is restoring" or a topology change's topics and partition counts; never a
+// raw error, a peer's URL or a secret. Cause, if any, is the detail for the
+// log.
+type NotReady struct {
+	Condition string
+	Cause     error
+}
+
+func (e *NotReady) Error() string {
+	if e.Cause == nil {
+		return e.Condition
+	}
+	return e.Condition + ": " + e.Cause.Error()
+}
+
+func (e *NotReady) Unwrap() error { return e.Cause }
+
+// Role is what a local replica is doing, as far as queries care.
+type Role string
+
+const (
+	// RoleActive: the task is processed here and its state is caught up
+	// (for a global store: restored and tailing its topic). Its reads are
+	// authoritative.
+	RoleActive Role = "active"
+	// RoleStandby: the replica tails the task's changelog. It may answer
+	// reads that allow its lag (max_lag).
+	RoleStandby Role = "standby"
+	// RoleRestoring: the replica is catching up before it becomes active
+	// (or a warmup still restoring). It answers nothing.
+	RoleRestoring Role = "restoring"
+	// RoleIdle: opened but neither active nor tailing, or closed or failed.
+	// It answers nothing.
+	RoleIdle Role = "idle"
+)
+
+// ReplicaStatus describes one local replica of one store of one task.
+type ReplicaStatus struct {
+	Store string `json:"store"`
+	// Task is the task, GlobalTask for a global store.
+	Task int32 `json:"task"`
+	Role Role  `json:"role"`
+	// Lag is the changelog end offset minus Position, never negative; -1
+	// when no end offset has been seen yet.
+	Lag int64 `json:"lag"`
+	// Position is the store's checkpoint: the next changelog offset to
+	// read (the last applied offset + 1).
+	Position int64 `json:"position"`
+	// Reason says why the replica does not serve reads, when it does not
+	// (a restore in progress, a failed task), in words clients may see.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Replica is one local replica of one store of one task, as queries read
+// it: read-only. Implementations must be safe for concurrent use, and
+// answer an error (never stale data) once the replica's store has failed.
+type Replica interface {
+	// Status returns the replica's current role, lag and position.
+	Status() ReplicaStatus
+	// Get returns the value of key as iso sees it, and a position that the
+	// value is at least as new as: a checkpoint read before the value.
+	Get(key []byte, iso Isolation) (value []byte, found bool, position int64, err error)
+	// Scan calls fn for each key in [start, end) as iso sees it, in key
+	// order (nil bounds are open) until fn returns false; the slices are
+	// valid only during the call. It returns a position the scanned data
+	// is at least as new as.
+	Scan(start, end []byte, iso Isolation, fn func(key, value []byte) bool) (position int64, err error)
+}
+
+// Store describes a store the server answers queries for.
+type Store struct {
+	// Name is the store's name, as in the URL.
+	Name string
+	// Render decodes a stored value for display with the store's value
+	// codec; the result is marshalled with encoding/json (a string as a
+	// string, []byte as base64, a JSON codec's value as that JSON). Nil
+	// renders raw bytes as base64. processor.StoreInfo.Render fits.
+	Render func(value []byte) (any, error)
+	// Global marks a store every instance holds whole (a global table):
+	// its lookups and scans are answered from Reader.Global, locally, never
+	// routed by task or forwarded; its answers name task GlobalTask, and a
+	// scan of it takes no tasks parameter.
+	Global bool
+}

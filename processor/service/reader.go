@@ -1,0 +1,125 @@
+package service
+
+import (
+	"fmt"
+
+	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/state"
+)
+
+// What each read isolation returns today, through this adapter:
+//
+//   - committed: the store's committed LevelDB state (state.View): what the
+//     task's last commit wrote, or, on a standby, what it has applied of
+//     the changelog. The position is the store's checkpoint, read before
+//     the data.
+//   - latest: the same as committed. The runtime gives no other goroutine
+//     a view of a task's write buffer (only the task's own goroutine may
+//     read it), so a lookup does not see the writes made since the task's
+//     last commit (at most commit.interval.ms old). When the runtime
+//     exposes such a view, latest reads it over the committed state here,
+//     and nothing changes in the query server.
+//
+// Every read checks the store's health first (state.Store.Err): a store
+// whose task failed (a LevelDB error, a changelog produce error) answers an
+// error, never its possibly stale data, and its status is idle.
+
+// Replica returns this instance's replica of store for task, with the role
+// the runtime reports for the task when the request arrived.
+func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
+	rep, ok := a.rt.Replica(task)
+	if !ok {
+		return nil
+	}
+	s := rep.Stores[store]
+	if s == nil {
+		return nil
+	}
+	return storeReplica{role: rep.Role, s: s}
+}
+
+// Global returns nil: the runtime has no global stores yet.
+func (a runtimeAdapter) Global(string) query.Replica { return nil }
+
+func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
+	var out []query.ReplicaStatus
+	for task := range a.rt.Tasks() {
+		rep, ok := a.rt.Replica(task)
+		if !ok {
+			continue
+		}
+		for _, s := range rep.Stores {
+			out = append(out, storeReplica{role: rep.Role, s: s}.Status())
+		}
+	}
+	return out
+}
+
+// storeReplica is one store of a local task as the query server reads it:
+// through its read-only View, after checking its health.
+type storeReplica struct {
+	role state.Role // the task's role when the request arrived
+	s    *state.Store
+}
+
+func (r storeReplica) Status() query.ReplicaStatus {
+	st := query.ReplicaStatus{Store: r.s.Name(), Task: r.s.Task(), Lag: r.s.Lag(), Position: r.s.Checkpoint()}
+	switch {
+	case r.s.Err() != nil:
+		// The error itself is the runtime's to log; clients see words.
+		st.Role, st.Reason = query.RoleIdle, "the task has failed"
+	case r.role == state.RoleActive:
+		st.Role = query.RoleActive
+	case r.role == state.RoleStandby:
+		st.Role = query.RoleStandby
+	case r.role == state.RoleRestoring:
+		st.Role, st.Reason = query.RoleRestoring, "restoring from the changelog"
+	default:
+		st.Role, st.Reason = query.RoleIdle, "task is "+r.role.String()
+	}
+	return st
+}
+
+// healthy returns the store's error, wrapped, once its task has failed.
+func (r storeReplica) healthy() error {
+	if err := r.s.Err(); err != nil {
+		return fmt.Errorf("store %s of task %d has failed: %w", r.s.Name(), r.s.Task(), err)
+	}
+	return nil
+}
+
+// Get reads the checkpoint first: the checkpoint is published after the
+// LevelDB batch it covers, so the value read next is at least that new.
+// Both isolations read the committed state (see the top of this file).
+func (r storeReplica) Get(key []byte, _ query.Isolation) ([]byte, bool, int64, error) {
+	if err := r.healthy(); err != nil {
+		return nil, false, 0, err
+	}
+	pos := r.s.Checkpoint()
+	v, found, err := r.s.View().Get(key)
+	return v, found, pos, err
+}
+
+func (r storeReplica) Scan(start, end []byte, _ query.Isolation, fn func(key, value []byte) bool) (int64, error) {
+	if err := r.healthy(); err != nil {
+		return 0, err
+	}
+	pos := r.s.Checkpoint()
+	return pos, r.s.View().Scan(start, end, fn)
+}
+
+// assignmentSettings are the instance's own settings that shape a plan, for
+// /v1/metadata. The runtime does not yet hand the query server the
+// settings the leader planned with (balancer.Placement.Settings, on the
+// way): until it does, /v1/metadata shows these, marked source "instance".
+func assignmentSettings(cfg *config.Config) *assignor.MetadataSettings {
+	return &assignor.MetadataSettings{
+		NumStandbyReplicas:         cfg.NumStandbyReplicas,
+		AcceptableRecoveryLag:      cfg.AcceptableRecoveryLag,
+		MaxWarmupReplicas:          cfg.MaxWarmupReplicas,
+		RackAwareAssignmentTags:    append([]string{}, cfg.RackAwareAssignmentTags...),
+		ProbingRebalanceIntervalMs: cfg.ProbingRebalanceInterval.Milliseconds(),
+	}
+}
