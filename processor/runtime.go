@@ -383,6 +383,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID = r.opts.StateDir, r.topo.appID
 	so.LevelDB = r.opts.LevelDB
+	so.ReadCommitted = r.opts.Guarantee == ExactlyOnceV2 // restore and standbys skip aborted changelog records
 	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
 	so.ClientOpts = r.clientOpts() // the process id is not known yet
 	so.Logger, so.Registerer = r.opts.Logger, r.opts.Registerer
