@@ -180,7 +180,8 @@ type Runtime struct {
 	processID string
 	tasks     int32
 	running   bool
-	ended     bool // Run returned (maybe leaving a session's stragglers)
+	ended     bool     // Run returned (maybe leaving a session's stragglers)
+	globals   *globals // set once, before the first session (global.go)
 
 	// phase is what the runtime waits for at a point where it may block
 	// (a *string): a shutdown that exceeds its bound logs it.
@@ -413,6 +414,16 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.setFatal(err)
 		return err
 	}
+	gl, err := r.openGlobals(ctx) // before joining the group: /readyz waits for them
+	if err != nil {
+		closeMgr()
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.setFatal(err)
+		return err
+	}
+	defer gl.close(r.log)
 	close(r.started)
 	r.mu.Lock()
 	r.tasks = n

@@ -104,7 +104,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	// first assignment calls them).
 	s.c = newCommits(sctx, s, s, r.log, r.met, r.setPhase)
 	env := &taskEnv{
-		topo: r.topo, opts: &r.opts, log: r.log, met: r.met, tasks: n, ctx: sctx,
+		topo: r.topo, opts: &r.opts, log: r.log, met: r.met, tasks: n, ctx: sctx, globals: r.globals,
 		prod: s, promise: s.c.promise, fetch: s,
 		openStores: openStores(mgr, r.topo.storeSpecs(), s),
 		now:        time.Now,

@@ -29,6 +29,8 @@ type taskEnv struct {
 	tasks int32
 	// ctx is the session's: the tasks' contexts and produces derive from it.
 	ctx context.Context
+	// globals are the runtime's global tables, read by any task.
+	globals *globals
 
 	prod    producer
 	promise func(*kgo.Record, error) // of outputs and dead letters

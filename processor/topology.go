@@ -26,6 +26,7 @@ type Topology struct {
 	byTopic map[string]*inputSpec
 	stores  []*storeSpec
 	outputs []*outputSpec
+	globals []*globalSpec // global.go
 	errs    []error
 }
 
@@ -316,6 +317,7 @@ func (t *Topology) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, t.validateGlobals()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("topology %s: %w", t.appID, err)
 	}
