@@ -218,6 +218,7 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 	}
 	r.mu.Lock()
 	r.globals = g
+	r.notReady = "joining the group"
 	r.mu.Unlock()
 	return g, nil
 }

@@ -40,11 +40,8 @@ func (a runtimeAdapter) Replica(store string, task int32) query.ReplicaView {
 	return storeReplica{role: rep.Role, s: s}
 }
 
-// Global returns nil: the runtime has no global stores yet.
-func (a runtimeAdapter) Global(string) query.ReplicaView { return nil }
-
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
-	var out []query.ReplicaStatus
+	out := a.globalStatuses() // global.go
 	for task := range a.rt.Tasks() {
 		rep, ok := a.rt.Replica(task)
 		if !ok {

@@ -266,6 +266,10 @@ func New(opts Options) (*Instance, error) {
 		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render})
 		names = append(names, s.Name)
 	}
+	for _, g := range topo.GlobalTables() { // named by topic, answered locally (global.go)
+		stores = append(stores, query.ServedStore{Name: g.Topic, Render: g.Render, Global: true})
+		names = append(names, g.Topic)
+	}
 	qs, err := query.New(query.Options{
 		Reader:      runtimeAdapter{rt},
 		ExactlyOnce: cfg.ExactlyOnce(),
