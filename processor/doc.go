@@ -29,6 +29,11 @@
 // when it returns nil; an error or a panic discards them, and the record is
 // retried with backoff (Retry) and then handed to the error policy.
 //
+// A handler also reads global tables (NewGlobalTable): compacted topics
+// held whole by every instance, read by any key, restored before the
+// instance joins its group and followed in the background, with no order
+// with the stream (see GlobalTable).
+//
 // # Tasks and the mapping contract
 //
 // Task i owns partition i of every input topic and of every store's

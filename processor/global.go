@@ -14,6 +14,8 @@ import (
 	"github.com/rackstream/rackstream/table"
 )
 
+// GlobalTable is a declared global table; Get reads it from a handler.
+//
 // A global table is a compacted topic held whole by every instance, as
 // Kafka Streams' GlobalKTable and goka's Lookup: every partition of it is
 // restored into local LevelDB databases before the instance joins its
@@ -38,8 +40,6 @@ import (
 // table and a record of the stream written in that order may be processed
 // in either order. Restored to the end offsets before processing starts,
 // the table is at least as new as it was when the instance started.
-
-// GlobalTable is a declared global table; Get reads it from a handler.
 type GlobalTable[K, V any] struct {
 	spec *globalSpec
 	key  codec.Codec[K]

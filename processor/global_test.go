@@ -237,3 +237,44 @@ func TestGlobalTableDeclarationErrors(t *testing.T) {
 		t.Errorf("GlobalTables() = %v, want the 3 declared (in, out, t)", got)
 	}
 }
+
+// TestGlobalTableOnAMissingTopicKeepsTheInstanceNotReadyAndFailsRun: the
+// instance is not ready while it restores its global tables (it has not
+// joined its group), and a table topic that does not exist fails Run with
+// an error naming it (global tables are never created).
+func TestGlobalTableOnAMissingTopicKeepsTheInstanceNotReadyAndFailsRun(t *testing.T) {
+	c := kafkatest.New(t)
+	in, missing := c.Name("gm-in"), c.Name("gm-missing")
+	c.CreateTopic(in, 1, nil)
+	topo := processor.New(c.Name("gm"))
+	processor.NewGlobalTable(topo, missing, codec.String(), codec.String())
+	processor.NewInput(topo, in, codec.String(), codec.String(), func(*processor.Context, string, string) error { return nil })
+	rt, err := processor.NewRuntime(topo, testOptions(t, c.Brokers, "gm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(t.Context()) }()
+	var reason string
+	var ended error
+	kafkatest.Eventually(t, time.Minute, "not ready while restoring the global table, then Run failed", func() bool {
+		if _, why := rt.Ready(); strings.Contains(why, "restoring global table "+missing) {
+			reason = why
+		}
+		select {
+		case ended = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if reason == "" {
+		t.Errorf("Ready() never said it was restoring global table %s", missing)
+	}
+	if ended == nil || !strings.Contains(ended.Error(), missing) {
+		t.Errorf("Run() = %v, want an error naming %s", ended, missing)
+	}
+	if ok, _ := rt.Ready(); ok {
+		t.Error("ready after Run failed")
+	}
+}
