@@ -158,8 +158,9 @@ func TestAFailedStoreAnswersAnError(t *testing.T) {
 	}
 
 	// Through the query server: 503, and no value.
-	qs, err := query.New(query.Options{Reader: oneReplica{rep}, Stores: []query.ServedStore{{Name: "counts"}}, Logger: quiet,
-		Partitioner: constPartitioner(1)})
+	qo := query.DefaultOptions()
+	qo.Reader, qo.Stores, qo.Logger, qo.Partitioner = oneReplica{rep}, []query.ServedStore{{Name: "counts"}}, quiet, constPartitioner(1)
+	qs, err := query.New(qo)
 	if err != nil {
 		t.Fatal(err)
 	}
