@@ -161,16 +161,26 @@ func waitGroupDone(b *testing.B, adm *kadm.Client, group, topic string) {
 
 // BenchmarkProcessingCount is the per-key count, emitting every updated
 // count to an output topic ("output": two records per input, changelog and
-// output) or not ("no-output": the changelog only, as goka's group table).
+// output) or not ("no-output": the changelog only, as goka's group table),
+// at-least-once, and with the output under exactly-once ("output-eos").
 func BenchmarkProcessingCount(b *testing.B) {
 	c := kafkatest.New(b)
 	records := benchRecords()
 	input := benchInput(b, c, records)
-	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true) })
-	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false) })
+	atLeastOnce := func(o *processor.Options) { o.Guarantee = processor.AtLeastOnce }
+	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true, atLeastOnce) })
+	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false, atLeastOnce) })
+	// Exactly-once at the same 1s commit interval: the comparison of the
+	// guarantees, not of their default intervals (BenchmarkProcessingGuarantees
+	// has those).
+	b.Run("output-eos", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) { o.Guarantee = processor.ExactlyOnceV2 })
+	})
 }
 
-func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, emit bool) {
+// benchCount runs the count b.N times over input's records, at a 1s commit
+// interval unless tweak sets another, and reports its throughput.
+func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, emit bool, tweak func(*processor.Options)) {
 	output := c.Name("bench-out")
 	c.CreateTopic(output, benchParts, nil)
 	dropAfter(b, c, output)
@@ -197,6 +207,7 @@ func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, e
 		})
 		o := testOptions(b, c.Brokers, "bench")
 		o.CommitInterval = time.Second
+		tweak(&o)
 		rt, err := processor.NewRuntime(topo, o)
 		if err != nil {
 			b.Fatal(err)
@@ -213,7 +224,7 @@ func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, e
 			}
 		})
 		waitGroupDone(b, c.Admin(), topo.ApplicationID(), input)
-		b.Logf("all offsets committed after %v (commit interval 1s)", time.Since(start).Round(time.Millisecond))
+		b.Logf("all offsets committed after %v (commit interval %v)", time.Since(start).Round(time.Millisecond), o.CommitInterval)
 		cancel()
 		if err := <-done; err != nil {
 			b.Fatal(err)

@@ -45,6 +45,9 @@ type commits struct {
 	mu      sync.Mutex
 	aborts  map[*context.CancelFunc]struct{}
 	stopped bool // shutting down: no new background commit starts
+
+	// eos is set under exactly-once: commits are transactions (txn.go).
+	eos *txnCommits
 }
 
 func newCommits(ctx context.Context, prod producer, offsets committer, log *slog.Logger, met *metrics, phase func(string)) *commits {
@@ -69,6 +72,9 @@ func (e *offsetCommitError) Unwrap() error { return e.err }
 // is stopped and its offsets are not committed; a failed produce or flush
 // commits nothing.
 func (c *commits) commit(ctx context.Context, tasks []*task) error {
+	if c.eos != nil {
+		return c.commitTransaction(ctx, tasks)
+	}
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -127,14 +133,7 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 			t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
 			continue
 		}
-		for topic, eo := range t.next {
-			if eo.Offset > t.committed[topic] {
-				if offsets[topic] == nil {
-					offsets[topic] = make(map[int32]kgo.EpochOffset)
-				}
-				offsets[topic][t.id] = eo
-			}
-		}
+		addProcessed(offsets, t)
 		committing = append(committing, t)
 	}
 	unlock()
@@ -182,6 +181,11 @@ func (c *commits) background(tasks []*task) error {
 // abort cancels the background commits in progress; with stop, none starts
 // any more.
 func (c *commits) abort(stop bool) {
+	if c.eos != nil && !stop {
+		// A transaction cut short must be aborted, with every task's
+		// work in it: let it finish instead (the revoke commits after it).
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if stop {

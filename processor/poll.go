@@ -28,8 +28,11 @@ func (s *session) poll(ctx context.Context) error {
 				return nil
 			}
 		}
-		fs := s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
+		fs := s.pollOnce(pctx)
 		err := s.handOver(ctx, fs)
+		if s.c.eos != nil {
+			s.rewind() // after an aborted transaction (rewind.go)
+		}
 		// Every batch of this poll is with its task: rebalances may run.
 		// (BlockRebalanceOnPoll keeps them from running between a poll
 		// and its hand-over, where a revoke and a reassignment could give

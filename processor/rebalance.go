@@ -46,6 +46,12 @@ type member struct {
 	revokeStart time.Time
 	abandoned   []*task // tasks stop gave up on; they drop themselves
 	started     []*task // every task started whose stores may still be open
+
+	// rewinding holds the tasks an aborted transaction stopped, until the
+	// poll loop restarts them from their last commit (rewind.go): nil
+	// while they stop, then their input offsets to rewind to. Made by the
+	// first suspend.
+	rewinding map[int32]map[string]int64
 }
 
 func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
@@ -146,6 +152,7 @@ func (m *member) take(ids []int32) []*task {
 			tasks = append(tasks, t)
 			delete(m.active, id)
 		}
+		delete(m.rewinding, id) // not ours any more: not restarted
 	}
 	return tasks
 }
@@ -222,6 +229,11 @@ func (m *member) lose(ids []int32) {
 	m.phase(fmt.Sprintf("dropping the lost tasks %v", ids))
 	dropAll(stopAll(tasks, m.env.opts.ShutdownTimeout))
 	m.log.Warn("partitions lost; tasks dropped without commit", "tasks", ids)
+	// Under exactly-once their records are in the open transaction, which
+	// the other tasks share: abort it (txn.go).
+	if err := m.commits.abortOpen(m.live()); err != nil && !errorsAsOffsetCommit(err) {
+		m.fail(err)
+	}
 }
 
 // stopEvery stops every task for a broken topology (err says how): their

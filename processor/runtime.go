@@ -169,10 +169,12 @@ type Runtime struct {
 	log  *slog.Logger
 	met  *metrics
 
+	// mu guards the fields below up to phase: what Run sets as it starts
+	// and ends, read by the accessors (Ready, Placement, Replica...) from
+	// other goroutines. It is never held across I/O.
 	mu        sync.Mutex
 	mgr       *state.Manager
 	sess      *session
-	ready     bool
 	notReady  string
 	fatal     error // a task stopped by error policy fail, or a broken topology
 	processID string
@@ -381,6 +383,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID = r.opts.StateDir, r.topo.appID
 	so.LevelDB = r.opts.LevelDB
+	so.ReadCommitted = r.opts.Guarantee == ExactlyOnceV2 // restore and standbys skip aborted changelog records
 	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
 	so.ClientOpts = r.clientOpts() // the process id is not known yet
 	so.Logger, so.Registerer = r.opts.Logger, r.opts.Registerer

@@ -53,6 +53,12 @@ type session struct {
 	// session with it.
 	failed context.Context
 	fail   context.CancelCauseFunc
+
+	// Exactly-once (txnclient.go, rewind.go): the transaction's
+	// bookkeeping, and the poll's early wake after an aborted transaction.
+	txn        txnState
+	wakeWanted atomic.Bool
+	pollCancel atomic.Pointer[context.CancelFunc]
 }
 
 // startError is a failure to build the session's client or balancer: bad
@@ -108,7 +114,17 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	if r.opts.Guarantee == AtMostOnce {
 		env.ahead = func(t *task, records []*kgo.Record) bool { return s.c.commitAhead(t.ctx, t, records) }
 	}
+	eos := r.opts.Guarantee == ExactlyOnceV2
+	if eos {
+		s.c.eos = newTxnCommits(s)
+		env.gate = s.c.eos.gate
+		s.txn.id = TransactionalID(r.topo.appID, mgr.ProcessID())
+	}
 	s.m = newMember(env, s.c, mgr, r.setPhase, func(err error) { s.fail(err) })
+	if eos {
+		s.c.eos.live = s.m.live
+		s.c.eos.onAbort = func(ts []*task) { s.m.suspend(ts, s.wakePoll) }
+	}
 	// A task's partitions are paused while its stores restore; a short
 	// fetch wait makes their resumption prompt. A producer linger batches
 	// the changelog and output records of many input records per request
@@ -126,11 +142,20 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RecordPartitioner(state.ChangelogPartitioner(func(t string) bool { return s.changelogs[t] }, partition.Kgo(r.opts.Partitioner))),
 	)
+	if eos {
+		opts = append(opts, txnClientOpts(s.txn.id)...)
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return &startError{fmt.Errorf("kafka client: %w", err)}
 	}
 	s.cl = cl
+	if eos {
+		if err := s.startTransactions(ctx); err != nil {
+			cl.Close()
+			return err
+		}
+	}
 	r.mu.Lock()
 	r.sess = s
 	r.mu.Unlock()
@@ -195,6 +220,9 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 // committer, through its client.
 
 func (s *session) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	if !s.txn.produced.Load() { // a load is cheaper than a store on a shared line
+		s.txn.produced.Store(true)
+	}
 	s.cl.Produce(ctx, r, promise)
 }
 func (s *session) Flush(ctx context.Context) error { return s.cl.Flush(ctx) }

@@ -49,6 +49,10 @@ type taskEnv struct {
 	// ahead, under at-most-once, commits a batch's offsets before the
 	// task processes it (guarantee.go); false: the task is stopped.
 	ahead func(t *task, records []*kgo.Record) bool
+	// gate, under exactly-once, is held shared by every record in
+	// process and exclusively by a commit: the transaction spans every
+	// task, so that no record straddles a commit (txn.go).
+	gate *sync.RWMutex
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -91,6 +95,10 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+	// first is, per input topic, the offset of the first record pushed
+	// to the task: where an aborted transaction rewinds to when the task
+	// committed nothing yet (rewind.go). The poll goroutine's.
+	first map[string]int64
 
 	// closeMu guards the stores against a forced close (Run's, when a
 	// handler outlives the shutdown bound): the record path's store reads
@@ -120,6 +128,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		st:        held,
 		next:      make(map[string]kgo.EpochOffset),
 		committed: make(map[string]int64),
+		first:     make(map[string]int64),
 	}
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
@@ -187,12 +196,25 @@ func (t *task) work(records []*kgo.Record) bool {
 		if t.ctx.Err() != nil {
 			return false
 		}
+		if g := t.env.gate; g != nil {
+			g.RLock()
+		}
 		t.mu.Lock()
+		if t.ctx.Err() != nil { // stopped while waiting: by an aborted transaction, say
+			t.mu.Unlock()
+			if g := t.env.gate; g != nil {
+				g.RUnlock()
+			}
+			return false
+		}
 		out, err := t.proc.process(t.ctx, rec)
 		if err == nil {
 			t.next[rec.Topic] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
 		}
 		t.mu.Unlock()
+		if g := t.env.gate; g != nil {
+			g.RUnlock()
+		}
 		if err != nil {
 			if t.ctx.Err() != nil && errors.Is(err, t.ctx.Err()) {
 				return false // stopped during a retry backoff: the record was not processed
@@ -210,6 +232,9 @@ func (t *task) work(records []*kgo.Record) bool {
 // push queues a fetched batch without blocking, pausing the task's
 // partitions when its queue is too long; false when the task has ended.
 func (t *task) push(p kgo.FetchTopicPartition) bool {
+	if _, ok := t.first[p.Topic]; !ok && len(p.Records) > 0 {
+		t.first[p.Topic] = p.Records[0].Offset
+	}
 	return t.q.push(p, t.env.opts.TaskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
 }
 

@@ -143,9 +143,6 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: processing.guarantee: %w", err)
 	}
-	if guarantee == processor.ExactlyOnceV2 {
-		return nil, errors.New("service: processing.guarantee=exactly_once_v2 is not supported by this build's runtime yet; use at_least_once")
-	}
 	log := opts.Logger
 	if log == nil {
 		log = NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)

@@ -49,7 +49,6 @@ func TestNewRejectsWhatItCannotRun(t *testing.T) {
 		want string
 	}{
 		{"no processor", load(t), nil, "set processor.type"},
-		{"exactly-once", load(t, "processor.type=count", "processor.input.topic=in", "processing.guarantee=exactly_once_v2"), nil, "exactly_once_v2 is not supported"},
 		{"another application's topology", load(t), other, `topology is for application "other"`},
 		{"port in use", load(t, "processor.type=count", "processor.input.topic=in", "http.listen="+busy.Addr().String()), nil, "http.listen " + busy.Addr().String()},
 		{"output is input", load(t, "processor.type=count", "processor.input.topic=in", "processor.output.topic=in"), nil, "consume its own updates"},

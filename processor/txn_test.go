@@ -1,0 +1,326 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/processor/codec"
+)
+
+// The exactly-once commit path (txn.go) with no broker: the harness's
+// fake producer behind a fake transactional client that records what the
+// commit does, can refuse the offsets (a fenced zombie) or the commit,
+// and keeps what a read_committed reader would see.
+
+type fakeTxn struct {
+	k          *fakeKafka
+	mu         sync.Mutex
+	calls      []string // begin, offsets, commit, abort
+	offsets    []map[string]map[int32]kgo.EpochOffset
+	offsetsErr error
+	endErr     error
+	mark       int        // records produced before the open transaction
+	visible    []produced // what read_committed sees: committed transactions' records
+	onCommit   func()     // runs inside a commit's EndTransaction
+}
+
+func (f *fakeTxn) call(c string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	f.mu.Unlock()
+}
+
+func (f *fakeTxn) BeginTransaction() error {
+	f.k.mu.Lock()
+	n := len(f.k.records)
+	f.k.mu.Unlock()
+	f.mu.Lock()
+	f.mark = n
+	f.mu.Unlock()
+	f.call("begin")
+	return nil
+}
+
+func (f *fakeTxn) EndTransaction(_ context.Context, commit kgo.TransactionEndTry) error {
+	f.mu.Lock()
+	endErr, onCommit := f.endErr, f.onCommit
+	f.mu.Unlock()
+	if !commit {
+		f.call("abort")
+		return nil
+	}
+	if endErr != nil {
+		f.call("commit failed")
+		return endErr
+	}
+	if onCommit != nil {
+		onCommit()
+	}
+	f.k.mu.Lock()
+	recs := slices.Clone(f.k.records)
+	f.k.mu.Unlock()
+	f.mu.Lock()
+	f.visible = append(f.visible, recs[f.mark:]...)
+	f.mu.Unlock()
+	f.call("commit")
+	return nil
+}
+
+func (f *fakeTxn) AbortBufferedRecords(ctx context.Context) error { return f.k.Flush(ctx) }
+
+func (f *fakeTxn) TxnCommitOffsets(_ context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
+	f.mu.Lock()
+	err := f.offsetsErr
+	f.mu.Unlock()
+	if err != nil {
+		f.call("offsets refused")
+		return err
+	}
+	f.mu.Lock()
+	f.offsets = append(f.offsets, offsets)
+	f.mu.Unlock()
+	f.call("offsets")
+	return nil
+}
+
+func (f *fakeTxn) ProducedInTransaction() bool {
+	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.k.records) > f.mark
+}
+
+func (f *fakeTxn) log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// outputs returns the output values read_committed sees for key, in order.
+func (f *fakeTxn) outputs(key string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, r := range f.visible {
+		if r.topic == harnessOutput && r.key == key {
+			out = append(out, r.value)
+		}
+	}
+	return out
+}
+
+// transactional makes h's commits exactly-once over a fake transactional
+// client, as the session does under exactly_once_v2; call it before
+// starting tasks. rewound receives the tasks an abort suspended.
+func transactional(h *harness) *fakeTxn {
+	f := &fakeTxn{k: h.kafka}
+	gate := new(sync.RWMutex)
+	h.env.gate = gate
+	h.c.eos = &txnCommits{
+		txn: f, gate: gate, abortTimeout: 5 * time.Second,
+		live:    h.m.live,
+		onAbort: func(ts []*task) { h.m.suspend(ts, func() {}) },
+	}
+	if err := f.BeginTransaction(); err != nil {
+		h.t.Fatal(err)
+	}
+	return f
+}
+
+// restart restarts the suspended tasks as the poll loop does, returning
+// the offsets they rewind to.
+func (h *harness) restart() map[string]map[int32]kgo.EpochOffset {
+	h.t.Helper()
+	var ready []int32
+	var offsets map[string]map[int32]kgo.EpochOffset
+	eventually(h.t, "suspended tasks stopped", func() bool {
+		ready, offsets = h.m.rewinds()
+		return len(ready) > 0
+	})
+	h.start(ready...)
+	return offsets
+}
+
+// counts decodes the outputs of the counting handler.
+func counts(t *testing.T, vs []string) []int64 {
+	t.Helper()
+	out := make([]int64, len(vs))
+	for i, v := range vs {
+		n, err := codec.Int64().Decode([]byte(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// TestExactlyOnceWritesTheStoresOnlyAfterTheTransactionCommits: the
+// handler's reads see its earlier writes (counts 1..3 within one
+// transaction), but LevelDB does not until the commit: inside
+// EndTransaction the committed count is still 0, after it 3. The offsets
+// go into the transaction at the processed watermark, then the commit,
+// then the next transaction begins.
+func TestExactlyOnceWritesTheStoresOnlyAfterTheTransactionCommits(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	f := transactional(h)
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b", "c")
+	h.waitProcessed(tk, 3)
+	var during int64 = -1
+	f.onCommit = func() { during = h.count(0, "k") }
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if during != 0 {
+		t.Errorf("committed count %d while the transaction committed; the store must wait for it", during)
+	}
+	if n := h.count(0, "k"); n != 3 {
+		t.Errorf("committed count %d after the transaction, want 3", n)
+	}
+	if got, want := f.log(), []string{"begin", "offsets", "commit", "begin"}; !slices.Equal(got, want) {
+		t.Errorf("transaction calls %v, want %v", got, want)
+	}
+	if got := f.offsets[0][harnessInput][0].Offset; got != 3 {
+		t.Errorf("offset %d in the transaction, want 3", got)
+	}
+	if ck := tk.st.Store(harnessStore).Checkpoint(); ck != 3 {
+		t.Errorf("checkpoint %d, want 3 (after the 3 changelog records)", ck)
+	}
+	if got := f.outputs("k"); len(got) != 3 {
+		t.Errorf("read_committed sees %d outputs, want 3", len(got))
+	}
+	// Nothing new: no transaction, no call.
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.log()); n != 4 {
+		t.Errorf("an empty commit called the transactional client: %v", f.log())
+	}
+}
+
+// TestExactlyOnceFencedOffsetsAbortAndTheTaskRestartsFromItsLastCommit:
+// TxnOffsetCommit refused with ILLEGAL_GENERATION (a zombie whose group
+// moved on, KIP-447) aborts the transaction: no output is visible, the
+// store keeps its last commit, and the task restarts from its last
+// committed offset; processing the same records again counts them once.
+func TestExactlyOnceFencedOffsetsAbortAndTheTaskRestartsFromItsLastCommit(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	f := transactional(h)
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b")
+	h.waitProcessed(tk, 2)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	h.feed(0, 2, "k", "c", "d")
+	h.waitProcessed(tk, 4)
+	f.offsetsErr = kerr.IllegalGeneration
+	err := h.c.commit(h.ctx, h.m.live())
+	var aborted *txnAbortedError
+	if !errors.As(err, &aborted) || !errors.Is(err, kerr.IllegalGeneration) || !errorsAsOffsetCommit(err) {
+		t.Fatalf("commit = %v; want an aborted transaction naming ILLEGAL_GENERATION, retried by the session", err)
+	}
+	if got := f.log(); !slices.Equal(got[len(got)-3:], []string{"offsets refused", "abort", "begin"}) {
+		t.Errorf("transaction calls %v; want the refused offsets, an abort, and the next transaction", got)
+	}
+	if n := h.count(0, "k"); n != 2 {
+		t.Errorf("committed count %d after the abort, want 2 (the last commit)", n)
+	}
+	if got := f.outputs("k"); len(got) != 2 {
+		t.Errorf("read_committed sees %d outputs after the abort, want 2", len(got))
+	}
+	f.offsetsErr = nil
+	at := h.restart()
+	if got := at[harnessInput][0].Offset; got != 2 {
+		t.Fatalf("task 0 rewinds to offset %d, want 2 (its last commit)", got)
+	}
+	tk = h.feed(0, 2, "k", "c", "d")
+	h.waitProcessed(tk, 4)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.count(0, "k"); n != 4 {
+		t.Errorf("count %d after processing again, want 4: nothing doubled", n)
+	}
+	if got, want := counts(t, f.outputs("k")), []int64{1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("read_committed outputs %v, want the counts 1..4", got)
+	}
+}
+
+// TestExactlyOnceAFailedChangelogRecordAbortsTheTransaction: franz-go
+// commits what was acknowledged; a transaction missing a changelog
+// record must abort instead.
+func TestExactlyOnceAFailedChangelogRecordAbortsTheTransaction(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	f := transactional(h)
+	h.kafka.failTopic, h.kafka.failErr = "harness-counts-changelog", errors.New("not leader")
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	err := h.c.commit(h.ctx, h.m.live())
+	if !errors.As(err, new(*txnAbortedError)) || !strings.Contains(err.Error(), "not leader") {
+		t.Fatalf("commit = %v; want the transaction aborted for the changelog record", err)
+	}
+	if slices.Contains(f.log(), "commit") || slices.Contains(f.log(), "offsets") {
+		t.Errorf("transaction calls %v: no offsets and no commit after a failed changelog record", f.log())
+	}
+}
+
+// TestExactlyOnceAnUnknownCommitOutcomeEndsTheSession: an EndTxn whose
+// outcome is unknown (a connection cut) is no abort: the stores are not
+// written, and the error is not one the session retries.
+func TestExactlyOnceAnUnknownCommitOutcomeEndsTheSession(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	f := transactional(h)
+	f.endErr = errors.New("connection reset")
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	err := h.c.commit(h.ctx, h.m.live())
+	if err == nil || errorsAsOffsetCommit(err) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("commit = %v; want an error that ends the session", err)
+	}
+	if n := h.count(0, "k"); n != 0 {
+		t.Errorf("committed count %d after a commit of unknown outcome", n)
+	}
+}
+
+// TestExactlyOnceARevokeCommitsEveryTasksWork: the transaction is
+// shared, so revoking task 0 commits task 1's work with it; a loss aborts
+// it and task 1 restarts from its last commit.
+func TestExactlyOnceARevokeCommitsEveryTasksWork(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	f := transactional(h)
+	h.start(0, 1)
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	h.waitProcessed(h.feed(1, 0, "k", "a", "b"), 2)
+	h.m.revoke(h.ctx, []int32{0})
+	if len(f.offsets) != 1 || f.offsets[0][harnessInput][0].Offset != 1 || f.offsets[0][harnessInput][1].Offset != 2 {
+		t.Fatalf("offsets in the revoke's transaction %v; want task 0's and task 1's", f.offsets)
+	}
+	if h.count(1, "k") != 2 {
+		t.Errorf("task 1's count not committed by the revoke's transaction")
+	}
+	h.waitProcessed(h.feed(1, 2, "k", "c"), 3)
+	h.m.assign([]int32{2}, nil)
+	h.m.lose([]int32{2})
+	if got := f.log(); got[len(got)-2] != "abort" {
+		t.Fatalf("transaction calls %v; a loss must abort the open transaction", got)
+	}
+	if at := h.restart(); at[harnessInput][1].Offset != 2 {
+		t.Errorf("task 1 rewinds to %v, want offset 2", at)
+	}
+	if n := h.count(1, "k"); n != 2 {
+		t.Errorf("task 1's committed count %d, want 2", n)
+	}
+}
