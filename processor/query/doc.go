@@ -36,8 +36,8 @@
 // latest, its latest processed state (the default under at-least-once),
 // or committed, what its last commit wrote (the default under exactly-once,
 // which refuses latest with 400: the latest writes belong to an open
-// transaction). A forwarded read carries the isolation the first instance
-// resolved. What each returns is the Reader's to say; the runtime's
+// transaction). A forwarded read carries the client's isolation parameter
+// if it gave one; otherwise the peer applies the same default. What each returns is the Reader's to say; the runtime's
 // (processor/service) reads committed state for both today.
 //
 // # Global stores

@@ -259,6 +259,11 @@ func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 // default is latest under at-least-once and committed under exactly-once,
 // where latest is refused (400) because the latest writes belong to an
 // open transaction that may still abort (design §7).
+//
+// A forwarded read carries the isolation parameter only when the client
+// gave one: the peer resolves the same default (the guarantee is the
+// group's), and an instance of an older build, which knows no isolation
+// parameter, still answers a rolling upgrade's forwards.
 func (s *Server) isolation(w *statusWriter, iso Isolation) (Isolation, bool) {
 	switch {
 	case iso == "" && s.opts.ExactlyOnce:
@@ -271,19 +276,6 @@ func (s *Server) isolation(w *statusWriter, iso Isolation) (Isolation, bool) {
 		return "", false
 	}
 	return iso, true
-}
-
-// forwardQuery is a lookup's query as forwarded to a peer: the client's,
-// with the isolation this instance resolved added when the client gave
-// none, so that the peer reads as this instance decided.
-func forwardQuery(raw string, given bool, iso Isolation) string {
-	switch {
-	case given:
-		return raw
-	case raw == "":
-		return "isolation=" + string(iso)
-	}
-	return raw + "&isolation=" + string(iso)
 }
 
 // placement returns the current placement or answers 503.
