@@ -270,19 +270,14 @@ func New(opts Options) (*Instance, error) {
 		stores = append(stores, query.ServedStore{Name: g.Topic, Render: g.Render, Global: true})
 		names = append(names, g.Topic)
 	}
-	qs, err := query.New(query.Options{
-		Reader:      runtimeAdapter{rt},
-		ExactlyOnce: cfg.ExactlyOnce(),
-		Settings:    assignmentSettings(cfg),
-		Stores:      stores,
-		Partitioner: part,
-		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
-		TLS:         serverTLS,
-		PeerTLS:     peerTLS,
-		Registerer:  reg,
-		Gatherer:    reg,
-		Logger:      log.With("component", "http"),
-	})
+	// The query server's limits are its defaults; the rest comes from the
+	// configuration.
+	qo := query.DefaultOptions()
+	qo.Reader, qo.ExactlyOnce, qo.Settings = runtimeAdapter{rt}, cfg.ExactlyOnce(), assignmentSettings(cfg)
+	qo.Stores, qo.Partitioner = stores, part
+	qo.AuthToken, qo.TLS, qo.PeerTLS = cfg.HTTP.AuthToken.Reveal(), serverTLS, peerTLS
+	qo.Registerer, qo.Gatherer, qo.Logger = reg, reg, log.With("component", "http")
+	qs, err := query.New(qo)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
