@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/processor/codec"
 	"github.com/rackstream/rackstream/processor/partition"
@@ -95,7 +98,7 @@ func (g *GlobalTable[K, V]) Topic() string { return g.spec.topic }
 func (g *GlobalTable[K, V]) Get(ctx *Context, key K) (value V, found bool, err error) {
 	r := globalReaderOf(ctx, g.spec)
 	if r == nil {
-		return value, false, fmt.Errorf("global table %s: not materialized here (the TestDriver has no global tables)", g.spec.topic)
+		return value, false, fmt.Errorf("global table %s: not materialized by this runtime", g.spec.topic)
 	}
 	kb, err := g.key.Encode(key)
 	if err != nil {
@@ -111,20 +114,66 @@ func (g *GlobalTable[K, V]) Get(ctx *Context, key K) (value V, found bool, err e
 	return value, true, nil
 }
 
-// globalBackend is a backend that holds global tables (the runtime's
-// tasks); the TestDriver is not one.
-type globalBackend interface {
-	global(*globalSpec) *table.Reader
+// globalReader is a global table as a handler reads it: the runtime's
+// table.Reader, or the TestDriver's map.
+type globalReader interface {
+	Get(key []byte) (value []byte, found bool, err error)
 }
 
-func globalReaderOf(ctx *Context, s *globalSpec) *table.Reader {
+// globalBackend is a backend that holds global tables: the runtime's
+// tasks and the TestDriver.
+type globalBackend interface {
+	global(*globalSpec) globalReader
+}
+
+func globalReaderOf(ctx *Context, s *globalSpec) globalReader {
 	if gb, ok := ctx.be.(globalBackend); ok {
 		return gb.global(s)
 	}
 	return nil
 }
 
-func (b taskBackend) global(s *globalSpec) *table.Reader { return b.t.env.globals.get(s) }
+func (b taskBackend) global(s *globalSpec) globalReader {
+	if rd := b.t.env.globals.get(s); rd != nil {
+		return rd
+	}
+	return nil // not a typed nil: Get reports the table missing
+}
+
+// testGlobal is a global table in a TestDriver: key -> value.
+type testGlobal map[string][]byte
+
+func (m testGlobal) Get(key []byte) ([]byte, bool, error) {
+	v, ok := m[string(key)]
+	return v, ok, nil
+}
+
+func (d *TestDriver) global(s *globalSpec) globalReader {
+	return d.globals[s.topic] // an empty table until PipeGlobalRecord writes it
+}
+
+// PipeGlobalRecord writes r to the global table of r.Topic, as its topic's
+// follower would: r.Value is the key's new value, nil deletes the key.
+// Handlers piped after it read it.
+func (d *TestDriver) PipeGlobalRecord(r *kgo.Record) error {
+	if !slices.ContainsFunc(d.topo.globals, func(g *globalSpec) bool { return g.topic == r.Topic }) {
+		return fmt.Errorf("topic %q is not a global table of topology %s", r.Topic, d.topo.appID)
+	}
+	if d.globals == nil {
+		d.globals = make(map[string]testGlobal)
+	}
+	m := d.globals[r.Topic]
+	if m == nil {
+		m = make(testGlobal)
+		d.globals[r.Topic] = m
+	}
+	if r.Value == nil {
+		delete(m, string(r.Key))
+	} else {
+		m[string(r.Key)] = bytes.Clone(r.Value)
+	}
+	return nil
+}
 
 // validateGlobals returns the global-table declaration errors that depend
 // on the whole topology: a topic that is also an input, an output or a

@@ -278,3 +278,55 @@ func TestGlobalTableOnAMissingTopicKeepsTheInstanceNotReadyAndFailsRun(t *testin
 		t.Error("ready after Run failed")
 	}
 }
+
+// TestGlobalTableInTheTestDriver: PipeGlobalRecord writes a global table
+// (nil deletes) and handlers piped after it read it.
+func TestGlobalTableInTheTestDriver(t *testing.T) {
+	topo := processor.New("enrich")
+	users := processor.NewGlobalTable(topo, "users", codec.String(), codec.String())
+	out := processor.NewOutput(topo, "enriched", codec.String(), codec.String())
+	orders := processor.NewInput(topo, "orders", codec.String(), codec.String(), func(ctx *processor.Context, order, user string) error {
+		name, found, err := users.Get(ctx, user)
+		if err != nil {
+			return err
+		}
+		if !found {
+			name = "unknown"
+		}
+		return out.Emit(ctx, order, name)
+	})
+	d, err := processor.NewTestDriver(topo, processor.TestDriverOptions{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func(order, user string) {
+		if err := processor.Pipe(d, orders, order, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe("o1", "u1")
+	if err := d.PipeGlobalRecord(&kgo.Record{Topic: "users", Key: []byte("u1"), Value: []byte("ann")}); err != nil {
+		t.Fatal(err)
+	}
+	pipe("o2", "u1")
+	if err := d.PipeGlobalRecord(&kgo.Record{Topic: "users", Key: []byte("u1")}); err != nil {
+		t.Fatal(err)
+	}
+	pipe("o3", "u1")
+	if err := d.PipeGlobalRecord(&kgo.Record{Topic: "orders", Key: []byte("u1")}); err == nil {
+		t.Error("PipeGlobalRecord to an input topic: no error")
+	}
+	got, err := processor.ReadOutput(d, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"o1=unknown", "o2=ann", "o3=unknown"}
+	if len(got) != len(want) {
+		t.Fatalf("output %v, want %v", got, want)
+	}
+	for i, kv := range got {
+		if kv.Key+"="+kv.Value != want[i] {
+			t.Errorf("output %d = %s=%s, want %s", i, kv.Key, kv.Value, want[i])
+		}
+	}
+}

@@ -27,6 +27,7 @@ type TestDriver struct {
 	out     map[string][]*kgo.Record      // output topic -> records, in emit order
 	dlq     []*kgo.Record
 	clock   time.Time
+	globals map[string]testGlobal // global table topic -> its table (global.go)
 }
 
 // TestDriverOptions configure a TestDriver. The zero value is usable.
