@@ -42,7 +42,8 @@ type Options struct {
 	ClientOptsFor func(processID string) []kgo.Opt
 
 	// StateDir is the state directory (state.dir); the application's
-	// stores live in StateDir/<application.id>.
+	// stores live in StateDir/<application.id>, its global tables in
+	// GlobalDir(StateDir, application.id).
 	StateDir string
 	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
 	// values as state.LevelDBOptions says).
