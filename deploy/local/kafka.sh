@@ -302,9 +302,10 @@ start() {
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
 		</dev/null >>"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
-	# Wait for the pid file the child writes before exec.
+	# Wait for the pid file the child writes before exec (up to 60 s: on a
+	# machine under heavy load 5 s were seen not to be enough).
 	local i
-	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
+	for i in $(seq 600); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
 
 	local deadline=$((SECONDS + START_TIMEOUT)) out=""
 	while :; do
