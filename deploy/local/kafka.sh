@@ -309,7 +309,9 @@ start() {
 
 	local deadline=$((SECONDS + START_TIMEOUT)) out=""
 	while :; do
-		if ! pid_running >/dev/null; then
+		# The pid file names the child from before its exec of java: a live
+		# process that is not java yet is still starting.
+		if ! pid_running >/dev/null && ! [[ -s $PID_FILE && $(ps -o stat= -p "$(cat "$PID_FILE")" 2>/dev/null) == [^Z]* ]]; then
 			die "the broker exited during startup: $(grep -m1 -E 'ERROR|Exception' "$LOG_DIR/server.log" "$LOG_DIR/stdout.log" 2>/dev/null | cut -c1-300) (logs: $LOG_DIR)"
 		fi
 		if out=$(RACKSTREAM_TEST_SASL_USER=$SASL_USER RACKSTREAM_TEST_SASL_PASSWORD=$SASL_PASSWORD \
