@@ -257,7 +257,7 @@ func New(opts Options) (*Instance, error) {
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
-	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+	if err := registerBalancerMetrics(reg, rt.BalancerStats); err != nil {
 		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
 	var stores []query.ServedStore
