@@ -10,7 +10,8 @@
 // (large batches, each carrying its checkpoint, the next offset to read),
 // and then tails the topic in the background with the same apply path that
 // keeps a Rackstream standby warm. Nothing is ever written to Kafka: the
-// Reader joins no group and commits nothing.
+// Reader joins no group and commits nothing. A processor's global tables
+// (processor.NewGlobalTable) are Readers the runtime opens for itself.
 //
 //	r, err := table.Open(ctx, "click-counter-counts-changelog",
 //		table.SeedBrokers("localhost:9092"))
