@@ -55,8 +55,9 @@ const (
 	// generation with, carried in the assignment to every member.
 	SettingsFromLeader = "leader"
 	// SettingsFromInstance: the answering instance's own configuration,
-	// used while the runtime does not carry the leader's; the same as the
-	// leader's when every instance is configured alike.
+	// shown for a placement that carries no settings (from a group whose
+	// members speak an older wire version); the same as the leader's when
+	// every instance is configured alike.
 	SettingsFromInstance = "instance"
 )
 
@@ -77,8 +78,8 @@ type MetadataSettings struct {
 	// important first.
 	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
 	// ProbingRebalanceIntervalMs is probing.rebalance.interval.ms: always
-	// the answering instance's own (the assignment does not carry it), and
-	// not an input of the plan itself.
+	// the answering instance's own, whatever Source says (the assignment
+	// does not carry it), and not an input of the plan itself.
 	ProbingRebalanceIntervalMs int64 `json:"probing_rebalance_interval_ms"`
 }
 

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +103,12 @@ func beginWith(t *testing.T, name, bin string) *run {
 	r.input, r.output = r.app+"-in", r.app+"-out"
 	k.CreateTopic(r.input, int32(p.partitions), nil)
 	k.CreateTopic(r.output, int32(p.partitions), nil)
-	dir := t.TempDir()
+	// Not t.TempDir: a failed scenario's instance logs and state stay for
+	// a post-mortem (the path is logged); a passed one's are removed.
+	dir, err := os.MkdirTemp("", "rackstream-chaos-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.g = cluster.NewGroup(t, binary, dir, map[string]string{
 		"application.id":                r.app,
 		"processor.type":                "latest",
@@ -144,12 +150,14 @@ func beginWith(t *testing.T, name, bin string) *run {
 		}
 	})
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("instance logs in %s", dir)
-			for _, in := range r.ins {
-				t.Logf("%s (tail):\n%s", in.Name, cluster.Tail(in.Logs(), 25))
-			}
+		if !t.Failed() {
+			os.RemoveAll(dir)
+			return
 		}
+		for _, in := range r.ins {
+			t.Logf("%s (tail):\n%s", in.Name, cluster.Tail(in.Logs(), 25))
+		}
+		t.Logf("the instances' whole logs (<name>.log) and state are kept in %s", dir)
 	})
 	for _, in := range r.ins {
 		in.Start()

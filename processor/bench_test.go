@@ -161,62 +161,74 @@ func waitGroupDone(b *testing.B, adm *kadm.Client, group, topic string) {
 
 // BenchmarkProcessingCount is the per-key count, emitting every updated
 // count to an output topic ("output": two records per input, changelog and
-// output) or not ("no-output": the changelog only, as goka's group table).
+// output) or not ("no-output": the changelog only, as goka's group table),
+// at-least-once, and with the output under exactly-once ("output-eos").
 func BenchmarkProcessingCount(b *testing.B) {
 	c := kafkatest.New(b)
 	records := benchRecords()
 	input := benchInput(b, c, records)
-	output := c.Name("bench-out")
-	c.CreateTopic(output, benchParts, nil)
-	for i := 0; i < b.N; i++ {
-		benchCount(b, c, records, input, output, func(o *processor.Options) { o.CommitInterval = time.Second })
-	}
+	atLeastOnce := func(o *processor.Options) { o.Guarantee = processor.AtLeastOnce }
+	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true, atLeastOnce) })
+	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false, atLeastOnce) })
+	// Exactly-once at the same 1s commit interval: the comparison of the
+	// guarantees, not of their default intervals (BenchmarkProcessingGuarantees
+	// has those).
+	b.Run("output-eos", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) { o.Guarantee = processor.ExactlyOnceV2 })
+	})
 }
 
-// benchCount runs the count once over input's records, with the options
-// tweak makes, and reports its throughput (measure).
-func benchCount(b *testing.B, c *kafkatest.Cluster, records int, input, output string, tweak func(*processor.Options)) {
-	var handled atomic.Int64
-	topo := processor.New(c.Name("bench-count"))
-	counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
-	out := processor.NewOutput(topo, output, codec.String(), codec.Int64())
-	processor.NewInput(topo, input, codec.String(), codec.Bytes(), func(ctx *processor.Context, key string, _ []byte) error {
-		n, _, err := counts.Get(ctx, key)
+// benchCount runs the count b.N times over input's records, at a 1s commit
+// interval unless tweak sets another, and reports its throughput.
+func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, emit bool, tweak func(*processor.Options)) {
+	output := c.Name("bench-out")
+	c.CreateTopic(output, benchParts, nil)
+	dropAfter(b, c, output)
+	for i := 0; i < b.N; i++ {
+		var handled atomic.Int64
+		topo := processor.New(c.Name("bench-count"))
+		dropAfter(b, c, topo.ApplicationID()+"-counts-changelog", topo.ApplicationID()+"-dlq")
+		counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
+		out := processor.NewOutput(topo, output, codec.String(), codec.Int64())
+		processor.NewInput(topo, input, codec.String(), codec.Bytes(), func(ctx *processor.Context, key string, _ []byte) error {
+			n, _, err := counts.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			n++
+			if err := counts.Put(ctx, key, n); err != nil {
+				return err
+			}
+			handled.Add(1)
+			if !emit {
+				return nil
+			}
+			return out.Emit(ctx, key, n)
+		})
+		o := testOptions(b, c.Brokers, "bench")
+		o.CommitInterval = time.Second
+		tweak(&o)
+		rt, err := processor.NewRuntime(topo, o)
 		if err != nil {
-			return err
+			b.Fatal(err)
 		}
-		n++
-		if err := counts.Put(ctx, key, n); err != nil {
-			return err
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		// Timed: until every record is handled and its effects produced
+		// (the last commit then comes within the commit interval).
+		start := time.Now()
+		measure(b, records, func() {
+			go func() { done <- rt.Run(ctx) }()
+			for handled.Load() < int64(records) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+		waitGroupDone(b, c.Admin(), topo.ApplicationID(), input)
+		b.Logf("all offsets committed after %v (commit interval %v)", time.Since(start).Round(time.Millisecond), o.CommitInterval)
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
 		}
-		handled.Add(1)
-		return out.Emit(ctx, key, n)
-	})
-	o := testOptions(b, c.Brokers, "bench")
-	tweak(&o)
-	rt, err := processor.NewRuntime(topo, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	// Timed: until every record is handled and its effects produced
-	// (the last commit then comes within the commit interval). Under
-	// exactly-once a record handled in an aborted transaction is handled
-	// again: handled then counts it twice, which the committed offsets
-	// below make up for.
-	start := time.Now()
-	measure(b, records, func() {
-		go func() { done <- rt.Run(ctx) }()
-		for handled.Load() < int64(records) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	waitGroupDone(b, c.Admin(), topo.ApplicationID(), input)
-	b.Logf("all offsets committed after %v (commit interval %v, %s)", time.Since(start).Round(time.Millisecond), o.CommitInterval, o.Guarantee)
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
 	}
 }
 

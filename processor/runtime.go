@@ -169,10 +169,12 @@ type Runtime struct {
 	log  *slog.Logger
 	met  *metrics
 
+	// mu guards the fields below up to phase: what Run sets as it starts
+	// and ends, read by the accessors (Ready, Placement, Replica...) from
+	// other goroutines. It is never held across I/O.
 	mu        sync.Mutex
 	mgr       *state.Manager
 	sess      *session
-	ready     bool
 	notReady  string
 	fatal     error // a task stopped by error policy fail, or a broken topology
 	processID string

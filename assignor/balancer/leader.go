@@ -49,6 +49,23 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 	if err := b.Err(); err != nil {
 		return nil, nil, err
 	}
+	_, cb, err := b.newGroupBalancer(members)
+	if err != nil {
+		return nil, nil, err
+	}
+	topics := maps.Clone(cb.MemberTopics())
+	if topics == nil {
+		topics = make(map[string]struct{})
+	}
+	for _, t := range b.s.InputTopics {
+		topics[t] = struct{}{}
+	}
+	return cb, topics, nil
+}
+
+// newGroupBalancer reads the members' join metadata into the balancer of
+// one generation, and kgo's consumer balancer around it.
+func (b *Balancer) newGroupBalancer(members []kmsg.JoinGroupResponseMember) (*groupBalancer, *kgo.ConsumerBalancer, error) {
 	g := &groupBalancer{b: b, members: make(map[string]*memberState, len(members))}
 	sanitized := make([]kmsg.JoinGroupResponseMember, 0, len(members))
 	byProcess := make(map[string]string)
@@ -97,14 +114,7 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 		return nil, nil, fmt.Errorf("rackstream balancer: %w", err)
 	}
 	g.cb = cb
-	topics := maps.Clone(cb.MemberTopics())
-	if topics == nil {
-		topics = make(map[string]struct{})
-	}
-	for _, t := range b.s.InputTopics {
-		topics[t] = struct{}{}
-	}
-	return cb, topics, nil
+	return g, cb, nil
 }
 
 // missingKeys returns a rack-aware key the subscription's tags lack, or "".

@@ -93,6 +93,7 @@ func (d *driver) failover(ctx context.Context, sec *section, g *group, adm *kadm
 		if sig == syscall.SIGTERM {
 			name = "failover, SIGTERM of a task's owner"
 		}
+		d.logf("failover: %s of a task's owner", sigName(sig))
 		res, err := d.stopOwner(ctx, g, adm, app, input, keys, sig)
 		if err != nil {
 			sec.printf("| %s | - | - | - | - | - |\n", sig)

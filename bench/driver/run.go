@@ -109,22 +109,32 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 			skipped = append(skipped, kind)
 		}
 	}
-	for _, b := range brokers {
+	// Each finished section is written at once (marked unfinished), so that
+	// a run cut short leaves what it measured.
+	add := func(sec *section) {
+		res.sections = append(res.sections, sec)
+		m.loadEnd, m.took = loadAverage()+" (run unfinished)", time.Since(started)
+		_ = os.WriteFile(cfg.out, []byte(d.render(m, brokers, skipped, res.sections)), 0o644)
+	}
+	for i, b := range brokers {
+		if i == 1 && cfg.wants("placement") {
+			add(d.placementSection(ctx)) // before the second broker: placement needs none
+		}
 		var outcome countOutcome
 		if cfg.wants("count") {
 			var sec *section
 			sec, outcome = d.countSection(ctx, b)
-			res.sections = append(res.sections, sec)
+			add(sec)
 		}
 		if cfg.wants("restore") {
-			res.sections = append(res.sections, d.restoreSection(ctx, b))
+			add(d.restoreSection(ctx, b))
 		}
 		if cfg.wants("cluster") {
-			res.sections = append(res.sections, d.clusterSection(ctx, b, outcome))
+			add(d.clusterSection(ctx, b, outcome))
 		}
 	}
-	if cfg.wants("placement") {
-		res.sections = append(res.sections, d.placementSection(ctx))
+	if cfg.wants("placement") && len(brokers) < 2 {
+		add(d.placementSection(ctx))
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
@@ -143,7 +153,7 @@ func (d *driver) brokerKinds() []string {
 	if len(d.cfg.brokers) > 0 {
 		return d.cfg.brokers
 	}
-	return []string{"kfake", "kafka"}
+	return []string{"kafka", "kfake"} // the real broker's figures first: they matter most
 }
 
 // broker describes kind, and whether it can be had in this run.

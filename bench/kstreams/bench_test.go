@@ -39,7 +39,7 @@ import (
 //	RACKSTREAM_KSTREAMS_THREADS      num.stream.threads of each JVM [CPUs / instances, at least 1]
 //	RACKSTREAM_KSTREAMS_JAVA_OPTS    JVM options, space-separated [none]
 //	RACKSTREAM_KSTREAMS_ENGINES      engines to run, comma-separated [kafka-streams,rackstream]; bench/driver runs one per process
-//	RACKSTREAM_KSTREAMS_GUARANTEE    Kafka Streams' processing.guarantee [at_least_once]; or exactly_once_v2
+//	RACKSTREAM_KSTREAMS_GUARANTEE    processing.guarantee of both engines [at_least_once]; or exactly_once_v2
 type settings struct {
 	records, keys, valueBytes, rounds int
 	instances                         []int
@@ -571,6 +571,7 @@ func (e rackstream) start(ctx context.Context, c *kafkatest.Cluster, app, input,
 	o := processor.DefaultOptions()
 	o.Brokers, o.ClientOpts, o.StateDir = c.Brokers, c.ClientOpts(), stateDir
 	o.NumStandbys, o.CommitInterval, o.CacheMaxBytes = e.s.standbys, e.s.commit, e.s.cacheBytes
+	o.Guarantee = processor.Guarantee(e.s.guarantee) // the same processing.guarantee as Kafka Streams'
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {

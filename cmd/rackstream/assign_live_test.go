@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 
 // TestAssignReplaysALiveMetadataDocumentToTheSamePlacement: the
 // /v1/metadata of a running group, settled, given to `rackstream assign`,
-// gives back the very placement the group runs, with the same quality. The
+// gives back the very placement the group runs, with the same quality,
+// replanned with the settings the leader used (the instances' own differ).
+// The
 // group asks for more standbys than it can place (two instances, two
 // standbys per task): a replan that guessed num.standby.replicas from the
 // placement (one standby per task) would report no shortfall; the
@@ -30,13 +33,13 @@ func TestAssignReplaysALiveMetadataDocumentToTheSamePlacement(t *testing.T) {
 	app, topic := c.Name("assign-live"), c.Name("assign-live-events")
 	c.CreateTopic(topic, 4, nil)
 	var ins []*service.Instance
-	for _, zone := range []string{"a", "b"} {
+	for i, zone := range []string{"a", "b"} {
 		cfg, err := config.Load(config.Sources{Set: []string{
 			"application.id=" + app, "bootstrap.servers=" + strings.Join(c.Brokers, ","),
 			"processor.type=count", "processor.input.topic=" + topic,
 			"http.listen=127.0.0.1:0", "state.dir=" + t.TempDir(),
 			"num.standby.replicas=2", "client.tag.zone=" + zone, "rack.aware.assignment.tags=zone",
-			"acceptable.recovery.lag=500", "max.warmup.replicas=1", "num.stream.threads=2",
+			"acceptable.recovery.lag=" + strconv.Itoa(500+100*i), "max.warmup.replicas=1", "num.stream.threads=2",
 			"session.timeout.ms=3000", "commit.interval.ms=200", "shutdown.timeout.ms=5000",
 		}})
 		if err != nil {
@@ -60,9 +63,11 @@ func TestAssignReplaysALiveMetadataDocumentToTheSamePlacement(t *testing.T) {
 
 	var body []byte
 	var doc assignor.Metadata
+	var settings []*assignor.MetadataSettings
 	start := time.Now()
 	kafkatest.Eventually(t, 2*time.Minute, "a settled placement of both instances", func() bool {
 		gens := map[int32]bool{}
+		settings = settings[:0]
 		for _, in := range ins {
 			resp, err := cluster.HTTPClient.Get("http://" + in.Addr().String() + "/v1/metadata")
 			if err != nil {
@@ -89,13 +94,17 @@ func TestAssignReplaysALiveMetadataDocumentToTheSamePlacement(t *testing.T) {
 			}
 			gens[d.Generation] = true
 			body, doc = b, d
+			settings = append(settings, d.Settings)
 		}
 		return len(gens) == 1
 	})
 	t.Logf("settled in %v at generation %d", time.Since(start), doc.Generation)
-	if s := doc.Settings; s == nil || s.NumStandbyReplicas != 2 || s.AcceptableRecoveryLag != 500 || s.MaxWarmupReplicas != 1 ||
-		!reflect.DeepEqual(s.RackAwareAssignmentTags, []string{"zone"}) {
-		t.Fatalf("the document's settings are %+v", doc.Settings)
+	// The instances' acceptable.recovery.lag differ (500 and 600): both
+	// documents show the leader's.
+	if s := doc.Settings; s == nil || s.Source != assignor.SettingsFromLeader || s.NumStandbyReplicas != 2 ||
+		s.AcceptableRecoveryLag != 500 && s.AcceptableRecoveryLag != 600 || s.MaxWarmupReplicas != 1 ||
+		!reflect.DeepEqual(s.RackAwareAssignmentTags, []string{"zone"}) || !reflect.DeepEqual(settings[0], settings[1]) {
+		t.Fatalf("the documents' settings are %+v and %+v; want the leader's on both", settings[0], settings[1])
 	}
 
 	replay := func(doc []byte) assignor.Plan {

@@ -40,8 +40,12 @@ func TestDevRestartsAKilledInstanceAtOnce(t *testing.T) {
 		})
 	}
 	ready("i1 ready")
+	kafkatest.Eventually(t, 2*time.Minute, "the first placement table", func() bool {
+		return strings.Contains(out.String(), "all 2 instances ready")
+	})
 	pid := in.processID()
 	for round := range 2 {
+		tables := strings.Count(out.String(), "rackstream dev: new placement")
 		if err := d.act("kill", "i1"); err != nil {
 			t.Fatal(err)
 		}
@@ -60,5 +64,10 @@ func TestDevRestartsAKilledInstanceAtOnce(t *testing.T) {
 		if got := in.processID(); got != pid {
 			t.Fatalf("round %d: process id %q after the restart, want %q (the same state directory)", round, got, pid)
 		}
+		// The placement with i1 back is printed, from the instances'
+		// placement events (nothing polls for it any more).
+		kafkatest.Eventually(t, time.Minute, "a new placement table", func() bool {
+			return strings.Count(out.String(), "rackstream dev: new placement") > tables
+		})
 	}
 }

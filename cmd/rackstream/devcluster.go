@@ -36,6 +36,10 @@ type devCluster struct {
 	insts   []*devInstance
 	started time.Time
 
+	// placements has a note when an instance learned a new placement
+	// (placed); watch takes it.
+	placements chan struct{}
+
 	producer     *kgo.Client
 	stopProducer context.CancelFunc
 	produced     atomic.Int64
@@ -59,6 +63,8 @@ func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Wri
 		logFile: logFile,
 		dir:     dir,
 		started: time.Now(),
+
+		placements: make(chan struct{}, 1),
 	}
 	fail := func(err error) (*devCluster, error) {
 		d.close()

@@ -13,18 +13,31 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 )
 
-// watch prints the placement once every instance is ready, then again on
-// every new generation.
+// placed notes that an instance learned a new placement, for watch; it
+// never blocks the runtime that calls it.
+func (d *devCluster) placed() {
+	select {
+	case d.placements <- struct{}{}:
+	default: // watch has a note pending already
+	}
+}
+
+// watch prints the placement once every instance is ready, then again for
+// every new generation. Placements come as events (placed); readiness has
+// none (a restore ends quietly), so until the first announcement it is
+// also checked every 200 ms.
 func (d *devCluster) watch(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	tick := t.C
 	announced := false
 	var gen int32 = -1
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-d.placements:
+		case <-tick:
 		}
 		p := d.placement()
 		if !d.settled(p) {
@@ -34,7 +47,8 @@ func (d *devCluster) watch(ctx context.Context) {
 			if !d.allReady() {
 				continue
 			}
-			announced = true
+			announced, tick = true, nil // from now on, placement events only
+			t.Stop()
 			gen = p.Generation
 			fmt.Fprintf(d.out, "\nrackstream dev: all %d instances ready in %v\n", len(d.insts), time.Since(d.started).Round(10*time.Millisecond))
 			d.printPlacement(p)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,7 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/processor/service"
 )
 
@@ -27,7 +28,7 @@ type devInstance struct {
 
 	mu     sync.Mutex
 	svc    *service.Instance
-	dialer *cutDialer
+	dialer *cutdial.Dialer
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
@@ -86,7 +87,7 @@ func (in *devInstance) start() error {
 
 // newService builds the instance's service on its address. The caller
 // holds in.mu.
-func (in *devInstance) newService() (*service.Instance, *cutDialer, error) {
+func (in *devInstance) newService() (*service.Instance, *cutdial.Dialer, error) {
 	cfg, err := in.config()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: configuration: %w", in.name, err)
@@ -97,13 +98,15 @@ func (in *devInstance) newService() (*service.Instance, *cutDialer, error) {
 	}
 	in.addr = ln.Addr().String()
 	cfg.ApplicationServer = in.addr
-	dialer := &cutDialer{}
+	dialer := new(cutdial.Dialer)
 	svc, err := service.New(service.Options{
 		Config:     cfg,
 		Logger:     in.d.log.With("instance", in.name),
 		Listener:   ln,
-		ClientOpts: []kgo.Opt{kgo.Dialer(dialer.dial)},
+		ClientOpts: []kgo.Opt{kgo.Dialer(dialer.Dial)},
 		Wrap:       in.d.admin,
+		// The placement table is printed on placement events (watch).
+		OnPlacement: func(*balancer.Placement) { in.d.placed() },
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", in.name, err)
@@ -187,42 +190,4 @@ func (d *devCluster) instance(id string) *devInstance {
 		}
 	}
 	return nil
-}
-
-// cutDialer dials until Cut; then it refuses to dial and closes every
-// connection it made, so that nothing more reaches the brokers: a crash, as
-// far as the cluster can tell.
-type cutDialer struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-var errCut = errors.New("connection cut: instance killed")
-
-func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cut {
-		c.Close()
-		return nil, errCut
-	}
-	d.conns = append(d.conns, c)
-	return c, nil
-}
-
-// Cut closes every connection and refuses new ones.
-func (d *cutDialer) Cut() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.cut = true
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
 }

@@ -133,12 +133,22 @@ func (b *Broker) run(cmd string) (string, error) {
 	return string(out), err
 }
 
-// Stop stops the broker cleanly (SIGTERM: a controlled shutdown).
+// Stop stops the broker cleanly (SIGTERM: a controlled shutdown). The slot
+// proxies go down with it: a client then finds its port refusing
+// connections, as it would find the broker's.
 func (b *Broker) Stop() error {
-	if out, err := b.run("stop"); err != nil {
+	out, err := b.run("stop")
+	b.slotsDown()
+	if err != nil {
 		return fmt.Errorf("cluster: kafka.sh stop: %v\n%s", err, out)
 	}
 	return nil
+}
+
+func (b *Broker) slotsDown() {
+	for _, p := range b.Slots {
+		p.Down()
+	}
 }
 
 // Kill is kill -9 of the broker: it waits until the process is gone.
@@ -154,6 +164,7 @@ func (b *Broker) Kill() error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("cluster: kill -9 broker pid %d: %w", pid, err)
 	}
+	b.slotsDown()
 	// Dead when its process is gone, or a zombie (a container's init may
 	// be slow to reap it) with no thread left but the main one (the other
 	// threads of a killed JVM exit, and release its files, after the main
@@ -172,10 +183,16 @@ func (b *Broker) Kill() error {
 	return fmt.Errorf("cluster: broker pid %d still alive a minute after SIGKILL", pid)
 }
 
-// Resume starts the broker again on its data (after Stop or Kill).
+// Resume starts the broker again on its data (after Stop or Kill), then
+// its slot proxies.
 func (b *Broker) Resume() error {
 	if out, err := b.run("resume"); err != nil {
 		return fmt.Errorf("cluster: kafka.sh resume: %v\n%s", err, out)
+	}
+	for _, p := range b.Slots {
+		if err := p.Up(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

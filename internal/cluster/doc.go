@@ -24,9 +24,12 @@
 //     Resume (start again on its data). It has one listener per instance
 //     slot whose advertised address is a Proxy, so that a client
 //     bootstrapping through Slots[i].Addr makes every later connection
-//     through that proxy too.
+//     through that proxy too; the proxies go down and up with the broker,
+//     so that clients find the port refusing connections, as they would
+//     the broker's.
 //   - Proxy: a loopback TCP proxy with Cut (a black hole: nothing crosses,
-//     connections hang as in a partition) and Restore. Put one in front of
+//     connections hang as in a partition) and Restore, Down (refusing, as a
+//     host with nothing on the port) and Up. Put one in front of
 //     an instance's broker listener and its HTTP endpoint (Instance.Endpoint)
 //     and a cut isolates the instance from the broker and its peers; the
 //     instance only calls peers on behalf of requests it receives, which

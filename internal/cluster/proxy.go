@@ -16,15 +16,21 @@ import (
 // accepted and then hear nothing. Restore closes every connection that
 // lived through the cut (as the peers' TCP stacks would reset them once
 // packets flow again) and forwards new connections normally.
+//
+// A proxy in front of a server that is down must look like that server:
+// Down stops listening (new connections are refused, as by a host with
+// nothing on the port) and closes every connection; Up listens again. A
+// connection whose target refuses it is reset, never closed gracefully: a
+// Kafka client takes a graceful close before its first response for a TLS
+// or SASL mismatch and does not retry.
 type Proxy struct {
 	// Addr is the proxy's own address, host:port.
 	Addr string
 	// Target is where connections are forwarded.
 	Target string
 
-	l net.Listener
-
-	mu     sync.Mutex        // guards cut, conns, closed, dropped and each proxied's upstream
+	mu     sync.Mutex        // guards l, down, cut, conns, closed, dropped and each proxied's upstream
+	l      net.Listener      // nil while down
 	cut    bool              // a black hole now
 	conns  map[*proxied]bool // open connections
 	closed bool
@@ -46,18 +52,62 @@ func NewProxy(addr, target string) (*Proxy, error) {
 		return nil, fmt.Errorf("cluster: proxy listen %s: %w", addr, err)
 	}
 	p := &Proxy{Addr: l.Addr().String(), Target: target, l: l, conns: map[*proxied]bool{}}
-	go p.accept()
+	go p.accept(l)
 	return p, nil
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(l net.Listener) {
 	for {
-		c, err := p.l.Accept()
+		c, err := l.Accept()
 		if err != nil {
 			return
 		}
 		go p.serve(c)
 	}
+}
+
+// Down stops listening and closes every connection: new connections are
+// refused until Up.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	l := p.l
+	p.l = nil
+	var all []*proxied
+	for pc := range p.conns {
+		all = append(all, pc)
+	}
+	p.mu.Unlock()
+	if l != nil {
+		l.Close()
+	}
+	for _, pc := range all {
+		p.drop(pc)
+	}
+}
+
+// Up listens on Addr again after Down.
+func (p *Proxy) Up() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil || p.closed {
+		return nil
+	}
+	l, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		return fmt.Errorf("cluster: proxy listen %s again: %w", p.Addr, err)
+	}
+	p.l = l
+	go p.accept(l)
+	return nil
+}
+
+// reset closes c with a TCP reset (SO_LINGER 0), as a host resets a
+// connection to a port nothing listens on.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 func (p *Proxy) serve(client net.Conn) {
@@ -77,8 +127,11 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	up, err := net.Dial("tcp", p.Target)
-	if err != nil {
-		p.drop(pc)
+	if err != nil { // the target is down: look like it
+		p.mu.Lock()
+		delete(p.conns, pc)
+		p.mu.Unlock()
+		reset(client)
 		return
 	}
 	p.mu.Lock()
@@ -180,12 +233,15 @@ func (p *Proxy) Dropped() int64 {
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
+	l := p.l
 	var all []*proxied
 	for pc := range p.conns {
 		all = append(all, pc)
 	}
 	p.mu.Unlock()
-	p.l.Close() // a second Close (the test's cleanup after the test's own) is fine
+	if l != nil {
+		l.Close() // a second Close (the test's cleanup after the test's own) is fine
+	}
 	for _, pc := range all {
 		p.drop(pc)
 	}

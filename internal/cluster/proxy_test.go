@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bufio"
+	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -95,4 +97,47 @@ func TestProxyCutIsABlackHoleAndRestoreResetsWhatLivedThroughIt(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+func TestProxyLooksLikeItsTargetWhenTheTargetIsDown(t *testing.T) {
+	// A target that is down: a port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := l.Addr().String()
+	l.Close()
+	p, err := NewProxy("127.0.0.1:0", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// The reset may land before connect returns (a dial error, as a
+	// refusal is) or on the first read; never a graceful EOF.
+	if c, err := net.Dial("tcp", p.Addr); err == nil {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+		if err == nil || errors.Is(err, io.EOF) || isTimeout(err) {
+			t.Fatalf("read through a proxy whose target is down: %v, want a reset (a graceful EOF reads as a TLS mismatch to Kafka clients)", err)
+		}
+	}
+
+	p.Down()
+	if c, err := net.DialTimeout("tcp", p.Addr, 5*time.Second); err == nil {
+		c.Close()
+		t.Fatal("a proxy that is down accepted a connection")
+	}
+	p.Target = echo(t)
+	if err := p.Up(); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got, err := roundTrip(c2, bufio.NewReader(c2), "up", 5*time.Second); err != nil || got != "up\n" {
+		t.Fatalf("after Up: %q %v", got, err)
+	}
 }

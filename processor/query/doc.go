@@ -97,8 +97,9 @@
 // /v1/metadata is assignor.Metadata, the document's one definition: the
 // placement of the current generation, the same on every instance, and a
 // superset of `rackstream assign`'s output (which reads it back), with the
-// assignment settings it was planned with (Options.Settings, this
-// instance's own until the runtime carries the leader's), plus a live
+// assignment settings the leader planned it with (carried in the
+// placement; Options.Settings, this instance's own, for a placement
+// without them), plus a live
 // status gathered from every instance under one short timeout: an
 // instance that doesn't answer in time is reported not ready, with the
 // reason.

@@ -109,7 +109,7 @@ type fakeReader struct {
 	err     error
 }
 
-func (f *fakeReader) Global(store string) Replica {
+func (f *fakeReader) Global(store string) ReplicaView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.globals[store]; r != nil {
@@ -126,7 +126,7 @@ func (f *fakeReader) Placement() *balancer.Placement {
 	return f.p
 }
 
-func (f *fakeReader) Replica(store string, task int32) Replica {
+func (f *fakeReader) Replica(store string, task int32) ReplicaView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r := f.reps[store][task]; r != nil {
@@ -167,8 +167,8 @@ const (
 	storeRaw    = "raw"    // bytes
 )
 
-func testStores() []Store {
-	return []Store{
+func testStores() []ServedStore {
+	return []ServedStore{
 		{Name: storeCounts, Render: func(b []byte) (any, error) { return codec.Int64().Decode(b) }},
 		{Name: storeDocs, Render: func(b []byte) (any, error) { return codec.JSON[any]().Decode(b) }},
 		{Name: storeNames, Render: func(b []byte) (any, error) { return codec.String().Decode(b) }},
@@ -242,7 +242,7 @@ func newCluster(t testing.TB, co clusterOpts) *cluster {
 		for _, st := range testStores() {
 			n.rt.reps[st.Name] = map[int32]*fakeReplica{}
 			for task, r := range p.Tasks {
-				role := Role("")
+				role := ReplicaRole("")
 				switch {
 				case r.Active == i:
 					role = RoleActive

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,13 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/processor/query"
@@ -33,45 +32,12 @@ import (
 
 const itToken = "it-token"
 
-// cutDialer dials Kafka until cut; cut closes every connection it made and
-// refuses new ones, so that a "killed" instance sends no commit or
-// LeaveGroup.
-type cutDialer struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cut {
-		c.Close()
-		return nil, errors.New("connection cut by the test")
-	}
-	d.conns = append(d.conns, c)
-	return c, nil
-}
-
-func (d *cutDialer) cutAll() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.cut = true
-	for _, c := range d.conns {
-		c.Close()
-	}
-}
-
 type instance struct {
 	name   string
 	svc    *service.Instance
 	base   string
-	client *http.Client // nil: itClient
-	dialer *cutDialer
+	client *http.Client    // nil: itClient
+	dialer *cutdial.Dialer // cut: killed
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -100,12 +66,12 @@ func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &cutDialer{}
+	d := new(cutdial.Dialer)
 	svc, err := service.New(service.Options{
 		Config:     cfg,
 		Logger:     slog.New(slog.DiscardHandler),
 		Listener:   ln,
-		ClientOpts: []kgo.Opt{kgo.Dialer(d.dial)},
+		ClientOpts: []kgo.Opt{kgo.Dialer(d.Dial)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +95,7 @@ func startInstance(t *testing.T, c *kafkatest.Cluster, app, topic, zone string, 
 // from Run's goroutine, which a loaded machine may run a little later, and
 // until then a peer's forward could still reach it.
 func (in *instance) kill(t *testing.T) {
-	in.dialer.cutAll()
+	in.dialer.Cut()
 	in.svc.Abort()
 	kafkatest.Eventually(t, 30*time.Second, in.name+"'s HTTP server closed", func() bool {
 		return get(t, in, "/healthz", "").code == -1

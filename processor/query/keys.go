@@ -20,7 +20,7 @@ type keyAnswer struct {
 	Value        json.RawMessage `json:"value"`
 	Task         int32           `json:"task"`
 	ServedBy     string          `json:"served_by"`
-	Role         Role            `json:"role"`
+	Role         ReplicaRole     `json:"role"`
 	Lag          int64           `json:"lag"`
 	Position     int64           `json:"position"`
 	Generation   int32           `json:"generation"`
@@ -62,7 +62,7 @@ func (fs failures) answer() (int, string) {
 type candidate struct {
 	member int // index in Placement.Members
 	self   bool
-	role   Role // its role in the placement: active or standby
+	role   ReplicaRole // its role in the placement: active or standby
 }
 
 // candidates returns who may answer for task, in order of preference: the
@@ -186,7 +186,7 @@ func (s *Server) failure(w *statusWriter, f failure) {
 
 // answerLocal answers from the local replica (200 or 404), or returns why
 // it may not, having written nothing.
-func (s *Server) answerLocal(w *statusWriter, st Store, req *keyRequest, task, gen int32) *failure {
+func (s *Server) answerLocal(w *statusWriter, st ServedStore, req *keyRequest, task, gen int32) *failure {
 	ans, found, f := s.readLocal(st, req, task, gen)
 	switch {
 	case f != nil:
@@ -206,7 +206,7 @@ func notFoundMsg(req *keyRequest, task int32) string {
 
 // readLocal reads key from this instance's replica of task, if that
 // replica may answer: an active one, or a standby within max_lag.
-func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
+func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
 	self := s.rt.Self()
 	rep := s.replica(st, task)
 	if rep == nil {
@@ -252,7 +252,7 @@ func (s *Server) readLocal(st Store, req *keyRequest, task int32, gen int32) (*k
 
 // replica returns the local replica of st that answers for task: for a
 // global store, its one local copy.
-func (s *Server) replica(st Store, task int32) Replica {
+func (s *Server) replica(st ServedStore, task int32) ReplicaView {
 	if st.Global {
 		return s.rt.Global(st.Name)
 	}
@@ -284,7 +284,7 @@ func qualifies(self string, stat ReplicaStatus, maxLag int64) *failure {
 }
 
 // renderValue renders a stored value through the store's codec.
-func renderValue(st Store, value []byte) (json.RawMessage, error) {
+func renderValue(st ServedStore, value []byte) (json.RawMessage, error) {
 	if st.Render == nil {
 		return json.Marshal(value)
 	}

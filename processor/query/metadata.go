@@ -87,17 +87,33 @@ func (s *Server) placementDoc(p *balancer.Placement) *assignor.Metadata {
 	return doc
 }
 
-// settings are the assignment settings p was planned with, as far as this
-// instance knows them: its own (Options.Settings) until the runtime
-// carries the leader's in the placement.
-func (s *Server) settings(*balancer.Placement) *assignor.MetadataSettings {
-	if s.opts.Settings == nil {
-		return nil
+// settings are the assignment settings p was planned with: the leader's,
+// carried in the assignment (balancer.Placement.Settings), or, from a
+// group that speaks an older wire version, this instance's own
+// (Options.Settings) marked as such. The probing interval is always this
+// instance's: the assignment does not carry it.
+func (s *Server) settings(p *balancer.Placement) *assignor.MetadataSettings {
+	own := s.opts.Settings
+	if p.Settings == nil {
+		if own == nil {
+			return nil
+		}
+		st := *own
+		st.Source = assignor.SettingsFromInstance
+		st.RackAwareAssignmentTags = append([]string{}, own.RackAwareAssignmentTags...)
+		return &st
 	}
-	st := *s.opts.Settings
-	st.Source = assignor.SettingsFromInstance
-	st.RackAwareAssignmentTags = append([]string{}, st.RackAwareAssignmentTags...)
-	return &st
+	st := &assignor.MetadataSettings{
+		Source:                  assignor.SettingsFromLeader,
+		NumStandbyReplicas:      p.Settings.NumStandbys,
+		AcceptableRecoveryLag:   p.Settings.AcceptableRecoveryLag,
+		MaxWarmupReplicas:       p.Settings.MaxWarmups,
+		RackAwareAssignmentTags: append([]string{}, p.Settings.RackAwareTags...),
+	}
+	if own != nil {
+		st.ProbingRebalanceIntervalMs = own.ProbingRebalanceIntervalMs
+	}
+	return st
 }
 
 // metadata answers GET /v1/metadata.

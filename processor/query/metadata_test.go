@@ -12,6 +12,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/tags"
 )
 
 func TestMetadataPlacementIsIdenticalOnEveryInstance(t *testing.T) {
@@ -241,6 +242,24 @@ func TestMetadataIsTheAssignorsDocument(t *testing.T) {
 	// and the decoder takes the settings, not a guess from the placement.
 	if in.NumStandbyReplicas != 2 || in.AcceptableRecoveryLag != 77 || in.MaxWarmupReplicas != 3 || !reflect.DeepEqual(in.RackAwareAssignmentTags, []string{"zone"}) {
 		t.Errorf("decoded settings %+v", in)
+	}
+
+	// A placement that carries the leader's settings shows them, whatever
+	// this instance's own; the probing interval stays its own.
+	lp := *c.p
+	lp.Settings = &balancer.AssignmentSettings{NumStandbys: 1, AcceptableRecoveryLag: 5, MaxWarmups: 1, RackAwareTags: tags.Keys{"zone", "rack"}}
+	c.nodes[0].rt.mu.Lock()
+	c.nodes[0].rt.p = &lp
+	c.nodes[0].rt.mu.Unlock()
+	a = c.get(c.nodes[0], "/v1/metadata")
+	var led assignor.Metadata
+	if err := json.Unmarshal(a.body, &led); err != nil {
+		t.Fatal(err)
+	}
+	leader := assignor.MetadataSettings{Source: assignor.SettingsFromLeader, NumStandbyReplicas: 1, AcceptableRecoveryLag: 5, MaxWarmupReplicas: 1,
+		RackAwareAssignmentTags: []string{"zone", "rack"}, ProbingRebalanceIntervalMs: 60000}
+	if led.Settings == nil || !reflect.DeepEqual(*led.Settings, leader) {
+		t.Errorf("settings of a placement with the leader's: %+v, want %+v", led.Settings, leader)
 	}
 
 	// Without settings (an instance that knows none) the field is absent.

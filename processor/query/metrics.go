@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rackstream/rackstream/internal/promreg"
 )
 
 // metrics are the HTTP layer's own metrics; the runtime's (records,
@@ -26,7 +28,7 @@ const (
 	resultBadEndpoint = "bad_endpoint"
 )
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rackstream_http_requests_total",
@@ -51,11 +53,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.codes[c] = strconv.Itoa(c)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwards, m.inFlight} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+		// Servers sharing a registry share these series (promreg).
+		m.requests = promreg.Register(reg, m.requests)
+		m.latency = promreg.Register(reg, m.latency)
+		m.forwards = promreg.Register(reg, m.forwards)
+		m.inFlight = promreg.Register(reg, m.inFlight)
 	}
 	// Pre-create the common series so that dashboards see zeros, not gaps.
 	for _, r := range []string{routeKeys, routeScan, routeMetadata} {
@@ -65,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			m.forwards.WithLabelValues(r, res)
 		}
 	}
-	return m, nil
+	return m
 }
 
 func (m *metrics) code(c int) string {

@@ -23,11 +23,11 @@ type Reader interface {
 	Placement() *balancer.Placement
 	// Replica returns this instance's local replica of store for task, or
 	// nil when the instance holds none (including an unknown store).
-	Replica(store string, task int32) Replica
+	Replica(store string, task int32) ReplicaView
 	// Global returns this instance's local copy of a global store (one
-	// every instance holds whole, Store.Global), nil when it holds none.
+	// every instance holds whole, ServedStore.Global), nil when it holds none.
 	// The server reads a global store only here, never from a peer.
-	Global(store string) Replica
+	Global(store string) ReplicaView
 	// Replicas returns the status of every local replica (every store of
 	// every task this instance holds), for /v1/status and /v1/metadata.
 	Replicas() []ReplicaStatus
@@ -83,31 +83,31 @@ func (e *NotReady) Error() string {
 
 func (e *NotReady) Unwrap() error { return e.Cause }
 
-// Role is what a local replica is doing, as far as queries care.
-type Role string
+// ReplicaRole is what a local replica is doing, as far as queries care.
+type ReplicaRole string
 
 const (
 	// RoleActive: the task is processed here and its state is caught up
 	// (for a global store: restored and tailing its topic). Its reads are
 	// authoritative.
-	RoleActive Role = "active"
+	RoleActive ReplicaRole = "active"
 	// RoleStandby: the replica tails the task's changelog. It may answer
 	// reads that allow its lag (max_lag).
-	RoleStandby Role = "standby"
+	RoleStandby ReplicaRole = "standby"
 	// RoleRestoring: the replica is catching up before it becomes active
 	// (or a warmup still restoring). It answers nothing.
-	RoleRestoring Role = "restoring"
+	RoleRestoring ReplicaRole = "restoring"
 	// RoleIdle: opened but neither active nor tailing, or closed or failed.
 	// It answers nothing.
-	RoleIdle Role = "idle"
+	RoleIdle ReplicaRole = "idle"
 )
 
 // ReplicaStatus describes one local replica of one store of one task.
 type ReplicaStatus struct {
 	Store string `json:"store"`
 	// Task is the task, GlobalTask for a global store.
-	Task int32 `json:"task"`
-	Role Role  `json:"role"`
+	Task int32       `json:"task"`
+	Role ReplicaRole `json:"role"`
 	// Lag is the changelog end offset minus Position, never negative; -1
 	// when no end offset has been seen yet.
 	Lag int64 `json:"lag"`
@@ -119,10 +119,10 @@ type ReplicaStatus struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Replica is one local replica of one store of one task, as queries read
+// ReplicaView is one local replica of one store of one task, as queries read
 // it: read-only. Implementations must be safe for concurrent use, and
 // answer an error (never stale data) once the replica's store has failed.
-type Replica interface {
+type ReplicaView interface {
 	// Status returns the replica's current role, lag and position.
 	Status() ReplicaStatus
 	// Get returns the value of key as iso sees it, and a position that the
@@ -135,8 +135,8 @@ type Replica interface {
 	Scan(start, end []byte, iso Isolation, fn func(key, value []byte) bool) (position int64, err error)
 }
 
-// Store describes a store the server answers queries for.
-type Store struct {
+// ServedStore describes a store the server answers queries for.
+type ServedStore struct {
 	// Name is the store's name, as in the URL.
 	Name string
 	// Render decodes a stored value for display with the store's value

@@ -136,7 +136,7 @@ func TestIsolationDefaultsByGuarantee(t *testing.T) {
 func TestGlobalStoresAreReadLocally(t *testing.T) {
 	const global = "countries"
 	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) {
-		o.Stores = append(o.Stores, Store{Name: global, Global: true})
+		o.Stores = append(o.Stores, ServedStore{Name: global, Global: true})
 	}})
 	for i, n := range c.nodes[:2] {
 		r := &fakeReplica{status: ReplicaStatus{Store: global, Task: GlobalTask, Role: RoleActive}, data: map[string][]byte{}}

@@ -137,7 +137,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 }
 
 // scanGlobal answers a scan of a global store from its local copy.
-func (s *Server) scanGlobal(w *statusWriter, st Store, req *scanRequest) {
+func (s *Server) scanGlobal(w *statusWriter, st ServedStore, req *scanRequest) {
 	if req.tasks != nil {
 		s.fail(w, http.StatusBadRequest, fmt.Sprintf("tasks: store %s is global (every instance holds all of it): it has no tasks", st.Name))
 		return
@@ -166,7 +166,7 @@ func (s *Server) scanGlobal(w *statusWriter, st Store, req *scanRequest) {
 }
 
 // writePage renders the page's local values and keys and answers it.
-func (s *Server) writePage(w *statusWriter, st Store, ans *scanAnswer, b64 bool) {
+func (s *Server) writePage(w *statusWriter, st ServedStore, ans *scanAnswer, b64 bool) {
 	for i := range ans.Items {
 		it := &ans.Items[i]
 		if !it.local {
@@ -185,7 +185,7 @@ func (s *Server) writePage(w *statusWriter, st Store, ans *scanAnswer, b64 bool)
 
 // gather reads every task's page from its best candidate, moving a task to
 // its next candidate when one fails, and returns the items unsorted.
-func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest, st Store, tasks []int32) (items []scanItem, more bool, servedBy map[string][]int32, fs failures) {
+func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest, st ServedStore, tasks []int32) (items []scanItem, more bool, servedBy map[string][]int32, fs failures) {
 	self := p.MemberIndex(s.rt.Self())
 	type state struct {
 		cands []candidate
@@ -283,7 +283,7 @@ func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest
 // scanLocal reads up to req.limit items of tasks from local replicas, in
 // key order, and whether more remain. A task whose replica may not answer
 // is a failure (with its task).
-func (s *Server) scanLocal(st Store, req *scanRequest, tasks []int32) ([]scanItem, bool, failures) {
+func (s *Server) scanLocal(st ServedStore, req *scanRequest, tasks []int32) ([]scanItem, bool, failures) {
 	self := s.rt.Self()
 	var (
 		items []scanItem

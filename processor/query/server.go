@@ -46,14 +46,16 @@ type Options struct {
 	// at-least-once (false) reads default to isolation=latest.
 	ExactlyOnce bool
 	// Stores are the stores queries may name.
-	Stores []Store
+	Stores []ServedStore
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
 	// every producer uses.
 	Partitioner partition.Partitioner
-	// Settings are this instance's own assignment settings, which
-	// /v1/metadata shows as the ones its placement was planned with
-	// (source "instance") while the runtime's placement does not carry the
-	// leader's. Nil: the document has no settings (a reader infers them).
+	// Settings are this instance's own assignment settings. /v1/metadata
+	// shows the leader's, carried in the placement, and these only for a
+	// placement without them (a group speaking wire version 3 or older),
+	// marked source "instance"; its probing interval is always this one's.
+	// Nil: such a placement's document has no settings (a reader infers
+	// them).
 	Settings *assignor.MetadataSettings
 
 	// AuthToken, when set (http.auth.token), is required as
@@ -145,7 +147,7 @@ type Server struct {
 	opts       Options
 	rt         Reader
 	mux        *http.ServeMux
-	stores     map[string]Store
+	stores     map[string]ServedStore
 	storeNames string
 	log        *slog.Logger
 	met        *metrics
@@ -163,7 +165,7 @@ type Server struct {
 
 // New returns a server. It fails on an invalid configuration: a missing
 // reader, TLS without a peer config, a peer config that skips
-// verification, duplicate stores, metrics already registered.
+// verification, duplicate stores.
 func New(opts Options) (*Server, error) {
 	opts.defaults()
 	if opts.Reader == nil {
@@ -181,7 +183,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:       opts,
 		rt:         opts.Reader,
-		stores:     make(map[string]Store, len(opts.Stores)),
+		stores:     make(map[string]ServedStore, len(opts.Stores)),
 		log:        opts.Logger,
 		scheme:     "http",
 		forwards:   make(chan struct{}, opts.MaxForwards),
@@ -205,10 +207,7 @@ func New(opts Options) (*Server, error) {
 		s.tokenSum = sha256.Sum256(s.token)
 		s.hopKey = hopKey(opts.AuthToken)
 	}
-	var err error
-	if s.met, err = newMetrics(opts.Registerer); err != nil {
-		return nil, fmt.Errorf("query: register metrics: %w", err)
-	}
+	s.met = newMetrics(opts.Registerer)
 	g := opts.Gatherer
 	if g == nil {
 		g = prometheus.NewRegistry()
@@ -346,7 +345,7 @@ func (s *Server) notReadyReason(err error) string {
 }
 
 // store returns the named store or answers 404 naming it.
-func (s *Server) store(w *statusWriter, name string) (Store, bool) {
+func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 	st, ok := s.stores[name]
 	if !ok {
 		known := s.storeNames

@@ -28,7 +28,7 @@ import (
 
 // Replica returns this instance's replica of store for task, with the role
 // the runtime reports for the task when the request arrived.
-func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
+func (a runtimeAdapter) Replica(store string, task int32) query.ReplicaView {
 	rep, ok := a.rt.Replica(task)
 	if !ok {
 		return nil
@@ -41,7 +41,7 @@ func (a runtimeAdapter) Replica(store string, task int32) query.Replica {
 }
 
 // Global returns nil: the runtime has no global stores yet.
-func (a runtimeAdapter) Global(string) query.Replica { return nil }
+func (a runtimeAdapter) Global(string) query.ReplicaView { return nil }
 
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 	var out []query.ReplicaStatus
@@ -110,10 +110,10 @@ func (r storeReplica) Scan(start, end []byte, _ query.Isolation, fn func(key, va
 	return pos, r.s.View().Scan(start, end, fn)
 }
 
-// assignmentSettings are the instance's own settings that shape a plan, for
-// /v1/metadata. The runtime does not yet hand the query server the
-// settings the leader planned with (balancer.Placement.Settings, on the
-// way): until it does, /v1/metadata shows these, marked source "instance".
+// assignmentSettings are the instance's own settings that shape a plan,
+// for /v1/metadata: it shows the leader's, carried in the placement, and
+// these only for a placement without them (a group speaking an older wire
+// version), and their probing interval, which the assignment does not carry.
 func assignmentSettings(cfg *config.Config) *assignor.MetadataSettings {
 	return &assignor.MetadataSettings{
 		NumStandbyReplicas:         cfg.NumStandbyReplicas,

@@ -158,7 +158,7 @@ func TestAFailedStoreAnswersAnError(t *testing.T) {
 	}
 
 	// Through the query server: 503, and no value.
-	qs, err := query.New(query.Options{Reader: oneReplica{rep}, Stores: []query.Store{{Name: "counts"}}, Logger: quiet,
+	qs, err := query.New(query.Options{Reader: oneReplica{rep}, Stores: []query.ServedStore{{Name: "counts"}}, Logger: quiet,
 		Partitioner: constPartitioner(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -174,20 +174,20 @@ func TestAFailedStoreAnswersAnError(t *testing.T) {
 
 // oneReplica is a Reader of one instance "p1" holding rep as the standby
 // of task 1 of two.
-type oneReplica struct{ rep query.Replica }
+type oneReplica struct{ rep query.ReplicaView }
 
 func (oneReplica) Self() string { return "p1" }
 func (oneReplica) Placement() *balancer.Placement {
 	return &balancer.Placement{Generation: 1, Members: []balancer.Member{{ProcessID: "p1", Endpoint: "127.0.0.1:1"}},
 		Tasks: []balancer.Replicas{{Active: balancer.NoMember}, {Active: balancer.NoMember, Standbys: []int{0}}}}
 }
-func (r oneReplica) Replica(_ string, task int32) query.Replica {
+func (r oneReplica) Replica(_ string, task int32) query.ReplicaView {
 	if task == 1 {
 		return r.rep
 	}
 	return nil
 }
-func (oneReplica) Global(string) query.Replica       { return nil }
+func (oneReplica) Global(string) query.ReplicaView   { return nil }
 func (r oneReplica) Replicas() []query.ReplicaStatus { return []query.ReplicaStatus{r.rep.Status()} }
 func (oneReplica) Ready() error                      { return nil }
 

@@ -103,6 +103,10 @@ type Options struct {
 	// registry (one per process: `run` sets it, `dev` sets it on one
 	// instance at most).
 	ProcessMetrics bool
+	// OnPlacement, when set, is called once with every new placement the
+	// instance learns, after its log line (processor.Options.OnPlacement):
+	// `rackstream dev` prints its placement table from it.
+	OnPlacement func(*balancer.Placement)
 }
 
 // Instance is one running member of a processor group with its HTTP
@@ -240,7 +244,12 @@ func New(opts Options) (*Instance, error) {
 	ro.Logger = log
 	ro.Registerer = reg
 	var rt *processor.Runtime
-	ro.OnPlacement = func(p *balancer.Placement) { logPlacement(log, p, rt.ProcessID()) }
+	ro.OnPlacement = func(p *balancer.Placement) {
+		logPlacement(log, p, rt.ProcessID())
+		if opts.OnPlacement != nil {
+			opts.OnPlacement(p)
+		}
+	}
 	rt, err = processor.NewRuntime(topo, ro)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
@@ -251,10 +260,10 @@ func New(opts Options) (*Instance, error) {
 	if _, err := registerBalancerMetrics(reg, rt); err != nil {
 		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
-	var stores []query.Store
+	var stores []query.ServedStore
 	var names []string
 	for _, s := range topo.Stores() {
-		stores = append(stores, query.Store{Name: s.Name, Render: s.Render})
+		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render})
 		names = append(names, s.Name)
 	}
 	qs, err := query.New(query.Options{
