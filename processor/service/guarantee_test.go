@@ -1,10 +1,12 @@
 package service
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // TestEveryGuaranteeValidateAcceptsRunRuns: `validate` and `run` agree on
@@ -30,5 +32,22 @@ func TestEveryGuaranteeValidateAcceptsRunRuns(t *testing.T) {
 			}
 			in.ln.Close()
 		})
+	}
+}
+
+// TestExactlyOnceCommitIntervalStaysBelowTheTransactionTimeout: a library
+// user's Options under ExactlyOnceV2 with at-least-once's 30 s commit
+// interval is refused, naming both.
+func TestExactlyOnceCommitIntervalStaysBelowTheTransactionTimeout(t *testing.T) {
+	topo := processor.New("app")
+	processor.NewInput(topo, "in", codec.Bytes(), codec.Bytes(), func(*processor.Context, []byte, []byte) error { return nil })
+	o := processor.DefaultOptions()
+	o.Brokers, o.StateDir, o.Guarantee = []string{"127.0.0.1:1"}, t.TempDir(), processor.ExactlyOnceV2
+	if _, err := processor.NewRuntime(topo, o); err == nil || !strings.Contains(err.Error(), "must be below the transaction timeout") {
+		t.Fatalf("NewRuntime = %v; want the 30 s commit interval refused under exactly-once", err)
+	}
+	o.CommitInterval = processor.DefaultCommitIntervalExactlyOnce
+	if _, err := processor.NewRuntime(topo, o); err != nil {
+		t.Fatal(err)
 	}
 }
