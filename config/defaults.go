@@ -29,9 +29,11 @@ func num[T ~int | ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatI
 // balancer enforces it.
 var minProbingMs = balancer.MinProbingInterval.Milliseconds()
 
-// commit.interval.ms's default under exactly_once_v2, and the dead-letter
-// topic's name, as the processor derives them.
+// commit.interval.ms's default under exactly_once_v2, the dead-letter
+// topic's name, and the exactly-once transaction timeout (which a commit
+// interval must stay below), as the processor has them.
 var (
 	commitIntervalExactlyOnce = processor.DefaultCommitIntervalExactlyOnce
 	deadLetterTopic           = processor.DeadLetterTopic
+	transactionTimeout        = processor.TransactionTimeout
 )

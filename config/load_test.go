@@ -158,6 +158,12 @@ func TestCommitIntervalDefaultsTo100UnderExactlyOnce(t *testing.T) {
 	if c.CommitInterval != 250*time.Millisecond {
 		t.Errorf("an explicit commit interval under EOS = %v, want 250ms", c.CommitInterval)
 	}
+	// Each commit interval is a transaction: past the transaction timeout
+	// the broker would abort every one. validate refuses what run would.
+	_, err := Load(Sources{Set: append(slices.Clone(required), "processing.guarantee=exactly_once_v2", "commit.interval.ms=30000")})
+	if err == nil || !strings.Contains(err.Error(), "must be below the transaction timeout (10000 ms)") {
+		t.Errorf("commit.interval.ms=30000 under EOS: %v; want it refused naming the transaction timeout", err)
+	}
 }
 
 func TestDoneWhenExampleIsAcceptedWithItsSources(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 // The short form runs in `make test`. The long form (100k records over 1k
 // keys, 5 instances, 6 kills) runs with
 //
-//	go test ./e2e -run 'TestExactlyOnce' -eos.long -timeout 30m
+//	go test ./e2e -run TestExactlyOnceSurvivesKills -timeout 30m -args -eos.long
 var eosLong = flag.Bool("eos.long", false, "run the exactly-once kill test's long form (100k records over 1k keys, 5 instances, 6 SIGKILLs)")
 
 // guaranteeGroup starts n `rackstream run` instances counting input into

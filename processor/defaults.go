@@ -113,6 +113,9 @@ func (o *Options) check(appID string) error {
 	if _, err := ParseGuarantee(string(o.Guarantee)); err != nil {
 		bad("Guarantee (processing.guarantee) %q: must be at_least_once, exactly_once_v2 or at_most_once", o.Guarantee)
 	}
+	if o.Guarantee == ExactlyOnceV2 && o.CommitInterval >= TransactionTimeout {
+		bad("CommitInterval (commit.interval.ms) %v under ExactlyOnceV2: must be below the transaction timeout %v (DefaultCommitIntervalExactlyOnce is %v)", o.CommitInterval, TransactionTimeout, DefaultCommitIntervalExactlyOnce)
+	}
 	if _, err := ParseErrorPolicy(string(o.ErrorPolicy)); err != nil || o.ErrorPolicy == "" {
 		bad("ErrorPolicy (processing.exception.handler) %q: must be dlq, skip or fail", o.ErrorPolicy)
 	}

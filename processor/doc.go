@@ -59,6 +59,17 @@
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. 0 turns it off.
 //
+// Options.Guarantee (processing.guarantee) changes what a crash does to
+// the records since the last commit. Under ExactlyOnceV2 each commit is a
+// Kafka transaction of the instance's one producer with every task's
+// changelog records, outputs, dead letters and input offsets
+// (TxnOffsetCommit, checked against the group generation: a zombie is
+// fenced); the stores write their buffers and checkpoints only after it
+// commits, an abort drops them and restarts the tasks from their last
+// commit (txn.go, rewind.go), and inputs, restores and standbys read
+// committed. Under AtMostOnce a batch's offsets are committed before its
+// records are processed (guarantee.go): a crash may skip, never repeat.
+//
 // Shutdown (cancelling Run's context) finishes the in-flight records,
 // commits as above, leaves the group and closes the stores, within
 // Options.ShutdownTimeout. Every wait on the way is bounded: a commit that
@@ -99,6 +110,8 @@
 //     records, flushes the producer, writes each task's stores with their
 //     checkpoints, and commits the watermarks: plain functions of explicit
 //     state (a producer, a committer, the tasks).
+//   - txn.go and txnclient.go: the exactly-once commit, a transaction;
+//     rewind.go: restarting the tasks of an aborted one.
 //   - rebalance.go: what the group's callbacks do with tasks (assign,
 //     revoke, lose), again with no Kafka client of its own.
 //   - metrics.go: series collected from the live tasks at scrape time.

@@ -171,7 +171,7 @@ func counts(t *testing.T, vs []string) []int64 {
 // go into the transaction at the processed watermark, then the commit,
 // then the next transaction begins.
 func TestExactlyOnceWritesTheStoresOnlyAfterTheTransactionCommits(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	h := newHarness(t, exactlyOnce)
 	f := transactional(h)
 	h.start(0)
 	tk := h.feed(0, 0, "k", "a", "b", "c")
@@ -214,7 +214,7 @@ func TestExactlyOnceWritesTheStoresOnlyAfterTheTransactionCommits(t *testing.T) 
 // store keeps its last commit, and the task restarts from its last
 // committed offset; processing the same records again counts them once.
 func TestExactlyOnceFencedOffsetsAbortAndTheTaskRestartsFromItsLastCommit(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	h := newHarness(t, exactlyOnce)
 	f := transactional(h)
 	h.start(0)
 	tk := h.feed(0, 0, "k", "a", "b")
@@ -261,7 +261,7 @@ func TestExactlyOnceFencedOffsetsAbortAndTheTaskRestartsFromItsLastCommit(t *tes
 // commits what was acknowledged; a transaction missing a changelog
 // record must abort instead.
 func TestExactlyOnceAFailedChangelogRecordAbortsTheTransaction(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	h := newHarness(t, exactlyOnce)
 	f := transactional(h)
 	h.kafka.failTopic, h.kafka.failErr = "harness-counts-changelog", errors.New("not leader")
 	h.start(0)
@@ -280,7 +280,7 @@ func TestExactlyOnceAFailedChangelogRecordAbortsTheTransaction(t *testing.T) {
 // outcome is unknown (a connection cut) is no abort: the stores are not
 // written, and the error is not one the session retries.
 func TestExactlyOnceAnUnknownCommitOutcomeEndsTheSession(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	h := newHarness(t, exactlyOnce)
 	f := transactional(h)
 	f.endErr = errors.New("connection reset")
 	h.start(0)
@@ -299,7 +299,7 @@ func TestExactlyOnceAnUnknownCommitOutcomeEndsTheSession(t *testing.T) {
 // shared, so revoking task 0 commits task 1's work with it; a loss aborts
 // it and task 1 restarts from its last commit.
 func TestExactlyOnceARevokeCommitsEveryTasksWork(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Guarantee = ExactlyOnceV2 })
+	h := newHarness(t, exactlyOnce)
 	f := transactional(h)
 	h.start(0, 1)
 	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
@@ -323,4 +323,9 @@ func TestExactlyOnceARevokeCommitsEveryTasksWork(t *testing.T) {
 	if n := h.count(1, "k"); n != 2 {
 		t.Errorf("task 1's committed count %d, want 2", n)
 	}
+}
+
+// exactlyOnce is the harness's options tweak for exactly-once.
+func exactlyOnce(o *Options) {
+	o.Guarantee, o.CommitInterval = ExactlyOnceV2, DefaultCommitIntervalExactlyOnce
 }

@@ -249,6 +249,12 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 				r.cl.ForceMetadataRefresh()
 				return err
 			}
+			// So may its leader (seen on Kafka 4.4 right after the
+			// create): retried the same way.
+			if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.LeaderNotAvailable) {
+				r.cl.ForceMetadataRefresh()
+				return fmt.Errorf("%w (%w)", kerr.UnknownTopicOrPartition, err)
+			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
