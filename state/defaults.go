@@ -63,6 +63,9 @@ func (o *Options) check() error {
 	if err := o.LevelDB.check("Options.LevelDB"); err != nil {
 		errs = append(errs, err)
 	}
+	if o.MemoryBytes < 0 {
+		bad("Options.MemoryBytes (state.memory.bytes) is %d: must be at least 0 (0: the per-store LevelDB sizes)", o.MemoryBytes)
+	}
 	if o.RestoreBatchBytes < 0 {
 		bad("Options.RestoreBatchBytes is %d: must be at least 0 (0 writes a batch per record)", o.RestoreBatchBytes)
 	}
