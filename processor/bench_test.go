@@ -170,6 +170,14 @@ func BenchmarkProcessingCount(b *testing.B) {
 	atLeastOnce := func(o *processor.Options) { o.Guarantee = processor.AtLeastOnce }
 	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true, atLeastOnce) })
 	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false, atLeastOnce) })
+	// The output with the record cache at its default budget (the rows
+	// above run without it): it merges a key's updates within a commit
+	// interval, evicting the least recently written keys when full.
+	b.Run("output-cache", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) {
+			o.Guarantee, o.CacheMaxBytes = processor.AtLeastOnce, processor.DefaultOptions().CacheMaxBytes
+		})
+	})
 	// Exactly-once at the same 1s commit interval: the comparison of the
 	// guarantees, not of their default intervals (BenchmarkProcessingGuarantees
 	// has those).

@@ -24,6 +24,7 @@ func DefaultOptions() Options {
 	delay := 10 * time.Minute
 	return Options{
 		LevelDB:           DefaultLevelDBOptions(),
+		MemoryBytes:       0, // no budget: the LevelDB sizes apply per store
 		RestoreBatchBytes: 4 << 20,
 		FetchMaxBytes:     16 << 20,
 		CleanupDelay:      delay,
