@@ -186,6 +186,10 @@ type Runtime struct {
 	tasks     int32
 	running   bool
 	ended     bool // Run returned (maybe leaving a session's stragglers)
+	// balEnded sums the balancer counters of the sessions that ended (a
+	// session's balancer goes with its client): BalancerStats adds the
+	// live session's, so the counters never go back.
+	balEnded balancer.Stats
 
 	// phase is what the runtime waits for at a point where it may block
 	// (a *string): a shutdown that exceeds its bound logs it.

@@ -162,6 +162,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	defer func() {
 		r.mu.Lock()
 		r.sess = nil
+		r.balEnded = addBalancerStats(r.balEnded, s.bal.Stats())
 		r.mu.Unlock()
 	}()
 

@@ -28,8 +28,9 @@ from FILE or stdin:
                 "previous_warmup": [], "lags": {"0": 0, "3": 120}}]}
 
 A /v1/metadata document of a running group is accepted too: its placement is
-the previous plan and its status lags the lags, so a live cluster's placement
-can be replayed. With --lose, a metadata document's own placement (the live
+the previous plan, its status lags the lags and its settings (those the
+group's leader planned with) the settings, so a live cluster's placement can
+be replayed. With --lose, a metadata document's own placement (the live
 one) is the plan printed and what-if'd, not the replay.
 
 --lose KEY=VALUE (every client with that tag value) or --lose ID (one

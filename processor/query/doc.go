@@ -36,8 +36,8 @@
 // latest, its latest processed state (the default under at-least-once),
 // or committed, what its last commit wrote (the default under exactly-once,
 // which refuses latest with 400: the latest writes belong to an open
-// transaction). A forwarded read carries the isolation the first instance
-// resolved. What each returns is the Reader's to say; the runtime's
+// transaction). A forwarded read carries the client's isolation parameter
+// if it gave one; otherwise the peer applies the same default. What each returns is the Reader's to say; the runtime's
 // (processor/service) reads committed state for both today.
 //
 // # Global stores
@@ -103,6 +103,17 @@
 // status gathered from every instance under one short timeout: an
 // instance that doesn't answer in time is reported not ready, with the
 // reason.
+//
+// # The read path
+//
+// A task's writes reach its store's LevelDB at each commit (package state,
+// design §7), or, on a standby, as it applies the changelog; the
+// checkpoint written with them is the position. A lookup maps its key to
+// a task with the partitioner, picks the replica that may answer from the
+// placement, and reads it here or on the one peer it forwards to: the
+// service's Reader checks the store's health, reads the checkpoint, then
+// the value through the store's read-only view, at the isolation asked
+// for. The answer carries the value, the position and who served it.
 //
 // The server reads the placement, local replicas and readiness through its
 // own Reader interface, read-only; it imports neither package state nor

@@ -257,8 +257,9 @@ func newCluster(t testing.TB, co clusterOpts) *cluster {
 				}
 			}
 		}
-		opts := Options{Reader: n.rt, Stores: testStores(), Registerer: n.reg, Gatherer: n.reg, AuthToken: co.token,
-			Logger: discardLogger()}
+		opts := DefaultOptions()
+		opts.Reader, opts.Stores, opts.Registerer, opts.Gatherer = n.rt, testStores(), n.reg, n.reg
+		opts.AuthToken, opts.Logger = co.token, discardLogger()
 		if co.tls != nil {
 			opts.TLS, opts.PeerTLS = co.tls(i)
 			if opts.TLS != nil {

@@ -78,9 +78,7 @@ func TestForwardedHopCarriesASignatureNeverTheToken(t *testing.T) {
 	if r.Header.Get(HeaderForwardedBy) != "n1" || r.Header.Get(HeaderGeneration) != "7" || r.Header.Get(HeaderForwardSignature) == "" {
 		t.Errorf("hop headers: %v", r.Header)
 	}
-	// The client's query, with the isolation the forwarding instance
-	// resolved (the default, latest) for the peer to read at.
-	if r.URL.RawQuery != "min_position=0&isolation=latest" || r.URL.EscapedPath() != keyPath(storeCounts, key) {
+	if r.URL.RawQuery != "min_position=0" || r.URL.EscapedPath() != keyPath(storeCounts, key) {
 		t.Errorf("forwarded %s?%s", r.URL.EscapedPath(), r.URL.RawQuery)
 	}
 	// The signature verifies under the token's key, only within the

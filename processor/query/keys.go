@@ -108,7 +108,6 @@ func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
 		s.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	given := req.isolation != ""
 	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
 		return
 	}
@@ -158,7 +157,7 @@ func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
 			return
 		}
 		m := p.Members[c.member]
-		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, w.path, forwardQuery(r.URL.RawQuery, given, req.isolation), s.opts.ForwardTimeout)
+		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, w.path, r.URL.RawQuery, s.opts.ForwardTimeout)
 		if err != nil {
 			fs = append(fs, forwardFailure(c, err))
 			continue

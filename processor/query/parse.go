@@ -77,6 +77,7 @@ type scanRequest struct {
 	base64             bool
 	maxLag             int64
 	isolation          Isolation // "" when absent
+	isolationGiven     bool      // the client gave isolation
 	tasks              []int32   // nil: every task
 	after              []byte    // from the cursor: keys > after
 	hasAfter           bool

@@ -82,8 +82,9 @@ func TestEveryRouteAnswersInTheOneErrorShape(t *testing.T) {
 
 // TestIsolationDefaultsByGuarantee: reads default to latest under
 // at-least-once, to committed under exactly-once, which refuses latest;
-// forwarded lookups and scans read at the isolation the first instance
-// resolved.
+// forwarded lookups and scans read at the isolation the client gave, or at
+// the group's default (the peer's, the same), the parameter left out so
+// that an older peer still answers.
 func TestIsolationDefaultsByGuarantee(t *testing.T) {
 	for _, eos := range []bool{false, true} {
 		c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.ExactlyOnce = eos }})
@@ -95,14 +96,16 @@ func TestIsolationDefaultsByGuarantee(t *testing.T) {
 		if eos {
 			def = IsolationCommitted
 		}
-		want := []Isolation{def, IsolationCommitted, def}
+		want := []Isolation{def, IsolationCommitted, def, IsolationCommitted}
 		for _, q := range []string{"", "?isolation=committed"} {
 			if a := c.get(owner, keyPath(storeCounts, key)+q); a.code != 200 {
 				t.Fatalf("eos=%v GET%s: %s", eos, q, a)
 			}
 		}
-		if a := c.get(other, keyPath(storeCounts, key)); a.code != 200 { // forwarded to the owner
-			t.Fatalf("eos=%v forwarded: %s", eos, a)
+		for _, q := range []string{"", "?isolation=committed"} { // forwarded to the owner
+			if a := c.get(other, keyPath(storeCounts, key)+q); a.code != 200 {
+				t.Fatalf("eos=%v forwarded%s: %s", eos, q, a)
+			}
 		}
 		if got := rep.isolations(); !slices.Equal(got, want) {
 			t.Errorf("eos=%v: the replica read at %v, want %v", eos, got, want)

@@ -71,6 +71,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 		s.fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	req.isolationGiven = req.isolation != ""
 	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
 		return
 	}
@@ -361,7 +362,9 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	if req.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
 	}
-	q.Set("isolation", string(req.isolation))
+	if req.isolationGiven { // else the peer's default, the same as this one's
+		q.Set("isolation", string(req.isolation))
+	}
 	q.Set("tasks", formatTasks(tasks))
 	m := p.Members[member]
 	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)

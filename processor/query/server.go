@@ -18,9 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 // Headers between instances.
@@ -34,111 +32,6 @@ const (
 	// generation, for diagnostics; the hop signature covers it.
 	HeaderGeneration = "Rackstream-Generation"
 )
-
-// Options configure a Server. Reader is required; the rest have defaults.
-type Options struct {
-	// Reader is what the server reads the placement, local replicas and
-	// readiness from: the runtime, adapted (processor/service).
-	Reader Reader
-	// ExactlyOnce says the group runs processing.guarantee=exactly_once_v2:
-	// reads default to isolation=committed and isolation=latest is refused
-	// (400), since the latest writes belong to an open transaction. Under
-	// at-least-once (false) reads default to isolation=latest.
-	ExactlyOnce bool
-	// Stores are the stores queries may name.
-	Stores []ServedStore
-	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
-	// every producer uses.
-	Partitioner partition.Partitioner
-	// Settings are this instance's own assignment settings. /v1/metadata
-	// shows the leader's, carried in the placement, and these only for a
-	// placement without them (a group speaking wire version 3 or older),
-	// marked source "instance"; its probing interval is always this one's.
-	// Nil: such a placement's document has no settings (a reader infers
-	// them).
-	Settings *assignor.MetadataSettings
-
-	// AuthToken, when set (http.auth.token), is required as
-	// "Authorization: Bearer <token>" on every route but /healthz and
-	// /readyz. It is never sent to a peer: a forwarded request is signed
-	// with a key derived from it instead (hop.go), and only a request so
-	// signed is a peer's. Without it no hop is authenticated.
-	AuthToken string
-	// TLS, when set, makes the server serve HTTPS (http.tls.cert and
-	// http.tls.key), and verify clients' certificates as its ClientAuth
-	// and ClientCAs say (http.tls.client.auth, http.tls.client.ca);
-	// LoadTLS builds it.
-	TLS *tls.Config
-	// PeerTLS, when set, makes forwarding use HTTPS with this config; its
-	// RootCAs (http.tls.ca) verify the peers and its Certificates are
-	// presented to them (this instance's own, for peers that require
-	// client certificates). It must not skip verification. Required with
-	// TLS.
-	PeerTLS *tls.Config
-
-	// Registerer receives the HTTP metrics (nil: not registered).
-	Registerer prometheus.Registerer
-	// Gatherer is what /metrics exposes (the runtime's registry; nil: an
-	// empty exposition).
-	Gatherer prometheus.Gatherer
-	// Logger receives the server's logs [slog.Default()].
-	Logger *slog.Logger
-
-	// Limits; zero means the default in brackets.
-	ReadHeaderTimeout time.Duration // [5s]
-	ReadTimeout       time.Duration // [10s]
-	WriteTimeout      time.Duration // [30s]
-	IdleTimeout       time.Duration // [2m]
-	MaxHeaderBytes    int           // [16 KiB]
-	// MaxKeyBytes bounds a key (and prefix, from, to) after decoding [4 KiB].
-	MaxKeyBytes int
-	// MaxScanLimit bounds a scan's page size [1000].
-	MaxScanLimit int
-	// MaxForwards bounds the forwarded requests awaiting a peer at once;
-	// beyond it requests that need a peer get 503 [256].
-	MaxForwards int
-	// ForwardTimeout bounds one forwarded request [5s].
-	ForwardTimeout time.Duration
-	// StatusTimeout bounds gathering peers' status for /v1/metadata [1s].
-	StatusTimeout time.Duration
-	// MaxForwardBodyBytes bounds a peer's answer [32 MiB].
-	MaxForwardBodyBytes int64
-	// RetryAfter is the Retry-After of 503 answers [1s].
-	RetryAfter time.Duration
-}
-
-func (o *Options) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	defInt := func(d *int, v int) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.ReadHeaderTimeout, 5*time.Second)
-	def(&o.ReadTimeout, 10*time.Second)
-	def(&o.WriteTimeout, 30*time.Second)
-	def(&o.IdleTimeout, 2*time.Minute)
-	def(&o.ForwardTimeout, 5*time.Second)
-	def(&o.StatusTimeout, time.Second)
-	def(&o.RetryAfter, time.Second)
-	defInt(&o.MaxHeaderBytes, 16<<10)
-	defInt(&o.MaxKeyBytes, 4<<10)
-	defInt(&o.MaxScanLimit, 1000)
-	defInt(&o.MaxForwards, 256)
-	if o.MaxForwardBodyBytes <= 0 {
-		o.MaxForwardBodyBytes = 32 << 20
-	}
-	if o.Partitioner == nil {
-		o.Partitioner = partition.Murmur2()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-}
 
 // Server answers state queries, metadata, health and metrics over HTTP.
 // Create it with New; serve it with Serve, or mount it (it is an
@@ -165,11 +58,13 @@ type Server struct {
 
 // New returns a server. It fails on an invalid configuration: a missing
 // reader, TLS without a peer config, a peer config that skips
-// verification, duplicate stores.
+// verification, a limit that is not positive, duplicate stores.
 func New(opts Options) (*Server, error) {
-	opts.defaults()
 	if opts.Reader == nil {
 		return nil, errors.New("query: Options.Reader is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	if opts.TLS != nil && opts.PeerTLS == nil {
 		return nil, errors.New("query: TLS is set without PeerTLS: forwarding to peers needs the CA that verifies them (http.tls.ca)")
@@ -179,6 +74,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.PeerTLS != nil && opts.PeerTLS.InsecureSkipVerify {
 		return nil, errors.New("query: PeerTLS skips certificate verification: Rackstream never forwards to an unverified peer")
+	}
+	if err := opts.checkLimits(); err != nil {
+		return nil, err
 	}
 	s := &Server{
 		opts:       opts,
@@ -361,6 +259,11 @@ func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 // default is latest under at-least-once and committed under exactly-once,
 // where latest is refused (400) because the latest writes belong to an
 // open transaction that may still abort (design §7).
+//
+// A forwarded read carries the isolation parameter only when the client
+// gave one: the peer resolves the same default (the guarantee is the
+// group's), and an instance of an older build, which knows no isolation
+// parameter, still answers a rolling upgrade's forwards.
 func (s *Server) isolation(w *statusWriter, iso Isolation) (Isolation, bool) {
 	switch {
 	case iso == "" && s.opts.ExactlyOnce:
@@ -373,19 +276,6 @@ func (s *Server) isolation(w *statusWriter, iso Isolation) (Isolation, bool) {
 		return "", false
 	}
 	return iso, true
-}
-
-// forwardQuery is a lookup's query as forwarded to a peer: the client's,
-// with the isolation this instance resolved added when the client gave
-// none, so that the peer reads as this instance decided.
-func forwardQuery(raw string, given bool, iso Isolation) string {
-	switch {
-	case given:
-		return raw
-	case raw == "":
-		return "isolation=" + string(iso)
-	}
-	return raw + "&isolation=" + string(iso)
 }
 
 // placement returns the current placement or answers 503.

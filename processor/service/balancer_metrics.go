@@ -66,20 +66,8 @@ func (c *balancerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.generationBytes, prometheus.GaugeValue, float64(s.LastGenerationBytes))
 }
 
-// balancerStats is what the runtime must offer for its balancer's counters
-// to be exported: processor.Runtime does not yet (its balancer lives in
-// each session, unexported). registerBalancerMetrics registers the
-// collector once it does, with no change here.
-type balancerStats interface {
-	BalancerStats() balancer.Stats
-}
-
-// registerBalancerMetrics registers the balancer's counters when rt
-// exposes them, and reports whether it did.
-func registerBalancerMetrics(reg prometheus.Registerer, rt any) (bool, error) {
-	s, ok := rt.(balancerStats)
-	if !ok {
-		return false, nil
-	}
-	return true, reg.Register(newBalancerCollector(s.BalancerStats))
+// registerBalancerMetrics registers the balancer's counters, read from
+// stats (processor.Runtime.BalancerStats) at every scrape.
+func registerBalancerMetrics(reg prometheus.Registerer, stats func() balancer.Stats) error {
+	return reg.Register(newBalancerCollector(stats))
 }

@@ -11,19 +11,14 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 )
 
-// fakeBalancerRuntime offers its balancer's counters, as the runtime will.
-type fakeBalancerRuntime struct{ s *balancer.Stats }
-
-func (f fakeBalancerRuntime) BalancerStats() balancer.Stats { return *f.s }
-
 // TestHostileMemberClaimsAreExported: the balancer's counts of members
 // whose join metadata it could not trust are Prometheus counters, read at
 // every scrape.
 func TestHostileMemberClaimsAreExported(t *testing.T) {
 	stats := &balancer.Stats{CheckpointsBeyondEnd: 2, InvalidEndpoints: 1, LastGenerationBytes: 4096}
 	reg := prometheus.NewPedanticRegistry()
-	if ok, err := registerBalancerMetrics(reg, fakeBalancerRuntime{stats}); !ok || err != nil {
-		t.Fatalf("registered %v: %v", ok, err)
+	if err := registerBalancerMetrics(reg, func() balancer.Stats { return *stats }); err != nil {
+		t.Fatal(err)
 	}
 	want := func(beyond, invalid int) string {
 		return `
@@ -45,9 +40,6 @@ rackstream_balancer_invalid_endpoints_total ` + itoa(invalid) + `
 	}
 	if n := testutil.CollectAndCount(newBalancerCollector(func() balancer.Stats { return *stats })); n != 8 {
 		t.Errorf("%d series, want one per field of balancer.Stats (8)", n)
-	}
-	if ok, _ := registerBalancerMetrics(prometheus.NewRegistry(), struct{}{}); ok {
-		t.Error("registered for a runtime without BalancerStats")
 	}
 }
 

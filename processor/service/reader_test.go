@@ -158,8 +158,9 @@ func TestAFailedStoreAnswersAnError(t *testing.T) {
 	}
 
 	// Through the query server: 503, and no value.
-	qs, err := query.New(query.Options{Reader: oneReplica{rep}, Stores: []query.ServedStore{{Name: "counts"}}, Logger: quiet,
-		Partitioner: constPartitioner(1)})
+	qo := query.DefaultOptions()
+	qo.Reader, qo.Stores, qo.Logger, qo.Partitioner = oneReplica{rep}, []query.ServedStore{{Name: "counts"}}, quiet, constPartitioner(1)
+	qs, err := query.New(qo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,3 +197,24 @@ type constPartitioner int32
 
 func (p constPartitioner) Partition([]byte, int32) int32 { return int32(p) }
 func (constPartitioner) Name() string                    { return "const" }
+
+// TestExactlyOnceRefusesLatestReads: the service tells the query server the
+// guarantee: under exactly_once_v2 a read at isolation=latest is refused,
+// under at_least_once it is the default.
+func TestExactlyOnceRefusesLatestReads(t *testing.T) {
+	for _, tc := range []struct {
+		guarantee string
+		code      int
+	}{{"exactly_once_v2", http.StatusBadRequest}, {"at_least_once", http.StatusServiceUnavailable}} { // 503: no placement yet
+		in, err := New(Options{Config: load(t, "processor.type=count", "processor.input.topic=in", "processing.guarantee="+tc.guarantee), Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		in.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/stores/count/keys/k?isolation=latest", nil))
+		in.ln.Close()
+		if rec.Code != tc.code || tc.code == http.StatusBadRequest && !strings.Contains(rec.Body.String(), "exactly_once_v2") {
+			t.Errorf("%s: %d %s; want %d", tc.guarantee, rec.Code, rec.Body, tc.code)
+		}
+	}
+}

@@ -258,7 +258,7 @@ func New(opts Options) (*Instance, error) {
 	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
-	if _, err := registerBalancerMetrics(reg, rt); err != nil {
+	if err := registerBalancerMetrics(reg, rt.BalancerStats); err != nil {
 		return fail(fmt.Errorf("service: balancer metrics: %w", err))
 	}
 	var stores []query.ServedStore
@@ -267,19 +267,14 @@ func New(opts Options) (*Instance, error) {
 		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render})
 		names = append(names, s.Name)
 	}
-	qs, err := query.New(query.Options{
-		Reader:      runtimeAdapter{rt},
-		ExactlyOnce: cfg.ExactlyOnce(),
-		Settings:    assignmentSettings(cfg),
-		Stores:      stores,
-		Partitioner: part,
-		AuthToken:   cfg.HTTP.AuthToken.Reveal(),
-		TLS:         serverTLS,
-		PeerTLS:     peerTLS,
-		Registerer:  reg,
-		Gatherer:    reg,
-		Logger:      log.With("component", "http"),
-	})
+	// The query server's limits are its defaults; the rest comes from the
+	// configuration.
+	qo := query.DefaultOptions()
+	qo.Reader, qo.ExactlyOnce, qo.Settings = runtimeAdapter{rt}, cfg.ExactlyOnce(), assignmentSettings(cfg)
+	qo.Stores, qo.Partitioner = stores, part
+	qo.AuthToken, qo.TLS, qo.PeerTLS = cfg.HTTP.AuthToken.Reveal(), serverTLS, peerTLS
+	qo.Registerer, qo.Gatherer, qo.Logger = reg, reg, log.With("component", "http")
+	qs, err := query.New(qo)
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
