@@ -178,6 +178,15 @@ func BenchmarkProcessingCount(b *testing.B) {
 			o.Guarantee, o.CacheMaxBytes = processor.AtLeastOnce, processor.DefaultOptions().CacheMaxBytes
 		})
 	})
+	// The same under a memory budget (state.memory.bytes, 64 MiB unless
+	// RACKSTREAM_BENCH_MEMORY_BYTES says): it sizes the record cache and
+	// the stores' LevelDB memtables and block caches; compare peak RSS
+	// with output-cache, run in its own process.
+	b.Run("output-budget", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) {
+			o.Guarantee, o.MemoryBytes = processor.AtLeastOnce, int64(benchEnv("RACKSTREAM_BENCH_MEMORY_BYTES", 64<<20))
+		})
+	})
 	// Exactly-once at the same 1s commit interval: the comparison of the
 	// guarantees, not of their default intervals (BenchmarkProcessingGuarantees
 	// has those).
