@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/state"
 )
 
 // The record cache on its own (cache.go): LRU order, write-through on
@@ -293,4 +295,29 @@ func TestTaskCacheEvictsThroughAndCommitFlushesEverything(t *testing.T) {
 			t.Fatalf("cold key %s: %d output records and count %d after the commit, want 1 and 1", k, after["out/"+k], h.count(0, k))
 		}
 	}
+}
+
+// TestAnAssignmentSplitsTheMemoryBudget: under state.memory.bytes, the
+// tasks an assignment starts open their stores with the share of the
+// stores it leaves here (two tasks of one store: a share of 2), and a
+// later assignment adding one more gives its store the share of 3 while
+// the open ones keep theirs.
+func TestAnAssignmentSplitsTheMemoryBudget(t *testing.T) {
+	const budget = 64 << 20
+	h := newHarness(t, func(o *Options) { o.MemoryBytes = budget })
+	h.start(0, 1)
+	sizes := func(id int32, expected int) {
+		t.Helper()
+		got := h.m.task(id).st.Store(harnessStore).LevelDB()
+		wb, bc := state.StoreSizes(budget, expected)
+		if got.WriteBufferBytes != wb || got.BlockCacheBytes != bc {
+			t.Errorf("task %d's store: write buffer %d, block cache %d; want %d, %d (the share of %d stores)",
+				id, got.WriteBufferBytes, got.BlockCacheBytes, wb, bc, expected)
+		}
+	}
+	sizes(0, 2)
+	sizes(1, 2)
+	h.start(2)
+	sizes(2, 3)
+	sizes(0, 2)
 }
