@@ -302,13 +302,16 @@ start() {
 	setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka "$PID_FILE" \
 		java "${JVM[@]}" -Xlog:gc*:file="$LOG_DIR/gc.log":time,tags:filecount=2,filesize=10M kafka.Kafka "$CONFIG" \
 		</dev/null >>"$LOG_DIR/stdout.log" 2>&1 8>&- 9>&- &
-	# Wait for the pid file the child writes before exec.
+	# Wait for the pid file the child writes before exec (up to 60 s: on a
+	# machine under heavy load 5 s were seen not to be enough).
 	local i
-	for i in $(seq 50); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
+	for i in $(seq 600); do [[ -s $PID_FILE ]] && break; sleep 0.1; done
 
 	local deadline=$((SECONDS + START_TIMEOUT)) out=""
 	while :; do
-		if ! pid_running >/dev/null; then
+		# The pid file names the child from before its exec of java: a live
+		# process that is not java yet is still starting.
+		if ! pid_running >/dev/null && ! [[ -s $PID_FILE && $(ps -o stat= -p "$(cat "$PID_FILE")" 2>/dev/null) == [^Z]* ]]; then
 			die "the broker exited during startup: $(grep -m1 -E 'ERROR|Exception' "$LOG_DIR/server.log" "$LOG_DIR/stdout.log" 2>/dev/null | cut -c1-300) (logs: $LOG_DIR)"
 		fi
 		if out=$(RACKSTREAM_TEST_SASL_USER=$SASL_USER RACKSTREAM_TEST_SASL_PASSWORD=$SASL_PASSWORD \

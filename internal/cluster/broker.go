@@ -94,17 +94,14 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 		}
 		b.Slots = append(b.Slots, p)
 	}
-	// A broker killed with kill -9 and restarted must wait until its
-	// controller (itself) expires its old registration: 9 s by default.
-	extra := filepath.Join(filepath.Dir(o.Dir), filepath.Base(o.Dir)+".properties")
-	props := "broker.heartbeat.interval.ms=750\nbroker.session.timeout.ms=3000\n"
-	if err := os.WriteFile(extra, []byte(props), 0o644); err != nil {
-		b.Close(false)
-		return nil, err
-	}
+	// A broker killed with kill -9 and restarted waits until its
+	// controller (itself) expires its old registration, 9 s by default.
+	// Shorter sessions (3 s was tried) make an overloaded machine's
+	// controller time out its own broker's heartbeats and fence it: keep
+	// Kafka's defaults, and give start-ups a generous deadline.
 	b.env = append(b.env,
 		"RACKSTREAM_KAFKA_EXTRA_LISTENERS="+strings.Join(listeners, " "),
-		"RACKSTREAM_KAFKA_EXTRA_PROPERTIES="+extra,
+		"RACKSTREAM_KAFKA_START_TIMEOUT=300",
 	)
 	if o.Heap != "" {
 		b.env = append(b.env, "RACKSTREAM_KAFKA_HEAP="+o.Heap)
@@ -208,6 +205,5 @@ func (b *Broker) Close(keep bool) {
 		return
 	}
 	os.RemoveAll(b.Dir)
-	os.Remove(b.Dir + ".properties")
 	os.Remove(b.Dir + ".lock")
 }
