@@ -34,6 +34,7 @@ type Config struct {
 	StateCleanupDelay       time.Duration // state.cleanup.delay.ms
 	LevelDB                 LevelDB
 	StatestoreCacheMaxBytes int64 // statestore.cache.max.bytes
+	StateMemoryBytes        int64 // state.memory.bytes
 
 	CommitInterval             time.Duration    // commit.interval.ms
 	ProcessingGuarantee        Guarantee        // processing.guarantee

@@ -170,6 +170,23 @@ func BenchmarkProcessingCount(b *testing.B) {
 	atLeastOnce := func(o *processor.Options) { o.Guarantee = processor.AtLeastOnce }
 	b.Run("output", func(b *testing.B) { benchCount(b, c, input, records, true, atLeastOnce) })
 	b.Run("no-output", func(b *testing.B) { benchCount(b, c, input, records, false, atLeastOnce) })
+	// The output with the record cache at its default budget (the rows
+	// above run without it): it merges a key's updates within a commit
+	// interval, evicting the least recently written keys when full.
+	b.Run("output-cache", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) {
+			o.Guarantee, o.CacheMaxBytes = processor.AtLeastOnce, processor.DefaultOptions().CacheMaxBytes
+		})
+	})
+	// The same under a memory budget (state.memory.bytes, 64 MiB unless
+	// RACKSTREAM_BENCH_MEMORY_BYTES says): it sizes the record cache and
+	// the stores' LevelDB memtables and block caches; compare peak RSS
+	// with output-cache, run in its own process.
+	b.Run("output-budget", func(b *testing.B) {
+		benchCount(b, c, input, records, true, func(o *processor.Options) {
+			o.Guarantee, o.MemoryBytes = processor.AtLeastOnce, int64(benchEnv("RACKSTREAM_BENCH_MEMORY_BYTES", 64<<20))
+		})
+	})
 	// Exactly-once at the same 1s commit interval: the comparison of the
 	// guarantees, not of their default intervals (BenchmarkProcessingGuarantees
 	// has those).

@@ -7,77 +7,245 @@ import (
 // recordCache is a task's record cache (statestore.cache.max.bytes, Kafka
 // Streams' name): within a commit interval, the writes to one key of a store,
 // and the emits of one key to an output, are merged so that only the last
-// reaches the changelog and the output. Reads see it. It is flushed before
-// every commit (so the commit covers it) and whenever it outgrows its
-// budget; it is dropped with the task's other uncommitted work.
+// reaches the changelog and the output. Reads see it. It is flushed whole
+// before every commit (so the commit covers it), and dropped with the task's
+// other uncommitted work.
 //
-// It belongs to the task goroutine, or to a commit holding the task's lock.
+// When it outgrows its budget it evicts the least-recently-written entry,
+// one at a time, until it fits again: the evicted key's latest value is
+// written through exactly as a flush would write it (to the store's write
+// buffer and changelog, or to the output). A hot key is rewritten often, so
+// it stays near the most-recent end and keeps merging its writes even when
+// a flood of cold keys, far more than the budget holds, passes through.
+// Flushing whole instead (what this cache did first) merged nothing once
+// the key set outgrew it: every flush emptied the hot keys with the cold.
+//
+// # Layout and allocations
+//
+// Entries live in one slice of slots, linked into a doubly linked list by
+// index (head: most recently written; tail: least), and found through one
+// map per target from key to slot index. Evicted and flushed slots go on a
+// free list and keep their value buffers, so in steady state (a cold-key
+// flood evicting as fast as it inserts) a new key costs one allocation (its
+// map key string) and a rewrite of a cached key costs none: its value is
+// copied into the slot's own buffer. A lookup converts the key in place
+// (m[string(b)] does not allocate). Freed slots' buffers are not counted in
+// the budget; they are at most one value each (of at most maxKeptValue
+// bytes), for at most as many slots as the budget ever held at once.
+//
+// # Concurrency
+//
+// The cache has no lock of its own, on purpose: the per-record path pays no
+// atomic operation for it. It is guarded by the task's mu (task.go), which
+// the record path already holds per record and a commit holds to flush it
+// between records; nothing else may touch it. A reader on another goroutine
+// (a query wanting the task's freshest state) must take the task's mu, which
+// waits at most for one record, never for a commit interval.
 type recordCache struct {
-	budget  int64
-	size    int64
-	entries map[cacheKey]*cacheEntry
-	order   []cacheKey // first-write order, for a deterministic flush
+	budget int64
+	size   int64 // sum of entrySize over the live entries
+	live   int
+	// index is, per target, key -> slot index of the live entries.
+	index []map[string]int32
+	slots []cacheSlot
+	// head is the most recently written live slot, tail the least; free
+	// is the first free slot (linked by next). nilSlot when none.
+	head, tail, free int32
+	// scratch holds the key handed to a write-through, so that it needs
+	// no allocation (the store and the producer copy it).
+	scratch []byte
 }
 
-// cacheKey is a store or output (by index; outputs after stores) and a key.
-type cacheKey struct {
+// cacheSlot is one entry: the latest write to key of target, a store or an
+// output (by index; outputs after stores).
+type cacheSlot struct {
 	target int
 	key    string
+	value  []byte // never nil while live unless del: empty is not a delete
+	del    bool   // a delete (store) or a tombstone (output)
+	hdrs   []kgo.RecordHeader
+	prev   int32 // toward head
+	next   int32 // toward tail, or the next free slot
 }
 
-type cacheEntry struct {
-	value   []byte // nil: a delete (store) or a tombstone (output)
-	headers []kgo.RecordHeader
-}
+// nilSlot marks the end of a list.
+const nilSlot int32 = -1
 
-// cacheOverhead approximates an entry's bookkeeping bytes.
-const cacheOverhead = 64
+// cacheOverhead approximates an entry's bookkeeping bytes beyond its key
+// and value: its slot (about 90 bytes) and its map entry.
+const cacheOverhead = 128
+
+// maxKeptValue is the largest value buffer a freed slot keeps for reuse.
+const maxKeptValue = 4 << 10
+
+// cacheFlushFunc writes one entry through: value is nil for a delete or a
+// tombstone. key and value are only valid during the call.
+type cacheFlushFunc func(target int, key, value []byte, headers []kgo.RecordHeader) error
 
 func newRecordCache(budget int64) *recordCache {
-	return &recordCache{budget: budget, entries: make(map[cacheKey]*cacheEntry)}
+	return &recordCache{budget: budget, head: nilSlot, tail: nilSlot, free: nilSlot}
 }
 
-// put records a write, copying key and value out of the caller's buffer.
-// It reports whether the cache is now over its budget.
-func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHeader) bool {
-	k := cacheKey{target, string(key)}
-	var v []byte
-	if value != nil {
-		v = append(make([]byte, 0, len(value)), value...)
-	}
-	if e := c.entries[k]; e != nil {
-		c.size += int64(len(v) - len(e.value))
-		e.value, e.headers = v, headers
-	} else {
-		c.entries[k] = &cacheEntry{value: v, headers: headers}
-		c.order = append(c.order, k)
-		c.size += int64(len(key)+len(v)) + cacheOverhead
-	}
-	return c.size > c.budget
+// entrySize is what an entry counts against the budget.
+func entrySize(key string, value []byte) int64 {
+	return int64(len(key)+len(value)) + cacheOverhead
 }
+
+// put records a write, copying key and value out of the caller's buffer
+// (value nil: a delete or tombstone), and makes key the most recently
+// written. It may leave the cache over budget: the caller evicts, after
+// the record's writes are all in.
+func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHeader) {
+	for len(c.index) <= target {
+		c.index = append(c.index, make(map[string]int32))
+	}
+	m := c.index[target]
+	i, ok := m[string(key)]
+	if ok {
+		s := &c.slots[i]
+		c.size -= entrySize(s.key, s.value)
+		c.unlink(i)
+	} else {
+		i = c.alloc()
+		s := &c.slots[i]
+		s.target, s.key = target, string(key)
+		m[s.key] = i
+		c.live++
+	}
+	s := &c.slots[i]
+	s.del = value == nil
+	s.value = append(s.value[:0], value...)
+	if s.value == nil && !s.del {
+		s.value = []byte{} // an empty value, not a delete
+	}
+	s.hdrs = headers
+	c.size += entrySize(s.key, s.value)
+	c.pushHead(i)
+}
+
+// over reports whether the cache holds more than its budget.
+func (c *recordCache) over() bool { return c.size > c.budget }
 
 // get returns a store's cached value of key: found reports whether the
-// cache has the key at all, and value is nil for a cached delete.
+// cache has the key at all, and value is nil for a cached delete. value is
+// the cache's: valid until the next put.
 func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
-	e := c.entries[cacheKey{target, string(key)}]
-	if e == nil {
+	if target >= len(c.index) {
 		return nil, false
 	}
-	return e.value, true
+	i, ok := c.index[target][string(key)]
+	if !ok {
+		return nil, false
+	}
+	s := &c.slots[i]
+	if s.del {
+		return nil, true
+	}
+	return s.value, true
 }
 
-// drain calls fn for every entry in first-write order and empties the cache.
-// It stops at the first error, keeping nothing: the caller fails the task.
-func (c *recordCache) drain(fn func(target int, key []byte, e *cacheEntry) error) error {
-	defer func() {
-		clear(c.entries)
-		c.order = c.order[:0]
-		c.size = 0
-	}()
-	for _, k := range c.order {
-		if err := fn(k.target, []byte(k.key), c.entries[k]); err != nil {
+// evict writes through the least-recently-written entries, one at a time,
+// until the cache is within its budget. On an error the entry is gone
+// anyway: the caller fails the task, which drops its uncommitted work.
+func (c *recordCache) evict(fn cacheFlushFunc) error {
+	for c.over() && c.tail != nilSlot {
+		if err := c.writeThrough(c.tail, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// drain writes every entry through, least recently written first, and
+// empties the cache. It stops at the first error, keeping nothing: the
+// caller fails the task.
+func (c *recordCache) drain(fn cacheFlushFunc) error {
+	defer c.reset()
+	for c.tail != nilSlot {
+		if err := c.writeThrough(c.tail, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeThrough removes slot i and hands its entry to fn.
+func (c *recordCache) writeThrough(i int32, fn cacheFlushFunc) error {
+	s := &c.slots[i]
+	c.unlink(i)
+	delete(c.index[s.target], s.key)
+	c.size -= entrySize(s.key, s.value)
+	c.live--
+	c.scratch = append(c.scratch[:0], s.key...)
+	value := s.value
+	if s.del {
+		value = nil
+	}
+	target, hdrs := s.target, s.hdrs
+	c.release(i)
+	// The slot's value buffer is only reused by a later put, after fn.
+	return fn(target, c.scratch, value, hdrs)
+}
+
+// reset empties the cache, keeping its slots' buffers for reuse.
+func (c *recordCache) reset() {
+	for c.tail != nilSlot {
+		i := c.tail
+		c.unlink(i)
+		c.release(i)
+	}
+	for _, m := range c.index {
+		clear(m)
+	}
+	c.size, c.live = 0, 0
+}
+
+// alloc returns a free slot, growing the slice when none is free.
+func (c *recordCache) alloc() int32 {
+	if i := c.free; i != nilSlot {
+		c.free = c.slots[i].next
+		return i
+	}
+	c.slots = append(c.slots, cacheSlot{})
+	return int32(len(c.slots) - 1)
+}
+
+// release puts an unlinked slot on the free list, dropping its key and
+// headers but keeping its value buffer.
+func (c *recordCache) release(i int32) {
+	s := &c.slots[i]
+	s.key, s.hdrs, s.value = "", nil, s.value[:0]
+	if cap(s.value) > maxKeptValue {
+		s.value = nil // a rare large value is not worth keeping
+	}
+	s.next, s.prev = c.free, nilSlot
+	c.free = i
+}
+
+// pushHead links slot i in as the most recently written.
+func (c *recordCache) pushHead(i int32) {
+	s := &c.slots[i]
+	s.prev, s.next = nilSlot, c.head
+	if c.head != nilSlot {
+		c.slots[c.head].prev = i
+	} else {
+		c.tail = i
+	}
+	c.head = i
+}
+
+// unlink takes live slot i out of the recency list.
+func (c *recordCache) unlink(i int32) {
+	s := &c.slots[i]
+	if s.prev != nilSlot {
+		c.slots[s.prev].next = s.next
+	} else {
+		c.head = s.next
+	}
+	if s.next != nilSlot {
+		c.slots[s.next].prev = s.prev
+	} else {
+		c.tail = s.prev
+	}
+	s.prev, s.next = nilSlot, nilSlot
 }

@@ -37,6 +37,7 @@ func DefaultOptions() Options {
 	st, bal := state.DefaultOptions(), balancer.DefaultSettings()
 	return Options{
 		LevelDB:               st.LevelDB,
+		MemoryBytes:           st.MemoryBytes,
 		CleanupDelay:          st.CleanupDelay,
 		Capacity:              runtime.NumCPU(),
 		AcceptableRecoveryLag: bal.AcceptableRecoveryLag,
@@ -71,9 +72,10 @@ func DefaultRetry() Retry {
 func DeadLetterTopic(appID string) string { return appID + "-dlq" }
 
 // check reports the fields of o that no value of theirs makes sense at,
-// naming each with its configuration key, and sets the two that derive
-// from other values: DLQTopic ("" is DeadLetterTopic(appID)) and Logger
-// (nil is slog.Default()).
+// naming each with its configuration key, and sets the fields that derive
+// from other values: DLQTopic ("" is DeadLetterTopic(appID)), Logger
+// (nil is slog.Default()) and, under a memory budget, CacheMaxBytes (its
+// part: state.RecordCacheBytes).
 func (o *Options) check(appID string) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("processor: "+format, args...)) }
@@ -106,6 +108,11 @@ func (o *Options) check(appID string) error {
 	}
 	if o.CacheMaxBytes < 0 {
 		bad("CacheMaxBytes (statestore.cache.max.bytes) %d: must be at least 0 (0: no record cache)", o.CacheMaxBytes)
+	}
+	if o.MemoryBytes < 0 {
+		bad("MemoryBytes (state.memory.bytes) %d: must be at least 0 (0: the per-store sizes)", o.MemoryBytes)
+	} else if o.MemoryBytes > 0 {
+		o.CacheMaxBytes = state.RecordCacheBytes(o.MemoryBytes) // the budget's part
 	}
 	if o.CommitInterval < 0 {
 		bad("CommitInterval (commit.interval.ms) %v: must be at least 0 (0: commit after every batch)", o.CommitInterval)

@@ -40,6 +40,9 @@ func TestZeroOptionMeansZero(t *testing.T) {
 			env := &taskEnv{topo: r.topo, opts: &r.opts, log: r.log, tasks: 4, ctx: t.Context()}
 			return unless(newTask(env, 0, nil).cache == nil, "a zero record cache still caches")
 		}},
+		{"MemoryBytes", func(o *Options) { o.MemoryBytes = 0 }, "", func(r *Runtime) string {
+			return unless(r.opts.CacheMaxBytes == DefaultOptions().CacheMaxBytes, "no memory budget still overrode the record cache")
+		}},
 		{"CommitInterval", func(o *Options) { o.CommitInterval = 0 }, "", func(r *Runtime) string {
 			return unless(r.opts.CommitInterval == 0, "commit.interval.ms=0 (commit after every batch) became a default")
 		}},
@@ -95,7 +98,7 @@ func TestZeroOptionMeansZero(t *testing.T) {
 // the state and balancer settings are theirs, written once.
 func TestDefaultOptionsTakeTheLibrariesDefaults(t *testing.T) {
 	o, st, bal := DefaultOptions(), state.DefaultOptions(), balancer.DefaultSettings()
-	if o.LevelDB != st.LevelDB || o.CleanupDelay != st.CleanupDelay {
+	if o.LevelDB != st.LevelDB || o.CleanupDelay != st.CleanupDelay || o.MemoryBytes != st.MemoryBytes {
 		t.Errorf("state defaults %+v %v, state's %+v %v", o.LevelDB, o.CleanupDelay, st.LevelDB, st.CleanupDelay)
 	}
 	if o.AcceptableRecoveryLag != bal.AcceptableRecoveryLag || o.MaxWarmups != bal.MaxWarmups ||
@@ -107,6 +110,29 @@ func TestDefaultOptionsTakeTheLibrariesDefaults(t *testing.T) {
 	}
 	if err := o.LevelDB.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestAMemoryBudgetOverridesTheRecordCache: state.memory.bytes above 0
+// sets the record cache to its part of the budget, whatever
+// statestore.cache.max.bytes says (the stores' part is state's: memory.go);
+// a negative budget is rejected.
+func TestAMemoryBudgetOverridesTheRecordCache(t *testing.T) {
+	topo := New("budget")
+	NewInput(topo, "in", codec.Bytes(), codec.Bytes(), func(*Context, []byte, []byte) error { return nil })
+	o := DefaultOptions()
+	o.Brokers, o.StateDir = []string{"127.0.0.1:1"}, t.TempDir()
+	o.MemoryBytes, o.CacheMaxBytes = 64<<20, 1
+	r, err := NewRuntime(topo, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.opts.CacheMaxBytes, state.RecordCacheBytes(64<<20); got != want {
+		t.Errorf("record cache %d under a 64 MiB budget, want its part %d", got, want)
+	}
+	o.MemoryBytes = -1
+	if _, err := NewRuntime(topo, o); err == nil || !strings.Contains(err.Error(), "state.memory.bytes") {
+		t.Errorf("a negative budget: %v; want an error naming state.memory.bytes", err)
 	}
 }
 

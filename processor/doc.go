@@ -57,7 +57,10 @@
 // With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
-// and the output, as in Kafka Streams. 0 turns it off.
+// and the output, as in Kafka Streams. When full it writes through the
+// least recently written key, one at a time, so hot keys keep merging while
+// a flood of cold keys passes through. 0 turns it off. Options.MemoryBytes
+// (state.memory.bytes) above 0 sizes it and the stores from one budget.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a

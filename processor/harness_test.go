@@ -261,6 +261,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	}
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID, so.CleanupInterval = h.opts.StateDir, harnessApp, 0
+	so.MemoryBytes = h.opts.MemoryBytes
 	so.ClientOpts = []kgo.Opt{kgo.SeedBrokers("unused:1"), kgo.Dialer(noDial)}
 	so.Logger = h.opts.Logger
 	mgr, err := state.Open(so)

@@ -102,6 +102,9 @@ func (m *member) assign(newTasks, replicas []int32) {
 			want[id] = true
 		}
 	}
+	// Under a memory budget, the stores opened from now on share it among
+	// the tasks this assignment leaves here, active and replicas.
+	m.mgr.ExpectStores((len(m.active) + len(want)) * len(m.specs))
 	var closeStandbys []*state.Task
 	for id, st := range m.standby {
 		if !want[id] {

@@ -48,6 +48,11 @@ type Options struct {
 	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
 	// values as state.LevelDBOptions says).
 	LevelDB state.LevelDBOptions
+	// MemoryBytes is state.memory.bytes: above 0, one memory budget for
+	// the stores and the record cache that overrides LevelDB's sizes and
+	// CacheMaxBytes, split among the stores as they open (state's
+	// memory.go says how); 0 keeps those sizes.
+	MemoryBytes int64
 	// CleanupDelay is how long the stores of a task this instance no
 	// longer holds stay on disk before they are deleted
 	// (state.cleanup.delay.ms): a task that comes back within it restores
@@ -81,7 +86,7 @@ type Options struct {
 	// merges writes to one key of a store, and emits of one key to an
 	// output, within a commit interval, so that only the last reaches the
 	// changelog and the output. It is divided among the tasks. 0 turns it
-	// off: every write and emit goes out, as tests that check every
+	// off (MemoryBytes above 0 overrides it): every write and emit goes out, as tests that check every
 	// intermediate value need.
 	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
@@ -388,7 +393,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	r.setPhase("starting")
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID = r.opts.StateDir, r.topo.appID
-	so.LevelDB = r.opts.LevelDB
+	so.LevelDB, so.MemoryBytes = r.opts.LevelDB, r.opts.MemoryBytes
 	so.ReadCommitted = r.opts.Guarantee == ExactlyOnceV2 // restore and standbys skip aborted changelog records
 	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
 	so.ClientOpts = r.clientOpts() // the process id is not known yet

@@ -452,7 +452,6 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
 	}
 	if c := t.cache; c != nil {
-		over := false
 		for i := range ws {
 			w := &ws[i]
 			target := len(t.stores) + w.outputIndex()
@@ -463,12 +462,10 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 			if w.del {
 				value = nil
 			}
-			if c.put(target, w.key, value, w.headers) {
-				over = true
-			}
+			c.put(target, w.key, value, w.headers)
 		}
-		if over {
-			return t.flushCache()
+		if c.over() {
+			return c.evict(t.writeThrough)
 		}
 		return nil
 	}
@@ -513,14 +510,18 @@ func (t *task) flushCache() error {
 	if t.cache == nil {
 		return nil
 	}
-	outputs := t.env.topo.outputs
-	return t.cache.drain(func(target int, key []byte, e *cacheEntry) error {
-		if target < len(t.stores) {
-			return t.write(target, key, e.value, e.value == nil)
-		}
-		t.emit(outputs[target-len(t.stores)].topic, key, e.value, e.headers)
-		return nil
-	})
+	return t.cache.drain(t.writeThrough)
+}
+
+// writeThrough writes one entry of the record cache, flushed or evicted,
+// as the task would have without a cache: a store write (value nil: a
+// delete) or an emit (value nil: a tombstone).
+func (t *task) writeThrough(target int, key, value []byte, headers []kgo.RecordHeader) error {
+	if target < len(t.stores) {
+		return t.write(target, key, value, value == nil)
+	}
+	t.emit(t.env.topo.outputs[target-len(t.stores)].topic, key, value, headers)
+	return nil
 }
 
 func (b taskBackend) deadLetter(dl *kgo.Record) error {

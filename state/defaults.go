@@ -24,6 +24,7 @@ func DefaultOptions() Options {
 	delay := 10 * time.Minute
 	return Options{
 		LevelDB:           DefaultLevelDBOptions(),
+		MemoryBytes:       0, // no budget: the LevelDB sizes apply per store
 		RestoreBatchBytes: 4 << 20,
 		FetchMaxBytes:     16 << 20,
 		CleanupDelay:      delay,
@@ -62,6 +63,9 @@ func (o *Options) check() error {
 	}
 	if err := o.LevelDB.check("Options.LevelDB"); err != nil {
 		errs = append(errs, err)
+	}
+	if o.MemoryBytes < 0 {
+		bad("Options.MemoryBytes (state.memory.bytes) is %d: must be at least 0 (0: the per-store LevelDB sizes)", o.MemoryBytes)
 	}
 	if o.RestoreBatchBytes < 0 {
 		bad("Options.RestoreBatchBytes is %d: must be at least 0 (0 writes a batch per record)", o.RestoreBatchBytes)

@@ -40,6 +40,9 @@ type Manager struct {
 	mu     sync.Mutex
 	tasks  map[int32]*Task
 	closed bool
+	// expected is the number of stores expected open at once, for the
+	// memory budget's split (memory.go); guarded by mu.
+	expected int
 
 	stopCleanup chan struct{}
 	cleanupDone chan struct{}
@@ -150,7 +153,7 @@ func (m *Manager) OpenTask(id int32, stores []StoreSpec) (*Task, error) {
 			cancel()
 			return nil, fmt.Errorf("state: open task %d: store %q declared twice", id, spec.Name)
 		}
-		s, err := m.openStore(t, spec)
+		s, err := m.openStore(t, spec, m.openStores()+len(t.stores))
 		if err != nil {
 			for _, s := range t.stores {
 				s.close()
@@ -237,15 +240,16 @@ func (m *Manager) taskClosed(t *Task) {
 	}
 }
 
-// openStore opens one store's database, moving a corrupted one aside.
-func (m *Manager) openStore(t *Task, spec StoreSpec) (*Store, error) {
+// openStore opens one store's database, moving a corrupted one aside;
+// open is the number of stores open beside it (for the memory budget).
+func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*Store, error) {
 	s := &Store{
 		task:      t,
 		name:      spec.Name,
 		changelog: spec.Changelog,
 		partition: t.id,
 		path:      filepath.Join(t.dir, spec.Name),
-		ldb:       m.opts.LevelDB,
+		ldb:       m.budgetedLevelDB(m.opts.LevelDB, open),
 	}
 	if s.changelog == "" {
 		s.changelog = ChangelogTopic(m.opts.ApplicationID, spec.Name)

@@ -88,6 +88,10 @@ func (s *Store) Task() int32 { return s.partition }
 // it is Task().
 func (s *Store) Changelog() string { return s.changelog }
 
+// LevelDB returns the LevelDB options the store was opened with: the
+// Manager's, the StoreSpec's, or those a memory budget gave it (memory.go).
+func (s *Store) LevelDB() LevelDBOptions { return s.ldb }
+
 // Path returns the store's LevelDB directory.
 func (s *Store) Path() string { return s.path }
 

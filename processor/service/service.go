@@ -234,6 +234,7 @@ func New(opts Options) (*Instance, error) {
 	ro.ProbingInterval = cfg.ProbingRebalanceInterval
 	ro.Partitioner = part
 	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
+	ro.MemoryBytes = cfg.StateMemoryBytes // above 0, overrides the sizes above (processor's check)
 	ro.CommitInterval = cfg.CommitInterval
 	ro.Guarantee = guarantee
 	ro.ErrorPolicy = policy

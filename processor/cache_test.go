@@ -1,0 +1,323 @@
+package processor
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/state"
+)
+
+// The record cache on its own (cache.go): LRU order, write-through on
+// eviction, budget accounting. No task, no broker.
+
+// written is one entry a flush or an eviction wrote through.
+type written struct {
+	target int
+	key    string
+	value  string
+	del    bool
+}
+
+// recorder returns a cacheFlushFunc appending to *out, copying what it is
+// handed (it is only valid during the call).
+func recorder(out *[]written) cacheFlushFunc {
+	return func(target int, key, value []byte, _ []kgo.RecordHeader) error {
+		*out = append(*out, written{target, string(key), string(value), value == nil})
+		return nil
+	}
+}
+
+// budgetFor is the budget that holds exactly n entries of 1-byte keys and
+// 1-byte values.
+func budgetFor(n int) int64 { return int64(n) * (2 + cacheOverhead) }
+
+func putString(c *recordCache, target int, k, v string) {
+	c.put(target, []byte(k), []byte(v), nil)
+}
+
+// TestRecordCacheEvictsTheLeastRecentlyWritten: a rewrite makes a key the
+// most recent, so the key evicted is the one written longest ago, with its
+// latest value, and the others stay cached.
+func TestRecordCacheEvictsTheLeastRecentlyWritten(t *testing.T) {
+	c := newRecordCache(budgetFor(3))
+	var out []written
+	putString(c, 0, "a", "1")
+	putString(c, 0, "b", "1")
+	putString(c, 0, "c", "1")
+	putString(c, 0, "a", "2") // a is now the most recent; b the least
+	putString(c, 0, "b", "2") // b is now the most recent; c the least
+	if c.over() {
+		t.Fatal("3 entries over a budget of 3")
+	}
+	putString(c, 0, "d", "1")
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "c", "1", false}}; !slices.Equal(out, want) {
+		t.Fatalf("evicted %v, want %v", out, want)
+	}
+	for _, k := range []string{"a", "b", "d"} {
+		if _, found := c.get(0, []byte(k)); !found {
+			t.Errorf("%s evicted; only c should be", k)
+		}
+	}
+	if v, _ := c.get(0, []byte("a")); string(v) != "2" {
+		t.Errorf("a = %q, want its latest value 2", v)
+	}
+}
+
+// TestRecordCacheEvictionWritesThroughInOrder: one write that needs room
+// for several evicts them least recent first, each with its latest value
+// (a delete as nil, an empty value as empty, not nil), and keeps targets
+// apart: the same key in two targets is two entries.
+func TestRecordCacheEvictionWritesThroughInOrder(t *testing.T) {
+	c := newRecordCache(budgetFor(4))
+	var out []written
+	putString(c, 0, "a", "1")
+	putString(c, 1, "a", "x")
+	c.put(0, []byte("b"), nil, nil)      // a delete
+	c.put(0, []byte("c"), []byte{}, nil) // an empty value
+	// A big value needs the room of all four.
+	c.put(0, []byte("z"), make([]byte, 3*(2+cacheOverhead)), nil)
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	want := []written{{0, "a", "1", false}, {1, "a", "x", false}, {0, "b", "", true}, {0, "c", "", false}}
+	if !slices.Equal(out, want) {
+		t.Fatalf("evicted %v, want %v (least recent first)", out, want)
+	}
+	if c.over() {
+		t.Fatal("still over budget after evicting")
+	}
+	if _, found := c.get(0, []byte("z")); !found {
+		t.Error("the entry just written was evicted though it fits alone")
+	}
+}
+
+// TestRecordCacheHotKeyStaysMergedUnderAColdFlood: a key set 1,000 times
+// larger than the cache passes through it, one cold key per record, with a
+// write to one hot key between each: every cold key is written through
+// once, and the hot key not at all until the commit's flush, which writes
+// its last value once. Flushing whole would have written it at every fill.
+func TestRecordCacheHotKeyStaysMergedUnderAColdFlood(t *testing.T) {
+	const entries, cold = 10, 10_000
+	c := newRecordCache(budgetFor(entries))
+	var out []written
+	for i := range cold {
+		putString(c, 0, "h", string(rune('a'+i%26)))
+		c.put(0, fmt.Appendf(nil, "c%05d", i), []byte("v"), nil)
+		if err := c.evict(recorder(&out)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range out {
+		if w.key == "h" {
+			t.Fatalf("the hot key was written through before the flush (%d writes so far)", len(out))
+		}
+	}
+	before := len(out)
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	hot := 0
+	seen := make(map[string]int)
+	for _, w := range out {
+		seen[w.key]++
+		if w.key == "h" {
+			hot++
+			if want := string(rune('a' + (cold-1)%26)); w.value != want {
+				t.Errorf("hot key flushed with %q, want its last value %q", w.value, want)
+			}
+		}
+	}
+	if hot != 1 {
+		t.Errorf("hot key written through %d times, want once", hot)
+	}
+	if len(seen) != cold+1 || len(out) != cold+1 {
+		t.Errorf("%d writes of %d keys (%d before the flush), want each of the %d keys once", len(out), len(seen), before, cold+1)
+	}
+}
+
+// TestRecordCacheDrainWritesEverythingAndEmpties: a flush writes every
+// entry, least recently written first, and leaves the cache empty and
+// reusable.
+func TestRecordCacheDrainWritesEverythingAndEmpties(t *testing.T) {
+	c := newRecordCache(1 << 20)
+	var out []written
+	putString(c, 0, "a", "1")
+	putString(c, 2, "b", "1")
+	putString(c, 0, "a", "2")
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{2, "b", "1", false}, {0, "a", "2", false}}; !slices.Equal(out, want) {
+		t.Fatalf("flushed %v, want %v", out, want)
+	}
+	if _, found := c.get(0, []byte("a")); found || c.size != 0 || c.live != 0 {
+		t.Fatalf("after the flush: found a %v, size %d, %d live; want empty", found, c.size, c.live)
+	}
+	out = nil
+	putString(c, 0, "a", "3")
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "a", "3", false}}; !slices.Equal(out, want) {
+		t.Fatalf("second flush %v, want %v", out, want)
+	}
+}
+
+// TestRecordCacheBudgetAccounting: the size is the sum of the live
+// entries' keys, values and overheads, through inserts, rewrites to a
+// longer and a shorter value, deletes, evictions and a flush.
+func TestRecordCacheBudgetAccounting(t *testing.T) {
+	c := newRecordCache(1 << 20)
+	want := func(n int64) {
+		t.Helper()
+		if c.size != n {
+			t.Fatalf("size %d, want %d", c.size, n)
+		}
+	}
+	putString(c, 0, "key", "value")
+	want(3 + 5 + cacheOverhead)
+	putString(c, 0, "key", "a much longer value")
+	want(3 + 19 + cacheOverhead)
+	c.put(0, []byte("key"), nil, nil)
+	want(3 + cacheOverhead)
+	putString(c, 1, "other", "v")
+	want(3 + cacheOverhead + 5 + 1 + cacheOverhead)
+	c.budget = 5 + 1 + cacheOverhead
+	var out []written
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	want(5 + 1 + cacheOverhead)
+	if len(out) != 1 || out[0].key != "key" {
+		t.Fatalf("evicted %v, want key", out)
+	}
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	want(0)
+}
+
+// TestRecordCacheAllocations: rewriting a cached key allocates nothing, and
+// a new key in a full cache that evicts as it inserts (a cold-key flood)
+// allocates at most its key: the freed slots keep their value buffers.
+func TestRecordCacheAllocations(t *testing.T) {
+	c := newRecordCache(budgetFor(100))
+	discard := func(int, []byte, []byte, []kgo.RecordHeader) error { return nil }
+	key, value := []byte("h"), []byte("v")
+	if n := testing.AllocsPerRun(1000, func() { c.put(0, key, value, nil) }); n != 0 {
+		t.Errorf("a rewrite allocates %v times, want 0", n)
+	}
+	i := 0
+	cold := make([][]byte, 5000)
+	for j := range cold {
+		cold[j] = fmt.Appendf(nil, "k%04d", j)
+	}
+	flood := func() {
+		c.put(0, cold[i%len(cold)], value, nil)
+		i++
+		if err := c.evict(discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 1000 { // fill and reach a steady state
+		flood()
+	}
+	if n := testing.AllocsPerRun(2000, flood); n > 1 {
+		t.Errorf("a new key with an eviction allocates %v times, want at most 1 (its key)", n)
+	}
+}
+
+// TestTaskCacheEvictsThroughAndCommitFlushesEverything: a task whose
+// cache holds a few keys processes a hot key between many cold ones.
+// Before any commit, the evicted cold keys have reached the changelog and
+// the output, each once, and the hot key not at all; the commit then
+// flushes the rest (the hot key once, with its final count), so the
+// committed store has every count.
+func TestTaskCacheEvictsThroughAndCommitFlushesEverything(t *testing.T) {
+	// The harness's env divides the budget among 4 tasks: 8 entries each.
+	const perTask, cold = 8, 200
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 4 * perTask * (5 + 8 + cacheOverhead) })
+	h.start(0)
+	tk := h.m.task(0)
+	var off int64
+	for i := range cold {
+		h.feed(0, off, "hot", "x")
+		h.feed(0, off+1, fmt.Sprintf("c%03d", i), "x")
+		off += 2
+	}
+	h.waitProcessed(tk, off)
+	perKey := func() map[string]int {
+		h.kafka.mu.Lock()
+		defer h.kafka.mu.Unlock()
+		m := make(map[string]int)
+		for _, r := range h.kafka.records {
+			m[r.topic+"/"+r.key]++
+		}
+		return m
+	}
+	before := perKey()
+	changelog := "harness-counts-changelog/"
+	if n := before[changelog+"hot"] + before["out/hot"]; n != 0 {
+		t.Fatalf("the hot key was written through %d times before the commit; it should stay cached", n)
+	}
+	evicted := 0
+	for i := range cold {
+		k := fmt.Sprintf("c%03d", i)
+		if before["out/"+k] > 1 || before[changelog+k] != before["out/"+k] {
+			t.Fatalf("cold key %s: %d changelog and %d output records before the commit, want as many, at most 1",
+				k, before[changelog+k], before["out/"+k])
+		}
+		evicted += before["out/"+k]
+	}
+	if evicted < cold-perTask {
+		t.Fatalf("%d cold keys written through before the commit; want all but the few cached (%d)", evicted, cold-perTask)
+	}
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	after := perKey()
+	if after[changelog+"hot"] != 1 || after["out/hot"] != 1 {
+		t.Errorf("hot key: %d changelog and %d output records after the commit, want 1 each (merged)",
+			after[changelog+"hot"], after["out/hot"])
+	}
+	if n := h.count(0, "hot"); n != cold {
+		t.Errorf("committed hot count %d, want %d", n, cold)
+	}
+	for i := range cold {
+		k := fmt.Sprintf("c%03d", i)
+		if after["out/"+k] != 1 || h.count(0, k) != 1 {
+			t.Fatalf("cold key %s: %d output records and count %d after the commit, want 1 and 1", k, after["out/"+k], h.count(0, k))
+		}
+	}
+}
+
+// TestAnAssignmentSplitsTheMemoryBudget: under state.memory.bytes, the
+// tasks an assignment starts open their stores with the share of the
+// stores it leaves here (two tasks of one store: a share of 2), and a
+// later assignment adding one more gives its store the share of 3 while
+// the open ones keep theirs.
+func TestAnAssignmentSplitsTheMemoryBudget(t *testing.T) {
+	const budget = 64 << 20
+	h := newHarness(t, func(o *Options) { o.MemoryBytes = budget })
+	h.start(0, 1)
+	sizes := func(id int32, expected int) {
+		t.Helper()
+		got := h.m.task(id).st.Store(harnessStore).LevelDB()
+		wb, bc := state.StoreSizes(budget, expected)
+		if got.WriteBufferBytes != wb || got.BlockCacheBytes != bc {
+			t.Errorf("task %d's store: write buffer %d, block cache %d; want %d, %d (the share of %d stores)",
+				id, got.WriteBufferBytes, got.BlockCacheBytes, wb, bc, expected)
+		}
+	}
+	sizes(0, 2)
+	sizes(1, 2)
+	h.start(2)
+	sizes(2, 3)
+	sizes(0, 2)
+}
