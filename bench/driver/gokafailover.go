@@ -115,11 +115,18 @@ func (d *driver) gokaFailover(ctx context.Context, sec *section, kind string, br
 		"up to date** (goka's only replica setting), against one standby per task for Rackstream above.\n\n",
 		session, thousands(rate))
 	sec.printf("| stop | owner exited after | first committed update | first answer | exit |\n|---|---:|---:|---:|---|\n")
+	var later []func() // rows without figures are explained below the table
+	defer func() {
+		sec.printf("\n")
+		for _, f := range later {
+			f()
+		}
+	}()
 	for i, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		owners, err := gokaOwners(ctx, g, taskKey, 90*time.Second)
 		if err != nil {
 			sec.printf("| %s | - | - | - | - |\n", sigName(sig))
-			sec.missing(rows[i], err.Error())
+			later = append(later, func() { sec.missing(rows[i], err.Error()) })
 			continue
 		}
 		var victim *member
@@ -131,14 +138,15 @@ func (d *driver) gokaFailover(ctx context.Context, sec *section, kind string, br
 			}
 		}
 		if victim == nil {
-			sec.missing(rows[i], "no partition owned by an instance other than the first")
+			sec.printf("| %s | - | - | - | - |\n", sigName(sig))
+			later = append(later, func() { sec.missing(rows[i], "no partition owned by an instance other than the first") })
 			continue
 		}
 		d.logf("goka failover: %s of %s (partition %d)", sigName(sig), victim.name, task)
 		res, err := gokaStop(ctx, g, adm, name, input, victim, task, taskKey[task], sig)
 		if err != nil {
 			sec.printf("| %s | - | - | - | - |\n", sigName(sig))
-			sec.missing(rows[i], err.Error())
+			later = append(later, func() { sec.missing(rows[i], err.Error()) })
 			if !victim.running() {
 				_ = g.start(victim) // the next stop wants three again
 			}
