@@ -34,7 +34,7 @@ var eosLong = flag.Bool("eos.long", false, "run the exactly-once kill test's lon
 
 // eosZombie runs TestExactlyOnceZombieIsFenced. It is out of make test
 // until a known failure is fixed (issue 14 stays open for it): on the real
-// broker, 1 run in 3 ended with 5 of 8 keys one count short (99 of 100)
+// broker, 1 run in 3 ended with 5 keys one count short (99 of 100)
 // after the thawed zombie aborted its transaction and its client was
 // rebuilt (UNKNOWN_MEMBER_ID): an update lost across that abort.
 //
