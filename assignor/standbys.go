@@ -1,6 +1,7 @@
 // This file is over 600 lines on purpose: it holds one idea, the standby
 // search (allowed classes, rounds, load evening), whose pieces share its
 // private state; splitting it by size would scatter one algorithm.
+
 package assignor
 
 // allowedSet is the classes a task's next standby may come from while its

@@ -1,6 +1,7 @@
 // This file is just over 600 lines: it holds the Runtime type, its options
 // check and Run's lifecycle; the next split (accessors into their own file)
 // is noted for the next session.
+
 package processor
 
 import (

@@ -1,6 +1,7 @@
 // This file is over 600 lines: it holds one idea, the one apply path that
 // restore and standby tailing share; splitting it by size would separate the
 // fetch loop from the batch apply it feeds.
+
 package state
 
 import (
