@@ -193,7 +193,15 @@ func (c *Cluster) CreateTopic(name string, partitions int32, configs map[string]
 	for {
 		td, err := adm.ListTopics(ctx, name)
 		if err == nil && topicReady(td[name], partitions) {
-			return
+			// Metadata names a leader before that broker's replica
+			// manager serves the partition: KRaft brokers apply the
+			// topic's records asynchronously, and a ListOffsets in the
+			// gap gets NOT_LEADER_FOR_PARTITION (goka, for one, gives
+			// up on that). A ListOffsets answered by every leader is
+			// the readiness clients actually need.
+			if err = offsetsServed(ctx, adm, name, partitions); err == nil {
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -201,6 +209,30 @@ func (c *Cluster) CreateTopic(name string, partitions int32, configs map[string]
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// offsetsServed returns nil once every partition of topic answers a
+// ListOffsets request without an error.
+func offsetsServed(ctx context.Context, adm *kadm.Client, topic string, partitions int32) error {
+	offs, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	n := int32(0)
+	var first error
+	offs.Each(func(o kadm.ListedOffset) {
+		n++
+		if o.Err != nil && first == nil {
+			first = fmt.Errorf("list offsets %s/%d: %w", o.Topic, o.Partition, o.Err)
+		}
+	})
+	if first != nil {
+		return first
+	}
+	if n != partitions {
+		return fmt.Errorf("list offsets %s: %d of %d partitions answered", topic, n, partitions)
+	}
+	return nil
 }
 
 func topicReady(td kadm.TopicDetail, partitions int32) bool {
