@@ -55,8 +55,8 @@ type run struct {
 	g      *cluster.Group
 	ins    []*cluster.Instance
 	prod   *cluster.Producer
-	active *cluster.Reader // reads actives only
-	lagged *cluster.Reader // reads with max_lag
+	active *cluster.AvailabilityProbe // reads actives only
+	lagged *cluster.AvailabilityProbe // reads with max_lag
 
 	// brokerDown are the intervals in which the broker was down (scenario
 	// 3), excused from the bound on reads from actives.

@@ -341,7 +341,7 @@ type Replica struct {
 	// replicas are state.RoleStandby (RoleRestoring while catching up).
 	Role state.Role
 	// Stores are the task's stores by name; read them through View.
-	Stores map[string]*state.Store
+	Stores map[string]*state.DB
 }
 
 // Replica returns this instance's replica of task, if it has one.
@@ -356,7 +356,7 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 	if st == nil {
 		return Replica{}, false
 	}
-	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.Store)}
+	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB)}
 	for _, s := range st.Stores() {
 		rep.Stores[s.Name()] = s
 	}

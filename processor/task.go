@@ -92,7 +92,7 @@ type task struct {
 	// stores, activated, cache, next and committed.
 	mu        ctxMutex
 	st        *state.Task
-	stores    []*state.Store // in topology order
+	stores    []*state.DB // in topology order
 	activated bool
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record

@@ -24,14 +24,14 @@
 // # Write path of an active task
 //
 // A handler's Put and Delete go to the task's write buffer (Get and Scan on
-// the Store see it) and are produced to the store's changelog partition
+// the DB see it) and are produced to the store's changelog partition
 // through the kgo client given to Task.Activate (the transactional client
 // under exactly-once). At a commit point the caller flushes that client (or
 // commits its transaction) and then calls Task.Commit, which writes, per
 // store, one LevelDB batch with the buffered writes and the new checkpoint.
 // Task.Abort drops the buffer instead (an aborted transaction). No fsync:
 // the changelog is the durable copy and LevelDB's lost tail is restored
-// from it. Readers on other goroutines (HTTP queries) use Store.View, which
+// from it. Readers on other goroutines (HTTP queries) use DB.View, which
 // sees only what Commit wrote.
 //
 // # Restore and standbys

@@ -107,7 +107,7 @@ func (e *env) commit(task *Task, p *kgo.Client) {
 }
 
 // viewContent returns a store's committed content.
-func viewContent(t testing.TB, v *View) map[string]string {
+func viewContent(t testing.TB, v *CommittedView) map[string]string {
 	t.Helper()
 	out := make(map[string]string)
 	if err := v.Scan(nil, nil, func(k, val []byte) bool {

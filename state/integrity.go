@@ -248,7 +248,7 @@ func (d scanDropper) Drop(err error) {
 
 // markDamaged records, once, that s's files are damaged: a marker file
 // for the next open, and an error-level log line.
-func (s *Store) markDamaged(err error) {
+func (s *DB) markDamaged(err error) {
 	if !s.damaged.CompareAndSwap(false, true) {
 		return
 	}

@@ -363,7 +363,7 @@ func TestDamageErrorNamesTheFile(t *testing.T) {
 	must(t, err)
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(log, b, 0o644))
-	s := &Store{path: path, ldb: DefaultLevelDBOptions(), task: &Task{}}
+	s := &DB{path: path, ldb: DefaultLevelDBOptions(), task: &Task{}}
 	err = s.open(nil)
 	var d *damageError
 	if !errors.As(err, &d) || d.Reason != reasonJournal || d.File != filepath.Base(log) || !strings.Contains(err.Error(), filepath.Base(log)) {

@@ -140,7 +140,7 @@ func (m *Manager) OpenTask(id int32, stores []StoreSpec) (*Task, error) {
 		m:      m,
 		id:     id,
 		dir:    filepath.Join(m.root, strconv.Itoa(int(id))),
-		byName: make(map[string]*Store, len(stores)),
+		byName: make(map[string]*DB, len(stores)),
 		ctx:    ctx,
 		cancel: cancel,
 	}
@@ -242,8 +242,8 @@ func (m *Manager) taskClosed(t *Task) {
 
 // openStore opens one store's database, moving a corrupted one aside;
 // open is the number of stores open beside it (for the memory budget).
-func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*Store, error) {
-	s := &Store{
+func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*DB, error) {
+	s := &DB{
 		task:      t,
 		name:      spec.Name,
 		changelog: spec.Changelog,
@@ -286,7 +286,7 @@ func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*Store, error) {
 // (<store>.corrupt-<unix-nanos>, deleted CleanupDelay later) and opens an
 // empty store in its place, with checkpoint 0: Restore rebuilds it from the
 // changelog's start.
-func (m *Manager) rebuild(s *Store, d *damageError) error {
+func (m *Manager) rebuild(s *DB, d *damageError) error {
 	aside := fmt.Sprintf("%s.corrupt-%d", s.path, time.Now().UnixNano())
 	if err := os.Rename(s.path, aside); err != nil {
 		return fmt.Errorf("store is damaged (%v) and could not be moved aside: %w", d, err)
@@ -298,7 +298,7 @@ func (m *Manager) rebuild(s *Store, d *damageError) error {
 	return s.open(m.opts.WrapStorage)
 }
 
-func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
+func (s *DB) open(wrap func(string, storage.Storage) storage.Storage) error {
 	if err := os.MkdirAll(s.path, 0o755); err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (s *Store) open(wrap func(string, storage.Storage) storage.Storage) error {
 }
 
 // reportTornTail reports a journal tail torn by a crash that s's open dropped.
-func (m *Manager) reportTornTail(s *Store, scan *journalScan, ck int64) {
+func (m *Manager) reportTornTail(s *DB, scan *journalScan, ck int64) {
 	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
 	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
 		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)
@@ -374,7 +374,7 @@ func readCheckpoint(db *leveldb.DB) (int64, error) {
 	return ck, nil
 }
 
-func (s *Store) close() error {
+func (s *DB) close() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	if s.db == nil {
@@ -388,7 +388,7 @@ func (s *Store) close() error {
 	return err
 }
 
-func (s *Store) labels() []string {
+func (s *DB) labels() []string {
 	return []string{strconv.Itoa(int(s.partition)), s.name}
 }
 

@@ -58,7 +58,7 @@ func TestManagerOpensStoresWithTheirBudgetShare(t *testing.T) {
 		t.Cleanup(func() { m.Close() })
 		return m
 	}
-	sizes := func(t *testing.T, s *Store, expected int) {
+	sizes := func(t *testing.T, s *DB, expected int) {
 		t.Helper()
 		wb, bc := StoreSizes(budget, expected)
 		if s.ldb.WriteBufferBytes != wb || s.ldb.BlockCacheBytes != bc {

@@ -355,7 +355,7 @@ func TestManyTasksRestoreAndTailThroughOneConsumer(t *testing.T) {
 	for id := int32(0); id < 6; id++ {
 		for _, name := range []string{"s", "t"} {
 			want := viewContent(t, active[id].Store(name).View())
-			var got *Store
+			var got *DB
 			if id < 2 {
 				got = standbys[id].Store(name)
 				kafkatest.Eventually(t, time.Minute, "standby caught up", func() bool {

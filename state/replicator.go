@@ -53,7 +53,7 @@ type replicator struct {
 	// it so that a store is never written after it leaves.
 	applyMu sync.Mutex
 	mu      sync.Mutex
-	subs    map[topicPartition]*Store
+	subs    map[topicPartition]*DB
 }
 
 type topicPartition struct {
@@ -80,7 +80,7 @@ type replicaState struct {
 	lastLog   time.Time
 }
 
-func (r *replicaState) init(s *Store) {
+func (r *replicaState) init(s *DB) {
 	r.target = -1
 }
 
@@ -107,7 +107,7 @@ func (r *replicaState) idle() {
 }
 
 func newReplicator(m *Manager) *replicator {
-	return &replicator{m: m, subs: make(map[topicPartition]*Store)}
+	return &replicator{m: m, subs: make(map[topicPartition]*DB)}
 }
 
 // start creates the consumer and the poll goroutine on first use.
@@ -235,12 +235,12 @@ func (r *replicator) unsubscribe(t *Task) {
 // endOffsets returns, for t's stores, the log start offsets, the high
 // watermarks and the catch-up targets (the last stable offsets under
 // read_committed, else the high watermarks).
-func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*Store]int64, err error) {
+func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*DB]int64, err error) {
 	topics := make([]string, 0, len(t.stores))
 	for _, s := range t.stores {
 		topics = append(topics, s.changelog)
 	}
-	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[*Store]int64, error) {
+	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[*DB]int64, error) {
 		var lo kadm.ListedOffsets
 		// A topic created a moment ago may be unknown to cached metadata
 		// (ours or a broker's): retry that for a while.
@@ -264,7 +264,7 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 			return nil, fmt.Errorf("state: list %s offsets of changelogs of task %d: %w", what, t.id, err)
 		}
-		out := make(map[*Store]int64, len(t.stores))
+		out := make(map[*DB]int64, len(t.stores))
 		for _, s := range t.stores {
 			o, ok := lo.Lookup(s.changelog, s.partition)
 			if !ok {
@@ -306,7 +306,7 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	}
 	began := time.Now()
 	var total int64
-	waiters := make(map[*Store]chan error)
+	waiters := make(map[*DB]chan error)
 	// Targets and waiters are set under applyMu: the poll loop cannot pass
 	// a target between our reading the checkpoint and its waiter existing.
 	r.applyMu.Lock()
@@ -369,7 +369,7 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	return nil
 }
 
-func (r *replicator) subscribed(s *Store) bool {
+func (r *replicator) subscribed(s *DB) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.subs[topicPartition{s.changelog, s.partition}] == s
@@ -388,7 +388,7 @@ func staleReason(ck, start, hwm int64) string {
 }
 
 // wipe deletes the store's data and reopens it empty.
-func (s *Store) wipe() error {
+func (s *DB) wipe() error {
 	if err := s.close(); err != nil {
 		return err
 	}
@@ -402,8 +402,8 @@ func (s *Store) wipe() error {
 // run is the poll loop.
 func (r *replicator) run() {
 	defer close(r.done)
-	dirty := make(map[*Store]struct{})
-	index := make(map[*Store]int)
+	dirty := make(map[*DB]struct{})
+	index := make(map[*DB]int)
 	var work []storeFetches
 	for {
 		fs := r.cl.PollRecords(r.ctx, pollRecords)
@@ -466,7 +466,7 @@ func (r *replicator) run() {
 
 // storeFetches are one poll's fetched partitions for one store, in order.
 type storeFetches struct {
-	s     *Store
+	s     *DB
 	parts []kgo.FetchTopicPartition
 }
 
@@ -499,19 +499,19 @@ func (r *replicator) applyAll(work []storeFetches) {
 	wg.Wait()
 }
 
-func (r *replicator) isSub(s *Store) bool {
+func (r *replicator) isSub(s *DB) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.subs[topicPartition{s.changelog, s.partition}] == s
 }
 
-func (r *replicator) restoring(s *Store) bool {
+func (r *replicator) restoring(s *DB) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return s.rep.target >= 0
 }
 
-func (r *replicator) reached(s *Store) bool {
+func (r *replicator) reached(s *DB) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return s.rep.target >= 0 && s.rep.next >= s.rep.target
@@ -520,7 +520,7 @@ func (r *replicator) reached(s *Store) bool {
 // apply adds one fetched partition's records to the store's batch. It
 // allocates nothing per record: keys are prefixed into a reused scratch
 // buffer and the batch copies them.
-func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
+func (r *replicator) apply(s *DB, p *kgo.FetchTopicPartition) {
 	if err := changelogMoved(s, p); err != nil {
 		for _, rec := range p.Records {
 			rec.Recycle()
@@ -579,7 +579,7 @@ func (r *replicator) apply(s *Store, p *kgo.FetchTopicPartition) {
 // an unclean leader election lost records). Compaction gaps are not that:
 // they never move the log start. The consumer would silently skip ahead in
 // the first case and find nothing new forever in the second.
-func changelogMoved(s *Store, p *kgo.FetchTopicPartition) error {
+func changelogMoved(s *DB, p *kgo.FetchTopicPartition) error {
 	if p.Err != nil {
 		return nil
 	}
@@ -598,7 +598,7 @@ func changelogMoved(s *Store, p *kgo.FetchTopicPartition) error {
 // flush writes the store's batch with its checkpoint, then signals a
 // waiting restore that has reached its target. It returns false when the
 // write failed (the store has left the apply path).
-func (r *replicator) flush(s *Store) bool {
+func (r *replicator) flush(s *DB) bool {
 	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
 		if err := s.writeBatch(b, s.rep.next); err != nil {
@@ -621,7 +621,7 @@ func (r *replicator) flush(s *Store) bool {
 }
 
 // finish ends a store's catch-up, passing err to its waiter.
-func (r *replicator) finish(s *Store, err error) {
+func (r *replicator) finish(s *DB, err error) {
 	r.mu.Lock()
 	w := s.rep.waiter
 	s.rep.waiter = nil
@@ -646,7 +646,7 @@ func (r *replicator) finish(s *Store, err error) {
 
 // progress updates the store's metrics and logs a running restore's
 // progress every progressEvery.
-func (r *replicator) progress(s *Store) {
+func (r *replicator) progress(s *DB) {
 	lbl := s.labels()
 	lag := s.Lag()
 	if lag >= 0 {

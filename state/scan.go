@@ -107,7 +107,7 @@ func taskDirs(root string) ([]int32, error) {
 	return ids, nil
 }
 
-func writeSidecar(s *Store) error {
+func writeSidecar(s *DB) error {
 	return writeFileAtomic(filepath.Join(s.path, sidecarName), []byte(strconv.FormatInt(s.Checkpoint(), 10)+"\n"))
 }
 

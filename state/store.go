@@ -24,7 +24,7 @@ const (
 	bufValue     byte = 1
 )
 
-// Store is one key-value store of one task: a LevelDB database, its
+// DB is one key-value store of one task: a LevelDB database, its
 // changelog partition, and (while the task is active) the task's write
 // buffer for it.
 //
@@ -33,7 +33,7 @@ const (
 // through View, which is safe for concurrent use and sees committed data
 // only. Keys and values passed in are copied; values returned by Get are
 // the caller's.
-type Store struct {
+type DB struct {
 	task      *Task
 	name      string
 	changelog string
@@ -47,7 +47,7 @@ type Store struct {
 	dbMu sync.RWMutex
 	db   *leveldb.DB
 	stor storage.Storage
-	view View
+	view CommittedView
 
 	// checkpoint is the next changelog offset to read, as written to
 	// LevelDB with the data it covers.
@@ -79,30 +79,30 @@ type Store struct {
 }
 
 // Name returns the store's name.
-func (s *Store) Name() string { return s.name }
+func (s *DB) Name() string { return s.name }
 
 // Task returns the id (partition slot) of the store's task.
-func (s *Store) Task() int32 { return s.partition }
+func (s *DB) Task() int32 { return s.partition }
 
 // Changelog returns the store's changelog topic; the store's partition of
 // it is Task().
-func (s *Store) Changelog() string { return s.changelog }
+func (s *DB) Changelog() string { return s.changelog }
 
 // LevelDB returns the LevelDB options the store was opened with: the
 // Manager's, the StoreSpec's, or those a memory budget gave it (memory.go).
-func (s *Store) LevelDB() LevelDBOptions { return s.ldb }
+func (s *DB) LevelDB() LevelDBOptions { return s.ldb }
 
 // Path returns the store's LevelDB directory.
-func (s *Store) Path() string { return s.path }
+func (s *DB) Path() string { return s.path }
 
 // Checkpoint returns the next changelog offset this store will read: the
 // last offset applied to LevelDB + 1 (0 for an empty store).
-func (s *Store) Checkpoint() int64 { return s.checkpoint.Load() }
+func (s *DB) Checkpoint() int64 { return s.checkpoint.Load() }
 
 // Lag returns how many offsets the store is behind the last end offset seen
 // for its changelog partition (never negative), or -1 when no end offset has
 // been seen yet (the store has not restored or tailed since it was opened).
-func (s *Store) Lag() int64 {
+func (s *DB) Lag() int64 {
 	end := s.end.Load()
 	if end < 0 {
 		return -1
@@ -114,14 +114,14 @@ func (s *Store) Lag() int64 {
 // LevelDB read or write, a changelog produce error; see Task.Err), nil
 // while it is healthy. A reader on another goroutine checks it before
 // trusting what View returns: a failed store's data may be stale.
-func (s *Store) Err() error { return s.task.Err() }
+func (s *DB) Err() error { return s.task.Err() }
 
 // View returns a read-only view of the store's committed data, safe for
 // concurrent use (HTTP queries, metrics).
-func (s *Store) View() *View { return &s.view }
+func (s *DB) View() *CommittedView { return &s.view }
 
 // Get returns the value of key, seeing the task's uncommitted writes.
-func (s *Store) Get(key []byte) (value []byte, found bool, err error) {
+func (s *DB) Get(key []byte) (value []byte, found bool, err error) {
 	if s.buf != nil && s.buf.Len() > 0 {
 		if v, err := s.buf.Get(key); err == nil {
 			if v[0] == bufTombstone {
@@ -146,7 +146,7 @@ func (s *Store) Get(key []byte) (value []byte, found bool, err error) {
 
 // Put sets key to value: in the write buffer, and as a record produced to
 // the changelog. The task must be active.
-func (s *Store) Put(key, value []byte) error {
+func (s *DB) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{} // nil is the changelog's tombstone
 	}
@@ -155,9 +155,9 @@ func (s *Store) Put(key, value []byte) error {
 
 // Delete removes key: a tombstone in the write buffer and in the changelog.
 // The task must be active.
-func (s *Store) Delete(key []byte) error { return s.write(key, nil) }
+func (s *DB) Delete(key []byte) error { return s.write(key, nil) }
 
-func (s *Store) write(key, value []byte) error {
+func (s *DB) write(key, value []byte) error {
 	t := s.task
 	if t.producer == nil {
 		return fmt.Errorf("state: write to store %s of task %d: task is %s, not active", s.name, s.partition, t.Role())
@@ -188,7 +188,7 @@ func (s *Store) write(key, value []byte) error {
 }
 
 // onProduced is the changelog records' promise.
-func (s *Store) onProduced(r *kgo.Record, err error) {
+func (s *DB) onProduced(r *kgo.Record, err error) {
 	if err != nil {
 		s.prodMu.Lock()
 		if s.prodErr == nil {
@@ -233,7 +233,7 @@ func (m *Manager) putChangelogRecord(r *kgo.Record) {
 	m.recs.Put(cr)
 }
 
-func (s *Store) produceErr() error {
+func (s *DB) produceErr() error {
 	s.prodMu.Lock()
 	defer s.prodMu.Unlock()
 	return s.prodErr
@@ -242,7 +242,7 @@ func (s *Store) produceErr() error {
 // commit writes the buffer and the new checkpoint in one LevelDB batch.
 // The buffer is kept when the write fails, so nothing is lost and a later
 // commit can retry.
-func (s *Store) commit() error {
+func (s *DB) commit() error {
 	if n := s.pending.Load(); n != 0 {
 		return fmt.Errorf("state: commit store %s of task %d: %d changelog records not yet acknowledged (flush the producer first)", s.name, s.partition, n)
 	}
@@ -280,7 +280,7 @@ func (s *Store) commit() error {
 }
 
 // abort drops the write buffer.
-func (s *Store) abort() {
+func (s *DB) abort() {
 	if s.buf != nil {
 		s.buf.Reset()
 	}
@@ -292,7 +292,7 @@ func (s *Store) abort() {
 
 // writeBatch adds the checkpoint to b, writes it, resets b, and publishes
 // the checkpoint. It is the one place data reaches LevelDB.
-func (s *Store) writeBatch(b *leveldb.Batch, checkpoint int64) error {
+func (s *DB) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 	var ck [8]byte
 	b.Put(checkpointKey, encodeOffset(ck[:0], checkpoint))
 	err := s.db.Write(b, nil)
@@ -310,7 +310,7 @@ func (s *Store) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 // Scan calls fn for each key in [start, end) in key order (nil bounds are
 // open), seeing the task's uncommitted writes, until fn returns false. The
 // slices passed to fn are valid only during the call.
-func (s *Store) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	if s.db == nil {
 		return ErrTaskClosed
 	}
@@ -329,13 +329,13 @@ func (s *Store) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 
 // ScanPrefix calls fn for each key starting with prefix, in key order,
 // seeing the task's uncommitted writes, until fn returns false.
-func (s *Store) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
+func (s *DB) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
 	return s.Scan(prefix, prefixEnd(prefix), fn)
 }
 
 // ApproximateCount returns an estimate of the number of keys, including
 // uncommitted writes. See View.ApproximateCount.
-func (s *Store) ApproximateCount() int64 {
+func (s *DB) ApproximateCount() int64 {
 	n := s.view.ApproximateCount()
 	if s.buf != nil {
 		n += int64(s.buf.Len())

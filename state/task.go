@@ -55,8 +55,8 @@ type Task struct {
 	m      *Manager
 	id     int32
 	dir    string
-	stores []*Store
-	byName map[string]*Store
+	stores []*DB
+	byName map[string]*DB
 
 	ctx    context.Context // cancelled by Close: ends produces and waits
 	cancel context.CancelFunc
@@ -76,10 +76,10 @@ func (t *Task) ID() int32 { return t.id }
 func (t *Task) Dir() string { return t.dir }
 
 // Store returns the named store, nil if the task has none by that name.
-func (t *Task) Store(name string) *Store { return t.byName[name] }
+func (t *Task) Store(name string) *DB { return t.byName[name] }
 
 // Stores returns the task's stores in the order they were declared.
-func (t *Task) Stores() []*Store { return t.stores }
+func (t *Task) Stores() []*DB { return t.stores }
 
 // Role returns what the task is doing.
 func (t *Task) Role() Role { return Role(t.role.Load()) }
@@ -98,7 +98,7 @@ func (t *Task) Err() error {
 }
 
 // fail records err as the task's error (the first one sticks) and counts it.
-func (t *Task) fail(s *Store, err error) {
+func (t *Task) fail(s *DB, err error) {
 	t.errMu.Lock()
 	first := t.err == nil
 	if first {
@@ -115,7 +115,7 @@ func (t *Task) fail(s *Store, err error) {
 // task unhealthy. A corruption (a damaged table block met by a read, or by
 // a compaction and then returned by every write) also marks the store for
 // a rebuild at its next open.
-func (t *Task) storageErr(s *Store, op string, err error) error {
+func (t *Task) storageErr(s *DB, op string, err error) error {
 	err = fmt.Errorf("state: %s store %s of task %d (%s): %w", op, s.name, t.id, s.path, err)
 	if _, ok := corruptedFile(err); ok {
 		s.markDamaged(err)

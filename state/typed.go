@@ -9,21 +9,21 @@ type Codec[T any] interface {
 	Decode(b []byte) (T, error)
 }
 
-// Typed is a Store seen through key and value codecs. Like Store, it
+// Typed is a DB seen through key and value codecs. Like DB, it
 // belongs to the task's goroutine and sees uncommitted writes.
 type Typed[K, V any] struct {
-	s  *Store
+	s  *DB
 	kc Codec[K]
 	vc Codec[V]
 }
 
 // NewTyped returns s seen through the codecs kc and vc.
-func NewTyped[K, V any](s *Store, kc Codec[K], vc Codec[V]) Typed[K, V] {
+func NewTyped[K, V any](s *DB, kc Codec[K], vc Codec[V]) Typed[K, V] {
 	return Typed[K, V]{s: s, kc: kc, vc: vc}
 }
 
 // Store returns the underlying store.
-func (t Typed[K, V]) Store() *Store { return t.s }
+func (t Typed[K, V]) Store() *DB { return t.s }
 
 // Get returns the decoded value of key.
 func (t Typed[K, V]) Get(key K) (value V, found bool, err error) {

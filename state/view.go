@@ -9,15 +9,15 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 )
 
-// View reads a store's committed data: what Task.Commit and the apply path
+// CommittedView reads a store's committed data: what Task.Commit and the apply path
 // wrote to LevelDB, never an open write buffer. It is safe for concurrent
 // use and is what HTTP queries read.
-type View struct {
-	s *Store
+type CommittedView struct {
+	s *DB
 }
 
 // Get returns the committed value of key.
-func (v *View) Get(key []byte) (value []byte, found bool, err error) {
+func (v *CommittedView) Get(key []byte) (value []byte, found bool, err error) {
 	v.s.dbMu.RLock()
 	defer v.s.dbMu.RUnlock()
 	if v.s.db == nil {
@@ -37,7 +37,7 @@ func (v *View) Get(key []byte) (value []byte, found bool, err error) {
 // Scan calls fn for each committed key in [start, end) in key order (nil
 // bounds are open) until fn returns false. The slices are valid only during
 // the call. It reads a consistent snapshot.
-func (v *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+func (v *CommittedView) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	v.s.dbMu.RLock()
 	defer v.s.dbMu.RUnlock()
 	if v.s.db == nil {
@@ -50,11 +50,11 @@ func (v *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 
 // ScanPrefix calls fn for each committed key starting with prefix, in key
 // order, until fn returns false.
-func (v *View) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
+func (v *CommittedView) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
 	return v.Scan(prefix, prefixEnd(prefix), fn)
 }
 
-func (v *View) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
+func (v *CommittedView) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
 	for it.Next() {
 		if !fn(it.Key()[1:], it.Value()) {
 			break
@@ -71,7 +71,7 @@ func (v *View) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
 // adds puts and subtracts deletes as they are applied; overwrites make the
 // estimate drift upward, and it is recounted when the drift may exceed about
 // an eighth of the count.
-func (v *View) ApproximateCount() int64 {
+func (v *CommittedView) ApproximateCount() int64 {
 	v.s.dbMu.RLock()
 	defer v.s.dbMu.RUnlock()
 	if v.s.db == nil {
@@ -94,7 +94,7 @@ func (c *approxCount) add(puts, deletes int64) {
 	c.changes.Add(puts + deletes)
 }
 
-func (c *approxCount) get(s *Store) int64 {
+func (c *approxCount) get(s *DB) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.counted || c.changes.Load() > c.base/8+1024 {

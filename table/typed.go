@@ -10,18 +10,18 @@ import (
 // topic's writer used (a Rackstream store's, or a goka table's through
 // codec.FromGoka).
 type Typed[K, V any] struct {
-	r  *Reader
+	r  *View
 	kc codec.Codec[K]
 	vc codec.Codec[V]
 }
 
 // NewTyped wraps r with a key and a value codec.
-func NewTyped[K, V any](r *Reader, key codec.Codec[K], value codec.Codec[V]) Typed[K, V] {
+func NewTyped[K, V any](r *View, key codec.Codec[K], value codec.Codec[V]) Typed[K, V] {
 	return Typed[K, V]{r: r, kc: key, vc: value}
 }
 
 // Reader returns the underlying Reader (Lag, WaitCaughtUp, Close).
-func (t Typed[K, V]) Reader() *Reader { return t.r }
+func (t Typed[K, V]) Reader() *View { return t.r }
 
 // Get returns key's value; found is false for a key absent or deleted.
 func (t Typed[K, V]) Get(key K) (value V, found bool, err error) {

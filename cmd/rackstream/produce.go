@@ -74,7 +74,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			fmt.Fprintf(stderr, "rackstream produce: %v\n", err)
 			return 2
 		}
-		clientOpts = clients.Opts(kclient.RoleProducer)
+		clientOpts = clients.Opts(kclient.PurposeProducer)
 		if !set["brokers"] {
 			*brokers = strings.Join(cfg.BootstrapServers, ",")
 		}

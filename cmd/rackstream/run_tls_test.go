@@ -74,7 +74,7 @@ func TestRunOverSASLSSL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kc.Opts(kclient.RoleAdmin)...)
+	cl, err := kgo.NewClient(kc.Opts(kclient.PurposeAdmin)...)
 	if err != nil {
 		t.Fatal(err)
 	}

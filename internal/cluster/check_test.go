@@ -42,7 +42,7 @@ func TestCheckSequencesOfAnEmptyTopicLosesEverything(t *testing.T) {
 func TestExcusingCutsExcusedIntervalsOutOfWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	rep := ReaderReport{Windows: []Window{
+	rep := ProbeReport{Windows: []Window{
 		{Key: "a", From: at(0), To: at(30)},  // the broker down 5..20: 0..5 and 20..30 remain
 		{Key: "b", From: at(40), To: at(47)}, // untouched
 		{Key: "c", From: at(6), To: at(19)},  // wholly excused

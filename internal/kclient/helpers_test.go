@@ -25,7 +25,7 @@ import (
 // record (acks=all) and the restore role reads it back.
 func roundTrip(ctx context.Context, t *testing.T, kc *Clients, topic string) {
 	t.Helper()
-	adm := kadm.NewClient(client(t, kc.Opts(RoleAdmin)))
+	adm := kadm.NewClient(client(t, kc.Opts(PurposeAdmin)))
 	resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
@@ -48,11 +48,11 @@ func roundTrip(ctx context.Context, t *testing.T, kc *Clients, topic string) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	prod := client(t, kc.Opts(RoleProducer))
+	prod := client(t, kc.Opts(PurposeProducer))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("produce to %s: %v", topic, err)
 	}
-	cons := client(t, kc.Opts(RoleRestore, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
+	cons := client(t, kc.Opts(PurposeRestore, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())))
 	for {
 		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {

@@ -9,14 +9,14 @@
 //
 //	kc, err := kclient.New(cfg, logger)
 //	if err != nil { ... }                       // unreadable CA file, bad key pair
-//	if err := kclient.Check(ctx, kc.Opts(kclient.RoleAdmin)); err != nil {
+//	if err := kclient.Check(ctx, kc.Opts(kclient.PurposeAdmin)); err != nil {
 //		return err                              // names the broker and SASL mechanism
 //	}
-//	cl, err := kgo.NewClient(kc.Opts(kclient.RoleGroup, kgo.ConsumerGroup(id))...)
+//	cl, err := kgo.NewClient(kc.Opts(kclient.PurposeGroup, kgo.ConsumerGroup(id))...)
 //
 // Components that take one option list for all the clients they make
 // (processor.Options.ClientOpts, state.Options.ClientOpts,
-// balancer.Settings.ClientOpts) get kc.Opts with the role of their main
+// balancer.Settings.ClientOpts) get kc.Opts with the purpose of their main
 // client; every list carries the same connection settings, so only the
 // client id differs.
 //
@@ -34,7 +34,7 @@
 //     client.rack.tag (default zone), so that a broker with a rack-aware
 //     replica selector serves fetches from a replica in the instance's own
 //     zone;
-//   - a client id, <application.id>[-<instance>]-<role>, which names the
+//   - a client id, <application.id>[-<instance>]-<purpose>, which names the
 //     client in broker logs, quotas and request metrics;
 //   - acks=all for anything the client produces (replication.factor only
 //     says how many copies exist; acks=all makes a write wait for them);
@@ -65,25 +65,25 @@ import (
 	"github.com/rackstream/rackstream/config"
 )
 
-// Role is what a client is for; it ends the client id.
-type Role string
+// Purpose is what a client is for; it ends the client id.
+type Purpose string
 
 const (
-	// RoleGroup is the group member: it consumes the inputs and produces
+	// PurposeGroup is the group member: it consumes the inputs and produces
 	// changelog records, outputs and dead letters.
-	RoleGroup Role = "group"
-	// RoleRestore consumes changelogs to restore stores and tail standbys.
-	RoleRestore Role = "restore"
-	// RoleProducer is a client that only produces.
-	RoleProducer Role = "producer"
-	// RolePlacement publishes and reads the placement topic.
-	RolePlacement Role = "placement"
-	// RoleAdmin creates and describes topics and checks the cluster.
-	RoleAdmin Role = "admin"
+	PurposeGroup Purpose = "group"
+	// PurposeRestore consumes changelogs to restore stores and tail standbys.
+	PurposeRestore Purpose = "restore"
+	// PurposeProducer is a client that only produces.
+	PurposeProducer Purpose = "producer"
+	// PurposePlacement publishes and reads the placement topic.
+	PurposePlacement Purpose = "placement"
+	// PurposeAdmin creates and describes topics and checks the cluster.
+	PurposeAdmin Purpose = "admin"
 )
 
-// Roles lists every role, in the order above.
-var Roles = []Role{RoleGroup, RoleRestore, RoleProducer, RolePlacement, RoleAdmin}
+// Purposes lists every purpose, in the order above.
+var Purposes = []Purpose{PurposeGroup, PurposeRestore, PurposeProducer, PurposePlacement, PurposeAdmin}
 
 // Clients holds the options every Kafka client of one instance shares.
 // It is immutable and safe for concurrent use.
@@ -162,15 +162,15 @@ func (c *Clients) WithInstance(id string) *Clients {
 	return &cp
 }
 
-// Opts returns the options of a client with the given role, followed by
+// Opts returns the options of a client with the given purpose, followed by
 // extra (which may override any of them).
-func (c *Clients) Opts(role Role, extra ...kgo.Opt) []kgo.Opt {
+func (c *Clients) Opts(purpose Purpose, extra ...kgo.Opt) []kgo.Opt {
 	opts := make([]kgo.Opt, 0, 8+len(extra))
 	opts = append(opts,
 		kgo.SeedBrokers(c.brokers...),
-		kgo.ClientID(c.ClientID(role)),
+		kgo.ClientID(c.ClientID(purpose)),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.WithLogger(newLogger(c.logger.With("kafka_client", string(role)))),
+		kgo.WithLogger(newLogger(c.logger.With("kafka_client", string(purpose)))),
 	)
 	if c.rack != "" {
 		opts = append(opts, kgo.Rack(c.rack))
@@ -184,8 +184,8 @@ func (c *Clients) Opts(role Role, extra ...kgo.Opt) []kgo.Opt {
 	return append(opts, extra...)
 }
 
-// ClientID returns the client id of a client with the given role.
-func (c *Clients) ClientID(role Role) string {
+// ClientID returns the client id of a client with the given purpose.
+func (c *Clients) ClientID(purpose Purpose) string {
 	id := c.appID
 	if id == "" {
 		id = "rackstream"
@@ -193,7 +193,7 @@ func (c *Clients) ClientID(role Role) string {
 	if c.instance != "" {
 		id += "-" + c.instance
 	}
-	return id + "-" + string(role)
+	return id + "-" + string(purpose)
 }
 
 // Rack returns the client rack every client is built with; "" for none

@@ -89,7 +89,7 @@ func TestEveryRoleIsBuiltWithTheSameConnectionSettings(t *testing.T) {
 		"sasl.username=alice", "sasl.password=s3cret-Pa55",
 		"ssl.ca.location="+ca.caFile)
 	kc := newClients(t, cfg, nil).WithInstance("p7")
-	for _, role := range Roles {
+	for _, role := range Purposes {
 		t.Run(string(role), func(t *testing.T) {
 			cl := client(t, kc.Opts(role))
 			if got := cl.OptValue(kgo.Rack); got != "eu-central-1a" {
@@ -138,7 +138,7 @@ func TestRackComesFromTheTagNamedByClientRackTag(t *testing.T) {
 			if kc.Rack() != tc.want {
 				t.Errorf("Rack() = %q, want %q", kc.Rack(), tc.want)
 			}
-			for _, role := range Roles {
+			for _, role := range Purposes {
 				cl := client(t, kc.Opts(role))
 				if got := cl.OptValue(kgo.Rack); got != tc.want {
 					t.Errorf("%s: rack option = %q, want %q", role, got, tc.want)
@@ -151,7 +151,7 @@ func TestRackComesFromTheTagNamedByClientRackTag(t *testing.T) {
 // TestExtraOptionsOverrideTheDefaults pins that a caller's options come last.
 func TestExtraOptionsOverrideTheDefaults(t *testing.T) {
 	kc := newClients(t, load(t, []string{"127.0.0.1:1"}, "client.tag.zone=z1"), nil)
-	cl := client(t, kc.Opts(RoleProducer, kgo.ClientID("mine"), kgo.Rack("elsewhere")))
+	cl := client(t, kc.Opts(PurposeProducer, kgo.ClientID("mine"), kgo.Rack("elsewhere")))
 	if got := cl.OptValue(kgo.ClientID); got != "mine" {
 		t.Errorf("client id = %v, want mine", got)
 	}
@@ -182,7 +182,7 @@ func TestSASLLoginOnKfake(t *testing.T) {
 				"sasl.username="+user, "sasl.password="+pass, "client.tag.zone=z1"), logger)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			if err := Check(ctx, good.Opts(RoleAdmin)); err != nil {
+			if err := Check(ctx, good.Opts(PurposeAdmin)); err != nil {
 				t.Fatalf("Check with the right password: %v", err)
 			}
 			roundTrip(ctx, t, good, "kclient-sasl-"+strings.ToLower(mech))
@@ -190,7 +190,7 @@ func TestSASLLoginOnKfake(t *testing.T) {
 			const wrong = "wrong-horse-battery"
 			bad := newClients(t, load(t, brokers, "security.protocol=SASL_PLAINTEXT", "sasl.mechanism="+mech,
 				"sasl.username="+user, "sasl.password="+wrong), logger)
-			err = Check(ctx, bad.Opts(RoleAdmin))
+			err = Check(ctx, bad.Opts(PurposeAdmin))
 			assertAuthError(t, err, mech, brokers[0])
 			for _, secret := range []string{pass, wrong} {
 				if strings.Contains(err.Error(), secret) {
@@ -233,7 +233,7 @@ func TestCheckNamesEveryUnreachableBroker(t *testing.T) {
 	kc := newClients(t, load(t, []string{"127.0.0.1:1", "127.0.0.1:2"}), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := Check(ctx, kc.Opts(RoleAdmin))
+	err := Check(ctx, kc.Opts(PurposeAdmin))
 	if err == nil {
 		t.Fatal("Check with no broker listening = nil")
 	}
@@ -259,7 +259,7 @@ func TestCheckPassesWhenOneSeedAnswers(t *testing.T) {
 	kc := newClients(t, load(t, append([]string{"127.0.0.1:1"}, fc.ListenAddrs()...)), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+	if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 		t.Fatalf("Check = %v, want nil (the second seed answers)", err)
 	}
 }

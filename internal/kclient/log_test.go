@@ -17,7 +17,7 @@ func TestFranzGoIsQuietUnlessDebug(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
 		buf := new(logBuffer)
 		kc := newClients(t, load(t, fc.ListenAddrs()), slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: level})))
-		if err := client(t, kc.Opts(RoleAdmin)).Ping(ctx); err != nil {
+		if err := client(t, kc.Opts(PurposeAdmin)).Ping(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if logged := strings.Contains(buf.String(), "kafka_client="); logged != (level == slog.LevelDebug) {

@@ -172,7 +172,7 @@ func TestOAuthBearer(t *testing.T) {
 
 	t.Run("Kafka's OAUTHBEARER listener accepts the tokens", func(t *testing.T) {
 		kc := newClients(t, load(t, brokers, sets...), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+		if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		roundTrip(ctx, t, kc, uniqueTopic("kclient-oauth"))
@@ -184,7 +184,7 @@ func TestOAuthBearer(t *testing.T) {
 		te.audience.Store("another-cluster")
 		defer te.audience.Store(oauthAudience)
 		kc := newClients(t, load(t, brokers, sets...), nil)
-		err := Check(ctx, kc.Opts(RoleAdmin))
+		err := Check(ctx, kc.Opts(PurposeAdmin))
 		assertAuthError(t, err, "OAUTHBEARER", brokers[0])
 		if !strings.Contains(err.Error(), "SASL_SSL listener") {
 			t.Errorf("error %q does not name the listener", err)
@@ -193,7 +193,7 @@ func TestOAuthBearer(t *testing.T) {
 	})
 	t.Run("a wrong client secret stops Check before the broker", func(t *testing.T) {
 		kc := newClients(t, load(t, brokers, append(sets, "sasl.oauthbearer.client.credentials.client.secret=wrong")...), nil)
-		err := Check(ctx, kc.Opts(RoleAdmin))
+		err := Check(ctx, kc.Opts(PurposeAdmin))
 		var tokErr *TokenError
 		if !errors.As(err, &tokErr) {
 			t.Fatalf("Check with a wrong client secret = %v (%T), want a TokenError", err, err)

@@ -63,14 +63,14 @@ func TestSASLOnTheSharedTestCluster(t *testing.T) {
 
 	good := newClients(t, load(t, sc.Brokers, append(sets, "sasl.password="+sc.Password)...), logger)
 	logger.Info("kafka clients", "kafka", good)
-	if err := Check(ctx, good.Opts(RoleAdmin)); err != nil {
+	if err := Check(ctx, good.Opts(PurposeAdmin)); err != nil {
 		t.Fatalf("Check with the right password: %v", err)
 	}
 	roundTrip(ctx, t, good, sc.Name("kclient-scram"))
 
 	wrong := sc.Password + "-not"
 	bad := newClients(t, load(t, sc.Brokers, append(sets, "sasl.password="+wrong)...), logger)
-	err := Check(ctx, bad.Opts(RoleAdmin))
+	err := Check(ctx, bad.Opts(PurposeAdmin))
 	assertAuthError(t, err, sc.Mechanism, sc.Brokers[0])
 	t.Logf("wrong password: %v", err)
 
@@ -82,7 +82,7 @@ func TestSASLOnTheSharedTestCluster(t *testing.T) {
 	}
 	mismatch := newClients(t, load(t, sc.Brokers, "security.protocol=SASL_PLAINTEXT", "sasl.mechanism="+other,
 		"sasl.username="+sc.User, "sasl.password="+sc.Password), logger)
-	err2 := Check(ctx, mismatch.Opts(RoleAdmin))
+	err2 := Check(ctx, mismatch.Opts(PurposeAdmin))
 	assertAuthError(t, err2, other, sc.Brokers[0])
 	t.Logf("other mechanism: %v", err2)
 

@@ -48,7 +48,7 @@ func TestAKafkaStreamsPropertiesFileConnects(t *testing.T) {
 	kc := newClients(t, loadFile(), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+	if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 		t.Fatalf("Check on %s: %v", l.kind, err)
 	}
 	roundTrip(ctx, t, kc, uniqueTopic("kclient-kafka-streams-file"))
@@ -101,7 +101,7 @@ func TestKeyStoresPresentTheClientCertificate(t *testing.T) {
 				all = append(all, trust)
 			}
 			kc := newClients(t, load(t, l.mtls, all...), nil)
-			if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+			if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 				t.Fatalf("Check on %s: %v", l.kind, err)
 			}
 		})
@@ -141,7 +141,7 @@ func TestEndpointIdentificationOffStillVerifiesTheChain(t *testing.T) {
 	fc := fakeCluster(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{srv}, MinVersion: tls.VersionTLS12}))
 	check := func(sets ...string) error {
 		kc := newClients(t, load(t, fc.ListenAddrs(), append([]string{"security.protocol=SSL"}, sets...)...), nil)
-		return Check(ctx, kc.Opts(RoleAdmin))
+		return Check(ctx, kc.Opts(PurposeAdmin))
 	}
 	if err := check("ssl.ca.location=" + ca.caFile); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("https with a certificate for another host: %v, want a verification error", err)
@@ -173,7 +173,7 @@ func TestKeytoolTrustStore(t *testing.T) {
 	kc := newClients(t, load(t, l.ssl, "security.protocol=SSL", "ssl.truststore.location="+store, "ssl.truststore.password=changeit"), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+	if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 		t.Fatalf("Check on %s with keytool's trust store: %v", l.kind, err)
 	}
 }
@@ -264,7 +264,7 @@ func TestOAuthBearerFromAKafkaJAASLine(t *testing.T) {
 	kc := newClients(t, load(t, brokers, append(jaasSets(signed.URL), "ssl.ca.location="+filepath.Join(dir, "ca.pem"))...), nil)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+	if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 		t.Fatalf("Check on Kafka's OAUTHBEARER listener: %v", err)
 	}
 	roundTrip(ctx, t, kc, uniqueTopic("kclient-oauth-jaas"))

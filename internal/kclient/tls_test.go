@@ -94,7 +94,7 @@ func TestTLSAndSASLSSL(t *testing.T) {
 
 	t.Run("TLS: the CA verifies the broker", func(t *testing.T) {
 		kc := newClients(t, load(t, l.ssl, "security.protocol=SSL", "ssl.ca.location="+l.caFile), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+		if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		roundTrip(ctx, t, kc, uniqueTopic("kclient-tls"))
@@ -105,7 +105,7 @@ func TestTLSAndSASLSSL(t *testing.T) {
 			{"security.protocol=SSL"}, // the system's roots
 		} {
 			kc := newClients(t, load(t, l.ssl, sets...), nil)
-			err := Check(ctx, kc.Opts(RoleAdmin))
+			err := Check(ctx, kc.Opts(PurposeAdmin))
 			assertTLSError(t, err, l.ssl[0], "SSL", "not signed by an authority in ssl.ca.location")
 			t.Logf("%v: %v", sets, err)
 		}
@@ -113,21 +113,21 @@ func TestTLSAndSASLSSL(t *testing.T) {
 	t.Run("mutual TLS presents the client certificate", func(t *testing.T) {
 		kc := newClients(t, load(t, l.mtls, "security.protocol=SSL", "ssl.ca.location="+l.caFile,
 			"ssl.certificate.location="+l.certFile, "ssl.key.location="+l.keyFile), nil)
-		if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+		if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		roundTrip(ctx, t, kc, uniqueTopic("kclient-mtls"))
 	})
 	t.Run("mutual TLS without a client certificate is refused naming the broker", func(t *testing.T) {
 		kc := newClients(t, load(t, l.mtls, "security.protocol=SSL", "ssl.ca.location="+l.caFile), nil)
-		err := Check(ctx, kc.Opts(RoleAdmin))
+		err := Check(ctx, kc.Opts(PurposeAdmin))
 		assertTLSError(t, err, l.mtls[0], "SSL", "client certificate")
 		t.Logf("no client certificate: %v", err)
 	})
 	t.Run("mutual TLS with a certificate from another authority is refused", func(t *testing.T) {
 		kc := newClients(t, load(t, l.mtls, "security.protocol=SSL", "ssl.ca.location="+l.caFile,
 			"ssl.certificate.location="+other.certFile, "ssl.key.location="+other.keyFile), nil)
-		err := Check(ctx, kc.Opts(RoleAdmin))
+		err := Check(ctx, kc.Opts(PurposeAdmin))
 		assertTLSError(t, err, l.mtls[0], "SSL", "client certificate")
 	})
 	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"} {
@@ -135,14 +135,14 @@ func TestTLSAndSASLSSL(t *testing.T) {
 			logger, logs := debugLogger()
 			sets := []string{"security.protocol=SASL_SSL", "ssl.ca.location=" + l.caFile, "sasl.mechanism=" + mech, "sasl.username=" + l.user}
 			kc := newClients(t, load(t, l.saslSSL, append(sets, "sasl.password="+l.password)...), logger)
-			if err := Check(ctx, kc.Opts(RoleAdmin)); err != nil {
+			if err := Check(ctx, kc.Opts(PurposeAdmin)); err != nil {
 				t.Fatalf("Check: %v", err)
 			}
 			roundTrip(ctx, t, kc, uniqueTopic("kclient-sasl-ssl-"+strings.ToLower(mech)))
 
 			wrong := l.password + "-wrong"
 			bad := newClients(t, load(t, l.saslSSL, append(sets, "sasl.password="+wrong)...), logger)
-			err := Check(ctx, bad.Opts(RoleAdmin))
+			err := Check(ctx, bad.Opts(PurposeAdmin))
 			assertAuthError(t, err, mech, l.saslSSL[0])
 			if !strings.Contains(err.Error(), "SASL_SSL listener") {
 				t.Errorf("error %q does not name the SASL_SSL listener", err)

@@ -11,7 +11,7 @@ import (
 
 // What each read isolation returns today, through this adapter:
 //
-//   - committed: the store's committed LevelDB state (state.View): what the
+//   - committed: the store's committed LevelDB state (state.CommittedView): what the
 //     task's last commit wrote, or, on a standby, what it has applied of
 //     the changelog. The position is the store's checkpoint, read before
 //     the data.
@@ -22,7 +22,7 @@ import (
 //     exposes such a view, latest reads it over the committed state here,
 //     and nothing changes in the query server.
 //
-// Every read checks the store's health first (state.Store.Err): a store
+// Every read checks the store's health first (state.DB.Err): a store
 // whose task failed (a LevelDB error, a changelog produce error) answers an
 // error, never its possibly stale data, and its status is idle.
 
@@ -58,7 +58,7 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 // through its read-only View, after checking its health.
 type storeReplica struct {
 	role state.Role // the task's role when the request arrived
-	s    *state.Store
+	s    *state.DB
 }
 
 func (r storeReplica) Status() query.ReplicaStatus {

@@ -209,12 +209,12 @@ func New(opts Options) (*Instance, error) {
 	// without a key keep DefaultOptions' values.
 	ro := processor.DefaultOptions()
 	ro.Brokers = cfg.BootstrapServers
-	ro.ClientOpts = kc.Opts(kclient.RoleGroup, opts.ClientOpts...)
+	ro.ClientOpts = kc.Opts(kclient.PurposeGroup, opts.ClientOpts...)
 	// Once the process id is known, the client ids carry it, so that the
 	// brokers' logs and quotas tell the instances apart; the caller's
 	// options still come last and win.
 	ro.ClientOptsFor = func(processID string) []kgo.Opt {
-		return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.RoleGroup))}, opts.ClientOpts...)
+		return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.PurposeGroup))}, opts.ClientOpts...)
 	}
 	ro.StateDir = cfg.StateDir
 	ro.CleanupDelay = cfg.StateCleanupDelay
@@ -293,7 +293,7 @@ func New(opts Options) (*Instance, error) {
 	return &Instance{
 		cfg:      cfg,
 		log:      log,
-		check:    kc.Opts(kclient.RoleAdmin, opts.ClientOpts...),
+		check:    kc.Opts(kclient.PurposeAdmin, opts.ClientOpts...),
 		kc:       kc,
 		rt:       rt,
 		qs:       qs,

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Reader queries keys over HTTP throughout a test, as clients behind a
+// AvailabilityProbe queries keys over HTTP throughout a test, as clients behind a
 // load balancer do, and measures how long each key could not be read.
 //
 // Each key is read by a client of its own (so that one read waiting on a
@@ -21,7 +21,7 @@ import (
 // 200. A key's unavailable window runs from its last successful read before
 // a failure to its next successful read, so it includes up to one period of
 // reads of slack.
-type Reader struct {
+type AvailabilityProbe struct {
 	// MaxLag, when >= 0, is passed as max_lag: a standby that far behind
 	// may answer.
 	MaxLag int64
@@ -57,8 +57,8 @@ func (w Window) Len() time.Duration { return w.To.Sub(w.From) }
 
 // StartReader starts reading keys of store on g's running instances, one
 // read every interval on average; maxLag < 0 reads actives only.
-func StartReader(g *Group, store string, keys []string, maxLag int64, interval time.Duration) *Reader {
-	r := &Reader{
+func StartReader(g *Group, store string, keys []string, maxLag int64, interval time.Duration) *AvailabilityProbe {
+	r := &AvailabilityProbe{
 		MaxLag: maxLag, g: g, store: store, keys: keys, interval: interval,
 		client: &http.Client{Timeout: 2 * time.Second},
 		stop:   make(chan struct{}),
@@ -75,7 +75,7 @@ func StartReader(g *Group, store string, keys []string, maxLag int64, interval t
 
 // read reads key every period, starting after offset (the keys' reads
 // are staggered).
-func (r *Reader) read(key string, period, offset time.Duration) {
+func (r *AvailabilityProbe) read(key string, period, offset time.Duration) {
 	defer r.wg.Done()
 	select {
 	case <-r.stop:
@@ -108,7 +108,7 @@ func (r *Reader) read(key string, period, offset time.Duration) {
 	}
 }
 
-func (r *Reader) path(key string) string {
+func (r *AvailabilityProbe) path(key string) string {
 	p := "/v1/stores/" + url.PathEscape(r.store) + "/keys/" + url.PathEscape(key)
 	if r.MaxLag >= 0 {
 		p += "?max_lag=" + strconv.FormatInt(r.MaxLag, 10)
@@ -116,7 +116,7 @@ func (r *Reader) path(key string) string {
 	return p
 }
 
-func (r *Reader) record(key, cause string, now time.Time) {
+func (r *AvailabilityProbe) record(key, cause string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads++
@@ -135,7 +135,7 @@ func (r *Reader) record(key, cause string, now time.Time) {
 
 // AllReadSince reports whether every key has been read successfully after
 // t.
-func (r *Reader) AllReadSince(t time.Time) bool {
+func (r *AvailabilityProbe) AllReadSince(t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range r.keys {
@@ -146,8 +146,8 @@ func (r *Reader) AllReadSince(t time.Time) bool {
 	return true
 }
 
-// ReaderReport is what a Reader measured.
-type ReaderReport struct {
+// ProbeReport is what an AvailabilityProbe measured.
+type ProbeReport struct {
 	Reads, Failures int
 	// Causes counts failed reads by cause: an HTTP status ("503"), "no
 	// answer" (no instance answered at all) or "no instance".
@@ -160,13 +160,13 @@ type ReaderReport struct {
 }
 
 // MaxUnavailable is the length of the longest window.
-func (r ReaderReport) MaxUnavailable() time.Duration { return r.Worst.Len() }
+func (r ProbeReport) MaxUnavailable() time.Duration { return r.Worst.Len() }
 
 // Report returns the figures so far.
-func (r *Reader) Report() ReaderReport {
+func (r *AvailabilityProbe) Report() ProbeReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rep := ReaderReport{Reads: r.reads, Failures: r.failures, Causes: map[string]int{}, Windows: append([]Window(nil), r.windows...)}
+	rep := ProbeReport{Reads: r.reads, Failures: r.failures, Causes: map[string]int{}, Windows: append([]Window(nil), r.windows...)}
 	for c, n := range r.causes {
 		rep.Causes[c] = n
 	}
@@ -187,7 +187,7 @@ func (r *Reader) Report() ReaderReport {
 // Excusing returns the longest part of any window that lies outside every
 // excused interval (pairs of from, to: e.g. while the broker was down),
 // for bounds that hold only while the excused cause is absent.
-func (r ReaderReport) Excusing(excused ...[2]time.Time) Window {
+func (r ProbeReport) Excusing(excused ...[2]time.Time) Window {
 	var worst Window
 	for _, w := range r.Windows {
 		parts := []Window{w}
@@ -217,7 +217,7 @@ func (r ReaderReport) Excusing(excused ...[2]time.Time) Window {
 }
 
 // Stop stops the reader and returns its report.
-func (r *Reader) Stop() ReaderReport {
+func (r *AvailabilityProbe) Stop() ProbeReport {
 	select {
 	case <-r.stop:
 	default:

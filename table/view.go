@@ -18,15 +18,15 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
-// Reader is a read-only local copy of a compacted topic, kept current in
+// View is a read-only local copy of a compacted topic, kept current in
 // the background. Its methods are safe for concurrent use.
-type Reader struct {
+type View struct {
 	topic  string
 	part   partition.Partitioner
 	mgr    *state.Manager
-	tasks  []*state.Task // by partition
-	views  []*state.View // by partition
-	cl     *kgo.Client   // end offsets for WaitCaughtUp
+	tasks  []*state.Task          // by partition
+	views  []*state.CommittedView // by partition
+	cl     *kgo.Client            // end offsets for WaitCaughtUp
 	adm    *kadm.Client
 	tmpDir string // removed after Close; "" with StateDir
 	log    *slog.Logger
@@ -45,7 +45,7 @@ const pollEvery = 10 * time.Millisecond
 // returns once all are caught up with the end offsets as they were when it
 // started (or ctx is done), and keeps them current in the background until
 // Close. The topic must exist.
-func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error) {
+func Open(ctx context.Context, topic string, opts ...Opt) (_ *View, err error) {
 	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
 	for _, o := range opts {
 		o.apply(&c)
@@ -53,7 +53,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error)
 	if topic == "" {
 		return nil, errors.New("table: open: empty topic name")
 	}
-	r := &Reader{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
+	r := &View{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
 	dir := c.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "rackstream-table-"); err != nil {
@@ -114,7 +114,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Reader, err error)
 }
 
 // partitions returns the topic's partition count.
-func (r *Reader) partitions(ctx context.Context) (int32, error) {
+func (r *View) partitions(ctx context.Context) (int32, error) {
 	var details kadm.TopicDetails
 	err := retry(ctx, func() error {
 		var err error
@@ -152,20 +152,20 @@ func retry(ctx context.Context, fn func() error) error {
 }
 
 // Topic returns the topic the Reader follows.
-func (r *Reader) Topic() string { return r.topic }
+func (r *View) Topic() string { return r.topic }
 
 // Partitions returns the topic's partition count.
-func (r *Reader) Partitions() int32 { return int32(len(r.tasks)) }
+func (r *View) Partitions() int32 { return int32(len(r.tasks)) }
 
 // Partition returns the partition key lives in, by the Reader's
 // partitioner.
-func (r *Reader) Partition(key []byte) int32 {
+func (r *View) Partition(key []byte) int32 {
 	return r.part.Partition(key, int32(len(r.tasks)))
 }
 
 // Get returns key's value as of the Reader's last applied offset of its
 // partition; found is false for a key absent or deleted.
-func (r *Reader) Get(key []byte) (value []byte, found bool, err error) {
+func (r *View) Get(key []byte) (value []byte, found bool, err error) {
 	p := r.Partition(key)
 	value, found, err = r.views[p].Get(key)
 	if err != nil {
@@ -179,7 +179,7 @@ func (r *Reader) Get(key []byte) (value []byte, found bool, err error) {
 // read from a consistent snapshot of its own; the partitions' snapshots are
 // taken at slightly different moments. The slices are valid only during the
 // call.
-func (r *Reader) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+func (r *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	type cursor struct {
 		next func() ([]byte, []byte, bool)
 		stop func()
@@ -243,7 +243,7 @@ func (r *Reader) Scan(start, end []byte, fn func(key, value []byte) bool) error 
 // summed over partitions, or -1 while some partition's end is not known.
 // It is as fresh as the last fetch: records written since then are not
 // counted until fetched (WaitCaughtUp asks the brokers instead).
-func (r *Reader) Lag() int64 {
+func (r *View) Lag() int64 {
 	var sum int64
 	for _, l := range r.Lags() {
 		if l < 0 {
@@ -255,7 +255,7 @@ func (r *Reader) Lag() int64 {
 }
 
 // Lags returns each partition's lag, by partition (-1: not known yet).
-func (r *Reader) Lags() []int64 {
+func (r *View) Lags() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
 		out[p] = t.Stores()[0].Lag()
@@ -265,7 +265,7 @@ func (r *Reader) Lags() []int64 {
 
 // Positions returns each partition's checkpoint, by partition: the next
 // offset it will apply.
-func (r *Reader) Positions() []int64 {
+func (r *View) Positions() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
 		out[p] = t.Stores()[0].Checkpoint()
@@ -276,7 +276,7 @@ func (r *Reader) Positions() []int64 {
 // Err returns why a partition stopped following the topic (a storage
 // error, or the topic recreated or truncated under it), nil while every
 // partition follows it. Reads still answer from what was applied.
-func (r *Reader) Err() error {
+func (r *View) Err() error {
 	for p, t := range r.tasks {
 		if err := t.Err(); err != nil {
 			return fmt.Errorf("table %s: partition %d: %w", r.topic, p, err)
@@ -290,7 +290,7 @@ func (r *Reader) Err() error {
 // up to it, so that every record acknowledged before the call is visible
 // after it. It fails when ctx is done first, a partition stops following
 // the topic, or the Reader is closed.
-func (r *Reader) WaitCaughtUp(ctx context.Context) error {
+func (r *View) WaitCaughtUp(ctx context.Context) error {
 	var ends kadm.ListedOffsets
 	err := retry(ctx, func() error {
 		var err error
@@ -341,7 +341,7 @@ func (r *Reader) WaitCaughtUp(ctx context.Context) error {
 // unless StateDir was given) and the Kafka clients. It returns ctx's error
 // if ctx is done first; the closing then finishes in the background. Reads
 // after Close fail.
-func (r *Reader) Close(ctx context.Context) error {
+func (r *View) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.closeOnce.Do(func() {
@@ -359,7 +359,7 @@ func (r *Reader) Close(ctx context.Context) error {
 }
 
 // shutdown releases whatever Open acquired.
-func (r *Reader) shutdown() error {
+func (r *View) shutdown() error {
 	var errs []error
 	if r.mgr != nil {
 		errs = append(errs, r.mgr.Close())

@@ -200,7 +200,7 @@ func TestReaderReopenedOnItsStateDirRestoresOnlyWhatItMissed(t *testing.T) {
 	fnv := partition.FNV1a()
 	produce(t, c, topic, fnv, keyValues("k", 30, "1")...)
 	dir := t.TempDir()
-	open := func() (*table.Reader, *prometheus.Registry) {
+	open := func() (*table.View, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
 		r, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir),
 			table.Partitioner(fnv), table.Registerer(reg), table.Logger(slog.New(slog.DiscardHandler)))
