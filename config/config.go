@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -162,13 +163,14 @@ type Processor struct {
 	ChangelogTopic string        // processor.changelog.topic
 }
 
-// Guarantee is processing.guarantee.
-type Guarantee string
+// Guarantee is processing.guarantee: the processor's type (one definition,
+// documented there), so a loaded config passes straight to the runtime.
+type Guarantee = processor.Guarantee
 
 const (
-	AtLeastOnce   Guarantee = "at_least_once"
-	ExactlyOnceV2 Guarantee = "exactly_once_v2"
-	AtMostOnce    Guarantee = "at_most_once"
+	AtLeastOnce   = processor.AtLeastOnce
+	ExactlyOnceV2 = processor.ExactlyOnceV2
+	AtMostOnce    = processor.AtMostOnce
 )
 
 // Partitioner is the function that maps a key to its partition slot.
