@@ -334,6 +334,22 @@ func (c *commits) abortTransaction(tasks []*task, cause error) ([]*task, error) 
 	return restart, &offsetCommitError{&txnAbortedError{cause}}
 }
 
+// stoppedInTransaction refuses, under exactly-once, the writes of a record
+// whose task was stopped while its handler ran (a revoke, a loss, an
+// abort, a shutdown): they would land in whatever transaction is open
+// then, which commits without this task's offsets: a handler abandoned
+// past shutdown.timeout.ms would write its late record into a later
+// transaction of tasks that are not its own. The record counts as not
+// processed (the error wraps the task's context error); its task's next
+// owner, or its restart, processes it again. The task's lock is held, as
+// by deactivate's cancel: the check and a commit never interleave.
+func (t *task) stoppedInTransaction() error {
+	if t.env.gate == nil || t.ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("task %d stopped during its record: its writes are dropped, not added to the open transaction: %w", t.id, t.ctx.Err())
+}
+
 // deactivate takes tasks (locked) out of every later commit: their
 // uncommitted writes are dropped and they stop before their next record.
 func deactivate(tasks []*task) {

@@ -394,3 +394,47 @@ func gathered(t *testing.T, h *harness, name string) float64 {
 	}
 	return sum
 }
+
+// TestExactlyOnceAnAbandonedHandlerWritesNothingIntoALaterTransaction: a
+// lost task whose handler is stuck past shutdown.timeout.ms is abandoned;
+// when the handler returns at last, its writes must not reach the
+// transaction open then (it commits the other tasks' work, without the
+// lost task's offsets): no state update and no output of its record is
+// ever read committed, and the record counts as not processed.
+func TestExactlyOnceAnAbandonedHandlerWritesNothingIntoALaterTransaction(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		exactlyOnce(o)
+		o.ShutdownTimeout = 300 * time.Millisecond
+	})
+	f := transactional(h)
+	h.c.eos.abortTimeout = 300 * time.Millisecond
+	release := h.block()
+	defer release()
+	h.start(0, 1)
+	stuck := h.feed(0, 0, "k0", "block")
+	<-h.inGate
+	h.m.lose([]int32{0}) // abandons task 0 in its handler
+	if h.failed() == nil {
+		t.Error("a loss that cannot abort the transaction (a handler holds the gate) did not end the session")
+	}
+	release()
+	<-stuck.done
+	if got := processed(stuck); got != 0 {
+		t.Errorf("the abandoned record counts as processed (next offset %d)", got)
+	}
+	h.waitProcessed(h.feed(1, 0, "k1", "a"), 1)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.outputs("k0"); len(got) != 0 {
+		t.Errorf("read_committed sees the abandoned handler's outputs %v", got)
+	}
+	for _, r := range h.kafka.records {
+		if r.key == "k0" {
+			t.Errorf("the abandoned handler's write reached the producer: %+v", r)
+		}
+	}
+	if got := f.outputs("k1"); len(got) != 1 {
+		t.Errorf("read_committed sees task 1's outputs %v, want its one count", got)
+	}
+}
