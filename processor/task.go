@@ -451,6 +451,9 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	if t.closed.Load() {
 		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
 	}
+	if err := t.stoppedInTransaction(); err != nil {
+		return err
+	}
 	if c := t.cache; c != nil {
 		for i := range ws {
 			w := &ws[i]

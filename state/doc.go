@@ -41,7 +41,8 @@
 // from their checkpoints and applies them in large LevelDB batches, each
 // carrying its new checkpoint. Control records and compaction gaps only move
 // the checkpoint. Task.Restore catches up to the end offset captured when it
-// starts (the last stable offset under read_committed) and reports progress
+// starts (the high watermark: under read_committed it waits for the
+// transactions open then to end, committed or aborted) and reports progress
 // in logs and metrics; a task is not ready until it has caught up.
 // Task.StartStandby tails continuously; Task.Promote catches a standby up and
 // makes it active without reopening its stores; Task.Demote turns an active

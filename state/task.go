@@ -145,8 +145,9 @@ func (t *Task) Lag() map[string]int64 {
 }
 
 // Restore catches every store up to the end of its changelog partition as
-// captured when Restore starts (the last stable offset under read_committed)
-// and returns when all are caught up, ctx is done, or a store fails. Progress
+// captured when Restore starts (the high watermark; under read_committed the
+// restore so also waits for the transactions open then to end: one may
+// still commit, replicator.endOffsets says why) and returns when all are caught up, ctx is done, or a store fails. Progress
 // is logged and exported as metrics. The task is left idle: Activate it, or
 // StartStandby.
 func (t *Task) Restore(ctx context.Context) error {
