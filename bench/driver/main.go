@@ -47,7 +47,7 @@ func main() {
 	records := flag.Int("records", 0, "input records of the count (0: 1,000,000, or 3,000 with -smoke)")
 	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
-	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement (default: all)")
+	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, or freshness (the cluster section with only its freshness row) (default: all)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out)
