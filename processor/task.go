@@ -370,6 +370,9 @@ func (t *task) drop() {
 func (t *task) closeStores() {
 	t.closeOnce.Do(func() {
 		t.closed.Store(true)
+		if t.cache != nil {
+			t.cache.close() // its latest readers fail from now on
+		}
 		if t.st == nil {
 			return
 		}
@@ -452,6 +455,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
 	}
 	if c := t.cache; c != nil {
+		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
 			target := len(t.stores) + w.outputIndex()
@@ -464,6 +468,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 			}
 			c.put(target, w.key, value, w.headers)
 		}
+		c.mu.Unlock()
 		if c.over() {
 			return c.evict(t.writeThrough)
 		}
