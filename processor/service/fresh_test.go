@@ -43,16 +43,7 @@ func TestLatestReadsSeeAProcessedRecordBeforeTheCommit(t *testing.T) {
 	}
 	get := func(url string) (int, answer) {
 		var a answer
-		resp, err := http.Get(url)
-		if err != nil {
-			return 0, a
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &a) != nil {
-			t.Fatalf("GET %s: %s", url, b)
-		}
-		return resp.StatusCode, a
+		return getJSON(t, url, &a), a
 	}
 	committedOffset := func() int64 {
 		offs, err := c.Admin().FetchOffsets(t.Context(), app)
@@ -105,4 +96,20 @@ func TestLatestReadsSeeAProcessedRecordBeforeTheCommit(t *testing.T) {
 		code, a := get(base + "/keys/k?isolation=committed")
 		return code == http.StatusOK && a.Value == float64(records)
 	})
+}
+
+// getJSON GETs url and decodes a 200 answer into into; it returns the
+// status, 0 when the request failed (the server not listening yet).
+func getJSON(t *testing.T, url string, into any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && json.Unmarshal(b, into) != nil {
+		t.Fatalf("GET %s: %s", url, b)
+	}
+	return resp.StatusCode
 }
