@@ -41,10 +41,8 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 		rep.Stores[s.Name()] = s
 	}
 	if sess != nil && rep.Role == state.RoleActive {
-		// The task's cache is set when it is made and never changes:
-		// no lock of the task's is needed to reach it.
-		if t := sess.m.task(task); t != nil && t.cache != nil {
-			rep.cache = t.cache
+		if c, ok := sess.m.env.caches.Load(task); ok {
+			rep.cache = c.(*recordCache)
 			rep.targets = make(map[string]int, len(r.topo.stores))
 			for i, s := range r.topo.stores {
 				rep.targets[s.name] = i

@@ -55,6 +55,13 @@ type taskEnv struct {
 	// process and exclusively by a commit: the transaction spans every
 	// task, so that no record straddles a commit (txn.go).
 	gate *sync.RWMutex
+
+	// caches holds each task's record cache by task id, from the task's
+	// making until its stores close, for latest reads (replica.go): the
+	// one field that changes, safe for concurrent use. It outlives the
+	// task's place in the member's active tasks, which a revoke leaves
+	// before it commits the cache.
+	caches sync.Map // int32 -> *recordCache
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -136,6 +143,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
+		env.caches.Store(id, t.cache)
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t})
@@ -372,6 +380,7 @@ func (t *task) closeStores() {
 		t.closed.Store(true)
 		if t.cache != nil {
 			t.cache.close() // its latest readers fail from now on
+			t.env.caches.CompareAndDelete(t.id, t.cache)
 		}
 		if t.st == nil {
 			return
