@@ -96,7 +96,9 @@ type task struct {
 
 	// mu is held while a record is processed; a commit holds every task's
 	// to flush and write the stores between records. It guards st,
-	// stores, activated, cache, next and committed.
+	// stores, activated, cache, next and committed. Latest reads on other
+	// goroutines never take it: they read the cache under the cache's own
+	// lock (cache.go), which the writer takes while it changes the cache.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.DB // in topology order
