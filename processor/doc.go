@@ -119,9 +119,12 @@
 //     revoke, lose), again with no Kafka client of its own.
 //   - metrics.go: series collected from the live tasks at scrape time.
 //
-// A query answer reads the same stores: the committed LevelDB state, or
-// under at-least-once the task's latest (write buffer over LevelDB), through
-// Runtime.Replica and package processor/query.
+// A query answer reads the same stores, through Runtime.Replica
+// (replica.go) and package processor/query: the committed LevelDB state
+// (isolation=committed), or under at-least-once the task's latest
+// processed state (isolation=latest, FreshView): the record cache over the
+// write buffer over LevelDB, read without blocking the task (cache.go and
+// state/latest.go say how).
 //
 // # Poison records
 //

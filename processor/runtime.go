@@ -1,7 +1,3 @@
-// This file is just over 600 lines: it holds the Runtime type, its options
-// check and Run's lifecycle; the next split (accessors into their own file)
-// is noted for the next session.
-
 package processor
 
 import (
@@ -332,35 +328,6 @@ func (r *Runtime) Member() (memberID string, generation int32) {
 		return "", -1
 	}
 	return s.cl.GroupMetadata()
-}
-
-// Replica is this instance's copy of one task's state, for queries.
-type Replica struct {
-	Task int32
-	// Role is state.RoleActive for a running task; standby and warmup
-	// replicas are state.RoleStandby (RoleRestoring while catching up).
-	Role state.Role
-	// Stores are the task's stores by name; read them through View.
-	Stores map[string]*state.DB
-}
-
-// Replica returns this instance's replica of task, if it has one.
-func (r *Runtime) Replica(task int32) (Replica, bool) {
-	r.mu.Lock()
-	mgr := r.mgr
-	r.mu.Unlock()
-	if mgr == nil {
-		return Replica{}, false
-	}
-	st := mgr.Task(task)
-	if st == nil {
-		return Replica{}, false
-	}
-	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB)}
-	for _, s := range st.Stores() {
-		rep.Stores[s.Name()] = s
-	}
-	return rep, true
 }
 
 func (r *Runtime) setFatal(err error) {

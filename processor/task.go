@@ -55,6 +55,13 @@ type taskEnv struct {
 	// process and exclusively by a commit: the transaction spans every
 	// task, so that no record straddles a commit (txn.go).
 	gate *sync.RWMutex
+
+	// caches holds each task's record cache by task id, from the task's
+	// making until its stores close, for latest reads (replica.go): the
+	// one field that changes, safe for concurrent use. It outlives the
+	// task's place in the member's active tasks, which a revoke leaves
+	// before it commits the cache.
+	caches sync.Map // int32 -> *recordCache
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -89,7 +96,9 @@ type task struct {
 
 	// mu is held while a record is processed; a commit holds every task's
 	// to flush and write the stores between records. It guards st,
-	// stores, activated, cache, next and committed.
+	// stores, activated, cache, next and committed. Latest reads on other
+	// goroutines never take it: they read the cache under the cache's own
+	// lock (cache.go), which the writer takes while it changes the cache.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.DB // in topology order
@@ -136,6 +145,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
+		env.caches.Store(id, t.cache)
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t})
@@ -370,6 +380,10 @@ func (t *task) drop() {
 func (t *task) closeStores() {
 	t.closeOnce.Do(func() {
 		t.closed.Store(true)
+		if t.cache != nil {
+			t.cache.close() // its latest readers fail from now on
+			t.env.caches.CompareAndDelete(t.id, t.cache)
+		}
 		if t.st == nil {
 			return
 		}
@@ -455,6 +469,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 		return err
 	}
 	if c := t.cache; c != nil {
+		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
 			target := len(t.stores) + w.outputIndex()
@@ -467,6 +482,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 			}
 			c.put(target, w.key, value, w.headers)
 		}
+		c.mu.Unlock()
 		if c.over() {
 			return c.evict(t.writeThrough)
 		}
