@@ -174,11 +174,7 @@ func (t *task) run() {
 				continue
 			}
 		}
-		t.env.taken(len(p.Records))
-		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
-			return
-		}
-		if !t.work(p.Records) {
+		if !t.take(p) { // table_task.go
 			return
 		}
 		if t.ctx.Err() == nil {
