@@ -160,7 +160,20 @@ type Processor struct {
 	OutputTopic    string        // processor.output.topic
 	SumField       string        // processor.sum.field
 	ChangelogTopic string        // processor.changelog.topic
+	TableTopic     string        // processor.table.topic
+	TableGlobal    bool          // processor.table.global
+	Join           JoinType      // processor.join
+	JoinKeyField   string        // processor.join.key.field
 }
+
+// JoinType is processor.join: how the built-in join treats a record whose
+// key the table does not have.
+type JoinType string
+
+const (
+	JoinInner JoinType = "inner" // drop it
+	JoinLeft  JoinType = "left"  // emit it with a null table value
+)
 
 // Guarantee is processing.guarantee.
 type Guarantee string
@@ -232,6 +245,7 @@ const (
 	ProcessorLatest ProcessorType = "latest" // last value per key
 	ProcessorCount  ProcessorType = "count"  // records per key
 	ProcessorSum    ProcessorType = "sum"    // sum of a number per key
+	ProcessorJoin   ProcessorType = "join"   // each record enriched with a table's value
 )
 
 // Secret is a configuration value that must not be shown: it prints, logs
