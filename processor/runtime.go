@@ -192,6 +192,7 @@ type Runtime struct {
 	running   bool
 	ended     bool     // Run returned (maybe leaving a session's stragglers)
 	globals   *globals // set once, before the first session (global.go)
+	gmet      globalMetrics
 	// balEnded sums the balancer counters of the sessions that ended (a
 	// session's balancer goes with its client): BalancerStats adds the
 	// live session's, so the counters never go back.
@@ -258,6 +259,7 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	}
 	r.published.Store(-1)
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
 }
 
