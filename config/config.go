@@ -41,6 +41,7 @@ type Config struct {
 	ReplicationFactor          int              // replication.factor
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
+	MaxTaskIdle                time.Duration    // max.task.idle.ms
 	Partitioner                Partitioner      // partitioner
 	ProcessingExceptionHandler ExceptionHandler // processing.exception.handler
 	DeadLetterQueueTopic       string           // errors.dead.letter.queue.topic.name

@@ -140,6 +140,14 @@ type Options struct {
 	// TaskQueue is how many fetched records may wait per task before its
 	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
+	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
+	// tables (table_align.go): how long a task waits for new table records,
+	// when its table partition is caught up, before it processes an input
+	// record stamped later than everything the table has. 0 waits only for
+	// table records known to be on the broker (Kafka Streams' default); a
+	// negative value turns the timestamp alignment off (tables as of
+	// everything fetched).
+	MaxTaskIdle time.Duration
 
 	// OnPlacement, when set, is called once with every new placement of
 	// the group this instance learns (a new generation's, once it is

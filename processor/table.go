@@ -29,17 +29,19 @@ import (
 // checkpoint in the store's LevelDB batch at each commit, like any store's.
 // Handlers never write a table (it has no Put): its topic is its writer's.
 //
-// Ordering (the rule, in fetch order, as goka's; not Kafka Streams'
-// timestamp order): a task applies every table record it has fetched
-// before it processes the next batch of input records, and a record never
-// sees the table go back in time. A task starts with the table restored to
-// the topic's end offset as of its start, so a record sees every table
-// update written before its task started. An update written while the task
-// runs is seen by the input records processed after it was fetched: the
-// same input record written after the update may be processed before it,
-// when the input's partition was fetched first. Kafka Streams instead
-// merges a task's partitions by record timestamp (bounded by
-// max.task.idle.ms); we do not (yet).
+// Ordering, as Kafka Streams': by record timestamp within a task. A task
+// starts with the table restored to the topic's end offset as of its
+// start; then, before it processes an input record stamped ts, it applies
+// the table records fetched and stamped at or before ts, and keeps the
+// later ones for later input records (table_align.go). When it has no
+// table record waiting while the table's partition is known to hold more,
+// it waits for them; when the table is caught up it waits
+// Options.MaxTaskIdle (max.task.idle.ms, default 0: not at all) for new
+// table records before it processes. A table never goes back in time. The
+// restore is not aligned: the records a task processes first see every
+// table record written before the task started, whatever its timestamp.
+// MaxTaskIdle < 0 turns the alignment off: each input batch sees the
+// tables as of every table record fetched before it (goka's rule).
 //
 // Input records processed again after a crash (under at-least-once) may
 // see table updates newer than they saw the first time: the store keeps

@@ -247,3 +247,29 @@ func TestTableWithAnotherPartitionCountFailsRunNamingTopicsAndCounts(t *testing.
 		t.Errorf("Run() = %v, want an error naming %s=4 and table %s=2", err, in, tbl)
 	}
 }
+
+// TestTableJoinIsTimestampAligned: with max.task.idle.ms, an order stamped
+// before a price update sees the old price even when both arrive together,
+// and an order stamped after it sees the new one.
+func TestTableJoinIsTimestampAligned(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newShopApp(c)
+	a.setPrices(0, 1, "v1")
+	opts := testOptions(t, c.Brokers, "aligned")
+	// Long enough that the order, produced with the update, is fetched
+	// within it whichever partition the fetches bring first.
+	opts.MaxTaskIdle = 30 * time.Second
+	in := a.start(t, "aligned", opts)
+	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
+	update := versioned(a.prices, "item-", 0, 1, "v2")[0]
+	update.Timestamp = time.Now()
+	late := &kgo.Record{Topic: a.orders, Key: []byte("item-0"), Value: []byte("order-0"), Timestamp: update.Timestamp.Add(-time.Hour)}
+	c.Produce(update, late)
+	a.expect(t, 0, 1, 1, func(int) string { return "v1-0" })
+	// With a later update of the same key written too, the task need not
+	// idle for the table: the order sees v2 and not v3, stamped after it.
+	next := versioned(a.prices, "item-", 0, 1, "v3")[0]
+	next.Timestamp = update.Timestamp.Add(2 * time.Second)
+	c.Produce(&kgo.Record{Topic: a.orders, Key: []byte("item-0"), Value: []byte("order-1"), Timestamp: update.Timestamp.Add(time.Second)}, next)
+	a.expect(t, 1, 1, 1, func(int) string { return "v2-0" })
+}

@@ -97,6 +97,9 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+	// align is the timestamp alignment with co-partitioned tables
+	// (table_align.go), made at the first batch; the task goroutine's.
+	align *tableAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
