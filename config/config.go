@@ -42,6 +42,7 @@ type Config struct {
 	ReplicationFactor          int              // replication.factor
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
+	MaxTaskIdle                time.Duration    // max.task.idle.ms
 	Partitioner                Partitioner      // partitioner
 	ProcessingExceptionHandler ExceptionHandler // processing.exception.handler
 	DeadLetterQueueTopic       string           // errors.dead.letter.queue.topic.name
@@ -161,7 +162,21 @@ type Processor struct {
 	OutputTopic    string        // processor.output.topic
 	SumField       string        // processor.sum.field
 	ChangelogTopic string        // processor.changelog.topic
+	TableTopic     string        // processor.table.topic
+	TableGlobal    bool          // processor.table.global
+	Join           JoinType      // processor.join
+	JoinKeyField   string        // processor.join.key.field
 }
+
+// JoinType is processor.join: how the built-in join treats a record whose
+// key the table does not have.
+type JoinType string
+
+const (
+	JoinInner JoinType = "inner" // drop it
+	JoinLeft  JoinType = "left"  // emit it with a null table value
+)
+
 
 // Guarantee is processing.guarantee: the processor's type (one definition,
 // documented there), so a loaded config passes straight to the runtime.
@@ -234,6 +249,7 @@ const (
 	ProcessorLatest ProcessorType = "latest" // last value per key
 	ProcessorCount  ProcessorType = "count"  // records per key
 	ProcessorSum    ProcessorType = "sum"    // sum of a number per key
+	ProcessorJoin   ProcessorType = "join"   // each record enriched with a table's value
 )
 
 // Secret is a configuration value that must not be shown: it prints, logs

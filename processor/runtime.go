@@ -136,6 +136,14 @@ type Options struct {
 	// TaskQueue is how many fetched records may wait per task before its
 	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
+	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
+	// tables (table_align.go): how long a task waits for new table records,
+	// when its table partition is caught up, before it processes an input
+	// record stamped later than everything the table has. 0 waits only for
+	// table records known to be on the broker (Kafka Streams' default); a
+	// negative value turns the timestamp alignment off (tables as of
+	// everything fetched).
+	MaxTaskIdle time.Duration
 
 	// OnPlacement, when set, is called once with every new placement of
 	// the group this instance learns (a new generation's, once it is
@@ -188,6 +196,7 @@ type Runtime struct {
 	running   bool
 	ended     bool     // Run returned (maybe leaving a session's stragglers)
 	globals   *globals // set once, before the first session (global.go)
+	gmet      globalMetrics
 	// balEnded sums the balancer counters of the sessions that ended (a
 	// session's balancer goes with its client): BalancerStats adds the
 	// live session's, so the counters never go back.
@@ -254,6 +263,7 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	}
 	r.published.Store(-1)
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
 }
 

@@ -106,6 +106,9 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+	// align is the timestamp alignment with co-partitioned tables
+	// (table_align.go), made at the first batch; the task goroutine's.
+	align *tableAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
@@ -184,11 +187,7 @@ func (t *task) run() {
 				continue
 			}
 		}
-		t.env.taken(len(p.Records))
-		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
-			return
-		}
-		if !t.work(p.Records) {
+		if !t.take(p) { // table_task.go
 			return
 		}
 		if t.ctx.Err() == nil {
