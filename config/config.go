@@ -177,7 +177,6 @@ const (
 	JoinLeft  JoinType = "left"  // emit it with a null table value
 )
 
-
 // Guarantee is processing.guarantee: the processor's type (one definition,
 // documented there), so a loaded config passes straight to the runtime.
 type Guarantee = processor.Guarantee
