@@ -10,7 +10,19 @@ import (
 // of a whole zone (both its instances) at once, and the zone back.
 func TestKillInstanceThenZone(t *testing.T) {
 	needMode(t, false)
-	r := begin(t, "kill")
+	killInstanceThenZone(t, setup{})
+}
+
+// TestKillInstanceThenZoneExactlyOnce is scenario 1 under exactly_once_v2:
+// the kills land mid-transaction (a commit every 200 ms), and the counts
+// and the output, read committed, must be exact. Part of the short form.
+func TestKillInstanceThenZoneExactlyOnce(t *testing.T) {
+	needMode(t, false)
+	killInstanceThenZone(t, setup{eos: true})
+}
+
+func killInstanceThenZone(t *testing.T, s setup) {
+	r := beginWith(t, "kill", s)
 
 	victim := r.ins[0]
 	victim.Kill()
