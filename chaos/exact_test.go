@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -159,4 +162,46 @@ func lastOf(s []string, n int) []string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// kill sends kill -9 to ins at once, under exactly-once while the first
+// one's transaction is open (midTransaction).
+func (r *run) kill(ins ...*cluster.Instance) {
+	r.t.Helper()
+	r.midTransaction(ins[0])
+	for _, in := range ins {
+		in.Kill()
+	}
+}
+
+// midTransaction waits, under exactly-once, until in's transaction is open
+// on the broker (it commits every 200 ms, so that is most of the time), so
+// that the fault that follows provably lands mid-transaction: the broker
+// must abort it once in's successor fences it, and no record of it may be
+// counted or reach a read-committed reader. At-least-once: no wait.
+func (r *run) midTransaction(in *cluster.Instance) {
+	r.t.Helper()
+	if !r.eos {
+		return
+	}
+	adm := kafkatest.At(r.t, broker.Addr).Admin()
+	id := processor.TransactionalID(r.app, in.ID())
+	var state string
+	kafkatest.Poll(r.t, deadline, 5*time.Millisecond, in.Name+"'s transaction open", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := adm.DescribeTransactions(ctx, id)
+		if err != nil {
+			state = err.Error()
+			return false
+		}
+		tx, ok := d[id]
+		if !ok || tx.Err != nil {
+			state = fmt.Sprint(tx.Err)
+			return false
+		}
+		state = tx.State
+		return tx.State == "Ongoing"
+	})
+	r.t.Logf("%s's transaction %s is %s: the fault lands mid-transaction", in.Name, id, state)
 }

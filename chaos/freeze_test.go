@@ -25,6 +25,7 @@ func TestFrozenInstanceExactlyOnce(t *testing.T) {
 func frozenInstance(t *testing.T, s setup) {
 	r := beginWith(t, "freeze", s)
 	victim := r.ins[3]
+	r.midTransaction(victim)
 	victim.Freeze()
 	frozen := time.Now()
 	r.waitTakeover(victim)
@@ -58,6 +59,7 @@ func TestNetworkCutExactlyOnce(t *testing.T) {
 func networkCut(t *testing.T, s setup) {
 	r := beginWith(t, "network-cut", s)
 	victim := r.ins[4]
+	r.midTransaction(victim)
 	victim.Isolate()
 	cut := time.Now()
 	r.waitTakeover(victim)
