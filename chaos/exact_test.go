@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -185,23 +183,10 @@ func (r *run) midTransaction(in *cluster.Instance) {
 		return
 	}
 	adm := kafkatest.At(r.t, broker.Addr).Admin()
-	id := processor.TransactionalID(r.app, in.ID())
 	var state string
 	kafkatest.Poll(r.t, deadline, 5*time.Millisecond, in.Name+"'s transaction open", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		d, err := adm.DescribeTransactions(ctx, id)
-		if err != nil {
-			state = err.Error()
-			return false
-		}
-		tx, ok := d[id]
-		if !ok || tx.Err != nil {
-			state = fmt.Sprint(tx.Err)
-			return false
-		}
-		state = tx.State
-		return tx.State == "Ongoing"
+		state = cluster.TransactionState(adm, r.app, in.ID())
+		return state == "Ongoing"
 	})
-	r.t.Logf("%s's transaction %s is %s: the fault lands mid-transaction", in.Name, id, state)
+	r.t.Logf("%s's transaction is %s: the fault lands mid-transaction", in.Name, state)
 }
