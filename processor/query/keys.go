@@ -190,6 +190,7 @@ func (s *Server) ask(w *statusWriter, r *http.Request, st ServedStore, req *keyR
 		ctx, cancel := context.WithCancel(base)
 		cancels[i] = cancel
 		go func() {
+			defer cancel()
 			a, err := s.forward(ctx, routeKeys, m, p.Generation, path, query, s.opts.ForwardTimeout)
 			s.notePeer(ctx, m.ProcessID, err)
 			results <- outcome{i: i, a: a, err: err}
