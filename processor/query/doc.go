@@ -51,6 +51,13 @@
 // scans are answered from the local copy (Reader.Global), never routed by
 // task nor forwarded, and name task -1 (GlobalTask).
 //
+// A lookup with max_lag does not wait on an active that does not answer
+// (frozen, or its network cut): after HedgeAfter it asks the next
+// candidate, a standby, too, and relays the first answer; a peer that
+// failed to answer is asked after every other candidate for
+// PeerFailureMemory (route.go). A lookup of actives only has no one else
+// to ask and waits up to ForwardTimeout.
+//
 // At most one hop: a forwarded request is answered from the receiver's own
 // replica or refused, never forwarded again. A response carries "position",
 // the store's checkpoint for that task (the next changelog offset), so that
