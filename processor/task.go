@@ -45,8 +45,10 @@ type taskEnv struct {
 	// taken is called with the records that leave a task's queue: a batch
 	// taken up, or those dropped unprocessed as the task ends.
 	taken func(records int)
-	// worked is called after each batch a task has worked through.
-	worked func()
+	// worked is called after each batch a task has worked through;
+	// promoted says it was the first of a task started from a replica held
+	// here (a failover or a move to a warm standby).
+	worked func(promoted bool)
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
 	// ahead, under at-most-once, commits a batch's offsets before the
@@ -86,6 +88,9 @@ type task struct {
 	done   chan struct{}
 
 	running atomic.Bool // restored and processing
+	// fromReplica says the task started from a standby or warm-up replica
+	// held here: its first batch is committed at once (session.worked).
+	fromReplica bool
 	// exit is taskRunning, then taskExited when run returns, or
 	// taskAbandoned when stop gave up waiting (run then drops the task
 	// itself when it finally returns).
@@ -131,16 +136,17 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	ctx, cancel := context.WithCancel(env.ctx)
 	t := &task{
 		id: id, env: env,
-		stats:     newTaskStats(id),
-		mu:        make(ctxMutex, 1),
-		q:         batchQueue{ready: make(chan struct{}, 1)},
-		ctx:       ctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		st:        held,
-		next:      make(map[string]kgo.EpochOffset),
-		committed: make(map[string]int64),
-		first:     make(map[string]int64),
+		stats:       newTaskStats(id),
+		mu:          make(ctxMutex, 1),
+		q:           batchQueue{ready: make(chan struct{}, 1)},
+		ctx:         ctx,
+		cancel:      cancel,
+		done:        make(chan struct{}),
+		st:          held,
+		fromReplica: held != nil,
+		next:        make(map[string]kgo.EpochOffset),
+		committed:   make(map[string]int64),
+		first:       make(map[string]int64),
 	}
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
@@ -178,6 +184,7 @@ func (t *task) run() {
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
 	t.running.Store(true)
+	promoted := t.fromReplica // until its first batch is worked through
 	for {
 		p, ok := t.q.pop()
 		if !ok {
@@ -198,7 +205,8 @@ func (t *task) run() {
 		if t.ctx.Err() == nil {
 			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 		}
-		t.env.worked()
+		t.env.worked(promoted)
+		promoted = false
 	}
 }
 
