@@ -261,7 +261,7 @@ var keys = []*keyDef{
 		doc:   "LevelDB memtable size per store, in bytes. Larger memtables restore faster, at the cost of memory per open store.",
 		field: func(c *Config) any { return &c.LevelDB.WriteBufferBytes }},
 	{name: "state.memory.bytes", def: num(stateDefaults.MemoryBytes), min: 0, hasMin: true,
-		doc:   "Memory budget of the local state, in bytes: above 0 it overrides `state.leveldb.write.buffer.bytes`, `state.leveldb.block.cache.bytes` and `statestore.cache.max.bytes`. A quarter goes to the record cache; the rest is split among the stores as they open, each getting an equal share of the stores this instance expects to hold (tasks assigned, active and standby, times stores per task, recomputed at each assignment; an open store keeps its share until it closes). 0: the per-store sizes apply.",
+		doc:   "Memory budget of the local state, in bytes: above 0 it overrides `state.leveldb.write.buffer.bytes` and `state.leveldb.block.cache.bytes`, and bounds `statestore.cache.max.bytes` by a quarter of it; the rest is split among the stores as they open, each getting an equal share of the stores this instance expects to hold (tasks assigned, active and standby, times stores per task, recomputed at each assignment; an open store keeps its share until it closes). 0: the per-store sizes apply.",
 		field: func(c *Config) any { return &c.StateMemoryBytes }},
 	{name: "statestore.cache.max.bytes", def: num(procDefaults.CacheMaxBytes), min: 0, hasMin: true,
 		doc:   "Record cache per instance, in bytes: writes to one key within a commit interval may be merged before they reach the changelog and outputs; when it is full, the least recently written key is written through. 0 turns merging off.",

@@ -48,10 +48,11 @@ type Options struct {
 	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
 	// values as state.LevelDBOptions says).
 	LevelDB state.LevelDBOptions
-	// MemoryBytes is state.memory.bytes: above 0, one memory budget for
-	// the stores and the record cache that overrides LevelDB's sizes and
-	// CacheMaxBytes, split among the stores as they open (state's
-	// memory.go says how); 0 keeps those sizes.
+	// MemoryBytes is state.memory.bytes (state.DefaultMemoryBytes): above
+	// 0, one memory budget for the stores and the record cache that
+	// overrides LevelDB's sizes and bounds CacheMaxBytes by its quarter,
+	// split among the stores as they open (state's memory.go says how); 0
+	// keeps those sizes.
 	MemoryBytes int64
 	// CleanupDelay is how long the stores of a task this instance no
 	// longer holds stay on disk before they are deleted
@@ -86,7 +87,7 @@ type Options struct {
 	// merges writes to one key of a store, and emits of one key to an
 	// output, within a commit interval, so that only the last reaches the
 	// changelog and the output. It is divided among the tasks. 0 turns it
-	// off (MemoryBytes above 0 overrides it): every write and emit goes out, as tests that check every
+	// off, also under a budget (MemoryBytes above 0 bounds it): every write and emit goes out, as tests that check every
 	// intermediate value need.
 	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
