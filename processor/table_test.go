@@ -334,3 +334,39 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 	a.setPrices(0, items, "v2")
 	kafkatest.Eventually(t, time.Minute, "the standbys follow the table", func() bool { return standbysHave("v2") })
 }
+
+// TestTableJoinWithASmallTaskQueueProcessesEverything: orders and table
+// updates interleaved, with a task queue far smaller than either, so that
+// the tasks' partitions are paused and resumed while records wait for the
+// tables: every order is joined (nothing waits forever), each with a price
+// its item had.
+func TestTableJoinWithASmallTaskQueueProcessesEverything(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newShopApp(c)
+	const items, rounds = 10, 40
+	a.setPrices(0, items, "v0")
+	opts := testOptions(t, c.Brokers, "small")
+	opts.TaskQueue, opts.MaxPollRecords = 8, 8
+	in := a.start(t, "small", opts)
+	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
+	for r := range rounds {
+		recs := versioned(a.prices, "item-", 0, items, "v"+strconv.Itoa(r+1))
+		for i := range 2 * items {
+			recs = append(recs, &kgo.Record{Topic: a.orders, Key: []byte("item-" + strconv.Itoa(i%items)),
+				Value: []byte("order-" + strconv.Itoa(r*2*items+i))})
+		}
+		a.c.Produce(recs...)
+	}
+	n := rounds * 2 * items
+	var left map[string]string
+	kafkatest.Eventually(t, 2*time.Minute, "every order joined", func() bool {
+		left = committedValues(a.c, a.left)
+		return len(left) == n
+	})
+	for order, v := range left {
+		item, price, ok := strings.Cut(v, "=")
+		if !ok || !strings.HasPrefix(item, "item-") || !strings.HasPrefix(price, "v") || !strings.HasSuffix(price, "-"+strings.TrimPrefix(item, "item-")) {
+			t.Errorf("%s = %q, want item-i=v<round>-i", order, v)
+		}
+	}
+}
