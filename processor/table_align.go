@@ -30,7 +30,8 @@ import (
 // input partition is known to lag, and for MaxTaskIdle more. Unlike Kafka
 // Streams, an input partition that has delivered nothing yet counts as
 // caught up: franz-go reports no end offset for a partition whose fetches
-// return nothing, so waiting for one could last forever.
+// return nothing, so waiting for one could last forever; so does a table
+// whose end is unknown (its restore always learns it).
 // MaxTaskIdle < 0 turns alignment off: every fetched table record is
 // applied before the next input batch.
 //
@@ -157,7 +158,7 @@ func (a *tableAlign) decide(ts, now time.Time, queueFull bool) (step alignStep, 
 			a.until = time.Time{}
 			return stepApply, i
 		case len(q.recs) > 0: // the table is ahead of the record
-		case q.lag() != 0: // records of it are on the broker, or may be
+		case q.lag() > 0: // records of it are on the broker
 			wait = true
 		case a.idle > 0:
 			if a.until.IsZero() {
