@@ -1,8 +1,6 @@
 package state
 
-import (
-	"testing"
-)
+import "testing"
 
 // TestApplySourceBuffersCommitsAndSkipsWhatWasApplied: a source record goes
 // to the write buffer (Get sees it, the committed view does not), nothing
