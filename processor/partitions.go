@@ -31,11 +31,7 @@ type PartitionCountError struct {
 
 func (e *PartitionCountError) Error() string {
 	var b strings.Builder
-	what := "input and changelog"
-	if len(e.Tables) > 0 {
-		what = "input, table and changelog"
-	}
-	fmt.Fprintf(&b, "partition counts differ (task i owns partition i of every %s, so all need the same count): inputs ", what)
+	b.WriteString("partition counts differ (task i owns partition i of every input, table and changelog, so all need the same count): inputs ")
 	writeCounts(&b, e.Inputs)
 	if len(e.Tables) > 0 {
 		b.WriteString("; tables ")
