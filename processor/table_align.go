@@ -24,8 +24,10 @@ import (
 // in Kafka Streams, the task then waits: while the table's partition is
 // known to lag (its high watermark, as of the last fetch, is beyond what
 // was fetched), and, when it does not, for MaxTaskIdle more (0: not at
-// all). A task whose queue is full stops waiting and processes (enforced
-// processing): the fetches it waits for would be paused with it. Table
+// all), once per quiet spell: the deadline stays until the table's records
+// arrive, as Kafka Streams keeps its idle deadline per partition. A task
+// whose queue is full stops waiting and processes (enforced processing):
+// the fetches it waits for would be paused with it. Table
 // records ahead of the inputs wait the same way for the inputs: while an
 // input partition is known to lag, and for MaxTaskIdle more. Unlike Kafka
 // Streams, an input partition that has delivered nothing yet counts as
