@@ -487,6 +487,7 @@ func TestCombinationsAreChecked(t *testing.T) {
 		{"a join without its table", []string{"processor.type=join", "processor.input.topic=in", "processor.output.topic=out"}, "flag --set: processor.type=join requires processor.table.topic, the table to join"},
 		{"a join without output", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t"}, "flag --set: processor.type=join requires processor.output.topic, where the enriched records go"},
 		{"a join of its own input", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=in", "processor.output.topic=out"}, "flag --set: processor.table.topic in is also the input or output topic"},
+		{"a join with a changelog", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t", "processor.output.topic=out", "processor.changelog.topic=c"}, "flag --set: processor.changelog.topic has no effect with processor.type=join: the join keeps no store of its own (a co-partitioned table's topic is its store's changelog)"},
 		{"a join key field on a co-partitioned table", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t", "processor.output.topic=out", "processor.join.key.field=user"}, "flag --set: processor.join.key.field needs processor.table.global=true: a co-partitioned table is looked up by the record's key (another key may be in another task's partition)"},
 		{"a --set without '='", []string{"num.standby.replicas"}, `flag --set: --set "num.standby.replicas": want key=value`},
 	}

@@ -24,13 +24,16 @@ import (
 // in Kafka Streams, the task then waits: while the table's partition is
 // known to lag (its high watermark, as of the last fetch, is beyond what
 // was fetched), and, when it does not, for MaxTaskIdle more (0: not at
-// all). A task whose queue is full stops waiting and processes (enforced
-// processing): the fetches it waits for would be paused with it. Table
+// all), once per quiet spell: the deadline stays until the table's records
+// arrive, as Kafka Streams keeps its idle deadline per partition. A task
+// whose queue is full stops waiting and processes (enforced processing):
+// the fetches it waits for would be paused with it. Table
 // records ahead of the inputs wait the same way for the inputs: while an
 // input partition is known to lag, and for MaxTaskIdle more. Unlike Kafka
 // Streams, an input partition that has delivered nothing yet counts as
 // caught up: franz-go reports no end offset for a partition whose fetches
-// return nothing, so waiting for one could last forever.
+// return nothing, so waiting for one could last forever; so does a table
+// whose end is unknown (its restore always learns it).
 // MaxTaskIdle < 0 turns alignment off: every fetched table record is
 // applied before the next input batch.
 //
@@ -39,8 +42,13 @@ import (
 type tableAlign struct {
 	tables []*tableQueue // one per co-partitioned table, in topology order
 	idle   time.Duration // MaxTaskIdle
-	// until is when the idle wait for a caught-up table ends; zero when
-	// the task is not idling.
+	// inputUntil is when the idle wait for quiet inputs ends (zero: not
+	// started); kept until input records arrive, so that once it passed
+	// the tables move on without waiting again (Kafka Streams' idle
+	// deadline per partition).
+	inputUntil time.Time
+	// until is the deadline of the wait decide or decideAhead asked for
+	// last (zero: none, wait for records).
 	until time.Time
 	// limit bounds the table records waiting in all: beyond it the oldest
 	// are applied whatever their timestamps.
@@ -57,6 +65,7 @@ func (a *tableAlign) inputTaken(p kgo.FetchTopicPartition) {
 			a.inputLag = make(map[string]int64)
 		}
 		a.inputLag[p.Topic] = max(0, p.HighWatermark-p.Records[n-1].Offset-1)
+		a.inputUntil = time.Time{}
 	}
 }
 
@@ -70,20 +79,22 @@ func (a *tableAlign) decideAhead(now time.Time) alignStep {
 	if a.idle < 0 || a.waiting() > a.limit {
 		return stepApply
 	}
+	a.until = time.Time{}
 	for _, lag := range a.inputLag {
 		if lag > 0 {
+			a.inputUntil = time.Time{}
 			return stepWait // input records are coming
 		}
 	}
 	if a.idle > 0 {
-		if a.until.IsZero() {
-			a.until = now.Add(a.idle)
+		if a.inputUntil.IsZero() {
+			a.inputUntil = now.Add(a.idle)
 		}
-		if now.Before(a.until) {
+		if now.Before(a.inputUntil) {
+			a.until = a.inputUntil
 			return stepWait
 		}
 	}
-	a.until = time.Time{}
 	return stepApply
 }
 
@@ -95,6 +106,9 @@ type tableQueue struct {
 	// next is the offset after the last record fetched (or restored), hwm
 	// the high watermark last seen (-1: unknown).
 	next, hwm int64
+	// until is when the idle wait for this caught-up table ends (zero: not
+	// started); kept until its records arrive or it is known to lag.
+	until time.Time
 	// restored is the task's checkpoint of the table when it started: the
 	// group's fetches may start below it (an older committed offset),
 	// and what they bring below it is already applied.
@@ -115,6 +129,7 @@ func (q *tableQueue) add(p kgo.FetchTopicPartition) {
 	q.recs = append(q.recs, p.Records...)
 	if n := len(p.Records); n > 0 {
 		q.next = p.Records[n-1].Offset + 1
+		q.until = time.Time{}
 	}
 	q.hwm = p.HighWatermark
 }
@@ -150,23 +165,32 @@ func (a *tableAlign) decide(ts, now time.Time, queueFull bool) (step alignStep, 
 			return stepProcess, 0
 		}
 	}
-	wait := false
+	// Waiting ends at the earliest idle deadline, or with records only
+	// (zero) when a table is known to lag.
+	wait, forRecords := false, false
+	a.until = time.Time{}
 	for i, q := range a.tables {
 		switch {
 		case len(q.recs) > 0 && !q.recs[0].Timestamp.After(ts):
-			a.until = time.Time{}
 			return stepApply, i
 		case len(q.recs) > 0: // the table is ahead of the record
-		case q.lag() != 0: // records of it are on the broker, or may be
-			wait = true
+		case q.lag() > 0: // records of it are on the broker
+			q.until = time.Time{}
+			wait, forRecords = true, true
 		case a.idle > 0:
-			if a.until.IsZero() {
-				a.until = now.Add(a.idle)
+			if q.until.IsZero() {
+				q.until = now.Add(a.idle)
 			}
-			if now.Before(a.until) {
+			if now.Before(q.until) {
 				wait = true
+				if a.until.IsZero() || q.until.Before(a.until) {
+					a.until = q.until
+				}
 			}
 		}
+	}
+	if forRecords {
+		a.until = time.Time{}
 	}
 	if wait && !queueFull {
 		return stepWait, 0

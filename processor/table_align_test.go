@@ -52,9 +52,9 @@ func TestAlignWaitsForTableRecordsKnownToBeOnTheBroker(t *testing.T) {
 	if step, _ := a.decide(sec(1), sec(100), true); step != stepProcess {
 		t.Errorf("decide with the queue full = %v, want process (enforced)", step)
 	}
-	// Unknown end: wait too.
-	if step, _ := align(0, 3, -1).decide(sec(1), sec(100), false); step != stepWait {
-		t.Errorf("decide with the table's end unknown = %v, want wait", step)
+	// Unknown end: caught up (fetches of nothing report no end).
+	if step, _ := align(0, 3, -1).decide(sec(1), sec(100), false); step != stepProcess {
+		t.Errorf("decide with the table's end unknown = %v, want process", step)
 	}
 	// Records below the restored checkpoint do not count.
 	b := align(0, 3, 10)
@@ -73,11 +73,26 @@ func TestAlignIdlesForACaughtUpTableThenProcesses(t *testing.T) {
 	if step, _ := a.decide(sec(1), sec(100), false); step != stepWait || !a.until.Equal(sec(102)) {
 		t.Fatalf("idle 2s at 100s = %v until %v, want wait until 102s", step, a.until)
 	}
-	if step, _ := a.decide(sec(1), sec(101), false); step != stepWait {
-		t.Errorf("at 101s = %v, want still waiting", step)
+	if step, _ := a.decide(sec(1), sec(101), false); step != stepWait || !a.until.Equal(sec(102)) {
+		t.Errorf("at 101s = %v until %v, want still waiting until 102s", step, a.until)
 	}
-	if step, _ := a.decide(sec(1), sec(102), false); step != stepProcess || !a.until.IsZero() {
-		t.Errorf("at 102s = %v (until %v), want process and the deadline reset", step, a.until)
+	if step, _ := a.decide(sec(1), sec(102), false); step != stepProcess {
+		t.Errorf("at 102s = %v, want process", step)
+	}
+	// The deadline passed: the next records do not wait again while the
+	// table stays quiet (Kafka Streams' deadline per partition)...
+	if step, _ := a.decide(sec(2), sec(103), false); step != stepProcess {
+		t.Errorf("next record at 103s = %v, want process at once", step)
+	}
+	// ...until table records arrive: then a new wait starts when it is
+	// caught up and empty again.
+	a.tables[0].add(kgo.FetchTopicPartition{FetchPartition: kgo.FetchPartition{HighWatermark: 6, Records: []*kgo.Record{at(5, 3)}}})
+	if step, i := a.decide(sec(3), sec(104), false); step != stepApply || i != 0 {
+		t.Fatalf("with a table record at 3s = %v, want apply", step)
+	}
+	a.applied(0, 1)
+	if step, _ := a.decide(sec(4), sec(104), false); step != stepWait || !a.until.Equal(sec(106)) {
+		t.Errorf("caught up again at 104s = %v until %v, want wait until 106s", step, a.until)
 	}
 }
 
@@ -119,6 +134,10 @@ func TestAlignTableRecordsAheadOfIdleInputs(t *testing.T) {
 	}
 	if step := a.decideAhead(sec(103)); step != stepApply {
 		t.Errorf("after the idle time = %v, want apply", step)
+	}
+	// Still quiet: later table records are applied without a new wait.
+	if step := a.decideAhead(sec(104)); step != stepApply {
+		t.Errorf("inputs still quiet after the deadline = %v, want apply at once", step)
 	}
 	// Alignment off: apply at once.
 	a.idle, a.inputLag["in"] = -1, 5

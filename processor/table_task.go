@@ -57,7 +57,11 @@ func (t *task) take(p kgo.FetchTopicPartition) bool {
 func (t *task) tablesAhead(a *tableAlign) bool {
 	isInput := func(topic string) bool { return t.env.topo.tableOf(topic) == nil }
 	for !t.q.has(isInput) {
-		switch a.decideAhead(t.env.now()) {
+		step := a.decideAhead(t.env.now())
+		if step == stepWait && t.q.isPaused() {
+			step = stepApply // the fetches it would wait for are paused: enforced
+		}
+		switch step {
 		case stepApply:
 			for i := range a.tables {
 				if !t.applyRun(a, i, a.tables[i].recs) {
@@ -142,6 +146,13 @@ func (t *task) applyRun(a *tableAlign, i int, recs []*kgo.Record) bool {
 // waitTables waits for a batch to reach the task's queue (or the idle
 // deadline, or the task's end) and takes the table batches queued.
 func (t *task) waitTables(a *tableAlign) bool {
+	// The table batches taken from the queue may have brought it below
+	// the mark where its partitions resume: the records waited for are
+	// fetched only then.
+	if t.ctx.Err() != nil {
+		return false
+	}
+	t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 	var timeout <-chan time.Time
 	if !a.until.IsZero() {
 		timer := time.NewTimer(a.until.Sub(t.env.now()))

@@ -128,6 +128,16 @@ func (a *shopApp) tableHas(in *instance, from, to int, version string) bool {
 	return true
 }
 
+// committedValues returns the last committed value of each key of topic
+// (it reads past transaction markers).
+func committedValues(c *kafkatest.Cluster, topic string) map[string]string {
+	last := map[string]string{}
+	for _, r := range c.ConsumeAll(topic, kgo.FetchIsolationLevel(kgo.ReadCommitted())) {
+		last[string(r.Key)] = string(r.Value)
+	}
+	return last
+}
+
 // expect waits for orders [first, first+n) in both outputs and checks them:
 // order i's item is i%items, priced at price(item) ("": the table does not
 // have it).
@@ -135,7 +145,7 @@ func (a *shopApp) expect(t *testing.T, first, n, items int, price func(item int)
 	t.Helper()
 	var inner, left map[string]string
 	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("orders %d..%d joined", first, first+n-1), func() bool {
-		left = lastValues(t, a.c, a.left)
+		left = committedValues(a.c, a.left)
 		for i := first; i < first+n; i++ {
 			if _, ok := left["order-"+strconv.Itoa(i)]; !ok {
 				return false
@@ -143,7 +153,7 @@ func (a *shopApp) expect(t *testing.T, first, n, items int, price func(item int)
 		}
 		return true
 	})
-	inner = lastValues(t, a.c, a.inner) // written in the same commits as left
+	inner = committedValues(a.c, a.inner) // written in the same commits as left
 	for i := first; i < first+n; i++ {
 		order, item := "order-"+strconv.Itoa(i), "item-"+strconv.Itoa(i%items)
 		p := price(i % items)
@@ -168,12 +178,21 @@ func (a *shopApp) expect(t *testing.T, first, n, items int, price func(item int)
 // applied them see them (the documented rule: tables as of what was
 // fetched, never going back); after a restart the table is restored from
 // its topic again, and orders see it whole.
+// Run under at-least-once and exactly-once (the table's records and
+// offsets in the transaction).
 func TestTableJoinRestoresBeforeProcessingFollowsUpdatesAndTombstones(t *testing.T) {
+	for _, g := range []processor.Guarantee{processor.AtLeastOnce, processor.ExactlyOnceV2} {
+		t.Run(string(g), func(t *testing.T) { testTableJoin(t, g) })
+	}
+}
+
+func testTableJoin(t *testing.T, g processor.Guarantee) {
 	c := kafkatest.New(t)
 	a := newShopApp(c)
 	const items = 20
 	a.setPrices(0, 15, "v1") // items 15..19 have no price
 	opts := testOptions(t, c.Brokers, "shop")
+	opts.Guarantee = g
 	opts.SessionTimeout, opts.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
 	in := a.start(t, "a", opts)
 	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
@@ -272,4 +291,82 @@ func TestTableJoinIsTimestampAligned(t *testing.T) {
 	next.Timestamp = update.Timestamp.Add(2 * time.Second)
 	c.Produce(&kgo.Record{Topic: a.orders, Key: []byte("item-0"), Value: []byte("order-1"), Timestamp: update.Timestamp.Add(time.Second)}, next)
 	a.expect(t, 1, 1, 1, func(int) string { return "v2-0" })
+}
+
+// TestTableIsKeptWarmByStandbys: a table's partitions are stores, so the
+// standby replicas of a task hold its table partition and follow it.
+func TestTableIsKeptWarmByStandbys(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newShopApp(c)
+	const items = 20
+	a.setPrices(0, items, "v1")
+	var ins []*instance
+	for _, name := range []string{"a", "b"} {
+		o := testOptions(t, c.Brokers, name)
+		o.NumStandbys = 1
+		o.SessionTimeout, o.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+		ins = append(ins, a.start(t, name, o))
+	}
+	// standbysHave reports whether the standby replicas, together, hold
+	// every item at version, and cover all 4 tasks.
+	standbysHave := func(version string) bool {
+		seen, tasks := map[string]bool{}, map[int32]bool{}
+		for _, in := range ins {
+			for task := range int32(4) {
+				rep, ok := in.rt.Replica(task)
+				if !ok || rep.Role != state.RoleStandby || rep.Stores[a.prices] == nil {
+					continue
+				}
+				tasks[task] = true
+				for i := range items {
+					key := "item-" + strconv.Itoa(i)
+					if v, found, err := rep.Stores[a.prices].View().Get([]byte(key)); err == nil && found && string(v) == version+"-"+strconv.Itoa(i) {
+						seen[key] = true
+					}
+				}
+			}
+		}
+		return len(tasks) == 4 && len(seen) == items
+	}
+	kafkatest.Eventually(t, 2*time.Minute, "both ready, every task's table on a standby", func() bool {
+		return allReady(ins...) && standbysHave("v1")
+	})
+	a.setPrices(0, items, "v2")
+	kafkatest.Eventually(t, time.Minute, "the standbys follow the table", func() bool { return standbysHave("v2") })
+}
+
+// TestTableJoinWithASmallTaskQueueProcessesEverything: orders and table
+// updates interleaved, with a task queue far smaller than either, so that
+// the tasks' partitions are paused and resumed while records wait for the
+// tables: every order is joined (nothing waits forever), each with a price
+// its item had.
+func TestTableJoinWithASmallTaskQueueProcessesEverything(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newShopApp(c)
+	const items, rounds = 10, 40
+	a.setPrices(0, items, "v0")
+	opts := testOptions(t, c.Brokers, "small")
+	opts.TaskQueue, opts.MaxPollRecords = 8, 8
+	in := a.start(t, "small", opts)
+	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
+	for r := range rounds {
+		recs := versioned(a.prices, "item-", 0, items, "v"+strconv.Itoa(r+1))
+		for i := range 2 * items {
+			recs = append(recs, &kgo.Record{Topic: a.orders, Key: []byte("item-" + strconv.Itoa(i%items)),
+				Value: []byte("order-" + strconv.Itoa(r*2*items+i))})
+		}
+		a.c.Produce(recs...)
+	}
+	n := rounds * 2 * items
+	var left map[string]string
+	kafkatest.Eventually(t, 2*time.Minute, "every order joined", func() bool {
+		left = committedValues(a.c, a.left)
+		return len(left) == n
+	})
+	for order, v := range left {
+		item, price, ok := strings.Cut(v, "=")
+		if !ok || !strings.HasPrefix(item, "item-") || !strings.HasPrefix(price, "v") || !strings.HasSuffix(price, "-"+strings.TrimPrefix(item, "item-")) {
+			t.Errorf("%s = %q, want item-i=v<round>-i", order, v)
+		}
+	}
 }

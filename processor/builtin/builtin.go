@@ -14,10 +14,11 @@
 //   - join: each record enriched with the value its key (or a field of its
 //     value) has in a table, co-partitioned or global (join.go).
 //
-// Each keeps its state in one store named after the type (so the HTTP query
-// of a key is /v1/stores/<type>/keys/<key>) and, with processor.output.topic,
-// emits every updated value per key to that topic: the new value, or a
-// tombstone when latest deletes a key. Keys are bytes, taken as they are.
+// latest, count and sum each keep their state in one store named after the
+// type (so the HTTP query of a key is /v1/stores/<type>/keys/<key>) and,
+// with processor.output.topic, emit every updated value per key to that
+// topic: the new value, or a tombstone when latest deletes a key; join
+// keeps no state of its own (join.go). Keys are bytes, taken as they are.
 //
 // They are written on processor's public topology API, exactly as a user's
 // own processor would be: read this package as an example.
