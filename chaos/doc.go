@@ -17,6 +17,15 @@
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
 //
+// Scenarios 1 to 4 also run under processing.guarantee=exactly_once_v2
+// (the tests named ...ExactlyOnce, scenario names ending in -eos) with the
+// built-in count processor instead of latest, so that a record processed
+// twice or lost shows: every key's final count must equal the number of
+// its records, and the output topic, read committed, must hold its counts
+// 1..n each exactly once and in order. When an exact check fails, the
+// affected keys' partitions, input and output offsets, the task's active
+// and the instances' abort, fencing and rebuild log lines are logged.
+//
 // Each scenario prints one line:
 //
 //	scenario=kill produced=9600 lost=0 duplicated=12 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
@@ -27,7 +36,8 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5 at a low rate, part of `make test`) or "long" (every scenario, at a
+// and 5 and scenario 1 under exactly-once, at a low rate, part of `make
+// test`) or "long" (every scenario, at a
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops

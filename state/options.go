@@ -80,9 +80,10 @@ type Options struct {
 	LevelDB LevelDBOptions
 
 	// MemoryBytes is the memory budget of the stores and the record cache
-	// (state.memory.bytes): above 0, it overrides LevelDB's sizes
-	// (WriteBufferBytes, BlockCacheBytes) and is split among the stores as
-	// they open (memory.go says how); 0 keeps LevelDB's sizes.
+	// (state.memory.bytes; DefaultMemoryBytes): above 0, it overrides
+	// LevelDB's sizes (WriteBufferBytes, BlockCacheBytes) and is split
+	// among the stores as they open (memory.go says how); 0 keeps
+	// LevelDB's sizes.
 	MemoryBytes int64
 
 	// ClientOpts say how to reach Kafka (seed brokers, TLS, SASL, client

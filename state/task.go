@@ -199,7 +199,7 @@ func (t *Task) Activate(producer Producer) error {
 	}
 	t.producer = producer
 	for _, s := range t.stores {
-		s.buf = newBuffer()
+		s.setBuffer(newBuffer())
 		s.maxAcked.Store(s.Checkpoint() - 1)
 	}
 	t.m.writeSidecars(t)
@@ -262,7 +262,7 @@ func (t *Task) Demote() error {
 func (t *Task) dropActive() {
 	for _, s := range t.stores {
 		s.abort()
-		s.buf = nil
+		s.setBuffer(nil)
 	}
 	t.producer = nil
 }
