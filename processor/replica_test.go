@@ -215,17 +215,26 @@ func TestFreshReadsDuringProcessingAndCommits(t *testing.T) {
 	}
 }
 
-// A task revoked and dropped (closed) fails a latest read that still holds
-// its view, cleanly, with ErrTaskClosed.
+// A task lost (dropped uncommitted) or revoked at shutdown (committed,
+// then closed) fails a latest read that still holds its view, cleanly,
+// with ErrTaskClosed.
 func TestFreshReadsOfAClosedTaskFail(t *testing.T) {
-	for name, cacheBytes := range map[string]int64{"cache": 1 << 20, "no cache": 0} {
-		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, func(o *Options) { o.CacheMaxBytes = cacheBytes })
+	for _, tc := range []struct {
+		name       string
+		cacheBytes int64
+		end        func(h *harness)
+	}{
+		{"lost, cache", 1 << 20, func(h *harness) { h.m.lose([]int32{0}) }},
+		{"lost, no cache", 0, func(h *harness) { h.m.lose([]int32{0}) }},
+		{"revoked at shutdown, cache", 1 << 20, func(h *harness) { h.m.setClosing(); h.m.revoke(h.ctx, []int32{0}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.CacheMaxBytes = tc.cacheBytes })
 			h.start(0)
 			tk := h.feed(0, 0, "a", "x")
 			h.waitProcessed(tk, 1)
 			v := fresh(h, tk)
-			h.m.lose([]int32{0}) // dropped without a commit: stores closed
+			tc.end(h)
 			if _, _, err := v.Get([]byte("a")); !errors.Is(err, state.ErrTaskClosed) {
 				t.Fatalf("latest Get of a closed task: err %v, want ErrTaskClosed", err)
 			}
@@ -245,5 +254,27 @@ func TestFreshViewIsRefusedUnderExactlyOnce(t *testing.T) {
 	}
 	if (Replica{}).Fresh("missing") != nil {
 		t.Fatal("Fresh of an unknown store returned a view")
+	}
+}
+
+// A task revoked to a standby here: the revoke commits its cache and write
+// buffer, and a latest read, through the view it held or a new one, sees
+// what the standby holds (its latest state is what it applied).
+func TestFreshReadsOfATaskRevokedToAStandby(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 1 << 20 })
+	h.start(0)
+	tk := h.feed(0, 0, "a", "x", "x")
+	h.waitProcessed(tk, 2)
+	held := fresh(h, tk)
+	h.m.revoke(h.ctx, []int32{0})
+	st := h.mgr.Task(0)
+	if st == nil || st.Role() != state.RoleStandby {
+		t.Fatalf("task 0 after the revoke: %v, want a standby", st)
+	}
+	now := Replica{Task: 0, Role: st.Role(), Stores: map[string]*state.DB{harnessStore: st.Store(harnessStore)}}.Fresh(harnessStore)
+	for name, v := range map[string]*FreshView{"held view": held, "new view": now} {
+		if n, ok := freshCount(t, v, "a"); !ok || n != 2 {
+			t.Errorf("%s: latest count of a on the standby = %d (found %v), want the committed 2", name, n, ok)
+		}
 	}
 }
