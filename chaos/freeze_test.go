@@ -3,6 +3,8 @@ package chaos
 import (
 	"testing"
 	"time"
+
+	"github.com/rackstream/rackstream/internal/cluster"
 )
 
 // TestFrozenInstance is scenario 4's first half: an instance frozen
@@ -37,7 +39,8 @@ func frozenInstance(t *testing.T, s setup) {
 	victim.Thaw()
 	r.healed(back)
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	_, lag := r.end(r.p.session + 5*time.Second)
+	r.standbysAnswered(lag, "the freeze")
 }
 
 // TestNetworkCut is scenario 4's second half: an instance's network cut
@@ -80,13 +83,18 @@ func networkCut(t *testing.T, s setup) {
 	r.healed(back)
 	r.settle()
 	_, lag := r.end(r.p.session + 5*time.Second)
-	// A read that a standby may answer (max_lag) must not wait for the
-	// group to notice the cut (the session timeout) and move the task: a
-	// forward to the cut active is hedged with a standby and the active is
-	// then asked last (processor/query/route.go). Before that, reads of
-	// its keys failed for 8-10 s here (session timeout 6 s).
+	r.standbysAnswered(lag, "the cut")
+}
+
+// standbysAnswered checks that reads a standby may answer (max_lag) never
+// waited for the group to notice the fault (the session timeout) and move
+// the victim's tasks: a lookup hedges a silent active with a standby and
+// then asks it last (processor/query/route.go). Before that, reads of its
+// keys failed for 8-10 s in the network cut (session timeout 6 s).
+func (r *run) standbysAnswered(lag cluster.ProbeReport, fault string) {
+	r.t.Helper()
 	if w := lag.Worst; w.Len() >= r.p.session {
-		t.Errorf("with max_lag=%d key %s could not be read for %v (%s to %s), not less than the session timeout %v: reads waited for the group to notice the cut",
-			maxLag, w.Key, w.Len().Round(time.Millisecond), w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), r.p.session)
+		r.t.Errorf("with max_lag=%d key %s could not be read for %v (%s to %s), not less than the session timeout %v: reads waited for the group to notice %s",
+			maxLag, w.Key, w.Len().Round(time.Millisecond), w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), r.p.session, fault)
 	}
 }
