@@ -107,13 +107,19 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 	}
 	in := cluster.ReadTopic(t, []string{broker.Addr}, r.input)
 	md, _, mdErr := r.g.Metadata()
+	tasks := map[int32]bool{} // the affected keys' tasks
 	for _, k := range names {
 		task := partition.Murmur2().Partition([]byte(k), int32(r.p.partitions))
-		var outs, ins []string
-		inCount := 0
+		var outs, ins, breaks []string
+		inCount, prev, prevAt := 0, 0, int64(-1)
 		for _, rec := range out {
 			if rec.Key == k {
 				outs = append(outs, fmt.Sprintf("%s@%d", rec.Value, rec.Offset))
+				v, _ := strconv.Atoi(rec.Value)
+				if v != prev+1 {
+					breaks = append(breaks, fmt.Sprintf("%d@%d then %d@%d", prev, prevAt, v, rec.Offset))
+				}
+				prev, prevAt = v, rec.Offset
 			}
 		}
 		for _, rec := range in {
@@ -135,13 +141,25 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 		if read == "" {
 			read = strconv.Itoa(n)
 		}
-		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s); active now %s",
-			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), active)
+		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s; breaks in 1..n: %v); active now %s",
+			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), breaks, active)
+		tasks[task] = true
+	}
+	// Each instance's lines about the affected tasks (assignments holding
+	// them actively, their activation and restore) and about aborts,
+	// fencing and rebuilds.
+	words := []string{"transaction aborted", "aborted transaction", "partitions lost", "rebuilding", "fenc", "UNKNOWN_MEMBER", "panic"}
+	for task := range tasks {
+		words = append(words, fmt.Sprintf(`"task":%d,`, task), fmt.Sprintf(`"task":%d}`, task))
 	}
 	for _, in := range r.ins {
 		var lines []string
 		for _, l := range strings.Split(in.Logs(), "\n") {
-			for _, w := range []string{"transaction aborted", "aborted transaction", "partitions lost", "rebuilding", "fenc", "UNKNOWN_MEMBER", "panic"} {
+			if activeIn(l, tasks) {
+				lines = append(lines, l[:min(len(l), 400)])
+				continue
+			}
+			for _, w := range words {
 				if strings.Contains(l, w) {
 					lines = append(lines, l[:min(len(l), 400)])
 					break
@@ -149,9 +167,26 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 			}
 		}
 		if len(lines) > 0 {
-			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 20), "\n"))
+			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 30), "\n"))
 		}
 	}
+}
+
+// activeIn reports whether log line l is an assignment whose actives
+// include one of tasks.
+func activeIn(l string, tasks map[int32]bool) bool {
+	i := strings.Index(l, `"active":[`)
+	if i < 0 || !strings.Contains(l, `"msg":"assignment"`) {
+		return false
+	}
+	list := l[i+len(`"active":[`):]
+	list = list[:max(0, strings.Index(list, "]"))]
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(f); err == nil && tasks[int32(n)] {
+			return true
+		}
+	}
+	return false
 }
 
 // lastOf returns the last n of s.
