@@ -3,8 +3,11 @@ package processor_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -112,11 +115,13 @@ func measure(b *testing.B, records int, fn func()) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	cpu0 := benchCPU()
+	stopProfile := profileSpan(b)
 	start := time.Now()
 	b.ResetTimer()
 	fn()
 	b.StopTimer()
 	took := time.Since(start)
+	stopProfile()
 	cpu := benchCPU() - cpu0
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(cpu.Microseconds())/float64(records), "cpu-µs/record")
@@ -124,6 +129,57 @@ func measure(b *testing.B, records int, fn func()) {
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(records), "allocs/record")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(records), "B/record")
 	b.Logf("%d records in %v", records, took.Round(time.Millisecond))
+}
+
+// profileSpan writes CPU and heap profiles of the measured span when
+// RACKSTREAM_BENCH_PROFILE names a file prefix: <prefix>.cpu, and
+// <prefix>.heap0 and <prefix>.heap1 at the span's start and end, and an
+// execution trace, <prefix>.trace (`go tool
+// pprof -sample_index=alloc_space -base <prefix>.heap0 <prefix>.heap1`
+// gives the span's allocations). Test-binary flags such as -cpuprofile
+// would also profile producing the input.
+func profileSpan(b *testing.B) (stop func()) {
+	prefix := os.Getenv("RACKSTREAM_BENCH_PROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	write := func(name string, fn func(f *os.File) error) {
+		f, err := os.Create(prefix + name)
+		if err == nil {
+			err = errors.Join(fn(f), f.Close())
+		}
+		if err != nil {
+			b.Fatalf("profile %s: %v", prefix+name, err)
+		}
+	}
+	heap := func(f *os.File) error { return pprof.Lookup("allocs").WriteTo(f, 0) }
+	write(".heap0", heap)
+	cpu, err := os.Create(prefix + ".cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		b.Fatal(err)
+	}
+	tr, err := os.Create(prefix + ".trace")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(tr); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		trace.Stop()
+		if err := tr.Close(); err != nil {
+			b.Fatal(err)
+		}
+		pprof.StopCPUProfile()
+		if err := cpu.Close(); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC() // the allocs profile is as of the last GC
+		write(".heap1", heap)
+	}
 }
 
 // benchCPU is the process's user+system CPU time so far.
@@ -236,9 +292,14 @@ func benchCount(b *testing.B, c *kafkatest.Cluster, input string, records int, e
 		start := time.Now()
 		measure(b, records, func() {
 			go func() { done <- rt.Run(ctx) }()
+			first := time.Duration(0)
 			for handled.Load() < int64(records) {
 				time.Sleep(10 * time.Millisecond)
+				if first == 0 && handled.Load() > 0 {
+					first = time.Since(start)
+				}
 			}
+			b.Logf("first record handled after %v", first.Round(time.Millisecond))
 		})
 		waitGroupDone(b, c.Admin(), topo.ApplicationID(), input)
 		b.Logf("all offsets committed after %v (commit interval %v)", time.Since(start).Round(time.Millisecond), o.CommitInterval)
@@ -282,9 +343,12 @@ func benchPipe(b *testing.B, c *kafkatest.Cluster, input string, records, perInp
 			kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		measure(b, records, func() {
 			ctx := context.Background()
-			seen := 0
+			seen, start := 0, time.Now()
 			for seen < records {
 				fs := cl.PollRecords(ctx, 10_000)
+				if seen == 0 && fs.NumRecords() > 0 {
+					b.Logf("first record polled after %v", time.Since(start).Round(time.Millisecond))
+				}
 				fs.EachRecord(func(r *kgo.Record) {
 					for _, t := range outputs {
 						cl.Produce(ctx, &kgo.Record{Topic: t, Key: r.Key, Value: r.Value[:8], Partition: r.Partition}, nil)

@@ -468,3 +468,54 @@ func activeTasks(in *instance) []int32 {
 	}
 	return out
 }
+
+// The new owner of a task promoted from its standby commits the first
+// batch it works through at once, not a commit interval later (an hour
+// here): a failover shows progress as soon as the new owner has made some.
+func TestAPromotedStandbyCommitsItsFirstBatchAtOnce(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newCountApp(t, c, clusterParts)
+	ins := a.startCluster(t, 2, 1, func(_ int, o *processor.Options) { o.CommitInterval = time.Hour })
+	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
+	a.produce(t, 600, 60, 0)
+	kafkatest.Eventually(t, time.Minute, "every record handled", func() bool {
+		missing, _ := a.missing()
+		return missing == 0
+	})
+	var moving []int32
+	kafkatest.Eventually(t, time.Minute, "each instance active for some tasks and a standby of the other's", func() bool {
+		moving = activeTasks(ins[0])
+		return len(moving) > 0 && len(activeTasks(ins[1])) > 0 && replicasMatchPlacement(t, ins...) == ""
+	})
+	ins[0].stop(t) // commits its tasks as it leaves; ins[1] promotes its standbys of them
+	adm := c.Admin()
+	committedAt := func() map[int32]int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got := map[int32]int64{}
+		committed, err := adm.FetchOffsets(ctx, a.appID)
+		if err != nil {
+			return nil
+		}
+		for _, p := range moving {
+			if o, ok := committed.Lookup(a.input, p); ok {
+				got[p] = o.At
+			}
+		}
+		return got
+	}
+	left := committedAt()
+	kafkatest.Eventually(t, time.Minute, "the survivor active for the tasks it promoted", func() bool {
+		return len(activeTasks(ins[1])) == clusterParts
+	})
+	a.produce(t, 600, 60, 0)
+	kafkatest.Eventually(t, time.Minute, "every promoted task's offset committed past where its old owner left it", func() bool {
+		now := committedAt()
+		for _, p := range moving {
+			if now[p] <= left[p] {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -74,8 +74,8 @@ func DeadLetterTopic(appID string) string { return appID + "-dlq" }
 // check reports the fields of o that no value of theirs makes sense at,
 // naming each with its configuration key, and sets the fields that derive
 // from other values: DLQTopic ("" is DeadLetterTopic(appID)), Logger
-// (nil is slog.Default()) and, under a memory budget, CacheMaxBytes (its
-// part: state.RecordCacheBytes).
+// (nil is slog.Default()) and, under a memory budget, CacheMaxBytes (at
+// most its part: state.RecordCacheBytes).
 func (o *Options) check(appID string) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("processor: "+format, args...)) }
@@ -112,7 +112,9 @@ func (o *Options) check(appID string) error {
 	if o.MemoryBytes < 0 {
 		bad("MemoryBytes (state.memory.bytes) %d: must be at least 0 (0: the per-store sizes)", o.MemoryBytes)
 	} else if o.MemoryBytes > 0 {
-		o.CacheMaxBytes = state.RecordCacheBytes(o.MemoryBytes) // the budget's part
+		// The budget bounds the cache by its part: a smaller cache, or
+		// one turned off (0), stays as it is.
+		o.CacheMaxBytes = min(o.CacheMaxBytes, state.RecordCacheBytes(o.MemoryBytes))
 	}
 	if o.CommitInterval < 0 {
 		bad("CommitInterval (commit.interval.ms) %v: must be at least 0 (0: commit after every batch)", o.CommitInterval)

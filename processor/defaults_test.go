@@ -113,22 +113,28 @@ func TestDefaultOptionsTakeTheLibrariesDefaults(t *testing.T) {
 	}
 }
 
-// TestAMemoryBudgetOverridesTheRecordCache: state.memory.bytes above 0
-// sets the record cache to its part of the budget, whatever
-// statestore.cache.max.bytes says (the stores' part is state's: memory.go);
-// a negative budget is rejected.
-func TestAMemoryBudgetOverridesTheRecordCache(t *testing.T) {
+// TestAMemoryBudgetBoundsTheRecordCache: state.memory.bytes above 0
+// bounds the record cache by its part of the budget (the stores' part is
+// state's: memory.go): a larger statestore.cache.max.bytes gets the part, a
+// smaller one, or 0 (off), stays; a negative budget is rejected.
+func TestAMemoryBudgetBoundsTheRecordCache(t *testing.T) {
 	topo := New("budget")
 	NewInput(topo, "in", codec.Bytes(), codec.Bytes(), func(*Context, []byte, []byte) error { return nil })
 	o := DefaultOptions()
 	o.Brokers, o.StateDir = []string{"127.0.0.1:1"}, t.TempDir()
-	o.MemoryBytes, o.CacheMaxBytes = 64<<20, 1
-	r, err := NewRuntime(topo, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := r.opts.CacheMaxBytes, state.RecordCacheBytes(64<<20); got != want {
-		t.Errorf("record cache %d under a 64 MiB budget, want its part %d", got, want)
+	for _, tc := range []struct{ cache, want int64 }{
+		{1 << 30, state.RecordCacheBytes(64 << 20)}, // larger than the part: the part
+		{1, 1},
+		{0, 0}, // off stays off
+	} {
+		o.MemoryBytes, o.CacheMaxBytes = 64<<20, tc.cache
+		r, err := NewRuntime(topo, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.opts.CacheMaxBytes; got != tc.want {
+			t.Errorf("statestore.cache.max.bytes=%d under a 64 MiB budget: record cache %d, want %d", tc.cache, got, tc.want)
+		}
 	}
 	o.MemoryBytes = -1
 	if _, err := NewRuntime(topo, o); err == nil || !strings.Contains(err.Error(), "state.memory.bytes") {

@@ -60,7 +60,8 @@
 // and the output, as in Kafka Streams. When full it writes through the
 // least recently written key, one at a time, so hot keys keep merging while
 // a flood of cold keys passes through. 0 turns it off. Options.MemoryBytes
-// (state.memory.bytes) above 0 sizes it and the stores from one budget.
+// (state.memory.bytes, 128 MiB by default) above 0 sizes the stores and
+// bounds the cache from one budget; 0 leaves each its own size.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
@@ -119,9 +120,12 @@
 //     revoke, lose), again with no Kafka client of its own.
 //   - metrics.go: series collected from the live tasks at scrape time.
 //
-// A query answer reads the same stores: the committed LevelDB state, or
-// under at-least-once the task's latest (write buffer over LevelDB), through
-// Runtime.Replica and package processor/query.
+// A query answer reads the same stores, through Runtime.Replica
+// (replica.go) and package processor/query: the committed LevelDB state
+// (isolation=committed), or under at-least-once the task's latest
+// processed state (isolation=latest, FreshView): the record cache over the
+// write buffer over LevelDB, read without blocking the task (cache.go and
+// state/latest.go say how).
 //
 // # Poison records
 //

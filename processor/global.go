@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -251,6 +252,8 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 		if part == nil {
 			part = r.opts.Partitioner
 		}
+		began := time.Now()
+		r.gmet.restoreStarted(s.topic)
 		// No Registerer: the stores' metrics (rackstream_state_*) are the
 		// runtime Manager's, and a second registration would collide.
 		rd, err := table.Open(ctx, s.topic,
@@ -259,6 +262,7 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 			table.Partitioner(part),
 			table.LevelDB(r.opts.LevelDB),
 			table.Logger(r.log))
+		r.gmet.restoreEnded(s.topic, time.Since(began))
 		if err != nil {
 			return nil, fmt.Errorf("processor %s: global table: %w", r.topo.appID, err)
 		}

@@ -298,7 +298,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 		},
 		now:    time.Now,
 		taken:  func(int) {},
-		worked: func() {},
+		worked: func(bool) {},
 	}
 	h.m = newMember(h.env, h.c, mgr, func(string) {}, func(err error) {
 		h.mu.Lock()

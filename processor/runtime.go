@@ -1,7 +1,3 @@
-// This file is just over 600 lines: it holds the Runtime type, its options
-// check and Run's lifecycle; the next split (accessors into their own file)
-// is noted for the next session.
-
 package processor
 
 import (
@@ -52,10 +48,11 @@ type Options struct {
 	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
 	// values as state.LevelDBOptions says).
 	LevelDB state.LevelDBOptions
-	// MemoryBytes is state.memory.bytes: above 0, one memory budget for
-	// the stores and the record cache that overrides LevelDB's sizes and
-	// CacheMaxBytes, split among the stores as they open (state's
-	// memory.go says how); 0 keeps those sizes.
+	// MemoryBytes is state.memory.bytes (state.DefaultMemoryBytes): above
+	// 0, one memory budget for the stores and the record cache that
+	// overrides LevelDB's sizes and bounds CacheMaxBytes by its quarter,
+	// split among the stores as they open (state's memory.go says how); 0
+	// keeps those sizes.
 	MemoryBytes int64
 	// CleanupDelay is how long the stores of a task this instance no
 	// longer holds stay on disk before they are deleted
@@ -90,7 +87,7 @@ type Options struct {
 	// merges writes to one key of a store, and emits of one key to an
 	// output, within a commit interval, so that only the last reaches the
 	// changelog and the output. It is divided among the tasks. 0 turns it
-	// off (MemoryBytes above 0 overrides it): every write and emit goes out, as tests that check every
+	// off, also under a budget (MemoryBytes above 0 bounds it): every write and emit goes out, as tests that check every
 	// intermediate value need.
 	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
@@ -140,6 +137,14 @@ type Options struct {
 	// TaskQueue is how many fetched records may wait per task before its
 	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
+	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
+	// tables (table_align.go): how long a task waits for new table records,
+	// when its table partition is caught up, before it processes an input
+	// record stamped later than everything the table has. 0 waits only for
+	// table records known to be on the broker (Kafka Streams' default); a
+	// negative value turns the timestamp alignment off (tables as of
+	// everything fetched).
+	MaxTaskIdle time.Duration
 
 	// OnPlacement, when set, is called once with every new placement of
 	// the group this instance learns (a new generation's, once it is
@@ -192,6 +197,7 @@ type Runtime struct {
 	running   bool
 	ended     bool     // Run returned (maybe leaving a session's stragglers)
 	globals   *globals // set once, before the first session (global.go)
+	gmet      globalMetrics
 	// balEnded sums the balancer counters of the sessions that ended (a
 	// session's balancer goes with its client): BalancerStats adds the
 	// live session's, so the counters never go back.
@@ -258,6 +264,7 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	}
 	r.published.Store(-1)
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
 }
 
@@ -332,35 +339,6 @@ func (r *Runtime) Member() (memberID string, generation int32) {
 		return "", -1
 	}
 	return s.cl.GroupMetadata()
-}
-
-// Replica is this instance's copy of one task's state, for queries.
-type Replica struct {
-	Task int32
-	// Role is state.RoleActive for a running task; standby and warmup
-	// replicas are state.RoleStandby (RoleRestoring while catching up).
-	Role state.Role
-	// Stores are the task's stores by name; read them through View.
-	Stores map[string]*state.DB
-}
-
-// Replica returns this instance's replica of task, if it has one.
-func (r *Runtime) Replica(task int32) (Replica, bool) {
-	r.mu.Lock()
-	mgr := r.mgr
-	r.mu.Unlock()
-	if mgr == nil {
-		return Replica{}, false
-	}
-	st := mgr.Task(task)
-	if st == nil {
-		return Replica{}, false
-	}
-	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB)}
-	for _, s := range st.Stores() {
-		rep.Stores[s.Name()] = s
-	}
-	return rep, true
 }
 
 func (r *Runtime) setFatal(err error) {

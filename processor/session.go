@@ -43,9 +43,9 @@ type session struct {
 	queued  atomic.Int64
 	drained chan struct{}
 
-	// commitWanted is signalled (capacity 1) when a task has worked
-	// through a batch: with a zero CommitInterval the commit loop commits
-	// then.
+	// commitWanted is signalled (capacity 1) when a task promoted from a
+	// replica has worked through its first batch, and with a zero
+	// CommitInterval after every batch: the commit loop commits then.
 	commitWanted chan time.Time
 
 	// failed is cancelled, with the cause, by the first fatal error of the
@@ -250,9 +250,12 @@ func (s *session) taken(records int) {
 }
 
 // worked is called after a task worked through a batch: with a zero
-// commit interval, a commit is due.
-func (s *session) worked() {
-	if s.r.opts.CommitInterval == 0 {
+// commit interval, a commit is due; so it is after the first batch of a
+// task promoted from a replica (promoted), whatever the interval, so that
+// a failover's new owner shows its progress at once rather than up to an
+// interval later.
+func (s *session) worked(promoted bool) {
+	if promoted || s.r.opts.CommitInterval == 0 {
 		select {
 		case s.commitWanted <- time.Time{}:
 		default: // a commit is due already: it covers this batch too
@@ -290,10 +293,11 @@ func (s *session) failure() error {
 	return context.Cause(s.failed)
 }
 
-// commitLoop commits every CommitInterval, or, with a zero interval,
-// whenever a task has worked through a batch (commitWanted).
+// commitLoop commits every CommitInterval, and whenever worked asks
+// (commitWanted: a promoted task's first batch, or every batch with a
+// zero interval).
 func (s *session) commitLoop() {
-	var due <-chan time.Time = s.commitWanted
+	var due <-chan time.Time // never, with a zero interval
 	if every := s.r.opts.CommitInterval; every > 0 {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
@@ -304,6 +308,7 @@ func (s *session) commitLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-due:
+		case <-s.commitWanted:
 		}
 		if err := s.c.background(s.m.live()); err != nil {
 			if s.ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -44,8 +45,10 @@ type taskEnv struct {
 	// taken is called with the records that leave a task's queue: a batch
 	// taken up, or those dropped unprocessed as the task ends.
 	taken func(records int)
-	// worked is called after each batch a task has worked through.
-	worked func()
+	// worked is called after each batch a task has worked through;
+	// promoted says it was the first of a task started from a replica held
+	// here (a failover or a move to a warm standby).
+	worked func(promoted bool)
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
 	// ahead, under at-most-once, commits a batch's offsets before the
@@ -55,6 +58,17 @@ type taskEnv struct {
 	// process and exclusively by a commit: the transaction spans every
 	// task, so that no record straddles a commit (txn.go).
 	gate *sync.RWMutex
+
+	// caches holds each task's record cache by task id, from the task's
+	// making until its stores close, for latest reads (replica.go): the
+	// one field that changes, safe for concurrent use. It outlives the
+	// task's place in the member's active tasks, which a revoke leaves
+	// before it commits the cache.
+	caches sync.Map // int32 -> *recordCache
+
+	// outs recycles the output records tasks emit (outRecord): two
+	// allocations per emit saved on the per-record path.
+	outs sync.Pool
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -81,6 +95,9 @@ type task struct {
 	done   chan struct{}
 
 	running atomic.Bool // restored and processing
+	// fromReplica says the task started from a standby or warm-up replica
+	// held here: its first batch is committed at once (session.worked).
+	fromReplica bool
 	// exit is taskRunning, then taskExited when run returns, or
 	// taskAbandoned when stop gave up waiting (run then drops the task
 	// itself when it finally returns).
@@ -89,7 +106,9 @@ type task struct {
 
 	// mu is held while a record is processed; a commit holds every task's
 	// to flush and write the stores between records. It guards st,
-	// stores, activated, cache, next and committed.
+	// stores, activated, cache, next and committed. Latest reads on other
+	// goroutines never take it: they read the cache under the cache's own
+	// lock (cache.go), which the writer takes while it changes the cache.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.DB // in topology order
@@ -97,10 +116,18 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+	// align is the timestamp alignment with co-partitioned tables
+	// (table_align.go), made at the first batch; the task goroutine's.
+	align *tableAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
 	first map[string]int64
+
+	// emitted is the promise of the output records the task emits: the
+	// session's (env.promise), then the record back to env.outs. Made
+	// once: a method value made per emit would allocate.
+	emitted func(*kgo.Record, error)
 
 	// closeMu guards the stores against a forced close (Run's, when a
 	// handler outlives the shutdown bound): the record path's store reads
@@ -121,21 +148,27 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	ctx, cancel := context.WithCancel(env.ctx)
 	t := &task{
 		id: id, env: env,
-		stats:     newTaskStats(id),
-		mu:        make(ctxMutex, 1),
-		q:         batchQueue{ready: make(chan struct{}, 1)},
-		ctx:       ctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		st:        held,
-		next:      make(map[string]kgo.EpochOffset),
-		committed: make(map[string]int64),
-		first:     make(map[string]int64),
+		stats:       newTaskStats(id),
+		mu:          make(ctxMutex, 1),
+		q:           batchQueue{ready: make(chan struct{}, 1)},
+		ctx:         ctx,
+		cancel:      cancel,
+		done:        make(chan struct{}),
+		st:          held,
+		fromReplica: held != nil,
+		next:        make(map[string]kgo.EpochOffset),
+		committed:   make(map[string]int64),
+		first:       make(map[string]int64),
 	}
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
+		env.caches.Store(id, t.cache)
+	}
+	t.emitted = func(r *kgo.Record, err error) {
+		env.promise(r, err)
+		env.putOut(r)
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t})
@@ -164,6 +197,7 @@ func (t *task) run() {
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
 	t.running.Store(true)
+	promoted := t.fromReplica // until its first batch is worked through
 	for {
 		p, ok := t.q.pop()
 		if !ok {
@@ -174,17 +208,14 @@ func (t *task) run() {
 				continue
 			}
 		}
-		t.env.taken(len(p.Records))
-		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
-			return
-		}
-		if !t.work(p.Records) {
+		if !t.take(p) { // table_task.go
 			return
 		}
 		if t.ctx.Err() == nil {
 			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 		}
-		t.env.worked()
+		t.env.worked(promoted)
+		promoted = false
 	}
 }
 
@@ -370,6 +401,10 @@ func (t *task) drop() {
 func (t *task) closeStores() {
 	t.closeOnce.Do(func() {
 		t.closed.Store(true)
+		if t.cache != nil {
+			t.cache.close() // its latest readers fail from now on
+			t.env.caches.CompareAndDelete(t.id, t.cache)
+		}
 		if t.st == nil {
 			return
 		}
@@ -451,7 +486,11 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	if t.closed.Load() {
 		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
 	}
+	if err := t.stoppedInTransaction(); err != nil {
+		return err
+	}
 	if c := t.cache; c != nil {
+		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
 			target := len(t.stores) + w.outputIndex()
@@ -464,6 +503,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 			}
 			c.put(target, w.key, value, w.headers)
 		}
+		c.mu.Unlock()
 		if c.over() {
 			return c.evict(t.writeThrough)
 		}
@@ -491,16 +531,44 @@ func (t *task) write(store int, key, value []byte, del bool) error {
 }
 
 // emit produces one output record. The key and value may live in a reused
-// buffer: the record gets its own copy, both in one allocation.
+// buffer: the record gets its own copy, in a buffer that, with the record,
+// comes from env.outs and goes back there in the promise.
 func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader) {
-	kv := make([]byte, len(key)+len(value))
-	copy(kv, key)
-	copy(kv[len(key):], value)
-	r := &kgo.Record{Topic: topic, Key: kv[:len(key):len(key)], Headers: headers}
+	o := t.env.getOut()
+	o.buf = append(append(o.buf[:0], key...), value...)
+	o.rec = kgo.Record{Topic: topic, Key: o.buf[:len(key):len(key)], Headers: headers}
 	if value != nil {
-		r.Value = kv[len(key):]
+		o.rec.Value = o.buf[len(key):]
 	}
-	t.env.prod.Produce(t.env.ctx, r, t.env.promise)
+	t.env.prod.Produce(t.env.ctx, &o.rec, t.emitted)
+}
+
+// outRecord is an output record with the buffer holding its key and
+// value. rec is the first field, so the *kgo.Record handed to the producer
+// converts back to its outRecord in the promise (as state's changelog
+// records do).
+type outRecord struct {
+	rec kgo.Record
+	buf []byte
+}
+
+func (e *taskEnv) getOut() *outRecord {
+	if o, ok := e.outs.Get().(*outRecord); ok {
+		return o
+	}
+	return new(outRecord)
+}
+
+// putOut returns an acknowledged (or failed) output record to the pool:
+// the producer holds no reference to it after its promise, nor does the
+// session's promise keep it.
+func (e *taskEnv) putOut(r *kgo.Record) {
+	o := (*outRecord)(unsafe.Pointer(r))
+	if cap(o.buf) > 64<<10 {
+		return // let an outsized buffer go
+	}
+	o.rec = kgo.Record{}
+	e.outs.Put(o)
 }
 
 // flushCache sends the record cache's merged writes and emits on; the task's

@@ -1,14 +1,19 @@
 package state
 
-// A memory budget (Options.MemoryBytes, state.memory.bytes) replaces the
-// per-store sizes with one figure for the whole instance.
+// A memory budget (Options.MemoryBytes, state.memory.bytes; 128 MiB by
+// default, DefaultMemoryBytes) replaces the per-store sizes with one figure
+// for the whole instance. 0 turns it off: each store then has the LevelDB
+// sizes of Options.LevelDB (16 MiB memtable, 8 MiB block cache by default),
+// so memory grows with the number of stores.
 //
 // goleveldb fixes a database's memtable size when it opens and cannot
 // resize it, and its block cache belongs to one database: a budget cannot
 // be moved between open stores. So it is split as the stores open:
 //
-//   - A quarter is the record cache's (RecordCacheBytes: the processor's
-//     statestore.cache.max.bytes, divided among its tasks as that key is).
+//   - Up to a quarter is the record cache's (RecordCacheBytes: it bounds
+//     the processor's statestore.cache.max.bytes, divided among its tasks
+//     as that key is; a smaller cache, or one turned off, leaves the rest
+//     of its quarter as headroom).
 //   - The rest is the stores': each store opened gets an equal share of it
 //     for the stores expected open at once (StoreSizes). The processor
 //     tells the Manager that number at each assignment

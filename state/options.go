@@ -80,9 +80,10 @@ type Options struct {
 	LevelDB LevelDBOptions
 
 	// MemoryBytes is the memory budget of the stores and the record cache
-	// (state.memory.bytes): above 0, it overrides LevelDB's sizes
-	// (WriteBufferBytes, BlockCacheBytes) and is split among the stores as
-	// they open (memory.go says how); 0 keeps LevelDB's sizes.
+	// (state.memory.bytes; DefaultMemoryBytes): above 0, it overrides
+	// LevelDB's sizes (WriteBufferBytes, BlockCacheBytes) and is split
+	// among the stores as they open (memory.go says how); 0 keeps
+	// LevelDB's sizes.
 	MemoryBytes int64
 
 	// ClientOpts say how to reach Kafka (seed brokers, TLS, SASL, client
@@ -90,8 +91,10 @@ type Options struct {
 	// never joins a group.
 	ClientOpts []kgo.Opt
 	// ReadCommitted makes restore and standby tailing read with
-	// read_committed and catch up to the last stable offset: set it under
-	// exactly-once, so that aborted changelog records are never applied.
+	// read_committed: set it under exactly-once, so that aborted changelog
+	// records are never applied. A restore then also waits for the
+	// transactions open on the changelog when it starts to end (one may
+	// still commit).
 	ReadCommitted bool
 	// RestoreBatchBytes is the size at which the apply path writes a
 	// LevelDB batch; 0 writes one per record. It bounds restore memory

@@ -37,8 +37,13 @@
 // or committed, what its last commit wrote (the default under exactly-once,
 // which refuses latest with 400: the latest writes belong to an open
 // transaction). A forwarded read carries the client's isolation parameter
-// if it gave one; otherwise the peer applies the same default. What each returns is the Reader's to say; the runtime's
-// (processor/service) reads committed state for both today.
+// if it gave one; otherwise the peer applies the same default. What each
+// returns is the Reader's to say; the runtime's (processor/service) reads
+// the task's record cache and write buffer over its committed state for
+// latest, and the committed state alone for committed. Either way the
+// position answered is the store's checkpoint, read before the value: a
+// latest value is at least that new (and may be newer, not yet durable),
+// so min_position keeps its meaning at both isolations.
 //
 // # Global stores
 //
