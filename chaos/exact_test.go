@@ -10,6 +10,7 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -47,6 +48,20 @@ func (r *run) waitStore(n int) map[string]string {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// activeBound is the longest a key may go unread from an active: the
+// session timeout + 5 s, the bound. Under exactly-once the
+// predecessor's open transaction (an instance killed, frozen or cut
+// mid-transaction) pins the changelog's last stable offset until the
+// broker aborts it, at the transaction timeout at the latest, and the new
+// active's restore must wait for that to read committed state (design §7):
+// there the bound is the longer of the two + 5 s.
+func (r *run) activeBound() time.Duration {
+	if r.eos {
+		return max(r.p.session, processor.TransactionTimeout) + 5*time.Second
+	}
+	return r.p.session + 5*time.Second
 }
 
 // exactErrorf records a failed check of what the store or the output

@@ -60,7 +60,7 @@ func frozenInstance(t *testing.T, s setup) {
 	// No bound on the reads with max_lag here, unlike the network cut:
 	// after the thaw they failed for 6.0 s once (ALOS, 11:44 UTC on
 	// 2026-12-03) while the zombie rejoined.
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }
 
 // TestNetworkCut is scenario 4's second half: an instance's network cut
@@ -102,7 +102,7 @@ func networkCut(t *testing.T, s setup) {
 	victim.Reconnect()
 	r.healed(back)
 	r.settle()
-	_, lag := r.end(r.p.session + 5*time.Second)
+	_, lag := r.end(r.activeBound())
 	r.standbysAnswered(lag, cut, back)
 }
 

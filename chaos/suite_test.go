@@ -359,7 +359,7 @@ func (r *run) zone(z string) []*cluster.Instance {
 
 // end stops the load and runs the end checks, then prints the scenario's
 // line. activeBound is the longest a key may go unread from an active
-// (session timeout + 5 s unless the scenario says otherwise). It returns
+// (r.activeBound() unless the scenario says otherwise). It returns
 // what the readers measured, actives only and with max_lag, for a
 // scenario's own bounds.
 func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
