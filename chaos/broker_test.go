@@ -57,5 +57,5 @@ func brokerStoppedAndKilled(t *testing.T, s setup) {
 	r.brokerDown = append(r.brokerDown, [2]time.Time{down, back})
 	r.healed(back)
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -35,17 +37,76 @@ func (r *run) waitStore(n int) map[string]string {
 		}
 		switch {
 		case r.eos && overshot(lags, n):
-			t.Errorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
+			r.exactErrorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
 			return lags
 		case r.eos && time.Since(changed) > time.Minute && r.allReady():
-			t.Errorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
+			r.exactErrorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
 			return lags
 		case time.Since(start) > deadline:
-			t.Errorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
+			r.exactErrorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
 			return lags
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// activeBound is the longest a key may go unread from an active: the
+// session timeout + 5 s, the issue's bound. Under exactly-once the
+// predecessor's open transaction (an instance killed, frozen or cut
+// mid-transaction) pins the changelog's last stable offset until the
+// broker aborts it, at the transaction timeout at the latest, and the new
+// active's restore must wait for that to read committed state (design §7):
+// there the bound is the longer of the two + 5 s.
+func (r *run) activeBound() time.Duration {
+	if r.eos {
+		return max(r.p.session, processor.TransactionTimeout) + 5*time.Second
+	}
+	return r.p.session + 5*time.Second
+}
+
+// exactErrorf records a failed check of what the store or the output
+// holds; judgeExact fails the test with them at the end.
+func (r *run) exactErrorf(format string, args ...any) {
+	r.exact = append(r.exact, fmt.Sprintf(format, args...))
+}
+
+// judgeExact fails the test with the failed exact checks, unless the
+// scenario has a known loss (r.known: a bug with an open issue) and the
+// failures are exactly its signature: every key that is off reads n-1 in
+// the store, and its output lacks n and holds one count twice, nothing
+// else. Then they are logged as known (the scenario's line still shows
+// lost= and duplicated=).
+func (r *run) judgeExact(short map[string]string, seqs cluster.Sequences, n int) {
+	r.t.Helper()
+	if len(r.exact) == 0 {
+		return
+	}
+	if r.known != "" && knownSignature(short, seqs, n) {
+		for _, e := range r.exact {
+			r.t.Logf("KNOWN BUG, not failing the test (%s): %s", r.known, e)
+		}
+		return
+	}
+	for _, e := range r.exact {
+		r.t.Error(e)
+	}
+}
+
+// knownSignature reports whether the store's short keys and the output's
+// sequences show only the zombie's lost update: each short key reads
+// n-1, its only missing number is n, and one number of it is duplicated.
+func knownSignature(short map[string]string, seqs cluster.Sequences, n int) bool {
+	// Sequences lists up to 10 missing numbers: more short keys than that
+	// cannot be matched one by one.
+	if len(short) == 0 || len(short) > 10 || seqs.Lost != len(short) || seqs.Duplicated != len(short) || seqs.Garbage != 0 {
+		return false
+	}
+	for k, v := range short {
+		if v != strconv.Itoa(n-1) || !slices.Contains(seqs.Missing, k+"@"+strconv.Itoa(n)) {
+			return false
+		}
+	}
+	return true
 }
 
 // overshot reports whether a value read is a number above n.
@@ -107,13 +168,19 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 	}
 	in := cluster.ReadTopic(t, []string{broker.Addr}, r.input)
 	md, _, mdErr := r.g.Metadata()
+	tasks := map[int32]bool{} // the affected keys' tasks
 	for _, k := range names {
 		task := partition.Murmur2().Partition([]byte(k), int32(r.p.partitions))
-		var outs, ins []string
-		inCount := 0
+		var outs, ins, breaks []string
+		inCount, prev, prevAt := 0, 0, int64(-1)
 		for _, rec := range out {
 			if rec.Key == k {
 				outs = append(outs, fmt.Sprintf("%s@%d", rec.Value, rec.Offset))
+				v, _ := strconv.Atoi(rec.Value)
+				if v != prev+1 {
+					breaks = append(breaks, fmt.Sprintf("%d@%d then %d@%d", prev, prevAt, v, rec.Offset))
+				}
+				prev, prevAt = v, rec.Offset
 			}
 		}
 		for _, rec := range in {
@@ -135,13 +202,25 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 		if read == "" {
 			read = strconv.Itoa(n)
 		}
-		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s); active now %s",
-			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), active)
+		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s; breaks in 1..n: %v); active now %s",
+			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), breaks, active)
+		tasks[task] = true
+	}
+	// Each instance's lines about the affected tasks (assignments holding
+	// them actively, their activation and restore) and about aborts,
+	// fencing and rebuilds.
+	words := []string{"transaction aborted", "aborted transaction", "partitions lost", "rebuilding", "fenc", "UNKNOWN_MEMBER", "panic"}
+	for task := range tasks {
+		words = append(words, fmt.Sprintf(`"task":%d,`, task), fmt.Sprintf(`"task":%d}`, task))
 	}
 	for _, in := range r.ins {
 		var lines []string
 		for _, l := range strings.Split(in.Logs(), "\n") {
-			for _, w := range []string{"transaction aborted", "aborted transaction", "partitions lost", "rebuilding", "fenc", "UNKNOWN_MEMBER", "panic"} {
+			if activeIn(l, tasks) {
+				lines = append(lines, l[:min(len(l), 400)])
+				continue
+			}
+			for _, w := range words {
 				if strings.Contains(l, w) {
 					lines = append(lines, l[:min(len(l), 400)])
 					break
@@ -149,9 +228,26 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 			}
 		}
 		if len(lines) > 0 {
-			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 20), "\n"))
+			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 30), "\n"))
 		}
 	}
+}
+
+// activeIn reports whether log line l is an assignment whose actives
+// include one of tasks.
+func activeIn(l string, tasks map[int32]bool) bool {
+	i := strings.Index(l, `"active":[`)
+	if i < 0 || !strings.Contains(l, `"msg":"assignment"`) {
+		return false
+	}
+	list := l[i+len(`"active":[`):]
+	list = list[:max(0, strings.Index(list, "]"))]
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(f); err == nil && tasks[int32(n)] {
+			return true
+		}
+	}
+	return false
 }
 
 // lastOf returns the last n of s.

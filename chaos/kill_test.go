@@ -37,7 +37,7 @@ func killInstanceThenZone(t *testing.T, s setup) {
 
 	if !zoneToo {
 		r.settle()
-		r.end(r.p.session + 5*time.Second)
+		r.end(r.activeBound())
 		return
 	}
 	r.settle()
@@ -50,5 +50,5 @@ func killInstanceThenZone(t *testing.T, s setup) {
 	r.healed(back)
 
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

@@ -35,5 +35,5 @@ func rollingRestart(t *testing.T, s setup) {
 	}
 	r.healed(back)
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

@@ -46,7 +46,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Errorf("after the upgrade the members report builds %v, want one", builds)
 	}
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }
 
 // lowerWireRevision returns the parent of the commit that set the current

@@ -10,7 +10,9 @@
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
 # each test's result; the whole `go test -v` output goes to
 # $RACKSTREAM_CHAOS_LOG (default: a file under /tmp, named at the end).
-# Extra go test flags in GOTEST_FLAGS (e.g. -run TestKillInstanceThenZone).
+# Extra go test flags in GOTEST_FLAGS, passed after the package so that the
+# suite's own flags work too (e.g. -run TestKillInstanceThenZone, or
+# -run TestFrozenInstanceExactlyOnce -chaos.freeze-exact).
 # Exit codes: 0 pass; 1 fail; 2 usage.
 set -uo pipefail
 
@@ -29,7 +31,7 @@ esac
 read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
 LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$FORM-XXXXXX.log")}
 
-RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" "${FLAGS[@]}" ./chaos/ >"$LOG" 2>&1
+RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" ./chaos/ "${FLAGS[@]}" >"$LOG" 2>&1
 rc=$?
 grep -E '^(scenario=|--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
 if ((rc != 0)); then

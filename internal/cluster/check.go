@@ -104,7 +104,8 @@ func ReadTopic(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) []
 
 // StoreLags returns the keys whose value in store, read from an active
 // through any running instance, is not want (as a decimal number), at most
-// limit of them, with what was read ("503", "404", "7"...).
+// limit of them, with what was read: the value ("7"), or "HTTP " and the
+// status of a failed read ("HTTP 503", "HTTP 404"), or the error.
 func (g *Group) StoreLags(store string, keys []string, want, limit int) map[string]string {
 	lags := map[string]string{}
 	up := g.Up()
@@ -122,7 +123,7 @@ func (g *Group) StoreLags(store string, keys []string, want, limit int) map[stri
 		case err != nil:
 			lags[k] = err.Error()
 		case code != 200:
-			lags[k] = strconv.Itoa(code)
+			lags[k] = "HTTP " + strconv.Itoa(code)
 		case string(ans.Value) != strconv.Itoa(want):
 			lags[k] = string(ans.Value)
 		}

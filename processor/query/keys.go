@@ -246,17 +246,22 @@ func (s *Server) ask(w *statusWriter, r *http.Request, st ServedStore, req *keyR
 		}
 		delete(cancels, o.i)
 		c := cands[o.i]
-		if o.err != nil {
+		if o.err == nil {
+			switch o.a.code {
+			case http.StatusOK, http.StatusNotFound, http.StatusBadRequest:
+				abandon()
+				writeRaw(w, o.a.code, o.a.body)
+				return
+			}
+			fs = append(fs, failed{o.i, peerFailure(c, p.Members[c.member].ProcessID, o.a)})
+		} else {
 			fs = append(fs, failed{o.i, forwardFailure(c, o.err)})
-			continue
 		}
-		switch o.a.code {
-		case http.StatusOK, http.StatusNotFound, http.StatusBadRequest:
-			abandon()
-			writeRaw(w, o.a.code, o.a.body)
-			return
+		// A failed attempt while another still runs: the next candidate
+		// now, as if the failed one had been the last asked.
+		if len(cancels) > 0 && next < len(cands) {
+			launch()
 		}
-		fs = append(fs, failed{o.i, peerFailure(c, p.Members[c.member].ProcessID, o.a)})
 	}
 	// The failures in preference order, whatever order they came in.
 	slices.SortStableFunc(fs, func(a, b failed) int { return a.i - b.i })
