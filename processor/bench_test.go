@@ -234,10 +234,11 @@ func BenchmarkProcessingCount(b *testing.B) {
 			o.Guarantee, o.CacheMaxBytes = processor.AtLeastOnce, processor.DefaultOptions().CacheMaxBytes
 		})
 	})
-	// The same under a memory budget (state.memory.bytes, 64 MiB unless
-	// RACKSTREAM_BENCH_MEMORY_BYTES says): it sizes the record cache and
-	// the stores' LevelDB memtables and block caches; compare peak RSS
-	// with output-cache, run in its own process.
+	// The same under another memory budget (state.memory.bytes, 64 MiB
+	// unless RACKSTREAM_BENCH_MEMORY_BYTES says; the rows above run under
+	// the default, state.DefaultMemoryBytes): it sizes the stores' LevelDB
+	// memtables and block caches and bounds the record cache; compare peak
+	// RSS with output-cache, run in its own process.
 	b.Run("output-budget", func(b *testing.B) {
 		benchCount(b, c, input, records, true, func(o *processor.Options) {
 			o.Guarantee, o.MemoryBytes = processor.AtLeastOnce, int64(benchEnv("RACKSTREAM_BENCH_MEMORY_BYTES", 64<<20))
