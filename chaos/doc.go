@@ -12,7 +12,10 @@
 //   - the output topic holds every sequence number 1..n of every key (lost
 //     = numbers missing, never inferred from counts);
 //   - no task was without a readable active for longer than the session
-//     timeout + 5 s (while the broker was up);
+//     timeout + 5 s (while the broker was up; under exactly-once the
+//     longer of the session and transaction timeouts + 5 s, since a
+//     predecessor's open transaction holds back what the new active may
+//     read until the broker aborts it);
 //   - the placement is whole again (no task repeating a tag value, no
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.

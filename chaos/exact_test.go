@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,13 +36,13 @@ func (r *run) waitStore(n int) map[string]string {
 		}
 		switch {
 		case r.eos && overshot(lags, n):
-			r.exactErrorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
+			t.Errorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
 			return lags
 		case r.eos && time.Since(changed) > time.Minute && r.allReady():
-			r.exactErrorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
+			t.Errorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
 			return lags
 		case time.Since(start) > deadline:
-			r.exactErrorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
+			t.Errorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
 			return lags
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -62,51 +61,6 @@ func (r *run) activeBound() time.Duration {
 		return max(r.p.session, processor.TransactionTimeout) + 5*time.Second
 	}
 	return r.p.session + 5*time.Second
-}
-
-// exactErrorf records a failed check of what the store or the output
-// holds; judgeExact fails the test with them at the end.
-func (r *run) exactErrorf(format string, args ...any) {
-	r.exact = append(r.exact, fmt.Sprintf(format, args...))
-}
-
-// judgeExact fails the test with the failed exact checks, unless the
-// scenario has a known loss (r.known: a bug with an open issue) and the
-// failures are exactly its signature: every key that is off reads n-1 in
-// the store, and its output lacks n and holds one count twice, nothing
-// else. Then they are logged as known (the scenario's line still shows
-// lost= and duplicated=).
-func (r *run) judgeExact(short map[string]string, seqs cluster.Sequences, n int) {
-	r.t.Helper()
-	if len(r.exact) == 0 {
-		return
-	}
-	if r.known != "" && knownSignature(short, seqs, n) {
-		for _, e := range r.exact {
-			r.t.Logf("KNOWN BUG, not failing the test (%s): %s", r.known, e)
-		}
-		return
-	}
-	for _, e := range r.exact {
-		r.t.Error(e)
-	}
-}
-
-// knownSignature reports whether the store's short keys and the output's
-// sequences show only the zombie's lost update: each short key reads
-// n-1, its only missing number is n, and one number of it is duplicated.
-func knownSignature(short map[string]string, seqs cluster.Sequences, n int) bool {
-	// Sequences lists up to 10 missing numbers: more short keys than that
-	// cannot be matched one by one.
-	if len(short) == 0 || len(short) > 10 || seqs.Lost != len(short) || seqs.Duplicated != len(short) || seqs.Garbage != 0 {
-		return false
-	}
-	for k, v := range short {
-		if v != strconv.Itoa(n-1) || !slices.Contains(seqs.Missing, k+"@"+strconv.Itoa(n)) {
-			return false
-		}
-	}
-	return true
 }
 
 // overshot reports whether a value read is a number above n.

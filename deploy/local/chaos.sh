@@ -10,9 +10,8 @@
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
 # each test's result; the whole `go test -v` output goes to
 # $RACKSTREAM_CHAOS_LOG (default: a file under /tmp, named at the end).
-# Extra go test flags in GOTEST_FLAGS, passed after the package so that the
-# suite's own flags work too (e.g. -run TestKillInstanceThenZone, or
-# -run TestFrozenInstanceExactlyOnce -chaos.freeze-exact).
+# Extra go test flags in GOTEST_FLAGS, passed after the package (e.g.
+# -run TestKillInstanceThenZone, or -run TestFrozenInstanceExactlyOnce -count=4).
 # Exit codes: 0 pass; 1 fail; 2 usage.
 set -uo pipefail
 
