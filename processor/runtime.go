@@ -209,6 +209,9 @@ type Runtime struct {
 	// published is the generation of the last placement given to
 	// Options.OnPlacement.
 	published atomic.Int32
+	// assignments counts the assignments the sessions received: a session
+	// that received one was healthy, whatever ended it (rebuildBackoff).
+	assignments atomic.Int64
 	// started is closed once Run has opened the state directory and
 	// checked and created the topics: the instance joins its group next.
 	started chan struct{}
@@ -489,7 +492,7 @@ func (r *Runtime) forceClose(closeMgr func()) error {
 func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) error {
 	backoff := r.opts.RebuildBackoff
 	for {
-		started := time.Now()
+		started, assigned := time.Now(), r.assignments.Load()
 		err := r.runSession(ctx, mgr, n)
 		if ctx.Err() != nil {
 			return nil
@@ -499,23 +502,22 @@ func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) 
 			r.setFatal(err)
 			return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 		}
-		if time.Since(started) > 2*r.opts.MaxRebuildBackoff {
-			backoff = r.opts.RebuildBackoff // the session was healthy for a while
-		}
+		var wait time.Duration
+		wait, backoff = rebuildBackoff(backoff, r.opts.RebuildBackoff, r.opts.MaxRebuildBackoff,
+			time.Since(started), r.assignments.Load() > assigned)
 		r.met.rebuilds.Inc()
-		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", backoff)
+		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", wait)
 		r.mu.Lock()
 		r.notReady = fmt.Sprintf("rebuilding the Kafka client after: %v", err)
 		r.mu.Unlock()
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
-		r.log.Info("rebuilding the kafka client", "after", backoff)
-		backoff = min(2*backoff, r.opts.MaxRebuildBackoff)
+		r.log.Info("rebuilding the kafka client", "after", wait)
 	}
 }
 
