@@ -20,11 +20,24 @@ import (
 // their tasks serve them.
 func TestStateLost(t *testing.T) {
 	needMode(t, false)
-	r := begin(t, "disk")
+	stateLost(t, setup{})
+}
+
+// TestStateLostExactlyOnce is scenario 5 under exactly_once_v2: both kills
+// land mid-transaction, and the stores rebuilt from the changelogs (read
+// committed) must hold exact counts, the output, read committed, each
+// count once and in order. Long form only.
+func TestStateLostExactlyOnce(t *testing.T) {
+	needMode(t, true)
+	stateLost(t, setup{eos: true})
+}
+
+func stateLost(t *testing.T, s setup) {
+	r := beginWith(t, "disk", s)
 
 	lost := r.ins[2]
 	oldID := lost.ID()
-	lost.Kill()
+	r.kill(lost)
 	r.waitTakeover(lost)
 	if err := os.RemoveAll(lost.StateDir); err != nil {
 		t.Fatal(err)
@@ -39,7 +52,7 @@ func TestStateLost(t *testing.T) {
 
 	r.settle()
 	damaged := r.ins[1]
-	damaged.Kill()
+	r.kill(damaged)
 	r.waitTakeover(damaged)
 	stores := damageManifests(t, damaged.StateDir)
 	t.Logf("damaged the manifests of %d stores of %s", len(stores), damaged.Name)

@@ -15,7 +15,20 @@ import (
 // checkpoints, never from older ones.
 func TestStandbyRotation(t *testing.T) {
 	needMode(t, true)
-	r := begin(t, "standby-rotation")
+	standbyRotation(t, setup{})
+}
+
+// TestStandbyRotationExactlyOnce is scenario 6 under exactly_once_v2: each
+// clean stop commits or aborts its transaction, checkpoints must still
+// never go backwards, and the counts and the output, read committed, must
+// be exact.
+func TestStandbyRotationExactlyOnce(t *testing.T) {
+	needMode(t, true)
+	standbyRotation(t, setup{eos: true})
+}
+
+func standbyRotation(t *testing.T, s setup) {
+	r := beginWith(t, "standby-rotation", s)
 	w := cluster.WatchCheckpoints(r.g, 500*time.Millisecond)
 	var back time.Time
 	for _, in := range r.ins {
