@@ -102,15 +102,9 @@ func needMode(t *testing.T, long bool) {
 	}
 }
 
-// begin starts a scenario: topics, six instances ready with a whole
-// placement, the producer and both readers running, some records in.
-func begin(t *testing.T, name string) *run {
-	t.Helper()
-	return beginWith(t, name, setup{})
-}
-
-// beginWith is begin as s says; an exactly-once scenario's name ends in
-// "-eos".
+// beginWith starts a scenario as s says: topics, six instances ready with
+// a whole placement, the producer and both readers running, some records
+// in. An exactly-once scenario's name ends in "-eos".
 func beginWith(t *testing.T, name string, s setup) *run {
 	t.Helper()
 	p := paramsFor(mode)
