@@ -5,7 +5,7 @@
 # one fault per scenario, every record accounted for. See chaos/doc.go.
 #
 #   deploy/local/chaos.sh short   scenarios 1, 3 and 5, and 1 under exactly-once, at a low rate (make test's suite, ~4-5 min)
-#   deploy/local/chaos.sh long    every scenario, 1-4 also under exactly-once, higher rate, longer faults (make chaos)
+#   deploy/local/chaos.sh long    every scenario, 1-6 also under exactly-once, higher rate, longer faults (make chaos)
 #
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
 # each test's result; the whole `go test -v` output goes to
