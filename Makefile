@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka bench bench-go chaos kafka-start kafka-stop kafka-status release
+.PHONY: all build vet test test-kfake test-kafka cover-runtime bench bench-go chaos kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -30,6 +30,11 @@ test-kfake:
 test-kafka:
 	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
 		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
+
+# The statement coverage of processor/commit.go and rebalance.go by their
+# broker-free unit tests alone (make test fails it below 90%).
+cover-runtime:
+	./deploy/local/cover-runtime.sh
 
 # The fault suite's long form (chaos/): every scenario against a broker of
 # its own; make test runs the short form. One line per scenario.

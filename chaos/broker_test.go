@@ -12,7 +12,20 @@ import (
 // changelog writes wait or fail and are retried.
 func TestBrokerStoppedAndKilled(t *testing.T) {
 	needMode(t, false)
-	r := begin(t, "broker")
+	brokerStoppedAndKilled(t, setup{})
+}
+
+// TestBrokerStoppedAndKilledExactlyOnce is scenario 3 under
+// exactly_once_v2: transactions open when the broker stops or dies must be
+// aborted or completed, never half applied; the counts and the output,
+// read committed, must be exact. Long form only.
+func TestBrokerStoppedAndKilledExactlyOnce(t *testing.T) {
+	needMode(t, true)
+	brokerStoppedAndKilled(t, setup{eos: true})
+}
+
+func brokerStoppedAndKilled(t *testing.T, s setup) {
+	r := beginWith(t, "broker", s)
 	outage := 15 * time.Second
 	if mode == "long" {
 		outage = 30 * time.Second
@@ -44,5 +57,5 @@ func TestBrokerStoppedAndKilled(t *testing.T) {
 	r.brokerDown = append(r.brokerDown, [2]time.Time{down, back})
 	r.healed(back)
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

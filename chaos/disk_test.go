@@ -60,7 +60,7 @@ func TestStateLost(t *testing.T) {
 	}
 	t.Logf("%d of %d damaged stores moved aside and rebuilt", aside, len(stores))
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }
 
 // damageManifests overwrites 16 bytes in the middle of every store's

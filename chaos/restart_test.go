@@ -12,7 +12,19 @@ import (
 // timeout.
 func TestRollingRestart(t *testing.T) {
 	needMode(t, true)
-	r := begin(t, "rolling-restart")
+	rollingRestart(t, setup{})
+}
+
+// TestRollingRestartExactlyOnce is scenario 2 under exactly_once_v2: each
+// clean stop commits or aborts its transaction; the counts and the
+// output, read committed, must be exact.
+func TestRollingRestartExactlyOnce(t *testing.T) {
+	needMode(t, true)
+	rollingRestart(t, setup{eos: true})
+}
+
+func rollingRestart(t *testing.T, s setup) {
+	r := beginWith(t, "rolling-restart", s)
 	var back time.Time
 	for _, in := range r.ins {
 		if code := in.Stop(time.Minute); code != 0 {
@@ -23,5 +35,5 @@ func TestRollingRestart(t *testing.T) {
 	}
 	r.healed(back)
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

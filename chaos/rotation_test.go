@@ -37,5 +37,5 @@ func TestStandbyRotation(t *testing.T) {
 	if replicas < r.p.partitions*3 {
 		t.Errorf("followed %d replicas, want at least %d (every task's three)", replicas, r.p.partitions*3)
 	}
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor/partition"
@@ -35,18 +37,32 @@ func paramsFor(mode string) params {
 }
 
 const (
-	store  = "latest" // the built-in latest processor's store
-	maxLag = 10000    // the readers' max_lag: acceptable.recovery.lag's default
+	maxLag = 10000 // the readers' max_lag: acceptable.recovery.lag's default
 	// deadline bounds every wait; a loaded 2-core machine is slow.
 	deadline = 3 * time.Minute
 )
 
 var zones, clusters = []string{"zone-a", "zone-b", "zone-c"}, []string{"cluster-1", "cluster-2"}
 
+// setup is how a scenario's instances run.
+type setup struct {
+	// bin is the rackstream binary every instance runs (this tree's build
+	// when empty).
+	bin string
+	// eos runs processing.guarantee=exactly_once_v2 with the built-in count
+	// processor, for exact checks: every key's final count is the number of
+	// its records, and the output (read committed) holds its counts 1..n
+	// each exactly once, in order. Otherwise at-least-once with the latest
+	// processor: the last value, and every number at least once.
+	eos bool
+}
+
 // run is one scenario: a group of six instances under load.
 type run struct {
 	t      *testing.T
 	name   string
+	eos    bool
+	store  string // the processor's store: "latest", or "count" under eos
 	p      params
 	app    string
 	input  string
@@ -90,16 +106,25 @@ func needMode(t *testing.T, long bool) {
 // placement, the producer and both readers running, some records in.
 func begin(t *testing.T, name string) *run {
 	t.Helper()
-	return beginWith(t, name, "")
+	return beginWith(t, name, setup{})
 }
 
-// beginWith is begin with every instance running bin (this tree's build
-// when empty).
-func beginWith(t *testing.T, name, bin string) *run {
+// beginWith is begin as s says; an exactly-once scenario's name ends in
+// "-eos".
+func beginWith(t *testing.T, name string, s setup) *run {
 	t.Helper()
 	p := paramsFor(mode)
 	k := kafkatest.At(t, broker.Addr)
-	r := &run{t: t, name: name, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
+	kind, commit := "latest", "500"
+	if s.eos {
+		// The count processor: a record processed twice or lost shows in
+		// the count; latest would hide a replay. Exactly-once commits
+		// every 100 ms by default; 200 keeps six transactional
+		// producers light on a loaded machine.
+		name += "-eos"
+		kind, commit = "count", "200"
+	}
+	r := &run{t: t, name: name, eos: s.eos, store: kind, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
 	r.input, r.output = r.app+"-in", r.app+"-out"
 	k.CreateTopic(r.input, int32(p.partitions), nil)
 	k.CreateTopic(r.output, int32(p.partitions), nil)
@@ -109,38 +134,42 @@ func beginWith(t *testing.T, name, bin string) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.g = cluster.NewGroup(t, binary, dir, map[string]string{
+	base := map[string]string{
 		"application.id":                r.app,
-		"processor.type":                "latest",
+		"processor.type":                kind,
 		"processor.input.topic":         r.input,
 		"processor.output.topic":        r.output,
 		"num.standby.replicas":          "2",
 		"rack.aware.assignment.tags":    "zone,cluster",
 		"statestore.cache.max.bytes":    "0",
-		"commit.interval.ms":            "500",
+		"commit.interval.ms":            commit,
 		"session.timeout.ms":            strconv.FormatInt(p.session.Milliseconds(), 10),
 		"shutdown.timeout.ms":           "15000",
 		"probing.rebalance.interval.ms": "60000",
 		"replication.factor":            "1",
 		"num.stream.threads":            "1",
 		"log.format":                    "json",
-	})
+	}
+	if s.eos { // only then: an earlier build (scenario 7) may not know the key
+		base["processing.guarantee"] = "exactly_once_v2"
+	}
+	r.g = cluster.NewGroup(t, binary, dir, base)
 	// Every connection of instance i passes a proxy: to the broker through
 	// its own listener's (broker.Slots[i]), to its HTTP endpoint through
 	// one of its own, so that a scenario can cut it off.
-	base := cluster.LowFreePorts(t, 19600, 2*slots)
+	port := cluster.LowFreePorts(t, 19600, 2*slots)
 	for i := range slots {
 		tags := map[string]string{"zone": zones[i%3], "cluster": clusters[i/3]}
-		listen := "127.0.0.1:" + strconv.Itoa(base+i)
+		listen := "127.0.0.1:" + strconv.Itoa(port+i)
 		in := r.g.Add(fmt.Sprintf("i%d-%s-%s", i, tags["zone"], tags["cluster"]), listen, tags)
 		in.Set["bootstrap.servers"] = broker.Slots[i].Addr
-		hp, err := cluster.NewProxy("127.0.0.1:"+strconv.Itoa(base+slots+i), listen)
+		hp, err := cluster.NewProxy("127.0.0.1:"+strconv.Itoa(port+slots+i), listen)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(hp.Close)
 		in.Endpoint = hp.Addr
-		in.Bin = bin
+		in.Bin = s.bin
 		in.Proxies = []*cluster.Proxy{broker.Slots[i], hp}
 		r.ins = append(r.ins, in)
 	}
@@ -169,8 +198,8 @@ func beginWith(t *testing.T, name, bin string) *run {
 	r.waitWhole("the first placement")
 	r.prod = cluster.StartProducer(t, []string{broker.Addr}, r.input, r.keys, p.rate)
 	probes := probeKeys(r.keys, p.partitions)
-	r.active = cluster.StartReader(r.g, store, probes, -1, p.readEvery)
-	r.lagged = cluster.StartReader(r.g, store, probes, maxLag, p.readEvery)
+	r.active = cluster.StartReader(r.g, r.store, probes, -1, p.readEvery)
+	r.lagged = cluster.StartReader(r.g, r.store, probes, maxLag, p.readEvery)
 	r.settle()
 	return r
 }
@@ -324,8 +353,10 @@ func (r *run) zone(z string) []*cluster.Instance {
 
 // end stops the load and runs the end checks, then prints the scenario's
 // line. activeBound is the longest a key may go unread from an active
-// (session timeout + 5 s unless the scenario says otherwise).
-func (r *run) end(activeBound time.Duration) {
+// (r.activeBound() unless the scenario says otherwise). It returns
+// what the readers measured, actives only and with max_lag, for a
+// scenario's own bounds.
+func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 	t := r.t
 	t.Helper()
 	n, err := r.prod.Stop(deadline)
@@ -339,16 +370,25 @@ func (r *run) end(activeBound time.Duration) {
 			t.Fatalf("%s is down at the end of the scenario", in.Name)
 		}
 	}
-	r.g.WaitStore(store, r.keys, n, deadline)
-	act, lag := r.active.Stop(), r.lagged.Stop()
+	short := r.waitStore(n)
+	act, lag = r.active.Stop(), r.lagged.Stop()
 
 	// Every sequence number of every key in the output topic: read until
 	// nothing is missing (outputs are flushed at commit points) or the
-	// deadline passes.
-	var seqs cluster.Sequences
+	// deadline passes. Under exactly-once, read committed: what a
+	// downstream read_committed consumer sees.
+	var (
+		opts []kgo.Opt
+		recs []cluster.Record
+		seqs cluster.Sequences
+	)
+	if r.eos {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	start := time.Now()
 	for {
-		seqs = cluster.CheckSequences(cluster.ReadTopic(t, []string{broker.Addr}, r.output), r.keys, n)
+		recs = cluster.ReadTopic(t, []string{broker.Addr}, r.output, opts...)
+		seqs = cluster.CheckSequences(recs, r.keys, n)
 		if seqs.Lost == 0 || time.Since(start) > time.Minute {
 			break
 		}
@@ -360,11 +400,18 @@ func (r *run) end(activeBound time.Duration) {
 	if seqs.Garbage != 0 {
 		t.Errorf("%d records in %s are no sequence number of a known key", seqs.Garbage, r.output)
 	}
+	if r.eos && (seqs.Duplicated != 0 || seqs.OutOfOrder != 0) {
+		t.Errorf("exactly-once: %s holds %d duplicated counts and %d out of order (read committed); want each of 1..%d once, in order",
+			r.output, seqs.Duplicated, seqs.OutOfOrder, n)
+	}
 	for _, k := range r.keys {
 		if seqs.Last[k] != n {
 			t.Errorf("%s: last record in the output is %d, want %d", k, seqs.Last[k], n)
 			break
 		}
+	}
+	if len(short) > 0 || seqs.Lost != 0 || r.eos && seqs.Duplicated+seqs.OutOfOrder != 0 {
+		r.evidence(short, seqs, recs, n)
 	}
 	// The bound holds while the broker is up: without it no group can
 	// assign anything (the readers with max_lag show what is served then).
@@ -381,4 +428,5 @@ func (r *run) end(activeBound time.Duration) {
 		act.Reads, act.Causes, describe(act.Worst), maxLag, lag.Reads, lag.Causes, describe(lag.Worst), seqs.OutOfOrder)
 	t.Log(line)
 	fmt.Println(line) // go test -v passes it through: make chaos greps these lines
+	return act, lag
 }

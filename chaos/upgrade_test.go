@@ -22,7 +22,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("upgrading from %s", rev)
-	r := beginWith(t, "rolling-upgrade", old)
+	r := beginWith(t, "rolling-upgrade", setup{bin: old})
 	var back time.Time
 	for _, in := range r.ins {
 		if code := in.Stop(time.Minute); code != 0 {
@@ -46,7 +46,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Errorf("after the upgrade the members report builds %v, want one", builds)
 	}
 	r.settle()
-	r.end(r.p.session + 5*time.Second)
+	r.end(r.activeBound())
 }
 
 // lowerWireRevision returns the parent of the commit that set the current

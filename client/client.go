@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -336,9 +337,10 @@ func (c *Client) Generation() int32 {
 	return c.pl.generation
 }
 
-// Metadata reads the cluster's placement from an instance now, and routes
-// with it from then on.
-func (c *Client) Metadata(ctx context.Context) (*Metadata, error) {
+// Metadata reads the cluster's placement (GET /v1/metadata, whose one Go
+// type is assignor.Metadata) from an instance now, and routes with it from
+// then on.
+func (c *Client) Metadata(ctx context.Context) (*assignor.Metadata, error) {
 	p, err := c.placement(ctx, true)
 	if err != nil {
 		return nil, err
@@ -352,7 +354,7 @@ func (c *Client) endpoints(cur *placement) []instance {
 	var out []instance
 	seen := map[string]bool{}
 	if cur != nil {
-		for _, in := range cur.md.Instances {
+		for _, in := range cur.md.Clients {
 			if in.Endpoint != "" && !seen[in.Endpoint] {
 				seen[in.Endpoint] = true
 				out = append(out, instance{id: in.ID, endpoint: in.Endpoint})
@@ -410,40 +412,18 @@ func (c *Client) fetchPlacement(ctx context.Context, cur *placement) (*placement
 	return nil, errors.Join(append([]error{errors.New("rackstream client: no instance answered /v1/metadata")}, errs...)...)
 }
 
-// Metadata is the part of GET /v1/metadata the client routes with.
-type Metadata struct {
-	Generation  int32      `json:"generation"`
-	Partitioner string     `json:"partitioner"`
-	Partitions  int        `json:"partitions"`
-	Instances   []Instance `json:"clients"`
-	Tasks       []Task     `json:"tasks"`
-}
-
-// Instance is one member of the group.
-type Instance struct {
-	ID       string            `json:"id"`
-	Endpoint string            `json:"endpoint"`
-	Tags     map[string]string `json:"tags"`
-}
-
-// Task is one task's replicas, by process id ("" active: moving).
-type Task struct {
-	Task    int32    `json:"task"`
-	Active  string   `json:"active"`
-	Standby []string `json:"standby"`
-}
-
-// placement is a Metadata made ready for routing.
+// placement is a /v1/metadata document (assignor.Metadata, the one type
+// that defines it) made ready for routing.
 type placement struct {
-	md         *Metadata
+	md         *assignor.Metadata
 	generation int32
 	part       partition.Partitioner
-	tasks      []Task
+	tasks      []assignor.TaskPlacement // by task
 	endpoint   map[string]string // process id -> endpoint
 }
 
 func parsePlacement(body []byte) (*placement, error) {
-	var md Metadata
+	var md assignor.Metadata
 	if err := json.Unmarshal(body, &md); err != nil {
 		return nil, err
 	}
@@ -454,15 +434,15 @@ func parsePlacement(body []byte) (*placement, error) {
 	if len(md.Tasks) == 0 || md.Partitions != 0 && md.Partitions != len(md.Tasks) {
 		return nil, fmt.Errorf("%d tasks for %d partitions", len(md.Tasks), md.Partitions)
 	}
-	p := &placement{md: &md, generation: md.Generation, part: part, tasks: make([]Task, len(md.Tasks)),
-		endpoint: make(map[string]string, len(md.Instances))}
+	p := &placement{md: &md, generation: md.Generation, part: part, tasks: make([]assignor.TaskPlacement, len(md.Tasks)),
+		endpoint: make(map[string]string, len(md.Clients))}
 	for _, t := range md.Tasks {
 		if t.Task < 0 || int(t.Task) >= len(p.tasks) {
 			return nil, fmt.Errorf("task %d out of range 0-%d", t.Task, len(p.tasks)-1)
 		}
 		p.tasks[t.Task] = t
 	}
-	for _, in := range md.Instances {
+	for _, in := range md.Clients {
 		p.endpoint[in.ID] = in.Endpoint
 	}
 	return p, nil
@@ -491,7 +471,7 @@ func (p *placement) candidates(task int32, standbys bool) []instance {
 // the i-th, so that scans spread over the cluster.
 func (p *placement) instances(i uint32) []instance {
 	var out []instance
-	for _, in := range p.md.Instances {
+	for _, in := range p.md.Clients {
 		if in.Endpoint != "" {
 			out = append(out, instance{id: in.ID, endpoint: in.Endpoint})
 		}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/processor/partition"
 )
 
@@ -23,7 +24,7 @@ import (
 type fakeCluster struct {
 	t         *testing.T
 	mu        sync.Mutex // guards md
-	md        Metadata
+	md        assignor.Metadata
 	servers   map[string]*httptest.Server // by process id
 	keys      map[string]*atomic.Int64    // key requests, by process id
 	metadatas atomic.Int64
@@ -35,7 +36,7 @@ type fakeCluster struct {
 
 func newFakeCluster(t *testing.T, tlsOn bool, token string, tasks int, ids ...string) *fakeCluster {
 	f := &fakeCluster{t: t, servers: map[string]*httptest.Server{}, keys: map[string]*atomic.Int64{}, token: token, tls: tlsOn}
-	f.md = Metadata{Generation: 1, Partitioner: "murmur2", Partitions: tasks}
+	f.md = assignor.Metadata{Generation: 1, Partitioner: "murmur2", Partitions: tasks}
 	for _, id := range ids {
 		var srv *httptest.Server
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serve(id, w, r) })
@@ -47,11 +48,11 @@ func newFakeCluster(t *testing.T, tlsOn bool, token string, tasks int, ids ...st
 		t.Cleanup(srv.Close)
 		f.servers[id] = srv
 		f.keys[id] = new(atomic.Int64)
-		f.md.Instances = append(f.md.Instances, Instance{ID: id, Endpoint: srv.Listener.Addr().String()})
+		f.md.Clients = append(f.md.Clients, assignor.MetadataClient{ID: id, Endpoint: srv.Listener.Addr().String()})
 	}
 	// Task i: active ids[i%n], standby ids[(i+1)%n].
 	for i := range tasks {
-		f.md.Tasks = append(f.md.Tasks, Task{Task: int32(i), Active: ids[i%len(ids)], Standby: []string{ids[(i+1)%len(ids)]}})
+		f.md.Tasks = append(f.md.Tasks, assignor.TaskPlacement{Task: i, Active: ids[i%len(ids)], Standby: []string{ids[(i+1)%len(ids)]}})
 	}
 	return f
 }
@@ -93,7 +94,7 @@ func (f *fakeCluster) serve(id string, w http.ResponseWriter, r *http.Request) {
 func (f *fakeCluster) client(opts ...Opt) *Client {
 	f.t.Helper()
 	var first string
-	for _, in := range f.md.Instances {
+	for _, in := range f.md.Clients {
 		first = in.Endpoint
 		break
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/client"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
@@ -183,7 +184,7 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 	// A settled placement (every task with an active and a standby, no
 	// probing rebalance pending) whose standbys have caught up, and every
 	// key's count readable from its active.
-	var md *client.Metadata
+	var md *assignor.Metadata
 	kafkatest.Eventually(t, 2*time.Minute, "a settled placement with caught-up standbys and every count", func() bool {
 		var err error
 		if md, err = cl.Metadata(t.Context()); err != nil || !settled(t, seed, token, md, partitions) {
@@ -276,7 +277,7 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 // settled reports whether md has an active and a standby for each of
 // tasks tasks, no probing rebalance pending, and every replica's lag 0 (read
 // from the status part of /v1/metadata, which the client does not keep).
-func settled(t *testing.T, endpoint, token string, md *client.Metadata, tasks int) bool {
+func settled(t *testing.T, endpoint, token string, md *assignor.Metadata, tasks int) bool {
 	if len(md.Tasks) != tasks {
 		return false
 	}

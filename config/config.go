@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -41,6 +42,7 @@ type Config struct {
 	ReplicationFactor          int              // replication.factor
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
+	MaxTaskIdle                time.Duration    // max.task.idle.ms
 	Partitioner                Partitioner      // partitioner
 	ProcessingExceptionHandler ExceptionHandler // processing.exception.handler
 	DeadLetterQueueTopic       string           // errors.dead.letter.queue.topic.name
@@ -160,15 +162,29 @@ type Processor struct {
 	OutputTopic    string        // processor.output.topic
 	SumField       string        // processor.sum.field
 	ChangelogTopic string        // processor.changelog.topic
+	TableTopic     string        // processor.table.topic
+	TableGlobal    bool          // processor.table.global
+	Join           JoinType      // processor.join
+	JoinKeyField   string        // processor.join.key.field
 }
 
-// Guarantee is processing.guarantee.
-type Guarantee string
+// JoinType is processor.join: how the built-in join treats a record whose
+// key the table does not have.
+type JoinType string
 
 const (
-	AtLeastOnce   Guarantee = "at_least_once"
-	ExactlyOnceV2 Guarantee = "exactly_once_v2"
-	AtMostOnce    Guarantee = "at_most_once"
+	JoinInner JoinType = "inner" // drop it
+	JoinLeft  JoinType = "left"  // emit it with a null table value
+)
+
+// Guarantee is processing.guarantee: the processor's type (one definition,
+// documented there), so a loaded config passes straight to the runtime.
+type Guarantee = processor.Guarantee
+
+const (
+	AtLeastOnce   = processor.AtLeastOnce
+	ExactlyOnceV2 = processor.ExactlyOnceV2
+	AtMostOnce    = processor.AtMostOnce
 )
 
 // Partitioner is the function that maps a key to its partition slot.
@@ -232,6 +248,7 @@ const (
 	ProcessorLatest ProcessorType = "latest" // last value per key
 	ProcessorCount  ProcessorType = "count"  // records per key
 	ProcessorSum    ProcessorType = "sum"    // sum of a number per key
+	ProcessorJoin   ProcessorType = "join"   // each record enriched with a table's value
 )
 
 // Secret is a configuration value that must not be shown: it prints, logs

@@ -38,7 +38,8 @@ type keyDef struct {
 	max     int64 // for numbers, with hasMax
 	hasMax  bool
 	// field returns a pointer to the key's field in c: *string (enum types
-	// and Secret as their underlying string), *int, *int64, *time.Duration
+	// and Secret as their underlying string), *bool (with the enum false,
+	// true), *int, *int64, *time.Duration
 	// (milliseconds), *[]string (a list), *tags.Keys or *slog.Level.
 	field func(c *Config) any
 	// derived computes the default from other keys, after every set value is
@@ -112,6 +113,9 @@ var keys = []*keyDef{
 	{name: "log.level", def: "info", enum: []string{"debug", "info", "warn", "error"}, fold: true,
 		doc:   "The lowest level logged.",
 		field: func(c *Config) any { return &c.LogLevel }},
+	{name: "max.task.idle.ms", def: ms(procDefaults.MaxTaskIdle), min: -1, hasMin: true,
+		doc:   "With co-partitioned tables: how long, in milliseconds, a task waits for new table records, when its table partition is caught up, before it processes an input record stamped later than everything the table has (Kafka Streams' name and default). 0 waits only for table records known to be on the broker; -1 turns the timestamp alignment off (each record sees the table as of everything fetched).",
+		field: func(c *Config) any { return &c.MaxTaskIdle }},
 	{name: "max.warmup.replicas", def: num(procDefaults.MaxWarmups), min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "The most warmup replicas (extra standbys that restore a task before it moves to a caught-up owner) the group may have at once (KIP-441).",
 		field: func(c *Config) any { return &c.MaxWarmupReplicas }},
@@ -140,12 +144,22 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
 	{name: "processor.input.topic", doc: "The built-in processor's input topic (required with `processor.type`).",
 		field: func(c *Config) any { return &c.Processor.InputTopic }},
-	{name: "processor.output.topic", doc: "The topic receiving each updated value per key; empty for none.",
+	{name: "processor.join", def: string(JoinLeft), enum: []string{string(JoinInner), string(JoinLeft)},
+		doc:   "For `processor.type=join`: `left` emits every record, with a null table value when the table does not have its key; `inner` drops such records.",
+		field: func(c *Config) any { return (*string)(&c.Processor.Join) }},
+	{name: "processor.join.key.field", doc: "For `processor.type=join` with `processor.table.global=true`: the top-level JSON field of the record's value holding the table key (a string or a number); empty to look up the record's key.",
+		field: func(c *Config) any { return &c.Processor.JoinKeyField }},
+	{name: "processor.output.topic", doc: "The topic receiving each updated value per key (for `processor.type=join`: each enriched record; required); empty for none.",
 		field: func(c *Config) any { return &c.Processor.OutputTopic }},
 	{name: "processor.sum.field", doc: "For `processor.type=sum`: the JSON field holding the number; empty when the value itself is a decimal number.",
 		field: func(c *Config) any { return &c.Processor.SumField }},
-	{name: "processor.type", enum: []string{"", "latest", "count", "sum"},
-		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key). Empty when Rackstream is used as a library.",
+	{name: "processor.table.global", def: "false", enum: []string{"false", "true"}, fold: true,
+		doc:   "For `processor.type=join`: `true` holds the whole table on every instance (a global table: the input need not be co-partitioned with it); `false` joins a co-partitioned table (same partition count and partitioner as the input), each task holding its partition.",
+		field: func(c *Config) any { return &c.Processor.TableGlobal }},
+	{name: "processor.table.topic", doc: "For `processor.type=join` (required): the compacted topic holding the table, key to value.",
+		field: func(c *Config) any { return &c.Processor.TableTopic }},
+	{name: "processor.type", enum: []string{"", "latest", "count", "sum", "join"},
+		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key), `join` (each record enriched with a table's value). Empty when Rackstream is used as a library.",
 		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
@@ -309,6 +323,8 @@ func (d *keyDef) set(c *Config, v string) string {
 	switch p := d.field(c).(type) {
 	case *string:
 		*p = v
+	case *bool: // an enum of false and true
+		*p = v == "true"
 	case *int:
 		n, why := d.integer(v, "INT", 32)
 		if why != "" {
@@ -385,6 +401,8 @@ func (d *keyDef) format(c *Config) string {
 	switch p := d.field(c).(type) {
 	case *string:
 		return *p
+	case *bool:
+		return strconv.FormatBool(*p)
 	case *int:
 		return strconv.Itoa(*p)
 	case *int64:

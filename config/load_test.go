@@ -333,7 +333,7 @@ func TestBadValuesNameKeyLineValueAndWhatIsAllowed(t *testing.T) {
 		{"processing.exception.handler=ignore", "Invalid value ignore for configuration processing.exception.handler: String must be one of: dlq, skip (alias continue), fail"},
 		{"log.format=xml", "Invalid value xml for configuration log.format: String must be one of: text, json"},
 		{"log.level=verbose", "Invalid value verbose for configuration log.level: String must be one of: debug, info, warn, error"},
-		{"processor.type=join", `Invalid value join for configuration processor.type: String must be one of: "", latest, count, sum`},
+		{"processor.type=fold", `Invalid value fold for configuration processor.type: String must be one of: "", latest, count, sum, join`},
 		{"state.dir=", `Invalid value "" for configuration state.dir: Value must not be empty`},
 		{"http.listen=8080", "Invalid value 8080 for configuration http.listen: Value must be host:port"},
 		{"application.server=host:99999", "Invalid value host:99999 for configuration application.server: Value must be host:port with a port from 0 to 65535"},
@@ -484,6 +484,11 @@ func TestCombinationsAreChecked(t *testing.T) {
 		{"client certificates without their CA", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.auth=request"}, "flag --set: http.tls.client.auth=request requires http.tls.client.ca"},
 		{"a client CA without client certificates", []string{"http.tls.cert=/c.pem", "http.tls.key=/k.pem", "http.tls.client.ca=/ca.pem"}, "flag --set: http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require"},
 		{"a processor without input", []string{"processor.type=count"}, "flag --set: processor.type=count requires processor.input.topic"},
+		{"a join without its table", []string{"processor.type=join", "processor.input.topic=in", "processor.output.topic=out"}, "flag --set: processor.type=join requires processor.table.topic, the table to join"},
+		{"a join without output", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t"}, "flag --set: processor.type=join requires processor.output.topic, where the enriched records go"},
+		{"a join of its own input", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=in", "processor.output.topic=out"}, "flag --set: processor.table.topic in is also the input or output topic"},
+		{"a join with a changelog", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t", "processor.output.topic=out", "processor.changelog.topic=c"}, "flag --set: processor.changelog.topic has no effect with processor.type=join: the join keeps no store of its own (a co-partitioned table's topic is its store's changelog)"},
+		{"a join key field on a co-partitioned table", []string{"processor.type=join", "processor.input.topic=in", "processor.table.topic=t", "processor.output.topic=out", "processor.join.key.field=user"}, "flag --set: processor.join.key.field needs processor.table.global=true: a co-partitioned table is looked up by the record's key (another key may be in another task's partition)"},
 		{"a --set without '='", []string{"num.standby.replicas"}, `flag --set: --set "num.standby.replicas": want key=value`},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,13 @@
 package processor
 
 import (
+	"bytes"
+	"slices"
+	"sync"
+
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/state"
 )
 
 // recordCache is a task's record cache (statestore.cache.max.bytes, Kafka
@@ -35,13 +41,29 @@ import (
 //
 // # Concurrency
 //
-// The cache has no lock of its own, on purpose: the per-record path pays no
-// atomic operation for it. It is guarded by the task's mu (task.go), which
-// the record path already holds per record and a commit holds to flush it
-// between records; nothing else may touch it. A reader on another goroutine
-// (a query wanting the task's freshest state) must take the task's mu, which
-// waits at most for one record, never for a commit interval.
+// The task's goroutine (or a commit holding the task's mu, task.go, while
+// the task is paused between records) is the one writer. Queries at
+// isolation=latest read the cache from other goroutines (lookup, collect):
+// mu guards every field against them. The writer takes mu only to change
+// the cache, once per record's writes (apply) and once per eviction or
+// drain, never across I/O, and reads it without mu (only it writes); a
+// reader holds mu for one map lookup and a copy, or, in a scan, for one
+// chunk of collectChunk slots, so it never holds up the record loop for
+// longer than that. Uncontended, mu costs the per-record path one lock
+// and unlock.
+//
+// An entry leaves the cache only after it is written through (to the
+// store's write buffer, which latest readers see too): evict and drain
+// first hand the entries to the write-through and then remove them under
+// mu. A latest reader looking in the cache, then in the write buffer, then
+// in LevelDB (the order an entry moves in) therefore always finds a key's
+// latest value, or a newer one, in one of them.
 type recordCache struct {
+	// mu guards everything below against readers on other goroutines;
+	// the writer holds it while it changes them (see above).
+	mu     sync.Mutex
+	closed bool // the task's stores are closed: readers fail
+
 	budget int64
 	size   int64 // sum of entrySize over the live entries
 	live   int
@@ -93,8 +115,8 @@ func entrySize(key string, value []byte) int64 {
 
 // put records a write, copying key and value out of the caller's buffer
 // (value nil: a delete or tombstone), and makes key the most recently
-// written. It may leave the cache over budget: the caller evicts, after
-// the record's writes are all in.
+// written. The caller holds mu. It may leave the cache over budget: the
+// caller evicts, after the record's writes are all in.
 func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHeader) {
 	for len(c.index) <= target {
 		c.index = append(c.index, make(map[string]int32))
@@ -128,7 +150,7 @@ func (c *recordCache) over() bool { return c.size > c.budget }
 
 // get returns a store's cached value of key: found reports whether the
 // cache has the key at all, and value is nil for a cached delete. value is
-// the cache's: valid until the next put.
+// the cache's: valid until the next put. For the writer only (no mu).
 func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 	if target >= len(c.index) {
 		return nil, false
@@ -145,49 +167,68 @@ func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 }
 
 // evict writes through the least-recently-written entries, one at a time,
-// until the cache is within its budget. On an error the entry is gone
-// anyway: the caller fails the task, which drops its uncommitted work.
+// until the cache is within its budget, and then removes them (under mu:
+// latest readers find them in the cache until the write buffer has them).
+// On an error the entries handed on so far, the failed one included, are
+// gone anyway: the caller fails the task, which drops its uncommitted
+// work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
-	for c.over() && c.tail != nilSlot {
-		if err := c.writeThrough(c.tail, fn); err != nil {
-			return err
+	n, size := 0, c.size
+	var err error
+	for i := c.tail; i != nilSlot && size > c.budget; i = c.slots[i].prev {
+		size -= entrySize(c.slots[i].key, c.slots[i].value)
+		n++
+		if err = c.writeThrough(i, fn); err != nil {
+			break
 		}
 	}
-	return nil
+	c.mu.Lock()
+	for ; n > 0; n-- {
+		c.remove(c.tail)
+	}
+	c.mu.Unlock()
+	return err
 }
 
 // drain writes every entry through, least recently written first, and
 // empties the cache. It stops at the first error, keeping nothing: the
 // caller fails the task.
 func (c *recordCache) drain(fn cacheFlushFunc) error {
-	defer c.reset()
-	for c.tail != nilSlot {
-		if err := c.writeThrough(c.tail, fn); err != nil {
-			return err
+	var err error
+	for i := c.tail; i != nilSlot; i = c.slots[i].prev {
+		if err = c.writeThrough(i, fn); err != nil {
+			break
 		}
 	}
-	return nil
+	c.mu.Lock()
+	c.reset()
+	c.mu.Unlock()
+	return err
 }
 
-// writeThrough removes slot i and hands its entry to fn.
+// writeThrough hands live slot i's entry to fn, leaving it in place.
 func (c *recordCache) writeThrough(i int32, fn cacheFlushFunc) error {
 	s := &c.slots[i]
-	c.unlink(i)
-	delete(c.index[s.target], s.key)
-	c.size -= entrySize(s.key, s.value)
-	c.live--
 	c.scratch = append(c.scratch[:0], s.key...)
 	value := s.value
 	if s.del {
 		value = nil
 	}
-	target, hdrs := s.target, s.hdrs
-	c.release(i)
-	// The slot's value buffer is only reused by a later put, after fn.
-	return fn(target, c.scratch, value, hdrs)
+	return fn(s.target, c.scratch, value, s.hdrs)
 }
 
-// reset empties the cache, keeping its slots' buffers for reuse.
+// remove takes live slot i out of the cache; the caller holds mu.
+func (c *recordCache) remove(i int32) {
+	s := &c.slots[i]
+	c.unlink(i)
+	delete(c.index[s.target], s.key)
+	c.size -= entrySize(s.key, s.value)
+	c.live--
+	c.release(i)
+}
+
+// reset empties the cache, keeping its slots' buffers for reuse; the
+// caller holds mu.
 func (c *recordCache) reset() {
 	for c.tail != nilSlot {
 		i := c.tail
@@ -198,6 +239,86 @@ func (c *recordCache) reset() {
 		clear(m)
 	}
 	c.size, c.live = 0, 0
+}
+
+// close empties the cache for good: its task's stores are closed, and
+// latest readers on other goroutines get state.ErrTaskClosed from now on.
+func (c *recordCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.reset()
+}
+
+// lookup is get for a reader on another goroutine: under mu, the value
+// copied. found reports whether the cache has the key at all (value nil:
+// a cached delete).
+func (c *recordCache) lookup(target int, key []byte) (value []byte, found bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false, state.ErrTaskClosed
+	}
+	v, found := c.get(target, key)
+	if v != nil {
+		v = append([]byte{}, v...) // empty stays non-nil: not a delete
+	}
+	return v, found, nil
+}
+
+// collectChunk is how many slots collect reads per hold of mu.
+const collectChunk = 256
+
+// collect returns copies of target's entries with keys in [start, end)
+// (nil bounds are open), sorted by key, for a reader on another goroutine.
+// It walks the slots in chunks, taking mu per chunk, so that a large cache
+// never holds up the writer for longer than one chunk. An entry written
+// while it walks may be missed (its slot was read already) or seen with
+// its older value: each key's value is one it had during the walk, and an
+// entry the walk missed because it was evicted meanwhile is in the write
+// buffer, which the caller reads after.
+func (c *recordCache) collect(target int, start, end []byte) ([]state.Entry, error) {
+	var out []state.Entry
+	for from := 0; ; from += collectChunk {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, state.ErrTaskClosed
+		}
+		n := len(c.slots)
+		for i := from; i < min(n, from+collectChunk); i++ {
+			s := &c.slots[i]
+			if s.target != target || !c.isLive(int32(i)) {
+				continue
+			}
+			if (start != nil && s.key < string(start)) || (end != nil && s.key >= string(end)) {
+				continue
+			}
+			e := state.Entry{Key: []byte(s.key), Deleted: s.del}
+			if !s.del {
+				e.Value = append([]byte{}, s.value...)
+			}
+			out = append(out, e)
+		}
+		c.mu.Unlock()
+		if from+collectChunk >= n {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b state.Entry) int { return bytes.Compare(a.Key, b.Key) })
+	// A key seen twice (rewritten into another slot during the walk)
+	// keeps one entry: either value is one it had.
+	return slices.CompactFunc(out, func(a, b state.Entry) bool { return bytes.Equal(a.Key, b.Key) }), nil
+}
+
+// isLive reports whether slot i holds a live entry (not on the free list);
+// the caller holds mu.
+func (c *recordCache) isLive(i int32) bool {
+	if c.slots[i].target >= len(c.index) {
+		return false
+	}
+	j, ok := c.index[c.slots[i].target][c.slots[i].key]
+	return ok && j == i
 }
 
 // alloc returns a free slot, growing the slice when none is free.

@@ -32,12 +32,17 @@
 // A handler also reads global tables (NewGlobalTable): compacted topics
 // held whole by every instance, read by any key, restored before the
 // instance joins its group and followed in the background, with no order
-// with the stream (see GlobalTable).
+// with the stream (see GlobalTable). It joins a co-partitioned table
+// (NewTable): a compacted topic partitioned like the inputs, of which task
+// i holds partition i as a store restored from the topic itself, updated
+// by the task in timestamp order with the inputs (max.task.idle.ms, see
+// Table). InnerJoin and LeftJoin (and InnerJoinBy, LeftJoinBy for a key
+// taken from the record) build the usual stream-table join handlers.
 //
 // # Tasks and the mapping contract
 //
-// Task i owns partition i of every input topic and of every store's
-// changelog (<application.id>-<store>-changelog unless WithChangelog adopts
+// Task i owns partition i of every input topic, of every co-partitioned
+// table's topic and of every store's changelog (<application.id>-<store>-changelog unless WithChangelog adopts
 // another compacted topic, such as a goka group table). So all inputs and
 // changelogs must have the same partition count: the runtime checks it at
 // start and while running, and refuses to go on, naming every topic and its
@@ -120,9 +125,12 @@
 //     revoke, lose), again with no Kafka client of its own.
 //   - metrics.go: series collected from the live tasks at scrape time.
 //
-// A query answer reads the same stores: the committed LevelDB state, or
-// under at-least-once the task's latest (write buffer over LevelDB), through
-// Runtime.Replica and package processor/query.
+// A query answer reads the same stores, through Runtime.Replica
+// (replica.go) and package processor/query: the committed LevelDB state
+// (isolation=committed), or under at-least-once the task's latest
+// processed state (isolation=latest, FreshView): the record cache over the
+// write buffer over LevelDB, read without blocking the task (cache.go and
+// state/latest.go say how).
 //
 // # Poison records
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -115,7 +116,7 @@ func (g *GlobalTable[K, V]) Get(ctx *Context, key K) (value V, found bool, err e
 }
 
 // globalReader is a global table as a handler reads it: the runtime's
-// table.View, or the TestDriver's map.
+// table.Mirror, or the TestDriver's map.
 type globalReader interface {
 	Get(key []byte) (value []byte, found bool, err error)
 }
@@ -213,10 +214,10 @@ func (t *Topology) GlobalTables() []GlobalTableInfo {
 // openGlobals before any task runs, and only read afterwards: tasks start
 // after it is filled (the session starts after openGlobals returns).
 type globals struct {
-	readers map[*globalSpec]*table.View
+	readers map[*globalSpec]*table.Mirror
 }
 
-func (g *globals) get(s *globalSpec) *table.View {
+func (g *globals) get(s *globalSpec) *table.Mirror {
 	if g == nil {
 		return nil
 	}
@@ -233,7 +234,7 @@ func GlobalDir(stateDir, applicationID string) string {
 // openGlobals restores every global table to its end offsets and leaves
 // them following their topics. On error the ones opened are closed.
 func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
-	g := &globals{readers: make(map[*globalSpec]*table.View, len(r.topo.globals))}
+	g := &globals{readers: make(map[*globalSpec]*table.Mirror, len(r.topo.globals))}
 	if len(r.topo.globals) == 0 {
 		return g, nil
 	}
@@ -251,6 +252,8 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 		if part == nil {
 			part = r.opts.Partitioner
 		}
+		began := time.Now()
+		r.gmet.restoreStarted(s.topic)
 		// No Registerer: the stores' metrics (rackstream_state_*) are the
 		// runtime Manager's, and a second registration would collide.
 		rd, err := table.Open(ctx, s.topic,
@@ -259,6 +262,7 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 			table.Partitioner(part),
 			table.LevelDB(r.opts.LevelDB),
 			table.Logger(r.log))
+		r.gmet.restoreEnded(s.topic, time.Since(began))
 		if err != nil {
 			return nil, fmt.Errorf("processor %s: global table: %w", r.topo.appID, err)
 		}
@@ -295,7 +299,7 @@ func (g *globals) close(log *slog.Logger) {
 // GlobalTable returns this instance's copy of the global table of topic,
 // nil before Run has restored it or for a topic not declared global. It
 // serves the query server (read-only: Get, Scan, Lags, Positions, Err).
-func (r *Runtime) GlobalTable(topic string) *table.View {
+func (r *Runtime) GlobalTable(topic string) *table.Mirror {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -309,7 +313,7 @@ func (r *Runtime) GlobalTable(topic string) *table.View {
 	return nil
 }
 
-func (g *globals) readersMap() map[*globalSpec]*table.View {
+func (g *globals) readersMap() map[*globalSpec]*table.Mirror {
 	if g == nil {
 		return nil
 	}

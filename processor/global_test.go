@@ -1,7 +1,6 @@
 package processor_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,29 +59,13 @@ func (a *enrichApp) start(t *testing.T, name string, opts processor.Options) *in
 		}
 		return out.Emit(ctx, order, user+"="+userName)
 	})
-	rt, err := processor.NewRuntime(topo, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{rt: rt, cancel: cancel, done: make(chan error, 1), name: name}
-	go func() { in.done <- rt.Run(ctx) }()
-	t.Cleanup(func() { in.stop(t) })
-	return in
+	return runTopology(t, name, topo, opts)
 }
 
 // setUsers writes user-0..user-(n-1) with name "<version>-<i>"; a version
 // of "" writes tombstones.
 func (a *enrichApp) setUsers(from, to int, version string) {
-	var recs []*kgo.Record
-	for i := from; i < to; i++ {
-		r := &kgo.Record{Topic: a.users, Key: []byte("user-" + strconv.Itoa(i))}
-		if version != "" {
-			r.Value = []byte(version + "-" + strconv.Itoa(i))
-		}
-		recs = append(recs, r)
-	}
-	a.c.Produce(recs...)
+	a.c.Produce(versioned(a.users, "user-", from, to, version)...)
 }
 
 // order writes orders first..first+n-1, order i for user i%users.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,14 +22,21 @@ type TopicCount struct {
 // partition i of every input and every changelog, so all must have the same
 // number of partitions. Its message names every topic and count.
 type PartitionCountError struct {
-	Inputs     []TopicCount
+	Inputs []TopicCount
+	// Tables are the co-partitioned tables' topics (table.go): each must
+	// exist, with the inputs' count.
+	Tables     []TopicCount
 	Changelogs []TopicCount
 }
 
 func (e *PartitionCountError) Error() string {
 	var b strings.Builder
-	b.WriteString("partition counts differ (task i owns partition i of every input and changelog, so all need the same count): inputs ")
+	b.WriteString("partition counts differ (task i owns partition i of every input, table and changelog, so all need the same count): inputs ")
 	writeCounts(&b, e.Inputs)
+	if len(e.Tables) > 0 {
+		b.WriteString("; tables ")
+		writeCounts(&b, e.Tables)
+	}
 	if len(e.Changelogs) > 0 {
 		b.WriteString("; changelogs ")
 		writeCounts(&b, e.Changelogs)
@@ -54,9 +62,15 @@ func writeCounts(b *strings.Builder, cs []TopicCount) {
 // fine (it will be created with the inputs' count). Any difference is a
 // *PartitionCountError naming every topic and its count.
 func CheckPartitionCounts(inputs, changelogs []TopicCount) (int32, error) {
+	return checkCounts(inputs, nil, changelogs)
+}
+
+// checkCounts is CheckPartitionCounts with the co-partitioned tables,
+// which must exist like the inputs.
+func checkCounts(inputs, tables, changelogs []TopicCount) (int32, error) {
 	n := int32(-1)
 	ok := len(inputs) > 0
-	for _, c := range inputs {
+	for _, c := range slices.Concat(inputs, tables) {
 		if c.Partitions <= 0 || (n >= 0 && c.Partitions != n) {
 			ok = false
 		}
@@ -70,7 +84,7 @@ func CheckPartitionCounts(inputs, changelogs []TopicCount) (int32, error) {
 		}
 	}
 	if !ok {
-		return 0, &PartitionCountError{Inputs: sortedCounts(inputs), Changelogs: sortedCounts(changelogs)}
+		return 0, &PartitionCountError{Inputs: sortedCounts(inputs), Tables: sortedCounts(tables), Changelogs: sortedCounts(changelogs)}
 	}
 	return n, nil
 }
@@ -103,22 +117,26 @@ func partitionCounts(ctx context.Context, adm *kadm.Client, topics []string) (ma
 	return counts, nil
 }
 
-// CheckTopology describes t's input and changelog topics on the cluster and
+// CheckTopology describes t's input, table and changelog topics on the cluster and
 // checks their partition counts (CheckPartitionCounts), returning the task
 // count.
 func CheckTopology(ctx context.Context, adm *kadm.Client, t *Topology) (int32, error) {
-	counts, err := partitionCounts(ctx, adm, append(t.InputTopics(), t.ChangelogTopics()...))
+	counts, err := partitionCounts(ctx, adm, slices.Concat(t.InputTopics(), t.ChangelogTopics()))
 	if err != nil {
 		return 0, err
 	}
-	var ins, chs []TopicCount
-	for _, tp := range t.InputTopics() {
-		ins = append(ins, TopicCount{tp, counts[tp]})
+	var ins, tbs, chs []TopicCount
+	for _, in := range t.inputs {
+		ins = append(ins, TopicCount{in.topic, counts[in.topic]})
 	}
-	for _, tp := range t.ChangelogTopics() {
-		chs = append(chs, TopicCount{tp, counts[tp]})
+	for _, s := range t.stores {
+		if s.table {
+			tbs = append(tbs, TopicCount{s.changelog, counts[s.changelog]})
+		} else {
+			chs = append(chs, TopicCount{s.changelog, counts[s.changelog]})
+		}
 	}
-	n, err := CheckPartitionCounts(ins, chs)
+	n, err := checkCounts(ins, tbs, chs)
 	if err != nil {
 		return 0, fmt.Errorf("topology %s: %w", t.appID, err)
 	}

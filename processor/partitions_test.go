@@ -26,7 +26,7 @@ func TestCheckPartitionCounts(t *testing.T) {
 		{"equal counts pass", []processor.TopicCount{tc("a", 12), tc("b", 12)}, []processor.TopicCount{tc("c", 12)}, 12, ""},
 		{"missing changelog will be created", []processor.TopicCount{tc("a", 6)}, []processor.TopicCount{tc("c", -1)}, 6, ""},
 		{"inputs differ", []processor.TopicCount{tc("clicks", 12), tc("pages", 8)}, nil, 0,
-			"partition counts differ (task i owns partition i of every input and changelog, so all need the same count): inputs clicks=12, pages=8"},
+			"partition counts differ (task i owns partition i of every input, table and changelog, so all need the same count): inputs clicks=12, pages=8"},
 		{"changelog differs", []processor.TopicCount{tc("in", 12)}, []processor.TopicCount{tc("app-s-changelog", 6), tc("goka-table", 12)}, 0,
 			"inputs in=12; changelogs app-s-changelog=6, goka-table=12"},
 		{"input missing", []processor.TopicCount{tc("in", 12), tc("typo", -1)}, nil, 0, "inputs in=12, typo (missing)"},

@@ -1,7 +1,3 @@
-// This file is just over 600 lines: it holds the Runtime type, its options
-// check and Run's lifecycle; the next split (accessors into their own file)
-// is noted for the next session.
-
 package processor
 
 import (
@@ -141,6 +137,14 @@ type Options struct {
 	// TaskQueue is how many fetched records may wait per task before its
 	// partitions are paused until it has worked through half; at least 1.
 	TaskQueue int
+	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
+	// tables (table_align.go): how long a task waits for new table records,
+	// when its table partition is caught up, before it processes an input
+	// record stamped later than everything the table has. 0 waits only for
+	// table records known to be on the broker (Kafka Streams' default); a
+	// negative value turns the timestamp alignment off (tables as of
+	// everything fetched).
+	MaxTaskIdle time.Duration
 
 	// OnPlacement, when set, is called once with every new placement of
 	// the group this instance learns (a new generation's, once it is
@@ -193,6 +197,7 @@ type Runtime struct {
 	running   bool
 	ended     bool     // Run returned (maybe leaving a session's stragglers)
 	globals   *globals // set once, before the first session (global.go)
+	gmet      globalMetrics
 	// balEnded sums the balancer counters of the sessions that ended (a
 	// session's balancer goes with its client): BalancerStats adds the
 	// live session's, so the counters never go back.
@@ -204,6 +209,9 @@ type Runtime struct {
 	// published is the generation of the last placement given to
 	// Options.OnPlacement.
 	published atomic.Int32
+	// assignments counts the assignments the sessions received: a session
+	// that received one was healthy, whatever ended it (rebuildBackoff).
+	assignments atomic.Int64
 	// started is closed once Run has opened the state directory and
 	// checked and created the topics: the instance joins its group next.
 	started chan struct{}
@@ -259,6 +267,7 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	}
 	r.published.Store(-1)
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
+	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
 }
 
@@ -333,35 +342,6 @@ func (r *Runtime) Member() (memberID string, generation int32) {
 		return "", -1
 	}
 	return s.cl.GroupMetadata()
-}
-
-// Replica is this instance's copy of one task's state, for queries.
-type Replica struct {
-	Task int32
-	// Role is state.RoleActive for a running task; standby and warmup
-	// replicas are state.RoleStandby (RoleRestoring while catching up).
-	Role state.Role
-	// Stores are the task's stores by name; read them through View.
-	Stores map[string]*state.DB
-}
-
-// Replica returns this instance's replica of task, if it has one.
-func (r *Runtime) Replica(task int32) (Replica, bool) {
-	r.mu.Lock()
-	mgr := r.mgr
-	r.mu.Unlock()
-	if mgr == nil {
-		return Replica{}, false
-	}
-	st := mgr.Task(task)
-	if st == nil {
-		return Replica{}, false
-	}
-	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB)}
-	for _, s := range st.Stores() {
-		rep.Stores[s.Name()] = s
-	}
-	return rep, true
 }
 
 func (r *Runtime) setFatal(err error) {
@@ -512,7 +492,7 @@ func (r *Runtime) forceClose(closeMgr func()) error {
 func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) error {
 	backoff := r.opts.RebuildBackoff
 	for {
-		started := time.Now()
+		started, assigned := time.Now(), r.assignments.Load()
 		err := r.runSession(ctx, mgr, n)
 		if ctx.Err() != nil {
 			return nil
@@ -522,23 +502,22 @@ func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) 
 			r.setFatal(err)
 			return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 		}
-		if time.Since(started) > 2*r.opts.MaxRebuildBackoff {
-			backoff = r.opts.RebuildBackoff // the session was healthy for a while
-		}
+		var wait time.Duration
+		wait, backoff = rebuildBackoff(backoff, r.opts.RebuildBackoff, r.opts.MaxRebuildBackoff,
+			time.Since(started), r.assignments.Load() > assigned)
 		r.met.rebuilds.Inc()
-		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", backoff)
+		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", wait)
 		r.mu.Lock()
 		r.notReady = fmt.Sprintf("rebuilding the Kafka client after: %v", err)
 		r.mu.Unlock()
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
-		r.log.Info("rebuilding the kafka client", "after", backoff)
-		backoff = min(2*backoff, r.opts.MaxRebuildBackoff)
+		r.log.Info("rebuilding the kafka client", "after", wait)
 	}
 }
 

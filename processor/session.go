@@ -403,6 +403,7 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 	s.bal.OnPartitionsAssigned(ctx, cl, assigned)
 	asg, _ := s.bal.Assignment()
 	s.r.met.rebalances.Inc()
+	s.r.assignments.Add(1)
 	newTasks := tasksOf(assigned)
 	s.m.assign(newTasks, append(slices.Clone(asg.Standby), asg.Warmup...))
 	s.log.Info("assignment", "generation", asg.Generation, "active", ids(s.m.live()), "new", newTasks,

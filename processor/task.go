@@ -58,6 +58,13 @@ type taskEnv struct {
 	// task, so that no record straddles a commit (txn.go).
 	gate *sync.RWMutex
 
+	// caches holds each task's record cache by task id, from the task's
+	// making until its stores close, for latest reads (replica.go): the
+	// one field that changes, safe for concurrent use. It outlives the
+	// task's place in the member's active tasks, which a revoke leaves
+	// before it commits the cache.
+	caches sync.Map // int32 -> *recordCache
+
 	// outs recycles the output records tasks emit (outRecord): two
 	// allocations per emit saved on the per-record path.
 	outs sync.Pool
@@ -100,7 +107,9 @@ type task struct {
 
 	// mu is held while a record is processed; a commit holds every task's
 	// to flush and write the stores between records. It guards st,
-	// stores, activated, cache, next and committed.
+	// stores, activated, cache, next and committed. Latest reads on other
+	// goroutines never take it: they read the cache under the cache's own
+	// lock (cache.go), which the writer takes while it changes the cache.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.DB // in topology order
@@ -108,6 +117,9 @@ type task struct {
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset
+	// align is the timestamp alignment with co-partitioned tables
+	// (table_align.go), made at the first batch; the task goroutine's.
+	align *tableAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
@@ -152,6 +164,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
+		env.caches.Store(id, t.cache)
 	}
 	t.emitted = func(r *kgo.Record, err error) {
 		env.promise(r, err)
@@ -195,11 +208,7 @@ func (t *task) run() {
 				continue
 			}
 		}
-		t.env.taken(len(p.Records))
-		if t.env.ahead != nil && !t.env.ahead(t, p.Records) {
-			return
-		}
-		if !t.work(p.Records) {
+		if !t.take(p) { // table_task.go
 			return
 		}
 		if t.ctx.Err() == nil {
@@ -392,6 +401,10 @@ func (t *task) drop() {
 func (t *task) closeStores() {
 	t.closeOnce.Do(func() {
 		t.closed.Store(true)
+		if t.cache != nil {
+			t.cache.close() // its latest readers fail from now on
+			t.env.caches.CompareAndDelete(t.id, t.cache)
+		}
 		if t.st == nil {
 			return
 		}
@@ -473,7 +486,11 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 	if t.closed.Load() {
 		return fmt.Errorf("task %d: apply writes: %w", t.id, ErrTaskClosed)
 	}
+	if err := t.stoppedInTransaction(); err != nil {
+		return err
+	}
 	if c := t.cache; c != nil {
+		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
 			target := len(t.stores) + w.outputIndex()
@@ -486,6 +503,7 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 			}
 			c.put(target, w.key, value, w.headers)
 		}
+		c.mu.Unlock()
 		if c.over() {
 			return c.evict(t.writeThrough)
 		}

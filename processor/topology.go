@@ -140,6 +140,9 @@ type storeSpec struct {
 	index     int
 	name      string
 	changelog string
+	// table: a co-partitioned table's store (table.go), read-only to
+	// handlers and fed by the task from its changelog, the table's topic.
+	table bool
 	// render decodes a stored value for display (HTTP queries): the
 	// codec's T, which encoding/json renders as the store's type.
 	render func([]byte) (any, error)
@@ -318,19 +321,22 @@ func (t *Topology) Validate() error {
 		}
 	}
 	errs = append(errs, t.validateGlobals()...)
+	errs = append(errs, t.validateTables()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("topology %s: %w", t.appID, err)
 	}
 	return nil
 }
 
-// InputTopics returns the input topics in declaration order.
+// InputTopics returns the topics the group consumes: the input topics in
+// declaration order, then the co-partitioned tables' topics (table.go),
+// whose partition i is task i's too.
 func (t *Topology) InputTopics() []string {
 	out := make([]string, len(t.inputs))
 	for i, in := range t.inputs {
 		out[i] = in.topic
 	}
-	return out
+	return append(out, t.tableTopics()...)
 }
 
 // OutputTopics returns the output topics in declaration order.

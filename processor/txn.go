@@ -82,6 +82,10 @@ type txnCommits struct {
 	onAbort func([]*task)
 	// abortTimeout bounds the abort of a transaction.
 	abortTimeout time.Duration
+	// pauseTimeout (shutdown.timeout.ms) bounds a commit's wait for every
+	// task to finish its record: a handler stuck past it holds the gate,
+	// and with it every task and every later commit (stuckHandlers).
+	pauseTimeout time.Duration
 }
 
 // txnAbortedError is a transaction aborted for cause: its tasks restart
@@ -109,8 +113,13 @@ func (c *commits) commitTransaction(ctx context.Context, asked []*task) error {
 	defer c.turn.Unlock()
 	tasks := spanning(asked, c.eos.live())
 	start := time.Now()
-	release, err := c.lockAll(ctx, tasks)
+	pctx, cancel := context.WithTimeout(ctx, c.eos.pauseTimeout)
+	release, err := c.lockAll(pctx, tasks)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil {
+			return c.stuckHandlers(tasks, err)
+		}
 		return err
 	}
 	aborted, committed, err := c.transact(ctx, tasks)
@@ -149,6 +158,29 @@ func (c *commits) abortOpen(live []*task) error {
 		c.eos.onAbort(aborted)
 	}
 	return err
+}
+
+// stuckHandlers is a commit that could not pause the tasks within
+// pauseTimeout: a handler has not returned from its record (it ignores
+// its context, say). Its records since the last commit are in the open
+// transaction, and it may still write more into it: the transaction can
+// be neither committed nor aborted while it runs, and every other task
+// waits behind the gate. So the tasks still in a record fail (logged,
+// rackstream_task_failures_total, not ready) and the returned error ends
+// the session: the instance leaves the group, and the next session's
+// producer id aborts the open transaction and its tasks restart from
+// their last commit, instead of stalling silently until a rebalance.
+func (c *commits) stuckHandlers(tasks []*task, err error) error {
+	var stuck []int32
+	for _, t := range tasks {
+		if len(t.mu) > 0 { // held: in a record (or a revoke's drop)
+			stuck = append(stuck, t.id)
+			t.setErr(fmt.Errorf("task %d: its handler has not returned within shutdown.timeout.ms (%s) while a transaction waited to commit; the session restarts without it", t.id, c.eos.pauseTimeout))
+		}
+	}
+	c.met.commitFailures.Inc()
+	return fmt.Errorf("a transaction could not pause tasks %v within shutdown.timeout.ms (%s), handlers stuck in tasks %v; the session restarts and the open transaction is aborted: %w",
+		ids(tasks), c.eos.pauseTimeout, stuck, err)
 }
 
 // lockAll pauses every task between records: the gate (no record starts
@@ -300,6 +332,22 @@ func (c *commits) abortTransaction(tasks []*task, cause error) ([]*task, error) 
 	}
 	c.log.Warn("transaction aborted; its tasks restart from their last commit", "cause", cause, "tasks", ids(restart))
 	return restart, &offsetCommitError{&txnAbortedError{cause}}
+}
+
+// stoppedInTransaction refuses, under exactly-once, the writes of a record
+// whose task was stopped while its handler ran (a revoke, a loss, an
+// abort, a shutdown): they would land in whatever transaction is open
+// then, which commits without this task's offsets: a handler abandoned
+// past shutdown.timeout.ms would write its late record into a later
+// transaction of tasks that are not its own. The record counts as not
+// processed (the error wraps the task's context error); its task's next
+// owner, or its restart, processes it again. The task's lock is held, as
+// by deactivate's cancel: the check and a commit never interleave.
+func (t *task) stoppedInTransaction() error {
+	if t.env.gate == nil || t.ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("task %d stopped during its record: its writes are dropped, not added to the open transaction: %w", t.id, t.ctx.Err())
 }
 
 // deactivate takes tasks (locked) out of every later commit: their

@@ -126,7 +126,7 @@ func transactional(h *harness) *fakeTxn {
 	gate := new(sync.RWMutex)
 	h.env.gate = gate
 	h.c.eos = &txnCommits{
-		txn: f, gate: gate, abortTimeout: 5 * time.Second,
+		txn: f, gate: gate, abortTimeout: 5 * time.Second, pauseTimeout: h.opts.ShutdownTimeout,
 		live:    h.m.live,
 		onAbort: func(ts []*task) { h.m.suspend(ts, func() {}) },
 	}
@@ -328,4 +328,113 @@ func TestExactlyOnceARevokeCommitsEveryTasksWork(t *testing.T) {
 // exactlyOnce is the harness's options tweak for exactly-once.
 func exactlyOnce(o *Options) {
 	o.Guarantee, o.CommitInterval = ExactlyOnceV2, DefaultCommitIntervalExactlyOnce
+}
+
+// TestExactlyOnceAHandlerStuckPastTheShutdownTimeoutEndsTheSession: a
+// handler that does not return from its record holds the gate every
+// record and every commit needs. The commit gives up after
+// shutdown.timeout.ms instead of stalling the instance silently: the
+// stuck task fails (a task failure counted, the instance not ready), no
+// transaction is committed, and the error ends the session (it is no
+// offset commit error that the next commit retries).
+func TestExactlyOnceAHandlerStuckPastTheShutdownTimeoutEndsTheSession(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		exactlyOnce(o)
+		o.ShutdownTimeout = 300 * time.Millisecond
+	})
+	f := transactional(h)
+	release := h.block()
+	defer release()
+	h.start(0, 1)
+	h.waitProcessed(h.feed(1, 0, "k", "a"), 1)
+	stuck := h.feed(0, 0, "k", "block")
+	<-h.inGate
+	done := make(chan error, 1)
+	go func() { done <- h.c.background(h.m.live()) }()
+	var err error
+	eventually(t, "the commit to give up on the stuck handler", func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err == nil || errorsAsOffsetCommit(err) || !strings.Contains(err.Error(), "shutdown.timeout.ms") || !strings.Contains(err.Error(), "stuck in tasks [0]") {
+		t.Fatalf("commit = %v; want an error ending the session that names the stuck task 0", err)
+	}
+	if stuck.getErr() == nil {
+		t.Error("the stuck task did not fail")
+	}
+	if ready, why := h.m.readiness(); ready || !strings.Contains(why, "shutdown.timeout.ms") {
+		t.Errorf("readiness = %v %q; want not ready, naming the stuck handler", ready, why)
+	}
+	if n := gathered(t, h, "rackstream_task_failures_total"); n != 1 {
+		t.Errorf("task failures = %v, want 1", n)
+	}
+	if slices.Contains(f.log(), "commit") || slices.Contains(f.log(), "offsets") {
+		t.Errorf("transaction calls %v: nothing may commit while a handler is in its record", f.log())
+	}
+}
+
+// gathered sums the counter name in h's registry.
+func gathered(t *testing.T, h *harness, name string) float64 {
+	t.Helper()
+	fams, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestExactlyOnceAnAbandonedHandlerWritesNothingIntoALaterTransaction: a
+// lost task whose handler is stuck past shutdown.timeout.ms is abandoned;
+// when the handler returns at last, its writes must not reach the
+// transaction open then (it commits the other tasks' work, without the
+// lost task's offsets): no state update and no output of its record is
+// ever read committed, and the record counts as not processed.
+func TestExactlyOnceAnAbandonedHandlerWritesNothingIntoALaterTransaction(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		exactlyOnce(o)
+		o.ShutdownTimeout = 300 * time.Millisecond
+	})
+	f := transactional(h)
+	h.c.eos.abortTimeout = 300 * time.Millisecond
+	release := h.block()
+	defer release()
+	h.start(0, 1)
+	stuck := h.feed(0, 0, "k0", "block")
+	<-h.inGate
+	h.m.lose([]int32{0}) // abandons task 0 in its handler
+	if h.failed() == nil {
+		t.Error("a loss that cannot abort the transaction (a handler holds the gate) did not end the session")
+	}
+	release()
+	<-stuck.done
+	if got := processed(stuck); got != 0 {
+		t.Errorf("the abandoned record counts as processed (next offset %d)", got)
+	}
+	h.waitProcessed(h.feed(1, 0, "k1", "a"), 1)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.outputs("k0"); len(got) != 0 {
+		t.Errorf("read_committed sees the abandoned handler's outputs %v", got)
+	}
+	for _, r := range h.kafka.records {
+		if r.key == "k0" {
+			t.Errorf("the abandoned handler's write reached the producer: %+v", r)
+		}
+	}
+	if got := f.outputs("k1"); len(got) != 1 {
+		t.Errorf("read_committed sees task 1's outputs %v, want its one count", got)
+	}
 }

@@ -186,5 +186,5 @@ func retryConcurrentTransactions(ctx context.Context, fn func() error) error {
 // newTxnCommits returns the commits' exactly-once part for session s; its
 // live and onAbort are set once the member exists.
 func newTxnCommits(s *session) *txnCommits {
-	return &txnCommits{txn: s, gate: new(sync.RWMutex), abortTimeout: TransactionTimeout}
+	return &txnCommits{txn: s, gate: new(sync.RWMutex), abortTimeout: TransactionTimeout, pauseTimeout: s.r.opts.ShutdownTimeout}
 }

@@ -31,8 +31,20 @@
 // store, one LevelDB batch with the buffered writes and the new checkpoint.
 // Task.Abort drops the buffer instead (an aborted transaction). No fsync:
 // the changelog is the durable copy and LevelDB's lost tail is restored
-// from it. Readers on other goroutines (HTTP queries) use DB.View, which
-// sees only what Commit wrote.
+// from it.
+//
+// Readers on other goroutines (HTTP queries) have two views. DB.View (a
+// CommittedView) sees only what Commit and the apply path wrote to
+// LevelDB: isolation=committed, and every read under exactly-once, where
+// the buffer belongs to an open transaction. DB.Latest (a LatestView)
+// sees the task's latest processed state, the write buffer over LevelDB:
+// isolation=latest under at-least-once, as Kafka Streams' interactive
+// queries do; its ScanOver takes one more layer on top, the processor's
+// record cache. Neither blocks the task: the buffer is published to
+// readers through an atomic pointer and read under goleveldb's memdb
+// lock, held for one skiplist walk, and a buffer a reader may still be
+// reading is never reset (latest.go has the protocol). On a standby the
+// two views agree: its latest state is what it has applied.
 //
 // # Restore and standbys
 //
@@ -41,7 +53,8 @@
 // from their checkpoints and applies them in large LevelDB batches, each
 // carrying its new checkpoint. Control records and compaction gaps only move
 // the checkpoint. Task.Restore catches up to the end offset captured when it
-// starts (the last stable offset under read_committed) and reports progress
+// starts (the high watermark: under read_committed it waits for the
+// transactions open then to end, committed or aborted) and reports progress
 // in logs and metrics; a task is not ready until it has caught up.
 // Task.StartStandby tails continuously; Task.Promote catches a standby up and
 // makes it active without reopening its stores; Task.Demote turns an active

@@ -91,8 +91,10 @@ type Options struct {
 	// never joins a group.
 	ClientOpts []kgo.Opt
 	// ReadCommitted makes restore and standby tailing read with
-	// read_committed and catch up to the last stable offset: set it under
-	// exactly-once, so that aborted changelog records are never applied.
+	// read_committed: set it under exactly-once, so that aborted changelog
+	// records are never applied. A restore then also waits for the
+	// transactions open on the changelog when it starts to end (one may
+	// still commit).
 	ReadCommitted bool
 	// RestoreBatchBytes is the size at which the apply path writes a
 	// LevelDB batch; 0 writes one per record. It bounds restore memory

@@ -233,9 +233,21 @@ func (r *replicator) unsubscribe(t *Task) {
 }
 
 // endOffsets returns, for t's stores, the log start offsets, the high
-// watermarks and the catch-up targets (the last stable offsets under
-// read_committed, else the high watermarks).
-func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*DB]int64, err error) {
+// watermarks and the catch-up targets: the high watermarks, read
+// committed or not.
+//
+// Under read_committed the target is not the last stable offset: a
+// transaction open on the changelog when the restore starts may still
+// commit, with the input offsets the new owner resumes from (an
+// exactly-once zombie frozen after its TxnOffsetCommit passed the group
+// generation check and before its EndTxn; a previous owner whose commit
+// markers are not written yet). Stopping before it would lose its
+// updates. With the high watermark as the target, the restore ends only
+// once every transaction open at its start has ended: committed, its
+// records applied; aborted, its records skipped and its marker passed.
+// That wait is bounded by the writer's transaction timeout; openTxn
+// reports the stores that start it, for the log.
+func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*DB]int64, openTxn []*DB, err error) {
 	topics := make([]string, 0, len(t.stores))
 	for _, s := range t.stores {
 		topics = append(topics, s.changelog)
@@ -288,7 +300,15 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 	}
 	target = hwm
 	if r.m.opts.ReadCommitted {
-		target, err = list("last stable", r.adm.ListCommittedOffsets)
+		var stable map[*DB]int64
+		if stable, err = list("last stable", r.adm.ListCommittedOffsets); err != nil {
+			return
+		}
+		for _, s := range t.stores {
+			if stable[s] < hwm[s] {
+				openTxn = append(openTxn, s)
+			}
+		}
 	}
 	return
 }
@@ -300,9 +320,13 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	if err := r.start(); err != nil {
 		return err
 	}
-	startOff, hwm, target, err := r.endOffsets(ctx, t)
+	startOff, hwm, target, openTxn, err := r.endOffsets(ctx, t)
 	if err != nil {
 		return err
+	}
+	for _, s := range openTxn {
+		r.m.log.Info("state: a transaction is open on the changelog; the restore waits for it to end (at most its producer's transaction timeout)",
+			"task", t.id, "store", s.name, "changelog", s.changelog, "partition", s.partition, "high_watermark", hwm[s])
 	}
 	began := time.Now()
 	var total int64

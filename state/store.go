@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/comparer"
-	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/memdb"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/syndtr/goleveldb/leveldb/util"
@@ -30,8 +28,8 @@ const (
 //
 // Get, Put, Delete and Scan belong to the task's goroutine: they see the
 // write buffer and are not safe for concurrent use. Other goroutines read
-// through View, which is safe for concurrent use and sees committed data
-// only. Keys and values passed in are copied; values returned by Get are
+// through View (committed data only) or Latest (the write buffer over the
+// committed data), both safe for concurrent use. Keys and values passed in are copied; values returned by Get are
 // the caller's.
 type DB struct {
 	task      *Task
@@ -59,6 +57,11 @@ type DB struct {
 	// Active write path, owned by the task goroutine.
 	buf     *memdb.DB
 	scratch []byte
+	// shared is buf as latest readers on other goroutines see it, and
+	// readers counts those reading it: a buffer is reset only when none
+	// is (latest.go says why and how).
+	shared  atomic.Pointer[memdb.DB]
+	readers atomic.Int64
 	// Producer side, touched by kgo's promise goroutine too.
 	pending  atomic.Int64 // records produced and not yet acknowledged
 	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
@@ -275,15 +278,13 @@ func (s *DB) commit() error {
 		return s.task.storageErr(s, "commit", err)
 	}
 	s.count.add(puts, dels)
-	s.buf.Reset()
+	s.clearBuffer()
 	return nil
 }
 
 // abort drops the write buffer.
 func (s *DB) abort() {
-	if s.buf != nil {
-		s.buf.Reset()
-	}
+	s.clearBuffer()
 	s.maxAcked.Store(s.Checkpoint() - 1)
 	s.prodMu.Lock()
 	s.prodErr = nil
@@ -321,10 +322,11 @@ func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	}
 	bufIt := s.buf.NewIterator(&util.Range{Start: start, Limit: end})
 	defer bufIt.Release()
-	if err := mergeScan(dbIt, bufIt, fn); err != nil {
+	merge([]cursor{bufCursor{bufIt}, dbCursor{dbIt}}, fn)
+	if err := dbIt.Error(); err != nil {
 		return s.task.storageErr(s, "scan", err)
 	}
-	return nil
+	return bufIt.Error()
 }
 
 // ScanPrefix calls fn for each key starting with prefix, in key order,
@@ -341,43 +343,6 @@ func (s *DB) ApproximateCount() int64 {
 		n += int64(s.buf.Len())
 	}
 	return n
-}
-
-// mergeScan walks LevelDB (keys with dataPrefix) and the write buffer (bare
-// keys, tagged values) together; the buffer wins on equal keys.
-func mergeScan(dbIt, bufIt iterator.Iterator, fn func(k, v []byte) bool) error {
-	dbOK, bufOK := dbIt.Next(), bufIt.Next()
-	for dbOK || bufOK {
-		var c int
-		switch {
-		case !dbOK:
-			c = 1
-		case !bufOK:
-			c = -1
-		default:
-			c = bytes.Compare(dbIt.Key()[1:], bufIt.Key())
-		}
-		if c < 0 {
-			if !fn(dbIt.Key()[1:], dbIt.Value()) {
-				return nil
-			}
-			dbOK = dbIt.Next()
-			continue
-		}
-		if c == 0 {
-			dbOK = dbIt.Next()
-		}
-		if v := bufIt.Value(); v[0] != bufTombstone {
-			if !fn(bufIt.Key(), v[1:]) {
-				return nil
-			}
-		}
-		bufOK = bufIt.Next()
-	}
-	if err := dbIt.Error(); err != nil {
-		return err
-	}
-	return bufIt.Error()
 }
 
 func newBuffer() *memdb.DB { return memdb.New(comparer.DefaultComparer, 1<<16) }

@@ -145,8 +145,9 @@ func (t *Task) Lag() map[string]int64 {
 }
 
 // Restore catches every store up to the end of its changelog partition as
-// captured when Restore starts (the last stable offset under read_committed)
-// and returns when all are caught up, ctx is done, or a store fails. Progress
+// captured when Restore starts (the high watermark; under read_committed the
+// restore so also waits for the transactions open then to end: one may
+// still commit, replicator.endOffsets says why) and returns when all are caught up, ctx is done, or a store fails. Progress
 // is logged and exported as metrics. The task is left idle: Activate it, or
 // StartStandby.
 func (t *Task) Restore(ctx context.Context) error {
@@ -198,7 +199,7 @@ func (t *Task) Activate(producer Producer) error {
 	}
 	t.producer = producer
 	for _, s := range t.stores {
-		s.buf = newBuffer()
+		s.setBuffer(newBuffer())
 		s.maxAcked.Store(s.Checkpoint() - 1)
 	}
 	t.m.writeSidecars(t)
@@ -261,7 +262,7 @@ func (t *Task) Demote() error {
 func (t *Task) dropActive() {
 	for _, s := range t.stores {
 		s.abort()
-		s.buf = nil
+		s.setBuffer(nil)
 	}
 	t.producer = nil
 }

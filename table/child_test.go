@@ -17,9 +17,9 @@ import (
 	"github.com/rackstream/rackstream/table"
 )
 
-// The tests run a Reader in a separate process, as another program would:
+// The tests run a Mirror in a separate process, as another program would:
 // the test binary re-executed with envChild set runs childMain instead of
-// the tests. It opens a Reader on envTopic and answers one command per
+// the tests. It opens a Mirror on envTopic and answers one command per
 // line of stdin with one JSON line on stdout:
 //
 //	sync        WaitCaughtUp, then {"lag": Lag()}
@@ -100,7 +100,7 @@ func childMain() int {
 	return 0
 }
 
-// child is a Reader running in another process.
+// child is a Mirror running in another process.
 type child struct {
 	t       *testing.T
 	cmd     *exec.Cmd
@@ -108,7 +108,7 @@ type child struct {
 	answers chan answer
 }
 
-// startChild starts a Reader process on topic and waits until it has
+// startChild starts a Mirror process on topic and waits until it has
 // restored the topic (its first answer).
 func startChild(t *testing.T, c *kafkatest.Cluster, topic string) *child {
 	t.Helper()
@@ -178,7 +178,7 @@ func (ch *child) ask(cmd string) answer {
 	return a
 }
 
-// quit asks the process to close its Reader and waits for a clean exit.
+// quit asks the process to close its Mirror and waits for a clean exit.
 func (ch *child) quit() {
 	ch.t.Helper()
 	if _, err := io.WriteString(ch.in, "quit\n"); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
-// Opt configures a Reader, in the style of franz-go's kgo.Opt.
+// Opt configures a Mirror, in the style of franz-go's kgo.Opt.
 type Opt interface{ apply(*config) }
 
 type opt func(*config)
@@ -32,15 +32,15 @@ func SeedBrokers(brokers ...string) Opt {
 	return opt(func(c *config) { c.kafka = append(c.kafka, kgo.SeedBrokers(brokers...)) })
 }
 
-// KafkaOpts are added to the Kafka clients the Reader makes: TLS (kgo.DialTLSConfig),
-// SASL (kgo.SASL), a client id, a dialer. The Reader sets its own fetch
+// KafkaOpts are added to the Kafka clients the Mirror makes: TLS (kgo.DialTLSConfig),
+// SASL (kgo.SASL), a client id, a dialer. The Mirror sets its own fetch
 // options (isolation, offsets, sizes) after them.
 func KafkaOpts(opts ...kgo.Opt) Opt {
 	return opt(func(c *config) { c.kafka = append(c.kafka, opts...) })
 }
 
-// StateDir keeps the Reader's databases under dir (in dir/table-<topic>)
-// across restarts, so that a Reader opened again restores only what it
+// StateDir keeps the Mirror's databases under dir (in dir/table-<topic>)
+// across restarts, so that a Mirror opened again restores only what it
 // missed. The default is a temporary directory that Close removes: every
 // Open restores the whole topic.
 func StateDir(dir string) Opt {
@@ -61,7 +61,7 @@ func LevelDB(o state.LevelDBOptions) Opt {
 	return opt(func(c *config) { c.leveldb = o })
 }
 
-// Logger receives the Reader's logs (restore progress, fetch errors)
+// Logger receives the Mirror's logs (restore progress, fetch errors)
 // [slog.Default()].
 func Logger(l *slog.Logger) Opt {
 	return opt(func(c *config) { c.logger = l })

@@ -6,22 +6,22 @@ import (
 	"github.com/rackstream/rackstream/processor/codec"
 )
 
-// Typed reads a Reader through codecs: the key and value codecs the
+// Typed reads a Mirror through codecs: the key and value codecs the
 // topic's writer used (a Rackstream store's, or a goka table's through
 // codec.FromGoka).
 type Typed[K, V any] struct {
-	r  *View
+	r  *Mirror
 	kc codec.Codec[K]
 	vc codec.Codec[V]
 }
 
 // NewTyped wraps r with a key and a value codec.
-func NewTyped[K, V any](r *View, key codec.Codec[K], value codec.Codec[V]) Typed[K, V] {
+func NewTyped[K, V any](r *Mirror, key codec.Codec[K], value codec.Codec[V]) Typed[K, V] {
 	return Typed[K, V]{r: r, kc: key, vc: value}
 }
 
-// Reader returns the underlying Reader (Lag, WaitCaughtUp, Close).
-func (t Typed[K, V]) Reader() *View { return t.r }
+// Mirror returns the underlying Mirror (Lag, WaitCaughtUp, Close).
+func (t Typed[K, V]) Mirror() *Mirror { return t.r }
 
 // Get returns key's value; found is false for a key absent or deleted.
 func (t Typed[K, V]) Get(key K) (value V, found bool, err error) {

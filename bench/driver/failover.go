@@ -61,8 +61,9 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	}
 	sec.printf("### End-to-end freshness\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s), a probe record with a new key every %v; each probe's "+
 		"key is polled every %v at instance %s (which forwards when another owns it) until its count answers: the time from "+
-		"the produce call to that answer. A read sees what the last commit made durable (reads of the latest processed state "+
-		"are issue 17 item 1), so the commit interval (%v) bounds it from below.\n\n",
+		"the produce call to that answer. The read is at the default isolation, latest (at-least-once): the task's latest processed "+
+		"state, its record cache and write buffer over LevelDB, so the commit interval (%v) does not bound it; what remains is the "+
+		"produce, the fetch, the task's queue (how far processing is behind the load) and the HTTP hop.\n\n",
 		thousands(rate), half, thousands(float64(d.cfg.countKeys)), probeEvery, pollEvery, a.name, d.cfg.commitInterval)
 	if len(lat) == 0 {
 		sec.missing("end-to-end freshness", fmt.Sprintf("none of %d probes was visible over HTTP within %v", unseen, limit))

@@ -33,7 +33,7 @@ import (
 //   - partitioner = fnv1a, goka's, and counts in goka's codec.Int64
 //     encoding (decimal text), which Rackstream's codec.Int64 reads.
 //
-// On the way, goka's group table is read through a table.View (goka's
+// On the way, goka's group table is read through a table.Mirror (goka's
 // View, ported). Exactly means: every key's final count is the number of records produced
 // for it, and the records handled by goka plus those handled by Rackstream
 // are the records produced: none lost, none counted twice.
@@ -96,7 +96,7 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 	byGoka, atStop := goka.handled(), total()
 	t.Logf("goka on %s stopped after handling %d records; %d produced so far", c.Kind(), byGoka, atStop)
 
-	// goka's View, ported: a table.View on the group table, with goka's
+	// goka's View, ported: a table.Mirror on the group table, with goka's
 	// partitioner and codecs, holds goka's counts: they add up to the
 	// records goka handled.
 	view, err := table.Open(context.Background(), group+"-table", table.KafkaOpts(c.ClientOpts()...),
@@ -110,7 +110,7 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	if inTable != byGoka {
-		t.Errorf("goka's table read through table.View sums to %d, want the %d records goka handled", inTable, byGoka)
+		t.Errorf("goka's table read through table.Mirror sums to %d, want the %d records goka handled", inTable, byGoka)
 	}
 	if err := view.Close(context.Background()); err != nil {
 		t.Error(err)

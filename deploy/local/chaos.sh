@@ -4,13 +4,14 @@
 # in its own directory and on its own ports, never the shared test broker),
 # one fault per scenario, every record accounted for. See chaos/doc.go.
 #
-#   deploy/local/chaos.sh short   scenarios 1, 3 and 5 at a low rate (make test's suite, ~3-4 min)
-#   deploy/local/chaos.sh long    every scenario, higher rate, longer faults (make chaos)
+#   deploy/local/chaos.sh short   scenarios 1, 3 and 5, and 1 under exactly-once, at a low rate (make test's suite, ~4-5 min)
+#   deploy/local/chaos.sh long    every scenario, 1-4 also under exactly-once, higher rate, longer faults (make chaos)
 #
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
 # each test's result; the whole `go test -v` output goes to
 # $RACKSTREAM_CHAOS_LOG (default: a file under /tmp, named at the end).
-# Extra go test flags in GOTEST_FLAGS (e.g. -run TestKillInstanceThenZone).
+# Extra go test flags in GOTEST_FLAGS, passed after the package (e.g.
+# -run TestKillInstanceThenZone, or -run TestFrozenInstanceExactlyOnce -count=4).
 # Exit codes: 0 pass; 1 fail; 2 usage.
 set -uo pipefail
 
@@ -29,7 +30,7 @@ esac
 read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
 LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$FORM-XXXXXX.log")}
 
-RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" "${FLAGS[@]}" ./chaos/ >"$LOG" 2>&1
+RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" ./chaos/ "${FLAGS[@]}" >"$LOG" 2>&1
 rc=$?
 grep -E '^(scenario=|--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
 if ((rc != 0)); then

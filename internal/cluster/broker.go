@@ -33,6 +33,10 @@ type Broker struct {
 
 	script string
 	env    []string
+	// release gives up the reservation of the broker's ports (ports.go)
+	// when the broker is closed, not when it stops: a broker stopped or
+	// killed mid-test binds the same ports again.
+	release func()
 }
 
 // BrokerOptions configure StartBroker.
@@ -75,10 +79,11 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 	// nothing collides with the shared broker), then a listener and a
 	// proxy per slot (RACKSTREAM_KAFKA_EXTRA_LISTENERS).
 	portVars := []string{"PORT", "CONTROLLER_PORT", "SASL_PORT", "SSL_PORT", "MTLS_PORT", "SASL_SSL_PORT", "OAUTH_PORT"}
-	base, err := lowFreePorts(o.FromPort, len(portVars)+2*o.Slots)
+	base, release, err := reservePorts(o.FromPort, len(portVars)+2*o.Slots)
 	if err != nil {
 		return nil, err
 	}
+	b.release = release
 	for i, v := range portVars {
 		b.env = append(b.env, "RACKSTREAM_KAFKA_"+v+"="+strconv.Itoa(base+i))
 	}
@@ -112,15 +117,6 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 		return nil, fmt.Errorf("cluster: kafka.sh start in %s: %v\n%s", o.Dir, err, out)
 	}
 	return b, nil
-}
-
-func lowFreePorts(from, n int) (int, error) {
-	for base := from; base+n <= 32768; base += n {
-		if portsFree(base, n) {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("cluster: no run of %d free ports from %d below 32768", n, from)
 }
 
 func (b *Broker) run(cmd string) (string, error) {
@@ -200,6 +196,9 @@ func (b *Broker) Close(keep bool) {
 	b.run("stop")
 	for _, p := range b.Slots {
 		p.Close()
+	}
+	if b.release != nil {
+		b.release()
 	}
 	if keep {
 		return

@@ -7,13 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rackstream/rackstream/internal/kafkatest"
 )
 
 // Record is a key and value read back from a topic, in partition then
-// offset order (the order one key's records were written in).
+// offset order (the order one key's records were written in), with where
+// it was (for the evidence of a failed check; CheckSequences reads only
+// Key and Value).
 type Record struct {
 	Key, Value string
+	Partition  int32
+	Offset     int64
 }
 
 // Sequences is what a topic holds of per-key sequence numbers 1..N.
@@ -84,20 +90,22 @@ func CheckSequences(records []Record, keys []string, n int) Sequences {
 }
 
 // ReadTopic reads topic on brokers from its start to its end offsets of
-// now.
-func ReadTopic(t testing.TB, brokers []string, topic string) []Record {
+// now, with the consumer options opts (kgo.FetchIsolationLevel: read
+// committed under exactly-once).
+func ReadTopic(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) []Record {
 	t.Helper()
-	recs := kafkatest.At(t, brokers...).ConsumeAll(topic)
+	recs := kafkatest.At(t, brokers...).ConsumeAll(topic, opts...)
 	out := make([]Record, len(recs))
 	for i, r := range recs {
-		out[i] = Record{Key: string(r.Key), Value: string(r.Value)}
+		out[i] = Record{Key: string(r.Key), Value: string(r.Value), Partition: r.Partition, Offset: r.Offset}
 	}
 	return out
 }
 
 // StoreLags returns the keys whose value in store, read from an active
 // through any running instance, is not want (as a decimal number), at most
-// limit of them, with what was read ("503", "404", "7"...).
+// limit of them, with what was read: the value ("7"), or "HTTP " and the
+// status of a failed read ("HTTP 503", "HTTP 404"), or the error.
 func (g *Group) StoreLags(store string, keys []string, want, limit int) map[string]string {
 	lags := map[string]string{}
 	up := g.Up()
@@ -115,7 +123,7 @@ func (g *Group) StoreLags(store string, keys []string, want, limit int) map[stri
 		case err != nil:
 			lags[k] = err.Error()
 		case code != 200:
-			lags[k] = strconv.Itoa(code)
+			lags[k] = "HTTP " + strconv.Itoa(code)
 		case string(ans.Value) != strconv.Itoa(want):
 			lags[k] = string(ans.Value)
 		}

@@ -9,9 +9,9 @@ import (
 func TestCheckSequencesCountsMissingNumbersNotRecords(t *testing.T) {
 	keys := []string{"a", "b"}
 	recs := []Record{
-		{"a", "1"}, {"a", "2"}, {"a", "2"}, {"a", "3"}, // a: all, one duplicate
-		{"b", "1"}, {"b", "1"}, {"b", "3"}, // b: 2 missing, hidden by a duplicate in a count
-		{"c", "1"}, {"a", "x"}, {"a", "9"}, // garbage
+		{Key: "a", Value: "1"}, {Key: "a", Value: "2"}, {Key: "a", Value: "2"}, {Key: "a", Value: "3"}, // a: all, one duplicate
+		{Key: "b", Value: "1"}, {Key: "b", Value: "1"}, {Key: "b", Value: "3"}, // b: 2 missing, hidden by a duplicate in a count
+		{Key: "c", Value: "1"}, {Key: "a", Value: "x"}, {Key: "a", Value: "9"}, // garbage
 	}
 	s := CheckSequences(recs, keys, 3)
 	if s.Lost != 1 || !reflect.DeepEqual(s.Missing, []string{"b@2"}) {

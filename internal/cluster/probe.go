@@ -17,7 +17,7 @@ import (
 // the next running instance (round robin over all reads); a request that
 // gets no HTTP answer within 2 s (the instance died, froze or was cut under
 // the reader's feet) is retried once on the next instance, as a load
-// balancer retries a failed connection. A read fails when no answer was
+// balancer retries a failed connection on another backend. A read fails when no answer was
 // 200. A key's unavailable window runs from its last successful read before
 // a failure to its next successful read, so it includes up to one period of
 // reads of slack.
@@ -86,12 +86,15 @@ func (r *AvailabilityProbe) read(key string, period, offset time.Duration) {
 	defer tick.Stop()
 	for {
 		cause := "no instance"
+		// The retry goes to the instance after the first try's, never
+		// the same one (the position is shared by every key's client).
+		at := int(r.next.Add(1))
 		for try := 0; try < 2; try++ {
 			up := r.g.Up()
 			if len(up) == 0 {
 				break
 			}
-			in := up[int(r.next.Add(1))%len(up)]
+			in := up[(at+try)%len(up)]
 			code, err := getJSON(r.client, in.URL()+r.path(key), nil)
 			if err == nil {
 				cause = strconv.Itoa(code)

@@ -11,11 +11,14 @@
 //     Sums are exact decimals (no floating-point rounding). A value that is
 //     not a number goes to the error policy (the dead-letter topic by
 //     default) as undecodable; tombstones are ignored.
+//   - join: each record enriched with the value its key (or a field of its
+//     value) has in a table, co-partitioned or global (join.go).
 //
-// Each keeps its state in one store named after the type (so the HTTP query
-// of a key is /v1/stores/<type>/keys/<key>) and, with processor.output.topic,
-// emits every updated value per key to that topic: the new value, or a
-// tombstone when latest deletes a key. Keys are bytes, taken as they are.
+// latest, count and sum each keep their state in one store named after the
+// type (so the HTTP query of a key is /v1/stores/<type>/keys/<key>) and,
+// with processor.output.topic, emit every updated value per key to that
+// topic: the new value, or a tombstone when latest deletes a key; join
+// keeps no state of its own (join.go). Keys are bytes, taken as they are.
 //
 // They are written on processor's public topology API, exactly as a user's
 // own processor would be: read this package as an example.
@@ -46,6 +49,8 @@ type Processor struct {
 	outRaw *processor.Output[[]byte, Value]
 	outInt *processor.Output[[]byte, int64]
 	outDec *processor.Output[[]byte, Decimal]
+	joinIn *processor.Input[[]byte, joinInput]
+	join   *join
 }
 
 // New builds the built-in processor p describes for the processor group
@@ -82,10 +87,15 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 			b.outDec = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), decimalCodec{})
 		}
 		b.sumIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.handleSum)
+	case config.ProcessorJoin: // join.go
+		if p.TableTopic == "" || p.OutputTopic == "" {
+			return nil, errors.New("builtin: processor.type=join requires processor.table.topic and processor.output.topic")
+		}
+		b.newJoin(topo, p)
 	case "":
-		return nil, errors.New("builtin: processor.type is not set (latest, count or sum)")
+		return nil, errors.New("builtin: processor.type is not set (latest, count, sum or join)")
 	default:
-		return nil, fmt.Errorf("builtin: unknown processor.type %q (latest, count or sum)", p.Type)
+		return nil, fmt.Errorf("builtin: unknown processor.type %q (latest, count, sum or join)", p.Type)
 	}
 	if err := topo.Validate(); err != nil {
 		return nil, fmt.Errorf("builtin %s: %w", p.Type, err)
@@ -99,7 +109,8 @@ func (b *Processor) Topology() *processor.Topology { return b.topo }
 // Type returns the processor's type.
 func (b *Processor) Type() config.ProcessorType { return b.kind }
 
-// Store returns the name of the processor's store: its type.
+// Store returns the name of the processor's store: its type, or for a
+// join the co-partitioned table's topic ("" for a global table).
 func (b *Processor) Store() string { return b.store }
 
 func (b *Processor) handleLatest(ctx *processor.Context, key, value []byte) error {

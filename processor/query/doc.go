@@ -37,14 +37,26 @@
 // or committed, what its last commit wrote (the default under exactly-once,
 // which refuses latest with 400: the latest writes belong to an open
 // transaction). A forwarded read carries the client's isolation parameter
-// if it gave one; otherwise the peer applies the same default. What each returns is the Reader's to say; the runtime's
-// (processor/service) reads committed state for both today.
+// if it gave one; otherwise the peer applies the same default. What each
+// returns is the Reader's to say; the runtime's (processor/service) reads
+// the task's record cache and write buffer over its committed state for
+// latest, and the committed state alone for committed. Either way the
+// position answered is the store's checkpoint, read before the value: a
+// latest value is at least that new (and may be newer, not yet durable),
+// so min_position keeps its meaning at both isolations.
 //
 // # Global stores
 //
 // A store marked Global is held whole by every instance: its lookups and
 // scans are answered from the local copy (Reader.Global), never routed by
 // task nor forwarded, and name task -1 (GlobalTask).
+//
+// A lookup with max_lag does not wait on an active that does not answer
+// (frozen, or its network cut): after HedgeAfter it asks the next
+// candidate, a standby, too, and relays the first answer; a peer that
+// failed to answer is asked after every other candidate for
+// PeerFailureMemory (route.go). A lookup of actives only has no one else
+// to ask and waits up to ForwardTimeout.
 //
 // At most one hop: a forwarded request is answered from the receiver's own
 // replica or refused, never forwarded again. A response carries "position",

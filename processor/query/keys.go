@@ -1,11 +1,14 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 )
@@ -67,7 +70,9 @@ type candidate struct {
 
 // candidates returns who may answer for task, in order of preference: the
 // active when it is this instance; this instance's standby (only if
-// standbys may answer); the active elsewhere; the other standbys.
+// standbys may answer); the active elsewhere; the other standbys. A key
+// lookup then moves peers that recently failed to the end (order,
+// route.go).
 func candidates(p *balancer.Placement, self int, task int32, standbys bool) []candidate {
 	r := p.Tasks[task]
 	out := make([]candidate, 0, 2+len(r.Standbys))
@@ -147,31 +152,142 @@ func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
 		s.fail(w, http.StatusServiceUnavailable, msg)
 		return
 	}
-	var fs failures
-	for _, c := range cands {
-		if c.self {
-			if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
-				fs = append(fs, *f)
+	s.ask(w, r, st, &req, task, p, cands)
+}
+
+// ask answers from the first of cands (in preference order) that can: the
+// local ones first, then the remote ones, each recently failed peer last
+// (route.go), a slow remote attempt hedged with the next. It answers with
+// the candidates' failures when none could.
+func (s *Server) ask(w *statusWriter, r *http.Request, st ServedStore, req *keyRequest, task int32, p *balancer.Placement, cands []candidate) {
+	now := time.Now()
+	cands = order(cands, func(m int) bool {
+		return s.health.failedSince(p.Members[m].ProcessID, now, s.opts.PeerFailureMemory)
+	})
+	type outcome struct {
+		i   int // the attempt's position in cands
+		a   peerAnswer
+		err error
+	}
+	type failed struct {
+		i int // the candidate's position in cands
+		f failure
+	}
+	var (
+		fs      []failed
+		results = make(chan outcome, len(cands))
+		cancels = map[int]context.CancelFunc{} // the attempts still running
+		next    = 0
+	)
+	// Attempts outlive the request only as adopted probes (below); each is
+	// bounded by ForwardTimeout, and reads only these copies.
+	base := context.WithoutCancel(r.Context())
+	path, query := w.path, r.URL.RawQuery
+	launch := func() {
+		i, c := next, cands[next]
+		next++
+		m := p.Members[c.member]
+		ctx, cancel := context.WithCancel(base)
+		cancels[i] = cancel
+		go func() {
+			defer cancel()
+			a, err := s.forward(ctx, routeKeys, m, p.Generation, path, query, s.opts.ForwardTimeout)
+			s.notePeer(ctx, m.ProcessID, err)
+			results <- outcome{i: i, a: a, err: err}
+		}()
+	}
+	// abandon ends the running attempts once the lookup has its answer: one
+	// per peer may finish, so that the memory learns whether it answers.
+	abandon := func() {
+		for i, cancel := range cancels {
+			if !s.health.adopt(p.Members[cands[i].member].ProcessID) {
+				cancel()
+			}
+		}
+	}
+	for next < len(cands) || len(cancels) > 0 {
+		if len(cancels) == 0 {
+			c := cands[next]
+			if !c.self {
+				launch()
+				continue
+			}
+			next++
+			if f := s.answerLocal(w, st, req, task, p.Generation); f != nil {
+				fs = append(fs, failed{next - 1, *f})
 				continue
 			}
 			return
 		}
-		m := p.Members[c.member]
-		a, err := s.forward(r.Context(), routeKeys, m, p.Generation, w.path, r.URL.RawQuery, s.opts.ForwardTimeout)
-		if err != nil {
-			fs = append(fs, forwardFailure(c, err))
-			continue
+		// Candidates are local first, remote after (candidates, order):
+		// once one remote attempt runs, every later candidate is remote.
+		var (
+			hedge <-chan time.Time
+			timer *time.Timer
+		)
+		if hedges(cands, next-1) {
+			timer = time.NewTimer(s.opts.HedgeAfter)
+			hedge = timer.C
 		}
-		switch a.code {
-		case http.StatusOK, http.StatusNotFound, http.StatusBadRequest:
-			writeRaw(w, a.code, a.body)
+		var o outcome
+		select {
+		case o = <-results:
+		case <-hedge:
+			launch()
+			continue
+		case <-r.Context().Done(): // the client is gone
+			for _, cancel := range cancels {
+				cancel()
+			}
 			return
-		default:
-			fs = append(fs, peerFailure(c, m.ProcessID, a))
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		delete(cancels, o.i)
+		c := cands[o.i]
+		if o.err == nil {
+			switch o.a.code {
+			case http.StatusOK, http.StatusNotFound, http.StatusBadRequest:
+				abandon()
+				writeRaw(w, o.a.code, o.a.body)
+				return
+			}
+			fs = append(fs, failed{o.i, peerFailure(c, p.Members[c.member].ProcessID, o.a)})
+		} else {
+			fs = append(fs, failed{o.i, forwardFailure(c, o.err)})
+		}
+		// A failed attempt while another still runs: the next candidate
+		// now, as if the failed one had been the last asked.
+		if len(cancels) > 0 && next < len(cands) {
+			launch()
 		}
 	}
-	code, msg := fs.answer()
+	// The failures in preference order, whatever order they came in.
+	slices.SortStableFunc(fs, func(a, b failed) int { return a.i - b.i })
+	byCand := make(failures, len(fs))
+	for j, f := range fs {
+		byCand[j] = f.f
+	}
+	code, msg := byCand.answer()
 	s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s task %d: %s", req.store, task, msg)})
+}
+
+// notePeer records in the peer memory what a forward to id found: no
+// answer (timeout, unreachable) or an answer; nothing when the lookup
+// cancelled it, or when it was never attempted.
+func (s *Server) notePeer(ctx context.Context, id string, err error) {
+	var fe *forwardError
+	switch {
+	case err == nil:
+		s.health.noteAnswer(id)
+	case ctx.Err() != nil:
+	case errors.As(err, &fe) && (fe.kind == forwardTimeout || fe.kind == forwardUnreachable):
+		s.health.noteFailure(id, time.Now())
+	case errors.As(err, &fe) && (fe.kind == forwardBusy || fe.kind == forwardNoEndpoint):
+	default:
+		s.health.noteAnswer(id) // it answered, if not well: it is there
+	}
 }
 
 // failure answers f, with the code that says what it is.

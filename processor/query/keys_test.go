@@ -3,10 +3,13 @@ package query
 import (
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func keyPath(store string, key []byte) string {
@@ -220,5 +223,99 @@ func TestAValueTheCodecCannotDecodeIs500NamingTheKey(t *testing.T) {
 		if a.code != http.StatusInternalServerError || !strings.Contains(a.errMsg(), `value of key "garbled" in store counts does not decode with the store's codec`) {
 			t.Errorf("via %s: %s", n.id, a)
 		}
+	}
+}
+
+// silentPeer accepts connections and never answers until the test ends:
+// a frozen instance, or one whose network is cut.
+func silentPeer(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-done; conn.Close() }()
+		}
+	}()
+	return ln
+}
+
+func TestMaxLagReadDoesNotWaitOutASilentActive(t *testing.T) {
+	// A forward timeout longer than the test client's: a read waiting
+	// out the silent active fails.
+	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.ForwardTimeout = time.Hour }})
+	via := c.nodes[0]
+	key := c.repoint(via, 1, silentPeer(t).Addr().String())
+	sb := c.standby(key)
+	if sb == via {
+		t.Fatalf("test setup: %s is the standby", via.id)
+	}
+	c.put(storeCounts, key, []byte("8"))
+	for i := range 3 { // and again, the first attempt's probe still hanging
+		a := c.get(via, keyPath(storeCounts, key)+"?max_lag=10")
+		if a.code != http.StatusOK || a.json["served_by"] != sb.id || a.json["role"] != "standby" {
+			t.Fatalf("read %d: %s", i, a)
+		}
+	}
+}
+
+func TestAPeerThatFailedIsAskedLastForAWhile(t *testing.T) {
+	// The active's endpoint accepts connections and closes them at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conn.Close()
+		}
+	}()
+	c := newCluster(t, clusterOpts{})
+	via := c.nodes[0]
+	key := c.repoint(via, 1, ln.Addr().String())
+	sb := c.standby(key)
+	c.put(storeCounts, key, []byte("4"))
+
+	// The first read asks the active, which fails, then the standby.
+	a := c.get(via, keyPath(storeCounts, key)+"?max_lag=10")
+	if a.code != http.StatusOK || a.json["served_by"] != sb.id {
+		t.Fatalf("first read: %s", a)
+	}
+	asked := accepted.Load()
+	if asked == 0 {
+		t.Fatal("the first read never asked the active")
+	}
+	// Remembered: the standby answers without the active being asked.
+	for i := range 3 {
+		a = c.get(via, keyPath(storeCounts, key)+"?max_lag=10")
+		if a.code != http.StatusOK || a.json["served_by"] != sb.id {
+			t.Fatalf("read %d: %s", i, a)
+		}
+	}
+	if n := accepted.Load(); n != asked {
+		t.Errorf("the failed active was asked %d more times while a standby could answer", n-asked)
+	}
+	// A read of actives only still asks it: it is all there is.
+	a = c.get(via, keyPath(storeCounts, key))
+	if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "active n2 could not be reached") {
+		t.Errorf("actives only: %s", a)
+	}
+	if accepted.Load() == asked {
+		t.Error("a read of actives only did not ask the one active")
 	}
 }

@@ -78,6 +78,13 @@ type Options struct {
 	MaxForwards int
 	// ForwardTimeout bounds one forwarded request [5s].
 	ForwardTimeout time.Duration
+	// HedgeAfter is how long a lookup that a standby may answer (max_lag)
+	// waits for a peer before asking the next candidate too [250ms]
+	// (route.go).
+	HedgeAfter time.Duration
+	// PeerFailureMemory is how long a peer that did not answer a forward
+	// is asked after every other candidate [10s] (route.go).
+	PeerFailureMemory time.Duration
 	// StatusTimeout bounds gathering peers' status for /v1/metadata [1s].
 	StatusTimeout time.Duration
 	// MaxForwardBodyBytes bounds a peer's answer [32 MiB].
@@ -100,6 +107,8 @@ func DefaultOptions() Options {
 		MaxScanLimit:        1000,
 		MaxForwards:         256,
 		ForwardTimeout:      5 * time.Second,
+		HedgeAfter:          250 * time.Millisecond,
+		PeerFailureMemory:   10 * time.Second,
 		StatusTimeout:       time.Second,
 		MaxForwardBodyBytes: 32 << 20,
 		RetryAfter:          time.Second,
@@ -121,6 +130,7 @@ func (o *Options) checkLimits() error {
 		{"MaxHeaderBytes", int64(o.MaxHeaderBytes)}, {"MaxKeyBytes", int64(o.MaxKeyBytes)},
 		{"MaxScanLimit", int64(o.MaxScanLimit)}, {"MaxForwards", int64(o.MaxForwards)},
 		{"ForwardTimeout", int64(o.ForwardTimeout)}, {"StatusTimeout", int64(o.StatusTimeout)},
+		{"HedgeAfter", int64(o.HedgeAfter)}, {"PeerFailureMemory", int64(o.PeerFailureMemory)},
 		{"MaxForwardBodyBytes", o.MaxForwardBodyBytes}, {"RetryAfter", int64(o.RetryAfter)},
 	} {
 		if l.v <= 0 {

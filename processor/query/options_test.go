@@ -60,6 +60,8 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		{"MaxForwards", func(o *Options) { o.MaxForwards = 0 }, "Options.MaxForwards 0: must be positive", nil},
 		{"ForwardTimeout", func(o *Options) { o.ForwardTimeout = 0 }, "Options.ForwardTimeout 0: must be positive", nil},
 		{"StatusTimeout", func(o *Options) { o.StatusTimeout = 0 }, "Options.StatusTimeout 0: must be positive", nil},
+		{"HedgeAfter", func(o *Options) { o.HedgeAfter = 0 }, "Options.HedgeAfter 0: must be positive", nil},
+		{"PeerFailureMemory", func(o *Options) { o.PeerFailureMemory = 0 }, "Options.PeerFailureMemory 0: must be positive", nil},
 		{"MaxForwardBodyBytes", func(o *Options) { o.MaxForwardBodyBytes = 0 }, "Options.MaxForwardBodyBytes 0: must be positive", nil},
 		{"RetryAfter", func(o *Options) { o.RetryAfter = 0 }, "Options.RetryAfter 0: must be positive", nil},
 	} {
@@ -85,8 +87,8 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		})
 	}
 	// Every field of Options is in the table.
-	if n := reflect.TypeFor[Options]().NumField(); n != 23 {
-		t.Errorf("Options has %d fields; the table covers 23: add the new ones", n)
+	if n := reflect.TypeFor[Options]().NumField(); n != 25 {
+		t.Errorf("Options has %d fields; the table covers 25: add the new ones", n)
 	}
 }
 

@@ -50,9 +50,9 @@ const (
 	// those writes belong to an open transaction that may still abort.
 	//
 	// What an implementation returns for it is its own to document: the
-	// runtime's (processor/service) reads the committed state for it too,
-	// until the runtime exposes a view of the write buffer that other
-	// goroutines may read.
+	// runtime's (processor/service) reads the task's record cache over its
+	// write buffer over its committed state, without blocking the task; on
+	// a standby, what the standby has applied.
 	IsolationLatest Isolation = "latest"
 	// IsolationCommitted reads the committed state only: what the last
 	// commit wrote to the store (and, for a standby, what it has applied of

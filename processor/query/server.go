@@ -53,6 +53,7 @@ type Server struct {
 	tokenSum   [sha256.Size]byte
 	hopKey     []byte // signs and checks hops; nil without a token
 	logs       logLimiter
+	health     peerHealth // peers that recently failed to answer (route.go)
 	srv        *http.Server
 }
 

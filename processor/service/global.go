@@ -17,7 +17,7 @@ import (
 // "at least as new as an answer that carried it", from this instance.
 type globalReplica struct {
 	name string
-	rd   *table.View
+	rd   *table.Mirror
 }
 
 func (g globalReplica) Status() query.ReplicaStatus {

@@ -1,8 +1,6 @@
 package service
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,18 +35,7 @@ func TestGlobalTableIsQueriedLocallyOverHTTP(t *testing.T) {
 	}
 	runInstance(t, inst)
 	base := "http://" + inst.Addr().String() + "/v1/stores/" + users
-	get := func(path string, into any) int {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			return 0
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode == http.StatusOK && json.Unmarshal(b, into) != nil {
-			t.Fatalf("GET %s: %s", path, b)
-		}
-		return resp.StatusCode
-	}
+	get := func(path string, into any) int { return getJSON(t, base+path, into) }
 	var ans struct {
 		Value any   `json:"value"`
 		Task  int32 `json:"task"`

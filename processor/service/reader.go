@@ -5,22 +5,28 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/state"
 )
 
-// What each read isolation returns today, through this adapter:
+// What each read isolation returns, through this adapter:
 //
-//   - committed: the store's committed LevelDB state (state.CommittedView): what the
-//     task's last commit wrote, or, on a standby, what it has applied of
-//     the changelog. The position is the store's checkpoint, read before
-//     the data.
-//   - latest: the same as committed. The runtime gives no other goroutine
-//     a view of a task's write buffer (only the task's own goroutine may
-//     read it), so a lookup does not see the writes made since the task's
-//     last commit (at most commit.interval.ms old). When the runtime
-//     exposes such a view, latest reads it over the committed state here,
-//     and nothing changes in the query server.
+//   - committed: the store's committed LevelDB state (state.CommittedView):
+//     what the task's last commit wrote, or, on a standby, what it has
+//     applied of the changelog.
+//   - latest (at-least-once): the task's latest processed state
+//     (processor.FreshView): its record cache over its write buffer over
+//     the committed state, so a lookup sees a processed record's writes at
+//     once, not at the next commit. On a standby it is what the standby
+//     has applied, the same as committed. Under exactly-once the query
+//     server refuses latest; were it asked, this adapter would read
+//     committed state (the runtime offers no view of an open transaction).
+//
+// Either way the position is the store's checkpoint, read before the
+// data: the checkpoint is published after the LevelDB batch it covers, so
+// the value read next is at least that new (a latest value may be newer,
+// and is not durable until the next commit).
 //
 // Every read checks the store's health first (state.DB.Err): a store
 // whose task failed (a LevelDB error, a changelog produce error) answers an
@@ -37,7 +43,7 @@ func (a runtimeAdapter) Replica(store string, task int32) query.ReplicaView {
 	if s == nil {
 		return nil
 	}
-	return storeReplica{role: rep.Role, s: s}
+	return storeReplica{role: rep.Role, s: s, fresh: rep.Fresh(store)}
 }
 
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
@@ -57,8 +63,9 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 // storeReplica is one store of a local task as the query server reads it:
 // through its read-only View, after checking its health.
 type storeReplica struct {
-	role state.Role // the task's role when the request arrived
-	s    *state.DB
+	role  state.Role // the task's role when the request arrived
+	s     *state.DB
+	fresh *processor.FreshView // latest reads; nil: committed only
 }
 
 func (r storeReplica) Status() query.ReplicaStatus {
@@ -87,23 +94,29 @@ func (r storeReplica) healthy() error {
 	return nil
 }
 
-// Get reads the checkpoint first: the checkpoint is published after the
-// LevelDB batch it covers, so the value read next is at least that new.
-// Both isolations read the committed state (see the top of this file).
-func (r storeReplica) Get(key []byte, _ query.Isolation) ([]byte, bool, int64, error) {
+// Get reads the checkpoint first, then the value at iso (see the top of
+// this file).
+func (r storeReplica) Get(key []byte, iso query.Isolation) ([]byte, bool, int64, error) {
 	if err := r.healthy(); err != nil {
 		return nil, false, 0, err
 	}
 	pos := r.s.Checkpoint()
+	if iso == query.IsolationLatest && r.fresh != nil {
+		v, found, err := r.fresh.Get(key)
+		return v, found, pos, err
+	}
 	v, found, err := r.s.View().Get(key)
 	return v, found, pos, err
 }
 
-func (r storeReplica) Scan(start, end []byte, _ query.Isolation, fn func(key, value []byte) bool) (int64, error) {
+func (r storeReplica) Scan(start, end []byte, iso query.Isolation, fn func(key, value []byte) bool) (int64, error) {
 	if err := r.healthy(); err != nil {
 		return 0, err
 	}
 	pos := r.s.Checkpoint()
+	if iso == query.IsolationLatest && r.fresh != nil {
+		return pos, r.fresh.Scan(start, end, fn)
+	}
 	return pos, r.s.View().Scan(start, end, fn)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/state"
 )
@@ -98,11 +99,13 @@ func standbyStore(t *testing.T, full *atomic.Bool) (*state.Task, func(...*kgo.Re
 }
 
 // TestStoreReplicaReadsCommittedStoreData runs the adapter over a real
-// store restored from its changelog: both isolations read its committed
-// data, at its checkpoint.
+// standby store tailing its changelog: both isolations read what it has
+// applied (a standby's latest state), at its checkpoint.
 func TestStoreReplicaReadsCommittedStoreData(t *testing.T) {
 	task, _ := standbyStore(t, new(atomic.Bool))
-	rep := storeReplica{role: task.Role(), s: task.Store("counts")}
+	s := task.Store("counts")
+	fresh := processor.Replica{Task: task.ID(), Role: task.Role(), Stores: map[string]*state.DB{"counts": s}}.Fresh("counts")
+	rep := storeReplica{role: task.Role(), s: s, fresh: fresh}
 	if st := rep.Status(); st.Role != query.RoleStandby || st.Task != 1 || st.Store != "counts" || st.Position != 4 {
 		t.Errorf("standby status: %+v", st)
 	}

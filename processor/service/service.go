@@ -242,6 +242,7 @@ func New(opts Options) (*Instance, error) {
 	ro.ReplicationFactor = int16(cfg.ReplicationFactor)
 	ro.SessionTimeout = cfg.SessionTimeout
 	ro.ShutdownTimeout = cfg.ShutdownTimeout
+	ro.MaxTaskIdle = cfg.MaxTaskIdle
 	ro.Logger = log
 	ro.Registerer = reg
 	var rt *processor.Runtime

@@ -18,9 +18,9 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
-// View is a read-only local copy of a compacted topic, kept current in
+// Mirror is a read-only local copy of a compacted topic, kept current in
 // the background. Its methods are safe for concurrent use.
-type View struct {
+type Mirror struct {
 	topic  string
 	part   partition.Partitioner
 	mgr    *state.Manager
@@ -45,7 +45,7 @@ const pollEvery = 10 * time.Millisecond
 // returns once all are caught up with the end offsets as they were when it
 // started (or ctx is done), and keeps them current in the background until
 // Close. The topic must exist.
-func Open(ctx context.Context, topic string, opts ...Opt) (_ *View, err error) {
+func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error) {
 	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
 	for _, o := range opts {
 		o.apply(&c)
@@ -53,7 +53,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *View, err error) {
 	if topic == "" {
 		return nil, errors.New("table: open: empty topic name")
 	}
-	r := &View{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
+	r := &Mirror{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
 	dir := c.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "rackstream-table-"); err != nil {
@@ -114,7 +114,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *View, err error) {
 }
 
 // partitions returns the topic's partition count.
-func (r *View) partitions(ctx context.Context) (int32, error) {
+func (r *Mirror) partitions(ctx context.Context) (int32, error) {
 	var details kadm.TopicDetails
 	err := retry(ctx, func() error {
 		var err error
@@ -151,21 +151,21 @@ func retry(ctx context.Context, fn func() error) error {
 	return err
 }
 
-// Topic returns the topic the Reader follows.
-func (r *View) Topic() string { return r.topic }
+// Topic returns the topic the Mirror follows.
+func (r *Mirror) Topic() string { return r.topic }
 
 // Partitions returns the topic's partition count.
-func (r *View) Partitions() int32 { return int32(len(r.tasks)) }
+func (r *Mirror) Partitions() int32 { return int32(len(r.tasks)) }
 
-// Partition returns the partition key lives in, by the Reader's
+// Partition returns the partition key lives in, by the Mirror's
 // partitioner.
-func (r *View) Partition(key []byte) int32 {
+func (r *Mirror) Partition(key []byte) int32 {
 	return r.part.Partition(key, int32(len(r.tasks)))
 }
 
-// Get returns key's value as of the Reader's last applied offset of its
+// Get returns key's value as of the Mirror's last applied offset of its
 // partition; found is false for a key absent or deleted.
-func (r *View) Get(key []byte) (value []byte, found bool, err error) {
+func (r *Mirror) Get(key []byte) (value []byte, found bool, err error) {
 	p := r.Partition(key)
 	value, found, err = r.views[p].Get(key)
 	if err != nil {
@@ -179,7 +179,7 @@ func (r *View) Get(key []byte) (value []byte, found bool, err error) {
 // read from a consistent snapshot of its own; the partitions' snapshots are
 // taken at slightly different moments. The slices are valid only during the
 // call.
-func (r *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	type cursor struct {
 		next func() ([]byte, []byte, bool)
 		stop func()
@@ -239,11 +239,11 @@ func (r *View) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	return errors.Join(errs...)
 }
 
-// Lag returns the offsets the Reader is behind the end offsets last seen,
+// Lag returns the offsets the Mirror is behind the end offsets last seen,
 // summed over partitions, or -1 while some partition's end is not known.
 // It is as fresh as the last fetch: records written since then are not
 // counted until fetched (WaitCaughtUp asks the brokers instead).
-func (r *View) Lag() int64 {
+func (r *Mirror) Lag() int64 {
 	var sum int64
 	for _, l := range r.Lags() {
 		if l < 0 {
@@ -255,7 +255,7 @@ func (r *View) Lag() int64 {
 }
 
 // Lags returns each partition's lag, by partition (-1: not known yet).
-func (r *View) Lags() []int64 {
+func (r *Mirror) Lags() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
 		out[p] = t.Stores()[0].Lag()
@@ -265,7 +265,7 @@ func (r *View) Lags() []int64 {
 
 // Positions returns each partition's checkpoint, by partition: the next
 // offset it will apply.
-func (r *View) Positions() []int64 {
+func (r *Mirror) Positions() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
 		out[p] = t.Stores()[0].Checkpoint()
@@ -276,7 +276,7 @@ func (r *View) Positions() []int64 {
 // Err returns why a partition stopped following the topic (a storage
 // error, or the topic recreated or truncated under it), nil while every
 // partition follows it. Reads still answer from what was applied.
-func (r *View) Err() error {
+func (r *Mirror) Err() error {
 	for p, t := range r.tasks {
 		if err := t.Err(); err != nil {
 			return fmt.Errorf("table %s: partition %d: %w", r.topic, p, err)
@@ -286,11 +286,11 @@ func (r *View) Err() error {
 }
 
 // WaitCaughtUp asks the brokers for every partition's end offset (the
-// last stable offset) as it is now and returns once the Reader has applied
+// last stable offset) as it is now and returns once the Mirror has applied
 // up to it, so that every record acknowledged before the call is visible
 // after it. It fails when ctx is done first, a partition stops following
-// the topic, or the Reader is closed.
-func (r *View) WaitCaughtUp(ctx context.Context) error {
+// the topic, or the Mirror is closed.
+func (r *Mirror) WaitCaughtUp(ctx context.Context) error {
 	var ends kadm.ListedOffsets
 	err := retry(ctx, func() error {
 		var err error
@@ -341,7 +341,7 @@ func (r *View) WaitCaughtUp(ctx context.Context) error {
 // unless StateDir was given) and the Kafka clients. It returns ctx's error
 // if ctx is done first; the closing then finishes in the background. Reads
 // after Close fail.
-func (r *View) Close(ctx context.Context) error {
+func (r *Mirror) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.closeOnce.Do(func() {
@@ -359,7 +359,7 @@ func (r *View) Close(ctx context.Context) error {
 }
 
 // shutdown releases whatever Open acquired.
-func (r *View) shutdown() error {
+func (r *Mirror) shutdown() error {
 	var errs []error
 	if r.mgr != nil {
 		errs = append(errs, r.mgr.Close())

@@ -51,7 +51,7 @@ func keyValues(prefix string, n int, value string) []string {
 	return kv
 }
 
-// TestReaderInAnotherProcessFollowsAProducer opens a Reader in a separate
+// TestReaderInAnotherProcessFollowsAProducer opens a Mirror in a separate
 // process on a compacted topic being written: it restores what is there,
 // follows updates and tombstones written afterwards, and scans the keys in
 // order across partitions.
@@ -191,7 +191,7 @@ func TestReaderInAnotherProcessReadsARunningRackstreamGroup(t *testing.T) {
 }
 
 // TestReaderReopenedOnItsStateDirRestoresOnlyWhatItMissed: with StateDir,
-// a Reader opened again applies only the records written since it closed,
+// a Mirror opened again applies only the records written since it closed,
 // and reads a goka table (FNV-1a, goka's codecs) through Typed.
 func TestReaderReopenedOnItsStateDirRestoresOnlyWhatItMissed(t *testing.T) {
 	c := kafkatest.New(t)
@@ -200,7 +200,7 @@ func TestReaderReopenedOnItsStateDirRestoresOnlyWhatItMissed(t *testing.T) {
 	fnv := partition.FNV1a()
 	produce(t, c, topic, fnv, keyValues("k", 30, "1")...)
 	dir := t.TempDir()
-	open := func() (*table.View, *prometheus.Registry) {
+	open := func() (*table.Mirror, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
 		r, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir),
 			table.Partitioner(fnv), table.Registerer(reg), table.Logger(slog.New(slog.DiscardHandler)))
@@ -303,7 +303,7 @@ func TestReaderScanBoundsAndStop(t *testing.T) {
 	}
 }
 
-// TestOpenOnAMissingTopicFailsNamingIt: no topic, no Reader, and nothing
+// TestOpenOnAMissingTopicFailsNamingIt: no topic, no Mirror, and nothing
 // left behind.
 func TestOpenOnAMissingTopicFailsNamingIt(t *testing.T) {
 	c := kafkatest.New(t)

@@ -1,0 +1,242 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/processor/partition"
+)
+
+// waitStore waits until every key of the processor's store reads n (the
+// last sequence number under at-least-once, the count under exactly-once)
+// and returns the keys that never did, with what they read. Under
+// exactly-once it stops early when a count passed n (a record counted
+// twice: waiting cannot mend it) or when the short keys have read the same
+// for a minute with every instance ready (an update lost: nothing more will
+// come), so that the evidence is gathered while the group still runs.
+func (r *run) waitStore(n int) map[string]string {
+	t := r.t
+	t.Helper()
+	start, changed := time.Now(), time.Now()
+	var last map[string]string
+	for {
+		lags := r.g.StoreLags(r.store, r.keys, n, len(r.keys))
+		if len(lags) == 0 {
+			t.Logf("every key of %s at %d: took %v", r.store, n, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		if fmt.Sprint(lags) != fmt.Sprint(last) {
+			last, changed = lags, time.Now()
+		}
+		switch {
+		case r.eos && overshot(lags, n):
+			t.Errorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
+			return lags
+		case r.eos && time.Since(changed) > time.Minute && r.allReady():
+			t.Errorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
+			return lags
+		case time.Since(start) > deadline:
+			t.Errorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
+			return lags
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// activeBound is the longest a key may go unread from an active: the
+// session timeout + 5 s, the issue's bound. Under exactly-once the
+// predecessor's open transaction (an instance killed, frozen or cut
+// mid-transaction) pins the changelog's last stable offset until the
+// broker aborts it, at the transaction timeout at the latest, and the new
+// active's restore must wait for that to read committed state (design §7):
+// there the bound is the longer of the two + 5 s.
+func (r *run) activeBound() time.Duration {
+	if r.eos {
+		return max(r.p.session, processor.TransactionTimeout) + 5*time.Second
+	}
+	return r.p.session + 5*time.Second
+}
+
+// overshot reports whether a value read is a number above n.
+func overshot(read map[string]string, n int) bool {
+	for _, v := range read {
+		if c, err := strconv.Atoi(v); err == nil && c > n {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) allReady() bool {
+	for _, in := range r.ins {
+		if !in.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// evidence logs what a failed exact check needs for a diagnosis, per
+// affected key (at most 5): its partition (task), what the store reads,
+// its last output records with their offsets, its input records' count
+// and last offsets, and which instance holds the task now; then every
+// instance's log lines about aborted transactions, fencing, lost
+// partitions and client rebuilds.
+func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cluster.Record, n int) {
+	t := r.t
+	t.Helper()
+	keys := map[string]bool{}
+	for k := range short {
+		keys[k] = true
+	}
+	for _, m := range seqs.Missing {
+		keys[m[:strings.LastIndex(m, "@")]] = true
+	}
+	if r.eos && seqs.Duplicated+seqs.OutOfOrder != 0 {
+		for _, k := range r.keys { // the keys whose output is not 1..n in order
+			prev := 0
+			for _, rec := range out {
+				if rec.Key == k {
+					v, _ := strconv.Atoi(rec.Value)
+					if v != prev+1 {
+						keys[k] = true
+					}
+					prev = v
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	in := cluster.ReadTopic(t, []string{broker.Addr}, r.input)
+	md, _, mdErr := r.g.Metadata()
+	tasks := map[int32]bool{} // the affected keys' tasks
+	for _, k := range names {
+		task := partition.Murmur2().Partition([]byte(k), int32(r.p.partitions))
+		var outs, ins, breaks []string
+		inCount, prev, prevAt := 0, 0, int64(-1)
+		for _, rec := range out {
+			if rec.Key == k {
+				outs = append(outs, fmt.Sprintf("%s@%d", rec.Value, rec.Offset))
+				v, _ := strconv.Atoi(rec.Value)
+				if v != prev+1 {
+					breaks = append(breaks, fmt.Sprintf("%d@%d then %d@%d", prev, prevAt, v, rec.Offset))
+				}
+				prev, prevAt = v, rec.Offset
+			}
+		}
+		for _, rec := range in {
+			if rec.Key == k {
+				inCount++
+				ins = append(ins, fmt.Sprintf("%s@%d", rec.Value, rec.Offset))
+			}
+		}
+		active := "?"
+		if mdErr == nil && int(task) < len(md.Tasks) {
+			active = md.Tasks[task].Active
+			for _, in := range r.ins {
+				if in.ID() == active {
+					active += " (" + in.Name + ")"
+				}
+			}
+		}
+		read := short[k]
+		if read == "" {
+			read = strconv.Itoa(n)
+		}
+		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s; breaks in 1..n: %v); active now %s",
+			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), breaks, active)
+		tasks[task] = true
+	}
+	// Each instance's lines about the affected tasks (assignments holding
+	// them actively, their activation and restore) and about aborts,
+	// fencing and rebuilds.
+	words := []string{"transaction aborted", "aborted transaction", "partitions lost", "rebuilding", "fenc", "UNKNOWN_MEMBER", "panic"}
+	for task := range tasks {
+		words = append(words, fmt.Sprintf(`"task":%d,`, task), fmt.Sprintf(`"task":%d}`, task))
+	}
+	for _, in := range r.ins {
+		var lines []string
+		for _, l := range strings.Split(in.Logs(), "\n") {
+			if activeIn(l, tasks) {
+				lines = append(lines, l[:min(len(l), 400)])
+				continue
+			}
+			for _, w := range words {
+				if strings.Contains(l, w) {
+					lines = append(lines, l[:min(len(l), 400)])
+					break
+				}
+			}
+		}
+		if len(lines) > 0 {
+			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 30), "\n"))
+		}
+	}
+}
+
+// activeIn reports whether log line l is an assignment whose actives
+// include one of tasks.
+func activeIn(l string, tasks map[int32]bool) bool {
+	i := strings.Index(l, `"active":[`)
+	if i < 0 || !strings.Contains(l, `"msg":"assignment"`) {
+		return false
+	}
+	list := l[i+len(`"active":[`):]
+	list = list[:max(0, strings.Index(list, "]"))]
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(f); err == nil && tasks[int32(n)] {
+			return true
+		}
+	}
+	return false
+}
+
+// lastOf returns the last n of s.
+func lastOf(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// kill sends kill -9 to ins at once, under exactly-once while the first
+// one's transaction is open (midTransaction).
+func (r *run) kill(ins ...*cluster.Instance) {
+	r.t.Helper()
+	r.midTransaction(ins[0])
+	for _, in := range ins {
+		in.Kill()
+	}
+}
+
+// midTransaction waits, under exactly-once, until in's transaction is open
+// on the broker (it commits every 200 ms, so that is most of the time), so
+// that the fault that follows provably lands mid-transaction: the broker
+// must abort it once in's successor fences it, and no record of it may be
+// counted or reach a read-committed reader. At-least-once: no wait.
+func (r *run) midTransaction(in *cluster.Instance) {
+	r.t.Helper()
+	if !r.eos {
+		return
+	}
+	adm := kafkatest.At(r.t, broker.Addr).Admin()
+	var state string
+	kafkatest.Poll(r.t, deadline, 5*time.Millisecond, in.Name+"'s transaction open", func() bool {
+		state = cluster.TransactionState(adm, r.app, in.ID())
+		return state == "Ongoing"
+	})
+	r.t.Logf("%s's transaction is %s: the fault lands mid-transaction", in.Name, state)
+}

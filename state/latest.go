@@ -1,0 +1,214 @@
+package state
+
+import (
+	"bytes"
+
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/memdb"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// Latest reads: what other goroutines see of an active task's write
+// buffer.
+//
+// The task's goroutine owns DB.buf and writes it without any lock of ours
+// (goleveldb's memdb takes its own short internal lock per Put). Readers
+// on other goroutines reach the same buffer through DB.shared, an atomic
+// pointer, and read it through memdb's own RWMutex, which each Get or
+// iterator step holds for one skiplist walk: a reader never holds up the
+// writer for longer than that, and the per-record path pays nothing new.
+//
+// The one hazard is reuse: memdb's Get and iterators hand out slices of its
+// arena, and Reset (after a commit or an abort) lets the next writes
+// overwrite that arena. So a buffer is never reset under a reader. A
+// reader counts itself in DB.readers before it loads DB.shared and counts
+// itself out when it no longer needs the slices; the task goroutine, to
+// empty the buffer, first unpublishes it (shared = nil), then resets it
+// only if no reader is counted, and otherwise drops it to the garbage
+// collector and starts a new one. Both sides use sequentially consistent
+// atomics, so a reader that counted itself after the writer looked finds
+// shared nil (or the new buffer) and never touches the old one.
+//
+// Freshness and order: a commit writes the buffer to LevelDB before it
+// unpublishes it, and a reader loads the buffer before it reads LevelDB.
+// A reader that got the old buffer finds in it the values LevelDB now has
+// too; one that did not finds them in LevelDB. Either way a value is never
+// older than the checkpoint read before it.
+
+// Entry is one key's latest write in a layer above a store (a task's
+// record cache): a value, or a delete when Deleted.
+type Entry struct {
+	Key, Value []byte
+	Deleted    bool
+}
+
+// LatestView reads a store's latest state: the active task's write buffer
+// (its writes since the last commit) over the committed LevelDB data. On a
+// task that is not active (a standby, a restoring or idle replica) it reads
+// what LevelDB holds, which for a standby is what it has applied of the
+// changelog. It is safe for concurrent use and never blocks the task.
+type LatestView struct {
+	s *DB
+}
+
+// Latest returns the store's latest view: for HTTP queries at
+// isolation=latest under at-least-once. Under exactly-once the buffer
+// belongs to an open transaction and such reads must not use it.
+func (s *DB) Latest() *LatestView { return &LatestView{s: s} }
+
+// Get returns the latest value of key: the write buffer's, else the
+// committed one.
+func (v *LatestView) Get(key []byte) (value []byte, found bool, err error) {
+	s := v.s
+	s.readers.Add(1)
+	if b := s.shared.Load(); b != nil {
+		if val, err := b.Get(key); err == nil {
+			if val[0] != bufTombstone {
+				// Copied while counted: the arena may be reused after.
+				value, found = append([]byte(nil), val[1:]...), true
+			}
+			s.readers.Add(-1)
+			return value, found, nil
+		}
+	}
+	s.readers.Add(-1)
+	return s.view.Get(key)
+}
+
+// Scan calls fn for each key in [start, end) in key order (nil bounds are
+// open), as the store's latest state has it, until fn returns false. Each
+// value is one the key had while the scan ran (the buffer is read as it
+// changes; not one snapshot across keys). The slices are valid only during
+// the call.
+func (v *LatestView) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	return v.ScanOver(start, end, nil, fn)
+}
+
+// ScanOver is Scan with a layer above the write buffer: over, sorted by key
+// with no key twice and every key in [start, end), wins over the buffer and
+// LevelDB, and its deletes hide their keys there. The processor passes its
+// record cache's entries of the store.
+func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, value []byte) bool) error {
+	s := v.s
+	s.readers.Add(1)
+	defer s.readers.Add(-1)
+	buf := s.shared.Load() // before LevelDB: see the top of this file
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return ErrTaskClosed
+	}
+	cs := make([]cursor, 0, 3)
+	if len(over) > 0 {
+		cs = append(cs, &entryCursor{es: over, i: -1})
+	}
+	var bufIt iterator.Iterator
+	if buf != nil && buf.Len() > 0 {
+		bufIt = buf.NewIterator(&util.Range{Start: start, Limit: end})
+		defer bufIt.Release()
+		cs = append(cs, bufCursor{bufIt})
+	}
+	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
+	defer dbIt.Release()
+	cs = append(cs, dbCursor{dbIt})
+	merge(cs, fn)
+	if err := dbIt.Error(); err != nil {
+		return s.task.storageErr(s, "scan", err)
+	}
+	if bufIt != nil {
+		return bufIt.Error()
+	}
+	return nil
+}
+
+// setBuffer gives the task's goroutine b as its write buffer (nil: none)
+// and publishes it to latest readers.
+func (s *DB) setBuffer(b *memdb.DB) {
+	s.buf = b
+	s.shared.Store(b)
+}
+
+// clearBuffer empties the write buffer after a commit wrote it to LevelDB
+// or an abort dropped it, without reusing an arena a latest reader may
+// still be reading (see the top of this file).
+func (s *DB) clearBuffer() {
+	if s.buf == nil || s.buf.Len() == 0 {
+		return
+	}
+	s.shared.Store(nil)
+	if s.readers.Load() == 0 {
+		s.buf.Reset()
+	} else {
+		s.buf = newBuffer()
+	}
+	s.shared.Store(s.buf)
+}
+
+// cursor is one sorted source of a merged scan.
+type cursor interface {
+	next() bool
+	key() []byte
+	value() (v []byte, deleted bool)
+}
+
+// dbCursor walks LevelDB's data keys (their prefix byte stripped).
+type dbCursor struct{ it iterator.Iterator }
+
+func (c dbCursor) next() bool            { return c.it.Next() }
+func (c dbCursor) key() []byte           { return c.it.Key()[1:] }
+func (c dbCursor) value() ([]byte, bool) { return c.it.Value(), false }
+
+// bufCursor walks a write buffer: bare keys, tagged values.
+type bufCursor struct{ it iterator.Iterator }
+
+func (c bufCursor) next() bool  { return c.it.Next() }
+func (c bufCursor) key() []byte { return c.it.Key() }
+func (c bufCursor) value() ([]byte, bool) {
+	v := c.it.Value()
+	return v[1:], v[0] == bufTombstone
+}
+
+// entryCursor walks a sorted slice of entries.
+type entryCursor struct {
+	es []Entry
+	i  int
+}
+
+func (c *entryCursor) next() bool            { c.i++; return c.i < len(c.es) }
+func (c *entryCursor) key() []byte           { return c.es[c.i].Key }
+func (c *entryCursor) value() ([]byte, bool) { return c.es[c.i].Value, c.es[c.i].Deleted }
+
+// merge walks cs together in key order and calls fn with each key's value
+// from the first cursor (in cs's order: the highest precedence first)
+// that has the key, skipping keys whose winning entry is a delete, until
+// fn returns false or every cursor is done. The callers check their
+// iterators' errors.
+func merge(cs []cursor, fn func(k, v []byte) bool) {
+	ok := make([]bool, len(cs))
+	for i, c := range cs {
+		ok[i] = c.next()
+	}
+	for {
+		top := -1
+		for i, c := range cs {
+			// Strictly less: among equal keys the earliest cursor wins.
+			if ok[i] && (top < 0 || bytes.Compare(c.key(), cs[top].key()) < 0) {
+				top = i
+			}
+		}
+		if top < 0 {
+			return
+		}
+		k := cs[top].key()
+		if v, del := cs[top].value(); !del && !fn(k, v) {
+			return
+		}
+		// The shadowed entries of k move on first: k is cs[top]'s.
+		for i, c := range cs {
+			if i != top && ok[i] && bytes.Equal(c.key(), k) {
+				ok[i] = c.next()
+			}
+		}
+		ok[top] = cs[top].next()
+	}
+}

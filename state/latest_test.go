@@ -1,0 +1,249 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The latest view's tests need no broker: an active task's writes go to its
+// write buffer and to a producer, here one that acknowledges every record
+// at once (ackProducer); nothing is restored.
+
+// ackProducer acknowledges every record as it is produced, at the next
+// offset of its partition.
+type ackProducer struct {
+	mu   sync.Mutex
+	next map[int32]int64
+}
+
+func (p *ackProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	p.mu.Lock()
+	if p.next == nil {
+		p.next = make(map[int32]int64)
+	}
+	r.Offset = p.next[r.Partition]
+	p.next[r.Partition]++
+	p.mu.Unlock()
+	promise(r, nil)
+}
+
+// offlineTask opens task 0 of a state directory whose Kafka client dials
+// nothing, with one store "s", and activates it with an ackProducer.
+func offlineTask(t testing.TB) (*Task, *DB) {
+	t.Helper()
+	o := DefaultOptions()
+	o.Dir, o.ApplicationID, o.CleanupInterval = t.TempDir(), "latest-test", 0
+	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers("unused:1"), kgo.Dialer(func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no broker in the latest view's tests")
+	})}
+	o.Logger = testLogger(t)
+	m, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	task, err := m.OpenTask(0, []StoreSpec{{Name: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Activate(&ackProducer{}); err != nil {
+		t.Fatal(err)
+	}
+	return task, task.Store("s")
+}
+
+func latestContent(t testing.TB, v *LatestView, start, end string, over ...Entry) string {
+	t.Helper()
+	var s, e []byte
+	if start != "" {
+		s = []byte(start)
+	}
+	if end != "" {
+		e = []byte(end)
+	}
+	out := ""
+	if err := v.ScanOver(s, e, over, func(k, val []byte) bool {
+		out += string(k) + "=" + string(val) + " "
+		return true
+	}); err != nil {
+		t.Fatalf("latest scan: %v", err)
+	}
+	return out
+}
+
+func TestLatestSeesAPutBeforeCommitAndCommittedDoesNot(t *testing.T) {
+	task, s := offlineTask(t)
+	must(t, s.Put([]byte("a"), []byte("1")))
+	if v, ok, err := s.Latest().Get([]byte("a")); err != nil || !ok || string(v) != "1" {
+		t.Fatalf("latest Get(a) before commit = %q, %v, %v; want 1 from the write buffer", v, ok, err)
+	}
+	if _, ok, err := s.View().Get([]byte("a")); err != nil || ok {
+		t.Fatalf("committed Get(a) before commit: found %v, err %v; want not found", ok, err)
+	}
+	must(t, task.Commit())
+	for name, get := range map[string]func([]byte) ([]byte, bool, error){"latest": s.Latest().Get, "committed": s.View().Get} {
+		if v, ok, err := get([]byte("a")); err != nil || !ok || string(v) != "1" {
+			t.Fatalf("%s Get(a) after commit = %q, %v, %v; want 1", name, v, ok, err)
+		}
+	}
+	// An empty value is a value, not a delete.
+	must(t, s.Put([]byte("e"), nil))
+	if v, ok, err := s.Latest().Get([]byte("e")); err != nil || !ok || len(v) != 0 {
+		t.Fatalf("latest Get(e) of an empty value = %q, %v, %v; want found and empty", v, ok, err)
+	}
+}
+
+func TestLatestDeleteHidesACommittedKey(t *testing.T) {
+	task, s := offlineTask(t)
+	must(t, s.Put([]byte("a"), []byte("1")))
+	must(t, s.Put([]byte("b"), []byte("2")))
+	must(t, task.Commit())
+	must(t, s.Delete([]byte("a")))
+	if _, ok, err := s.Latest().Get([]byte("a")); err != nil || ok {
+		t.Fatalf("latest Get(a) after an uncommitted delete: found %v, err %v", ok, err)
+	}
+	if got := latestContent(t, s.Latest(), "", ""); got != "b=2 " {
+		t.Fatalf("latest scan after deleting a = %q, want only b", got)
+	}
+	if v, ok, _ := s.View().Get([]byte("a")); !ok || string(v) != "1" {
+		t.Fatalf("committed Get(a) before the delete is committed = %q, %v; want 1", v, ok)
+	}
+	// An aborted buffer is gone for latest readers too.
+	task.Abort()
+	if v, ok, _ := s.Latest().Get([]byte("a")); !ok || string(v) != "1" {
+		t.Fatalf("latest Get(a) after Abort = %q, %v; want the committed 1", v, ok)
+	}
+}
+
+func TestLatestScanMergesLayersInKeyOrderWithinBounds(t *testing.T) {
+	task, s := offlineTask(t)
+	for _, k := range []string{"a", "c", "e", "g"} {
+		must(t, s.Put([]byte(k), []byte("db-"+k)))
+	}
+	must(t, task.Commit())
+	// The buffer: a new key, a delete, an overwrite.
+	must(t, s.Put([]byte("b"), []byte("buf-b")))
+	must(t, s.Delete([]byte("c")))
+	must(t, s.Put([]byte("e"), []byte("buf-e")))
+	must(t, s.Put([]byte("d"), []byte("buf-d")))
+	// The layer above (a record cache): it wins over both, its delete
+	// hides the buffer's d, and it brings back c.
+	over := []Entry{{Key: []byte("a"), Value: []byte("over-a")}, {Key: []byte("c"), Value: []byte("over-c")}, {Key: []byte("d"), Deleted: true}, {Key: []byte("f"), Value: []byte("over-f")}}
+	cases := []struct {
+		start, end string
+		over       []Entry
+		want       string
+	}{
+		{"", "", nil, "a=db-a b=buf-b d=buf-d e=buf-e g=db-g "},
+		{"", "", over, "a=over-a b=buf-b c=over-c e=buf-e f=over-f g=db-g "},
+		{"b", "f", over[1:3], "b=buf-b c=over-c e=buf-e "},
+		{"c", "", nil, "d=buf-d e=buf-e g=db-g "},
+		{"", "c", nil, "a=db-a b=buf-b "},
+		{"h", "", nil, ""},
+	}
+	for _, c := range cases {
+		if got := latestContent(t, s.Latest(), c.start, c.end, c.over...); got != c.want {
+			t.Errorf("latest scan [%q, %q) over %d entries = %q, want %q", c.start, c.end, len(c.over), got, c.want)
+		}
+	}
+	// fn returning false stops the merge.
+	n := 0
+	must(t, s.Latest().Scan(nil, nil, func(k, v []byte) bool { n++; return n < 2 }))
+	if n != 2 {
+		t.Fatalf("scan stopped after %d keys, want 2", n)
+	}
+	// The task's own Scan merges the same way.
+	var own string
+	must(t, s.Scan(nil, nil, func(k, v []byte) bool { own += string(k) + "=" + string(v) + " "; return true }))
+	if own != cases[0].want {
+		t.Fatalf("the task's own scan = %q, want %q", own, cases[0].want)
+	}
+}
+
+// Readers on other goroutines while the task writes and commits: run under
+// -race, this checks that no reader touches a buffer the writer resets,
+// and each reader sees every key's count never go back nor disappear.
+func TestLatestReadsDuringWritesAndCommits(t *testing.T) {
+	task, s := offlineTask(t)
+	const keys, rounds = 20, 300
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last := make(map[string]int)
+			check := func(k string, v []byte, found bool) error {
+				if !found {
+					if last[k] > 0 {
+						return fmt.Errorf("reader %d: key %s disappeared after %d", r, k, last[k])
+					}
+					return nil
+				}
+				n, err := strconv.Atoi(string(v))
+				if err != nil || n < last[k] {
+					return fmt.Errorf("reader %d: key %s went from %d to %q", r, k, last[k], v)
+				}
+				last[k] = n
+				return nil
+			}
+			for i := 0; !done.Load(); i++ {
+				k := "k" + strconv.Itoa(i%keys)
+				v, found, err := s.Latest().Get([]byte(k))
+				if err == nil {
+					err = check(k, v, found)
+				}
+				if err == nil && r%2 == 0 {
+					var bad error
+					err = s.Latest().Scan(nil, nil, func(k, v []byte) bool {
+						bad = check(string(k), v, true)
+						return bad == nil
+					})
+					err = errors.Join(err, bad)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= rounds; i++ {
+		for k := range keys {
+			must(t, s.Put([]byte("k"+strconv.Itoa(k)), []byte(strconv.Itoa(i))))
+		}
+		if i%7 == 0 {
+			must(t, task.Commit())
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if v, ok, _ := s.Latest().Get([]byte("k0")); !ok || string(v) != strconv.Itoa(rounds) {
+		t.Fatalf("latest k0 at the end = %q, %v; want %d", v, ok, rounds)
+	}
+}
+
+func TestLatestReadsOfAClosedTaskFail(t *testing.T) {
+	task, s := offlineTask(t)
+	must(t, s.Put([]byte("a"), []byte("1")))
+	must(t, task.Close())
+	if _, _, err := s.Latest().Get([]byte("a")); !errors.Is(err, ErrTaskClosed) {
+		t.Fatalf("latest Get on a closed task: err %v, want ErrTaskClosed", err)
+	}
+	if err := s.Latest().Scan(nil, nil, func(k, v []byte) bool { return true }); !errors.Is(err, ErrTaskClosed) {
+		t.Fatalf("latest Scan on a closed task: err %v, want ErrTaskClosed", err)
+	}
+}
