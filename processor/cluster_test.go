@@ -469,13 +469,19 @@ func activeTasks(in *instance) []int32 {
 	return out
 }
 
-// The new owner of a task promoted from its standby commits the first
-// batch it works through at once, not a commit interval later (an hour
-// here): a failover shows progress as soon as the new owner has made some.
-func TestAPromotedStandbyCommitsItsFirstBatchAtOnce(t *testing.T) {
+// The new owner of a task that moved to it (promoted from its standby, or
+// restored from the changelog without one) commits the first batch it works
+// through at once, not a commit interval later (an hour here): a failover
+// shows progress as soon as the new owner has made some.
+func TestAMovedTaskCommitsItsFirstBatchAtOnce(t *testing.T) {
+	t.Run("promoted from its standby", func(t *testing.T) { testMovedTaskCommitsAtOnce(t, 1) })
+	t.Run("restored without a standby", func(t *testing.T) { testMovedTaskCommitsAtOnce(t, 0) })
+}
+
+func testMovedTaskCommitsAtOnce(t *testing.T, standbys int) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
-	ins := a.startCluster(t, 2, 1, func(_ int, o *processor.Options) { o.CommitInterval = time.Hour })
+	ins := a.startCluster(t, 2, standbys, func(_ int, o *processor.Options) { o.CommitInterval = time.Hour })
 	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
 	a.produce(t, 600, 60, 0)
 	kafkatest.Eventually(t, time.Minute, "every record handled", func() bool {
@@ -483,11 +489,11 @@ func TestAPromotedStandbyCommitsItsFirstBatchAtOnce(t *testing.T) {
 		return missing == 0
 	})
 	var moving []int32
-	kafkatest.Eventually(t, time.Minute, "each instance active for some tasks and a standby of the other's", func() bool {
+	kafkatest.Eventually(t, time.Minute, "each instance active for some tasks (and a standby of the other's)", func() bool {
 		moving = activeTasks(ins[0])
 		return len(moving) > 0 && len(activeTasks(ins[1])) > 0 && replicasMatchPlacement(t, ins...) == ""
 	})
-	ins[0].stop(t) // commits its tasks as it leaves; ins[1] promotes its standbys of them
+	ins[0].stop(t) // commits its tasks as it leaves; ins[1] takes them over
 	adm := c.Admin()
 	committedAt := func() map[int32]int64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -505,11 +511,11 @@ func TestAPromotedStandbyCommitsItsFirstBatchAtOnce(t *testing.T) {
 		return got
 	}
 	left := committedAt()
-	kafkatest.Eventually(t, time.Minute, "the survivor active for the tasks it promoted", func() bool {
+	kafkatest.Eventually(t, time.Minute, "the survivor active for every task", func() bool {
 		return len(activeTasks(ins[1])) == clusterParts
 	})
 	a.produce(t, 600, 60, 0)
-	kafkatest.Eventually(t, time.Minute, "every promoted task's offset committed past where its old owner left it", func() bool {
+	kafkatest.Eventually(t, time.Minute, "every moved task's offset committed past where its old owner left it", func() bool {
 		now := committedAt()
 		for _, p := range moving {
 			if now[p] <= left[p] {

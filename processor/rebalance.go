@@ -52,6 +52,11 @@ type member struct {
 	// while they stop, then their input offsets to rewind to. Made by the
 	// first suspend.
 	rewinding map[int32]map[string]int64
+
+	// startedAny is set once an assignment has started tasks: those
+	// started after it moved here (a failover, a scale-in) and commit their
+	// first batch at once (task.moved).
+	startedAny bool
 }
 
 func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
@@ -92,10 +97,12 @@ func (m *member) assign(newTasks, replicas []int32) {
 		held := m.standby[id] // promoted without a full restore
 		delete(m.standby, id)
 		t := newTask(m.env, id, held)
+		t.moved = held != nil || m.startedAny
 		m.active[id] = t
 		started = append(started, t)
 		m.started = append(m.started, t)
 	}
+	m.startedAny = m.startedAny || len(started) > 0
 	want := make(map[int32]bool)
 	for _, id := range replicas {
 		if m.active[id] == nil && len(m.specs) > 0 {

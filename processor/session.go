@@ -43,8 +43,8 @@ type session struct {
 	queued  atomic.Int64
 	drained chan struct{}
 
-	// commitWanted is signalled (capacity 1) when a task promoted from a
-	// replica has worked through its first batch, and with a zero
+	// commitWanted is signalled (capacity 1) when a task that moved here
+	// has worked through its first batch, and with a zero
 	// CommitInterval after every batch: the commit loop commits then.
 	commitWanted chan time.Time
 
@@ -251,9 +251,9 @@ func (s *session) taken(records int) {
 
 // worked is called after a task worked through a batch: with a zero
 // commit interval, a commit is due; so it is after the first batch of a
-// task promoted from a replica (promoted), whatever the interval, so that
-// a failover's new owner shows its progress at once rather than up to an
-// interval later.
+// task that moved here (promoted: task.moved), whatever the interval, so
+// that a failover's new owner shows its progress at once rather than up to
+// an interval later.
 func (s *session) worked(promoted bool) {
 	if promoted || s.r.opts.CommitInterval == 0 {
 		select {

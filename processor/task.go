@@ -46,8 +46,7 @@ type taskEnv struct {
 	// taken up, or those dropped unprocessed as the task ends.
 	taken func(records int)
 	// worked is called after each batch a task has worked through;
-	// promoted says it was the first of a task started from a replica held
-	// here (a failover or a move to a warm standby).
+	// promoted says it was the first of a task that moved here (task.moved).
 	worked func(promoted bool)
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
@@ -95,9 +94,11 @@ type task struct {
 	done   chan struct{}
 
 	running atomic.Bool // restored and processing
-	// fromReplica says the task started from a standby or warm-up replica
-	// held here: its first batch is committed at once (session.worked).
-	fromReplica bool
+	// moved says the task moved here after the instance's first tasks
+	// started (a failover, a scale-in) or was promoted from a replica held
+	// here: its first batch is committed at once (session.worked), so that
+	// the move shows progress without waiting for the commit interval.
+	moved bool
 	// exit is taskRunning, then taskExited when run returns, or
 	// taskAbandoned when stop gave up waiting (run then drops the task
 	// itself when it finally returns).
@@ -148,17 +149,16 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	ctx, cancel := context.WithCancel(env.ctx)
 	t := &task{
 		id: id, env: env,
-		stats:       newTaskStats(id),
-		mu:          make(ctxMutex, 1),
-		q:           batchQueue{ready: make(chan struct{}, 1)},
-		ctx:         ctx,
-		cancel:      cancel,
-		done:        make(chan struct{}),
-		st:          held,
-		fromReplica: held != nil,
-		next:        make(map[string]kgo.EpochOffset),
-		committed:   make(map[string]int64),
-		first:       make(map[string]int64),
+		stats:     newTaskStats(id),
+		mu:        make(ctxMutex, 1),
+		q:         batchQueue{ready: make(chan struct{}, 1)},
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		st:        held,
+		next:      make(map[string]kgo.EpochOffset),
+		committed: make(map[string]int64),
+		first:     make(map[string]int64),
 	}
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
@@ -197,7 +197,7 @@ func (t *task) run() {
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
 	t.running.Store(true)
-	promoted := t.fromReplica // until its first batch is worked through
+	promoted := t.moved // until its first batch is worked through
 	for {
 		p, ok := t.q.pop()
 		if !ok {
