@@ -302,35 +302,6 @@ func (t *task) start() error {
 	return nil
 }
 
-// openStores is taskEnv.openStores on a state directory: a held standby is
-// promoted, catching up its lag; otherwise the task's stores are opened
-// and restored from their checkpoints. Either way they end active,
-// producing their changelog records with prod.
-func openStores(mgr *state.Manager, specs []state.StoreSpec, prod state.Producer) func(context.Context, int32, *state.Task) (*state.Task, error) {
-	return func(ctx context.Context, id int32, st *state.Task) (*state.Task, error) {
-		if st == nil {
-			st = mgr.Task(id)
-		}
-		var err error
-		if st == nil {
-			if st, err = mgr.OpenTask(id, specs); err != nil {
-				return nil, err
-			}
-		}
-		switch st.Role() {
-		case state.RoleStandby:
-			err = st.Promote(ctx, prod)
-		case state.RoleIdle:
-			if err = st.Restore(ctx); err == nil {
-				err = st.Activate(prod)
-			}
-		default:
-			err = fmt.Errorf("stores are %s", st.Role())
-		}
-		return st, err
-	}
-}
-
 const (
 	taskRunning int32 = iota
 	taskExited
@@ -382,14 +353,24 @@ func stopAll(tasks []*task, within time.Duration) []*task {
 //
 // A commit holds the lock while it flushes; callers abort background
 // commits first, and drop waits for the lock at most the shutdown timeout:
-// a task it cannot lock is left open, logged, rather than hanging a group
-// callback (and with it the poll loop and the shutdown).
+// a task it cannot lock then is closed in the background as soon as the
+// commit lets go of the lock (it does when its requests fail, at the latest
+// when the session closes its client), rather than hanging a group callback
+// (and with it the poll loop and the shutdown). Until then its stores stay
+// open, and a new task of the same id waits for them (openStores).
 func (t *task) drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), t.env.opts.ShutdownTimeout)
 	err := t.mu.LockContext(ctx)
 	cancel()
 	if err != nil {
-		t.env.log.Error("dropping a task: its lock is held by a commit; leaving its stores open", "task", t.id, "waited", t.env.opts.ShutdownTimeout)
+		t.env.log.Error("dropping a task: its lock is held by a commit; its stores close when the commit ends", "task", t.id, "waited", t.env.opts.ShutdownTimeout)
+		go func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.activated = false
+			t.closeStores()
+			t.env.log.Info("dropped task's stores closed after its commit ended", "task", t.id)
+		}()
 		return
 	}
 	defer t.mu.Unlock()
