@@ -13,9 +13,10 @@
 //     = numbers missing, never inferred from counts);
 //   - no task was without a readable active for longer than the session
 //     timeout + 5 s (while the broker was up; under exactly-once the
-//     longer of the session and transaction timeouts + 5 s, since a
-//     predecessor's open transaction holds back what the new active may
-//     read until the broker aborts it);
+//     longer of the session timeout and the transaction timeout plus the
+//     broker's abort-check interval, + 5 s: 25 s, since a predecessor's
+//     open transaction holds back what the new active may read until the
+//     broker aborts it, see activeBound);
 //   - the placement is whole again (no task repeating a tag value, no
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
