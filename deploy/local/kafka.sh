@@ -283,9 +283,14 @@ start() {
 
 	jvm_args
 	if [[ $mode != resume ]]; then
-		# A KRaft cluster id is a base64url UUID without padding.
-		local cluster_id
-		cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		# A KRaft cluster id is a base64url UUID without padding, and never
+		# one that starts with '-' (1 in 64): the storage tool would read it
+		# as an option and fail ("--cluster-id: expected one argument").
+		# Kafka's own Uuid.randomUuid draws again for the same reason.
+		local cluster_id=-
+		while [[ $cluster_id == -* ]]; do
+			cluster_id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		done
 		echo "$cluster_id" >"$RUN_DIR/cluster-id"
 		if ! java "${JVM[@]}" kafka.tools.StorageTool format --cluster-id "$cluster_id" --config "$CONFIG" \
 			--add-scram "SCRAM-SHA-512=[name=$SASL_USER,password=$SASL_PASSWORD]" \
