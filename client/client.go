@@ -419,7 +419,7 @@ type placement struct {
 	generation int32
 	part       partition.Partitioner
 	tasks      []assignor.TaskPlacement // by task
-	endpoint   map[string]string // process id -> endpoint
+	endpoint   map[string]string        // process id -> endpoint
 }
 
 func parsePlacement(body []byte) (*placement, error) {
