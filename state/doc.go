@@ -40,10 +40,10 @@
 // sees the task's latest processed state, the write buffer over LevelDB:
 // isolation=latest under at-least-once, as Kafka Streams' interactive
 // queries do; its ScanOver takes one more layer on top, the processor's
-// record cache. Neither blocks the task: the buffer is published to
-// readers through an atomic pointer and read under goleveldb's memdb
-// lock, held for one skiplist walk, and a buffer a reader may still be
-// reading is never reset (latest.go has the protocol). On a standby the
+// record cache. Neither blocks the task: the buffer (a hash index over an
+// append-only arena, buffer.go) is published to readers through an atomic
+// pointer and read under its own lock, held for one lookup, and a buffer a
+// reader may still be reading is never reset (latest.go has the protocol). On a standby the
 // two views agree: its latest state is what it has applied.
 //
 // # Restore and standbys

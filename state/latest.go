@@ -4,23 +4,24 @@ import (
 	"bytes"
 
 	"github.com/syndtr/goleveldb/leveldb/iterator"
-	"github.com/syndtr/goleveldb/leveldb/memdb"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // Latest reads: what other goroutines see of an active task's write
 // buffer.
 //
-// The task's goroutine owns DB.buf and writes it without any lock of ours
-// (goleveldb's memdb takes its own short internal lock per Put). Readers
-// on other goroutines reach the same buffer through DB.shared, an atomic
-// pointer, and read it through memdb's own RWMutex, which each Get or
-// iterator step holds for one skiplist walk: a reader never holds up the
-// writer for longer than that, and the per-record path pays nothing new.
+// The task's goroutine owns DB.buf (a writeBuffer, buffer.go) and is its
+// only writer: it takes the buffer's mutex for the few instructions of a
+// Put and reads without it. Readers on other goroutines reach the same
+// buffer through DB.shared, an atomic pointer, and read it under the
+// buffer's read lock: a Get for one map lookup and a copy, a scan for
+// collecting its range's entries (slices of the arena, valid after the
+// lock is released since the arena is append-only). A reader never holds
+// up the writer for longer than that, and the per-record path pays one
+// uncontended lock per write.
 //
-// The one hazard is reuse: memdb's Get and iterators hand out slices of its
-// arena, and Reset (after a commit or an abort) lets the next writes
-// overwrite that arena. So a buffer is never reset under a reader. A
+// The one hazard is reuse: a scan's entries are slices of the arena, and
+// reset (after a commit or an abort) lets the next writes overwrite that
+// arena. So a buffer is never reset under a reader. A
 // reader counts itself in DB.readers before it loads DB.shared and counts
 // itself out when it no longer needs the slices; the task goroutine, to
 // empty the buffer, first unpublishes it (shared = nil), then resets it
@@ -62,13 +63,9 @@ func (v *LatestView) Get(key []byte) (value []byte, found bool, err error) {
 	s := v.s
 	s.readers.Add(1)
 	if b := s.shared.Load(); b != nil {
-		if val, err := b.Get(key); err == nil {
-			if val[0] != bufTombstone {
-				// Copied while counted: the arena may be reused after.
-				value, found = append([]byte(nil), val[1:]...), true
-			}
+		if val, deleted, ok := b.getCopy(key); ok {
 			s.readers.Add(-1)
-			return value, found, nil
+			return val, !deleted, nil
 		}
 	}
 	s.readers.Add(-1)
@@ -102,11 +99,10 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 	if len(over) > 0 {
 		cs = append(cs, &entryCursor{es: over, i: -1})
 	}
-	var bufIt iterator.Iterator
 	if buf != nil && buf.Len() > 0 {
-		bufIt = buf.NewIterator(&util.Range{Start: start, Limit: end})
-		defer bufIt.Release()
-		cs = append(cs, bufCursor{bufIt})
+		// The entries point into the buffer's arena, which is not reset
+		// while this reader is counted.
+		cs = append(cs, &entryCursor{es: buf.appendRange(nil, start, end, false), i: -1})
 	}
 	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer dbIt.Release()
@@ -115,15 +111,12 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 	if err := dbIt.Error(); err != nil {
 		return s.task.storageErr(s, "scan", err)
 	}
-	if bufIt != nil {
-		return bufIt.Error()
-	}
 	return nil
 }
 
 // setBuffer gives the task's goroutine b as its write buffer (nil: none)
 // and publishes it to latest readers.
-func (s *DB) setBuffer(b *memdb.DB) {
+func (s *DB) setBuffer(b *writeBuffer) {
 	s.buf = b
 	s.shared.Store(b)
 }
@@ -137,9 +130,9 @@ func (s *DB) clearBuffer() {
 	}
 	s.shared.Store(nil)
 	if s.readers.Load() == 0 {
-		s.buf.Reset()
+		s.buf.reset()
 	} else {
-		s.buf = newBuffer()
+		s.buf = newWriteBuffer()
 	}
 	s.shared.Store(s.buf)
 }
@@ -157,16 +150,6 @@ type dbCursor struct{ it iterator.Iterator }
 func (c dbCursor) next() bool            { return c.it.Next() }
 func (c dbCursor) key() []byte           { return c.it.Key()[1:] }
 func (c dbCursor) value() ([]byte, bool) { return c.it.Value(), false }
-
-// bufCursor walks a write buffer: bare keys, tagged values.
-type bufCursor struct{ it iterator.Iterator }
-
-func (c bufCursor) next() bool  { return c.it.Next() }
-func (c bufCursor) key() []byte { return c.it.Key() }
-func (c bufCursor) value() ([]byte, bool) {
-	v := c.it.Value()
-	return v[1:], v[0] == bufTombstone
-}
 
 // entryCursor walks a sorted slice of entries.
 type entryCursor struct {

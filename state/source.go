@@ -26,13 +26,11 @@ func (s *DB) ApplySource(offset int64, key, value []byte) (applied bool, err err
 	if offset <= s.maxAcked.Load() {
 		return false, nil
 	}
-	s.scratch = append(s.scratch[:0], bufValue)
-	if value != nil {
-		s.scratch = append(s.scratch, value...)
-	} else {
-		s.scratch[0] = bufTombstone
+	tag := bufValue
+	if value == nil {
+		tag = bufTombstone
 	}
-	if err := s.buf.Put(key, s.scratch); err != nil {
+	if err := s.buf.put(key, tag, value); err != nil {
 		return false, fmt.Errorf("state: buffer %s/%d offset %d in store %s of task %d: %w", s.changelog, s.partition, offset, s.name, s.partition, err)
 	}
 	// maxAcked is what Commit turns into the checkpoint; nothing is

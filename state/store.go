@@ -8,10 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/comparer"
-	"github.com/syndtr/goleveldb/leveldb/memdb"
 	"github.com/syndtr/goleveldb/leveldb/storage"
-	"github.com/syndtr/goleveldb/leveldb/util"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -55,12 +52,12 @@ type DB struct {
 	end atomic.Int64
 
 	// Active write path, owned by the task goroutine.
-	buf     *memdb.DB
+	buf     *writeBuffer
 	scratch []byte
 	// shared is buf as latest readers on other goroutines see it, and
 	// readers counts those reading it: a buffer is reset only when none
 	// is (latest.go says why and how).
-	shared  atomic.Pointer[memdb.DB]
+	shared  atomic.Pointer[writeBuffer]
 	readers atomic.Int64
 	// Producer side, touched by kgo's promise goroutine too.
 	pending  atomic.Int64 // records produced and not yet acknowledged
@@ -126,7 +123,7 @@ func (s *DB) View() *CommittedView { return &s.view }
 // Get returns the value of key, seeing the task's uncommitted writes.
 func (s *DB) Get(key []byte) (value []byte, found bool, err error) {
 	if s.buf != nil && s.buf.Len() > 0 {
-		if v, err := s.buf.Get(key); err == nil {
+		if v, ok := s.buf.get(key); ok {
 			if v[0] == bufTombstone {
 				return nil, false, nil
 			}
@@ -174,14 +171,12 @@ func (s *DB) write(key, value []byte) error {
 	cr.buf = append(append(cr.buf[:0], key...), value...)
 	cr.rec = kgo.Record{Topic: s.changelog, Partition: s.partition, Key: cr.buf[:len(key):len(key)]}
 	r := &cr.rec
-	s.scratch = append(s.scratch[:0], bufValue)
+	tag := bufTombstone
 	if value != nil {
 		r.Value = cr.buf[len(key):]
-		s.scratch = append(s.scratch, value...)
-	} else {
-		s.scratch[0] = bufTombstone
+		tag = bufValue
 	}
-	if err := s.buf.Put(key, s.scratch); err != nil {
+	if err := s.buf.put(key, tag, value); err != nil {
 		t.m.recs.Put(cr)
 		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
 	}
@@ -260,11 +255,9 @@ func (s *DB) commit() error {
 		s.commitBatch = new(leveldb.Batch)
 	}
 	b := s.commitBatch
-	it := s.buf.NewIterator(nil)
 	var puts, dels int64
-	for it.Next() {
-		k, v := it.Key(), it.Value()
-		s.scratch = appendDataKey(s.scratch[:0], k)
+	s.buf.each(func(k string, v []byte) {
+		s.scratch = append(append(s.scratch[:0], dataPrefix), k...)
 		if v[0] == bufTombstone {
 			b.Delete(s.scratch)
 			dels++
@@ -272,8 +265,7 @@ func (s *DB) commit() error {
 			b.Put(s.scratch, v[1:])
 			puts++
 		}
-	}
-	it.Release()
+	})
 	if err := s.writeBatch(b, max(next, s.checkpoint.Load())); err != nil {
 		return s.task.storageErr(s, "commit", err)
 	}
@@ -320,13 +312,16 @@ func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return s.view.scanIter(dbIt, fn)
 	}
-	bufIt := s.buf.NewIterator(&util.Range{Start: start, Limit: end})
-	defer bufIt.Release()
-	merge([]cursor{bufCursor{bufIt}, dbCursor{dbIt}}, fn)
+	// The buffer's entries in range are taken before fn runs: fn may write
+	// the store (a handler that scans and updates), which the scan then
+	// does not see, as LevelDB's iterator does not.
+	s.buf.sortKeys()
+	entries := s.buf.appendRange(nil, start, end, true)
+	merge([]cursor{&entryCursor{es: entries, i: -1}, dbCursor{dbIt}}, fn)
 	if err := dbIt.Error(); err != nil {
 		return s.task.storageErr(s, "scan", err)
 	}
-	return bufIt.Error()
+	return nil
 }
 
 // ScanPrefix calls fn for each key starting with prefix, in key order,
@@ -344,5 +339,3 @@ func (s *DB) ApproximateCount() int64 {
 	}
 	return n
 }
-
-func newBuffer() *memdb.DB { return memdb.New(comparer.DefaultComparer, 1<<16) }

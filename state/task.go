@@ -199,7 +199,7 @@ func (t *Task) Activate(producer Producer) error {
 	}
 	t.producer = producer
 	for _, s := range t.stores {
-		s.setBuffer(newBuffer())
+		s.setBuffer(newWriteBuffer())
 		s.maxAcked.Store(s.Checkpoint() - 1)
 	}
 	t.m.writeSidecars(t)
