@@ -58,7 +58,7 @@ func newWriteBuffer() *writeBuffer {
 	return &writeBuffer{index: make(map[string]int32), arena: make([]byte, 0, 64<<10)}
 }
 
-// Len returns the number of keys in the buffer.
+// Len returns the number of keys in the buffer. Task goroutine only.
 func (b *writeBuffer) Len() int { return len(b.vals) }
 
 // get returns key's tagged value, a slice of the arena valid until the

@@ -99,10 +99,12 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 	if len(over) > 0 {
 		cs = append(cs, &entryCursor{es: over, i: -1})
 	}
-	if buf != nil && buf.Len() > 0 {
+	if buf != nil {
 		// The entries point into the buffer's arena, which is not reset
 		// while this reader is counted.
-		cs = append(cs, &entryCursor{es: buf.appendRange(nil, start, end, false), i: -1})
+		if es := buf.appendRange(nil, start, end, false); len(es) > 0 {
+			cs = append(cs, &entryCursor{es: es, i: -1})
+		}
 	}
 	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer dbIt.Release()
@@ -115,14 +117,35 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 }
 
 // setBuffer gives the task's goroutine b as its write buffer (nil: none)
-// and publishes it to latest readers.
+// and publishes it to latest readers. The committed buffer is dropped:
+// setBuffer starts or ends the active path, and LevelDB may change apart
+// from it while the task is not active (restore, standby).
 func (s *DB) setBuffer(b *writeBuffer) {
-	s.buf = b
+	s.buf, s.committed = b, nil
 	s.shared.Store(b)
 }
 
-// clearBuffer empties the write buffer after a commit wrote it to LevelDB
-// or an abort dropped it, without reusing an arena a latest reader may
+// rotateBuffer follows a commit that wrote the buffer to LevelDB: the
+// buffer becomes the committed read cache (DB.committed), and the one it
+// replaces, if no latest reader may still hold its slices, is emptied to
+// be the next write buffer (see the top of this file).
+func (s *DB) rotateBuffer() {
+	if s.buf == nil || s.buf.Len() == 0 {
+		return
+	}
+	s.shared.Store(nil)
+	next := s.committed
+	s.committed = s.buf
+	if next != nil && s.readers.Load() == 0 {
+		next.reset()
+	} else {
+		next = newWriteBuffer()
+	}
+	s.buf = next
+	s.shared.Store(next)
+}
+
+// clearBuffer empties the write buffer after an abort dropped it, without reusing an arena a latest reader may
 // still be reading (see the top of this file).
 func (s *DB) clearBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {

@@ -247,3 +247,67 @@ func TestLatestReadsOfAClosedTaskFail(t *testing.T) {
 		t.Fatalf("latest Scan on a closed task: err %v, want ErrTaskClosed", err)
 	}
 }
+
+// TestGetThroughCommitsAndAbortsMatchesAModel drives an active store with
+// random writes, deletes, commits and aborts: Get always answers what a
+// model of committed and uncommitted state says, whether the key is in
+// the write buffer, in the buffer of the last commit (kept as a read
+// cache: DB.committed), or only in LevelDB; the committed view always
+// answers the model's committed state.
+func TestGetThroughCommitsAndAbortsMatchesAModel(t *testing.T) {
+	task, s := offlineTask(t)
+	committed, pending := map[string]string{}, map[string]*string{}
+	rng := uint64(1)
+	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
+	cachedHits := 0
+	for op := range 4000 {
+		k := fmt.Sprintf("k%02d", next(40))
+		switch r := next(100); {
+		case r < 50:
+			v := strconv.Itoa(op)
+			must(t, s.Put([]byte(k), []byte(v)))
+			pending[k] = &v
+		case r < 60:
+			must(t, s.Delete([]byte(k)))
+			pending[k] = nil
+		case r < 66:
+			must(t, task.Commit())
+			for pk, pv := range pending {
+				if pv == nil {
+					delete(committed, pk)
+				} else {
+					committed[pk] = *pv
+				}
+			}
+			clear(pending)
+		case r < 68:
+			task.Abort()
+			clear(pending)
+		}
+		want, wantOK := committed[k]
+		if pv, ok := pending[k]; ok {
+			want, wantOK = "", pv != nil
+			if pv != nil {
+				want = *pv
+			}
+		}
+		if _, inBuf := s.buf.get([]byte(k)); !inBuf && s.committed != nil {
+			if _, ok := s.committed.get([]byte(k)); ok {
+				cachedHits++
+			}
+		}
+		got, ok, err := s.Get([]byte(k))
+		must(t, err)
+		if ok != wantOK || string(got) != want {
+			t.Fatalf("op %d: Get(%s) = %q %v, want %q %v", op, k, got, ok, want, wantOK)
+		}
+		cgot, cok, err := s.View().Get([]byte(k))
+		must(t, err)
+		if cv, cin := committed[k]; cok != cin || string(cgot) != cv {
+			t.Fatalf("op %d: committed Get(%s) = %q %v, want %q %v", op, k, cgot, cok, cv, cin)
+		}
+	}
+	if cachedHits == 0 {
+		t.Fatal("no Get was answered by the last commit's buffer")
+	}
+}

@@ -59,6 +59,13 @@ type DB struct {
 	// is (latest.go says why and how).
 	shared  atomic.Pointer[writeBuffer]
 	readers atomic.Int64
+	// committed is the buffer the last commit wrote to LevelDB, kept as a
+	// read cache of the keys it holds until the next commit: a key read
+	// and written every commit interval (a count, an aggregate) is then
+	// read from memory rather than from LevelDB, for the memory of one
+	// more interval's writes. Its values are LevelDB's; the task's
+	// goroutine alone reads it.
+	committed *writeBuffer
 	// Producer side, touched by kgo's promise goroutine too.
 	pending  atomic.Int64 // records produced and not yet acknowledged
 	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
@@ -122,8 +129,11 @@ func (s *DB) View() *CommittedView { return &s.view }
 
 // Get returns the value of key, seeing the task's uncommitted writes.
 func (s *DB) Get(key []byte) (value []byte, found bool, err error) {
-	if s.buf != nil && s.buf.Len() > 0 {
-		if v, ok := s.buf.get(key); ok {
+	for _, b := range [2]*writeBuffer{s.buf, s.committed} {
+		if b == nil || b.Len() == 0 {
+			continue
+		}
+		if v, ok := b.get(key); ok {
 			if v[0] == bufTombstone {
 				return nil, false, nil
 			}
@@ -270,7 +280,7 @@ func (s *DB) commit() error {
 		return s.task.storageErr(s, "commit", err)
 	}
 	s.count.add(puts, dels)
-	s.clearBuffer()
+	s.rotateBuffer()
 	return nil
 }
 
