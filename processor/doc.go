@@ -27,7 +27,10 @@
 // Context showing the record's topic, partition, offset, timestamp and
 // headers. Its store writes and emits are staged and take effect together
 // when it returns nil; an error or a panic discards them, and the record is
-// retried with backoff (Retry) and then handed to the error policy.
+// retried with backoff (Retry) and then handed to the error policy. The
+// records its writes and emits produce (changelog and output records) carry
+// the input record's timestamp, as in Kafka Streams; with the record cache
+// on, a merged write carries the time it is flushed.
 //
 // A handler also reads global tables (NewGlobalTable): compacted topics
 // held whole by every instance, read by any key, restored before the

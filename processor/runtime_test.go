@@ -556,14 +556,7 @@ func TestStatelessTopologyForwardsEveryRecord(t *testing.T) {
 	processor.NewInput(topo, input, codec.String(), codec.String(), func(ctx *processor.Context, k, v string) error {
 		return out.Emit(ctx, k, strings.ToUpper(v))
 	})
-	rt, err := processor.NewRuntime(topo, testOptions(t, c.Brokers, "upper"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{rt: rt, cancel: cancel, done: make(chan error, 1), name: "upper"}
-	go func() { in.done <- rt.Run(ctx) }()
-	t.Cleanup(func() { in.stop(t) })
+	in := runTopology(t, "upper", topo, testOptions(t, c.Brokers, "upper"))
 
 	var recs []*kgo.Record
 	for i := 0; i < 100; i++ {
@@ -601,4 +594,50 @@ func TestStatelessTopologyForwardsEveryRecord(t *testing.T) {
 		}
 	}
 	in.stop(t)
+}
+
+// A record a handler makes, in a store's changelog or an output topic,
+// carries the timestamp of the input record it was made from (Kafka
+// Streams' default), not the time it was produced.
+func TestWritesCarryTheTimestampOfTheirInputRecord(t *testing.T) {
+	c := kafkatest.New(t)
+	input, output := c.Name("stamp-in"), c.Name("stamp-out")
+	c.CreateTopic(input, 2, nil)
+	c.CreateTopic(output, 2, nil)
+	topo := processor.New(c.Name("stamp"))
+	last := processor.NewStore(topo, "last", codec.String(), codec.String())
+	out := processor.NewOutput(topo, output, codec.String(), codec.String())
+	processor.NewInput(topo, input, codec.String(), codec.String(), func(ctx *processor.Context, k, v string) error {
+		if err := last.Put(ctx, k, v); err != nil {
+			return err
+		}
+		return out.Emit(ctx, k, v)
+	})
+	runTopology(t, "stamp", topo, testOptions(t, c.Brokers, "stamp"))
+
+	base := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := map[string]time.Time{}
+	var recs []*kgo.Record
+	for i := range 50 {
+		k := "k" + strconv.Itoa(i)
+		want[k] = base.Add(time.Duration(i) * time.Second)
+		recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("v"), Timestamp: want[k]})
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	if err := c.Client(kgo.DefaultProduceTopic(input)).ProduceSync(pctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{output, topo.ApplicationID() + "-last-changelog"} {
+		var got []*kgo.Record
+		kafkatest.Eventually(t, time.Minute, topic+" has a record per input", func() bool {
+			got = lastValuesWithHeaders(t, c, topic)
+			return len(got) >= len(want)
+		})
+		for _, r := range got {
+			if w := want[string(r.Key)]; !r.Timestamp.Equal(w) {
+				t.Errorf("%s: %s stamped %v, its input %v", topic, r.Key, r.Timestamp.UTC(), w)
+			}
+		}
+	}
 }

@@ -460,7 +460,7 @@ func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error
 	return b.t.stores[s.index].Get(key)
 }
 
-func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
+func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	t := b.t
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
@@ -490,34 +490,42 @@ func (b taskBackend) apply(_ int32, _ *kgo.Record, ws []write) error {
 		}
 		return nil
 	}
+	// Written through, every record is stamped with the input record's
+	// timestamp (Kafka Streams' default for what a record makes); merged
+	// in the cache above, with the time it is flushed.
+	var ts time.Time
+	if in != nil {
+		ts = in.Timestamp
+	}
 	for i := range ws {
 		w := &ws[i]
 		if w.store != nil {
-			if err := t.write(w.store.index, w.key, w.value, w.del); err != nil {
+			if err := t.write(w.store.index, w.key, w.value, w.del, ts); err != nil {
 				return err
 			}
 			continue
 		}
-		t.emit(w.output.topic, w.key, w.value, w.headers)
+		t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	}
 	return nil
 }
 
 // write applies one store write: the write buffer and the changelog.
-func (t *task) write(store int, key, value []byte, del bool) error {
+func (t *task) write(store int, key, value []byte, del bool, ts time.Time) error {
 	if del {
-		return t.stores[store].Delete(key)
+		return t.stores[store].DeleteAt(key, ts)
 	}
-	return t.stores[store].Put(key, value)
+	return t.stores[store].PutAt(key, value, ts)
 }
 
-// emit produces one output record. The key and value may live in a reused
-// buffer: the record gets its own copy, in a buffer that, with the record,
-// comes from env.outs and goes back there in the promise.
-func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader) {
+// emit produces one output record, stamped ts (the zero time: when it is
+// produced). The key and value may live in a reused buffer: the record
+// gets its own copy, in a buffer that, with the record, comes from
+// env.outs and goes back there in the promise.
+func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader, ts time.Time) {
 	o := t.env.getOut()
 	o.buf = append(append(o.buf[:0], key...), value...)
-	o.rec = kgo.Record{Topic: topic, Key: o.buf[:len(key):len(key)], Headers: headers}
+	o.rec = kgo.Record{Topic: topic, Key: o.buf[:len(key):len(key)], Headers: headers, Timestamp: ts}
 	if value != nil {
 		o.rec.Value = o.buf[len(key):]
 	}
@@ -567,9 +575,9 @@ func (t *task) flushCache() error {
 // delete) or an emit (value nil: a tombstone).
 func (t *task) writeThrough(target int, key, value []byte, headers []kgo.RecordHeader) error {
 	if target < len(t.stores) {
-		return t.write(target, key, value, value == nil)
+		return t.write(target, key, value, value == nil, time.Time{})
 	}
-	t.emit(t.env.topo.outputs[target-len(t.stores)].topic, key, value, headers)
+	t.emit(t.env.topo.outputs[target-len(t.stores)].topic, key, value, headers, time.Time{})
 	return nil
 }
 

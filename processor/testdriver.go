@@ -208,7 +208,7 @@ func (d *TestDriver) get(task int32, s *storeSpec, key []byte) ([]byte, bool, er
 	return v, ok, nil
 }
 
-func (d *TestDriver) apply(task int32, _ *kgo.Record, ws []write) error {
+func (d *TestDriver) apply(task int32, in *kgo.Record, ws []write) error {
 	st := d.task(task)
 	for _, w := range ws {
 		// Staged bytes live in a reused buffer: keep copies.
@@ -220,7 +220,7 @@ func (d *TestDriver) apply(task int32, _ *kgo.Record, ws []write) error {
 		case w.store != nil:
 			st[w.store.index][string(w.key)] = w.value
 		default:
-			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers}
+			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers, Timestamp: in.Timestamp}
 			r.Partition = d.opts.Partitioner.Partition(w.key, d.opts.Partitions)
 			r.Offset = int64(len(d.out[r.Topic]))
 			d.out[r.Topic] = append(d.out[r.Topic], r)

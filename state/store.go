@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -155,19 +156,28 @@ func (s *DB) Get(key []byte) (value []byte, found bool, err error) {
 }
 
 // Put sets key to value: in the write buffer, and as a record produced to
-// the changelog. The task must be active.
-func (s *DB) Put(key, value []byte) error {
+// the changelog, stamped with the time it is produced. The task must be
+// active.
+func (s *DB) Put(key, value []byte) error { return s.PutAt(key, value, time.Time{}) }
+
+// PutAt is Put with the changelog record stamped ts (the zero time: when it
+// is produced). The processor stamps a write with the timestamp of the
+// input record that made it, as Kafka Streams stamps its changelogs.
+func (s *DB) PutAt(key, value []byte, ts time.Time) error {
 	if value == nil {
 		value = []byte{} // nil is the changelog's tombstone
 	}
-	return s.write(key, value)
+	return s.write(key, value, ts)
 }
 
 // Delete removes key: a tombstone in the write buffer and in the changelog.
 // The task must be active.
-func (s *DB) Delete(key []byte) error { return s.write(key, nil) }
+func (s *DB) Delete(key []byte) error { return s.write(key, nil, time.Time{}) }
 
-func (s *DB) write(key, value []byte) error {
+// DeleteAt is Delete with the changelog tombstone stamped ts (see PutAt).
+func (s *DB) DeleteAt(key []byte, ts time.Time) error { return s.write(key, nil, ts) }
+
+func (s *DB) write(key, value []byte, ts time.Time) error {
 	t := s.task
 	if t.producer == nil {
 		return fmt.Errorf("state: write to store %s of task %d: task is %s, not active", s.name, s.partition, t.Role())
@@ -179,7 +189,7 @@ func (s *DB) write(key, value []byte) error {
 	// it and its key and value come from a pool and go back in the promise.
 	cr := t.m.getChangelogRecord()
 	cr.buf = append(append(cr.buf[:0], key...), value...)
-	cr.rec = kgo.Record{Topic: s.changelog, Partition: s.partition, Key: cr.buf[:len(key):len(key)]}
+	cr.rec = kgo.Record{Topic: s.changelog, Partition: s.partition, Key: cr.buf[:len(key):len(key)], Timestamp: ts}
 	r := &cr.rec
 	tag := bufTombstone
 	if value != nil {
