@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rackstream/rackstream/assignor"
 )
 
 // HTTPClient is the client of the helpers: a short timeout, so that a
@@ -66,33 +67,10 @@ func JSONLogLines(s, msg string) []map[string]any {
 	return out
 }
 
-// Metadata is the part of /v1/metadata the tests read.
+// Metadata is /v1/metadata as the tests read it: the document the
+// instances serve (assignor.Metadata), with the checks the tests make of it.
 type Metadata struct {
-	Generation int32  `json:"generation"`
-	Self       string `json:"self"`
-	Clients    []struct {
-		ID       string            `json:"id"`
-		Endpoint string            `json:"endpoint"`
-		Tags     map[string]string `json:"tags"`
-		Build    string            `json:"build"`
-	} `json:"clients"`
-	Tasks []struct {
-		Task    int32    `json:"task"`
-		Active  string   `json:"active"`
-		Standby []string `json:"standby"`
-		Warmup  []string `json:"warmup"`
-	} `json:"tasks"`
-	// ProbingRebalanceNeeded: warmups are catching up, and a rebalance
-	// will move their tasks when they have; the placement is not settled.
-	ProbingRebalanceNeeded bool `json:"probing_rebalance_needed"`
-	Quality                struct {
-		Dimensions []struct {
-			Tag            string `json:"tag"`
-			Values         int    `json:"values"`
-			TasksRepeating int    `json:"tasks_repeating"`
-		} `json:"dimensions"`
-		StandbyShortfall int `json:"standby_shortfall"`
-	} `json:"quality"`
+	assignor.Metadata
 }
 
 // Client returns the endpoint and tags of the member with process id id
