@@ -8,10 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/internal/recpool"
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -65,9 +65,10 @@ type taskEnv struct {
 	// before it commits the cache.
 	caches sync.Map // int32 -> *recordCache
 
-	// outs recycles the output records tasks emit (outRecord): two
-	// allocations per emit saved on the per-record path.
-	outs sync.Pool
+	// outs recycles the output records tasks emit: two allocations per
+	// emit saved on the per-record path. A record goes back in its
+	// promise (task.emitted), after the session's promise has seen it.
+	outs recpool.Pool
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -168,7 +169,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	}
 	t.emitted = func(r *kgo.Record, err error) {
 		env.promise(r, err)
-		env.putOut(r)
+		env.outs.Put(r)
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t})
@@ -523,41 +524,9 @@ func (t *task) write(store int, key, value []byte, del bool, ts time.Time) error
 // gets its own copy, in a buffer that, with the record, comes from
 // env.outs and goes back there in the promise.
 func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader, ts time.Time) {
-	o := t.env.getOut()
-	o.buf = append(append(o.buf[:0], key...), value...)
-	o.rec = kgo.Record{Topic: topic, Key: o.buf[:len(key):len(key)], Headers: headers, Timestamp: ts}
-	if value != nil {
-		o.rec.Value = o.buf[len(key):]
-	}
-	t.env.prod.Produce(t.env.ctx, &o.rec, t.emitted)
-}
-
-// outRecord is an output record with the buffer holding its key and
-// value. rec is the first field, so the *kgo.Record handed to the producer
-// converts back to its outRecord in the promise (as state's changelog
-// records do).
-type outRecord struct {
-	rec kgo.Record
-	buf []byte
-}
-
-func (e *taskEnv) getOut() *outRecord {
-	if o, ok := e.outs.Get().(*outRecord); ok {
-		return o
-	}
-	return new(outRecord)
-}
-
-// putOut returns an acknowledged (or failed) output record to the pool:
-// the producer holds no reference to it after its promise, nor does the
-// session's promise keep it.
-func (e *taskEnv) putOut(r *kgo.Record) {
-	o := (*outRecord)(unsafe.Pointer(r))
-	if cap(o.buf) > 64<<10 {
-		return // let an outsized buffer go
-	}
-	o.rec = kgo.Record{}
-	e.outs.Put(o)
+	r := t.env.outs.Get(key, value)
+	r.Topic, r.Headers, r.Timestamp = topic, headers, ts
+	t.env.prod.Produce(t.env.ctx, r, t.emitted)
 }
 
 // flushCache sends the record cache's merged writes and emits on; the task's

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/storage"
@@ -187,17 +186,14 @@ func (s *DB) write(key, value []byte, ts time.Time) error {
 	}
 	// The record outlives this call until the producer acknowledges it:
 	// it and its key and value come from a pool and go back in the promise.
-	cr := t.m.getChangelogRecord()
-	cr.buf = append(append(cr.buf[:0], key...), value...)
-	cr.rec = kgo.Record{Topic: s.changelog, Partition: s.partition, Key: cr.buf[:len(key):len(key)], Timestamp: ts}
-	r := &cr.rec
+	r := t.m.recs.Get(key, value)
+	r.Topic, r.Partition, r.Timestamp = s.changelog, s.partition, ts
 	tag := bufTombstone
 	if value != nil {
-		r.Value = cr.buf[len(key):]
 		tag = bufValue
 	}
 	if err := s.buf.put(key, tag, value); err != nil {
-		t.m.recs.Put(cr)
+		t.m.recs.Put(r)
 		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
 	}
 	s.pending.Add(1)
@@ -222,33 +218,7 @@ func (s *DB) onProduced(r *kgo.Record, err error) {
 		}
 	}
 	s.pending.Add(-1)
-	s.task.m.putChangelogRecord(r)
-}
-
-// changelogRecord is a produced changelog record with the buffer holding
-// its key and value. rec is the first field, so the *kgo.Record handed to
-// the producer converts back to its changelogRecord in the promise.
-type changelogRecord struct {
-	rec kgo.Record
-	buf []byte
-}
-
-func (m *Manager) getChangelogRecord() *changelogRecord {
-	if cr, ok := m.recs.Get().(*changelogRecord); ok {
-		return cr
-	}
-	return new(changelogRecord)
-}
-
-// putChangelogRecord returns an acknowledged (or failed) record to the
-// pool; the producer holds no reference to it after its promise.
-func (m *Manager) putChangelogRecord(r *kgo.Record) {
-	cr := (*changelogRecord)(unsafe.Pointer(r))
-	if cap(cr.buf) > 64<<10 {
-		return // let an outsized buffer go
-	}
-	cr.rec = kgo.Record{}
-	m.recs.Put(cr)
+	s.task.m.recs.Put(r)
 }
 
 func (s *DB) produceErr() error {
