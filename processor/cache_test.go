@@ -321,3 +321,41 @@ func TestAnAssignmentSplitsTheMemoryBudget(t *testing.T) {
 	sizes(2, 3)
 	sizes(0, 2)
 }
+
+// TestDrainOldestWritesAChunkOfTheLeastRecentAndKeepsTheRest: a commit's
+// chunked write-through (commits.predrain) hands on the n least recently
+// written entries with their latest values and removes them; the newer
+// stay cached (and readable), and draining past the end stops there.
+func TestDrainOldestWritesAChunkOfTheLeastRecentAndKeepsTheRest(t *testing.T) {
+	c := newRecordCache(budgetFor(100))
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		putString(c, 0, k, "1")
+	}
+	putString(c, 0, "a", "2") // a is now the most recent; b the least
+	var out []written
+	n, err := c.drainOldest(2, recorder(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "b", "1", false}, {0, "c", "1", false}}; n != 2 || !slices.Equal(out, want) {
+		t.Fatalf("drainOldest(2) = %d, wrote %v; want 2, %v", n, out, want)
+	}
+	if c.entries() != 3 {
+		t.Fatalf("%d entries left, want 3", c.entries())
+	}
+	for _, k := range []string{"b", "c"} {
+		if _, found, _ := c.lookup(0, []byte(k)); found {
+			t.Errorf("%s still cached after it was written through", k)
+		}
+	}
+	if v, found, _ := c.lookup(0, []byte("a")); !found || string(v) != "2" {
+		t.Errorf("a = %q (found %v), want its latest value 2, still cached", v, found)
+	}
+	out = nil
+	if n, err := c.drainOldest(10, recorder(&out)); err != nil || n != 3 || c.entries() != 0 {
+		t.Fatalf("drainOldest(10) of 3 = %d, %v, %d left; want 3, nil, 0", n, err, c.entries())
+	}
+	if want := []written{{0, "d", "1", false}, {0, "e", "1", false}, {0, "a", "2", false}}; !slices.Equal(out, want) {
+		t.Errorf("wrote %v, want %v", out, want)
+	}
+}
