@@ -206,32 +206,6 @@ func (c *recordCache) drain(fn cacheFlushFunc) error {
 	return err
 }
 
-// drainOldest writes through at most n of the least-recently-written
-// entries and removes them (under mu, as evict does), leaving the newer
-// ones cached; it returns how many it wrote. A commit drains a task's
-// cache this way, a chunk per hold of the task's lock, so that the task
-// keeps processing between chunks (commit.go). On an error the entries
-// handed on so far are gone, as with evict: the caller fails the task.
-func (c *recordCache) drainOldest(n int, fn cacheFlushFunc) (int, error) {
-	done := 0
-	var err error
-	for i := c.tail; i != nilSlot && done < n; i = c.slots[i].prev {
-		done++
-		if err = c.writeThrough(i, fn); err != nil {
-			break
-		}
-	}
-	c.mu.Lock()
-	for k := done; k > 0; k-- {
-		c.remove(c.tail)
-	}
-	c.mu.Unlock()
-	return done, err
-}
-
-// entries is the number of live entries; for the writer only (no mu).
-func (c *recordCache) entries() int { return c.live }
-
 // writeThrough hands live slot i's entry to fn, leaving it in place.
 func (c *recordCache) writeThrough(i int32, fn cacheFlushFunc) error {
 	s := &c.slots[i]

@@ -54,36 +54,23 @@ type fakeKafka struct {
 	hang      chan struct{}
 	flushes   int
 	paused    map[int32]bool
-	// onProduce, when set, is called with every record produced (outside
-	// mu): a test's look at the commit in progress.
-	onProduce func(r *kgo.Record)
-	// onFlush, when set, is called as every flush begins, with the
-	// records not yet acknowledged.
-	onFlush func(pending int)
 }
 
 func (k *fakeKafka) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	tp := r.Topic + "/" + strconv.Itoa(int(r.Partition))
 	r.Offset = k.next[tp]
 	k.next[tp]++
 	k.records = append(k.records, produced{r.Topic, r.Partition, string(r.Key), string(r.Value), r.Offset})
 	k.pending = append(k.pending, pendingProduce{r, promise})
-	hook := k.onProduce
-	k.mu.Unlock()
-	if hook != nil {
-		hook(r)
-	}
 }
 
 func (k *fakeKafka) Flush(ctx context.Context) error {
 	k.mu.Lock()
 	k.flushes++
-	hang, hook, n := k.hang, k.onFlush, len(k.pending)
+	hang := k.hang
 	k.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
 	if hang != nil {
 		select {
 		case <-hang:

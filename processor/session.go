@@ -103,7 +103,6 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	// session (s.cl is set once kgo.NewClient returns, before the group's
 	// first assignment calls them).
 	s.c = newCommits(sctx, s, s, r.log, r.met, r.setPhase)
-	s.c.preflush = min(r.opts.CommitInterval/4, maxPreflush)
 	env := &taskEnv{
 		topo: r.topo, opts: &r.opts, log: r.log, met: r.met, tasks: n, ctx: sctx, globals: r.globals,
 		prod: s, promise: s.c.promise, fetch: s,
