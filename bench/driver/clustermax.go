@@ -24,11 +24,11 @@ import (
 type clusterMax struct {
 	firstBacklog int           // the first pass's backlog, when a second pass followed
 	firstRate    float64       // and its rate
-	rate         float64       // records/s processed while a backlog drained
+	rate         float64       // records/s committed while a backlog drained
 	backlog      int           // records produced at once
 	produce      time.Duration // how long producing them took
-	left         int64         // of them, still unprocessed when producing ended
-	drain        time.Duration // from the end of producing until all were processed
+	left         int64         // of them, still uncommitted when producing ended
+	drain        time.Duration // from the end of producing until all were committed
 	sampleGap    time.Duration
 }
 
@@ -37,9 +37,10 @@ const maxBacklog = 2_000_000
 
 // measureClusterMax measures with a backlog of backlog records, and when
 // its drain took less than minDrain, again with a backlog scaled to drain
-// in about minDrain (at most maxBacklog): a drain of a commit interval or
-// two would miss most of the commits' work (the record caches written
-// through, the stores' batches), which a long drain averages in.
+// in about minDrain (at most maxBacklog): over a drain of a commit interval
+// or two the figure is mostly the committed offsets' own lag, and the
+// commits' work (the record caches written through, the stores' batches),
+// done once an interval, is not averaged in.
 func measureClusterMax(ctx context.Context, adm *kadm.Client, group string, cl *kgo.Client, topic string, keys, backlog int, minDrain, within time.Duration) (clusterMax, error) {
 	m, err := drainBacklog(ctx, adm, group, cl, topic, keys, backlog, within)
 	if err != nil || minDrain <= 0 || m.drain >= minDrain {
