@@ -119,17 +119,20 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		d.queries(ctx, sec, g, keys)
 	}
 
-	rate := countRate / 2
-	if rate <= 0 {
-		rate = cfg.fallbackRate
-	}
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(500_000))
 	if err != nil {
 		return fail(fmt.Sprintf("kafka client: %v", err))
 	}
 	defer pcl.Close()
+	d.logf("cluster on %s: maximum throughput, a backlog of %s records", b.kind, thousands(float64(cfg.clusterBacklog)))
+	cm, cmErr := measureClusterMax(ctx, adm, app, pcl, input, cfg.countKeys, cfg.clusterBacklog, cfg.clusterDrain, 3*time.Minute)
+	produced += int64(cm.backlog + cm.firstBacklog)
+	if err := waitCommitted(ctx, adm, app, input, 3*time.Minute); err != nil {
+		return fail(err.Error())
+	}
+	rate, how := d.halfLoad(sec, cm, cmErr, countRate)
 	load := startLoad(pcl, input, cfg.countKeys, rate)
-	d.freshness(ctx, sec, g, cl, input, rate, countRate)
+	d.freshness(ctx, sec, g, cl, input, rate, how)
 	if !freshOnly {
 		d.failover(ctx, sec, g, adm, app, input, keys, session)
 	}

@@ -48,7 +48,8 @@ func main() {
 	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, or freshness (the cluster section with only its freshness row) (default: all)")
-	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load when no count ran in this run (0: 20,000, or 500 with -smoke); with -sections freshness, pass half the count's last measured rate")
+	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
+	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 15s, or 1.5s with -smoke)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out)
@@ -66,7 +67,10 @@ func main() {
 		cfg.restoreKeys = *restoreKeys
 	}
 	if *loadRate > 0 {
-		cfg.fallbackRate = *loadRate
+		cfg.fallbackRate, cfg.loadRate = *loadRate, *loadRate
+	}
+	if *freshFor > 0 {
+		cfg.freshDuration = *freshFor
 	}
 	if *only != "" {
 		cfg.brokers = strings.Split(*only, ",")
@@ -97,6 +101,9 @@ type config struct {
 	queryDuration           time.Duration
 	freshDuration           time.Duration
 	fallbackRate            float64
+	loadRate                float64       // the cluster section's load when set (-load-rate; the smoke run's, which checks the harness, not speed), instead of half its measured maximum
+	clusterBacklog          int           // records of the backlog that measures the cluster's maximum throughput
+	clusterDrain            time.Duration // a drain shorter than this is measured again with a larger backlog (0: never)
 	sessionTimeout          time.Duration
 	commitInterval          time.Duration
 	scaleTimeout            time.Duration
@@ -109,7 +116,7 @@ func fullConfig() config {
 		out: "bench/results.md", rounds: 2, kfakeRounds: 1,
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
 		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 15 * time.Second,
-		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second,
+		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
 		scaleTimeout: 3 * time.Minute, childTimeout: 20 * time.Minute,
 	}
 }
@@ -120,7 +127,7 @@ func smokeConfig(out string) config {
 		out: out, smoke: true, rounds: 1,
 		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
 		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond,
-		fallbackRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond,
+		fallbackRate: 500, loadRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond, clusterBacklog: 20_000,
 		scaleTimeout: 2 * time.Second, childTimeout: 5 * time.Minute,
 	}
 }
