@@ -25,6 +25,9 @@ type group struct {
 	instances        []*member
 	// args are a member's command-line arguments; nil: `rackstream run`'s.
 	args func(m *member) []string
+	// set are configuration keys added to `rackstream run`'s (--set) from
+	// the next start on.
+	set map[string]string
 }
 
 // member is one instance across its lives.
@@ -97,6 +100,9 @@ func (g *group) start(m *member) error {
 	}
 	args := []string{"run", "--config", g.config, "--set", "state.dir=" + m.stateDir,
 		"--set", "http.listen=" + m.listen, "--set", "application.server=" + m.listen}
+	for _, k := range sortedKeys(g.set) {
+		args = append(args, "--set", k+"="+g.set[k])
+	}
 	if g.args != nil {
 		args = g.args(m)
 	}

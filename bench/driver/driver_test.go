@@ -48,7 +48,7 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 		"Restore": {"Rackstream restore (one changelog partition, state benchmark)", "ceiling: plain franz-go consumer of the same partition",
 			"ceiling: goleveldb batch load, no Kafka", "Rackstream recovery in the goka driver (12 partitions, group join included)",
 			"goka v1.1.13 recovery (the same table)", "Kafka Streams 4.4.0 restore (its count's changelog, start to RUNNING)"},
-		"Three `rackstream run` instances": {"local lookups", "forwarded lookups", "bare net/http handler", "end-to-end freshness",
+		"Three `rackstream run` instances": {"local lookups", "forwarded lookups", "bare net/http handler", freshRow, freshDefaultRow,
 			"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
 			"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"},
 		"Placement": {"placement, ours and Kafka's"},
@@ -85,7 +85,7 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 		for _, r := range s.rows {
 			ours := strings.HasPrefix(r.name, "Rackstream") || strings.HasPrefix(r.name, "franz-go pipe") ||
 				strings.HasPrefix(r.name, "ceiling") || strings.HasPrefix(r.name, "local") || strings.HasPrefix(r.name, "forwarded") ||
-				strings.HasPrefix(r.name, "failover") || r.name == "end-to-end freshness" || r.name == "bare net/http handler"
+				strings.HasPrefix(r.name, "failover") || strings.HasPrefix(r.name, freshRow) || r.name == "bare net/http handler"
 			if ours && !r.filled && !strings.Contains(r.why, "smoke") {
 				t.Errorf("section %q: our row %q has no figures: %s", s.title, r.name, r.why)
 			}

@@ -22,14 +22,14 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	countRate := counted.rackstreamRate
 	cfg := d.cfg
 	sec := newSection("Three `rackstream run` instances on " + b.title + ": queries, freshness, failover")
-	rows := []string{"local lookups", "forwarded lookups", "bare net/http handler", "end-to-end freshness",
+	rows := []string{"local lookups", "forwarded lookups", "bare net/http handler", freshRow, freshDefaultRow,
 		"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
 		"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"}
 	// -sections freshness: the cluster with its freshness row alone, to
 	// measure a change to the read path without the whole section.
 	freshOnly := !d.cfg.wants("cluster")
 	if freshOnly {
-		rows = []string{"end-to-end freshness"}
+		rows = []string{freshRow, freshDefaultRow}
 	}
 	fail := func(why string) *section {
 		for _, r := range rows {
@@ -132,7 +132,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	}
 	rate, how := d.halfLoad(sec, cm, cmErr, countRate)
 	load := startLoad(pcl, input, cfg.countKeys, rate)
-	d.freshness(ctx, sec, g, cl, input, rate, how)
+	d.freshness(ctx, sec, g, cl, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)
 	if !freshOnly {
 		d.failover(ctx, sec, g, adm, app, input, keys, session)
 	}
@@ -141,6 +141,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if n := load.failed.Load(); n > 0 {
 		sec.printf("- %d records of the load failed to produce.\n", n)
 	}
+	produced += d.freshAtDefault(ctx, sec, g, cl, pcl, input, rate, how)
 	g.stopAll()
 
 	sec.printf("\nEvery instance's processes (all lives together), over the %s input records this section produced:\n\n", thousands(float64(produced)))
