@@ -57,6 +57,16 @@ type member struct {
 	// started after it moved here (a failover, a scale-in) and commit their
 	// first batch at once (task.moved).
 	startedAny bool
+	// wantReplicas are the standby and warmup tasks the latest assignment
+	// gives this instance: the replica reconcile opens only those.
+	wantReplicas map[int32]bool
+
+	// reconciling counts the replica reconciles in progress (replicas.go):
+	// the next assignment and closeAll wait for them, so that a task never
+	// starts, nor do the stores close, while its replica is opening.
+	reconciling sync.WaitGroup
+	// openReplicaHook, when set (by tests), replaces openReplica's opening.
+	openReplicaHook func(id int32) (*state.Task, error)
 }
 
 func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
@@ -79,6 +89,7 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 // reconciles the standbys with replicas, the standby and warmup tasks the
 // plan gives this instance: those not wanted close, the missing open.
 func (m *member) assign(newTasks, replicas []int32) {
+	m.reconciling.Wait()
 	m.mu.Lock()
 	if !m.revokeStart.IsZero() {
 		m.met.rebalanceTime.Observe(time.Since(m.revokeStart).Seconds())
@@ -125,33 +136,24 @@ func (m *member) assign(newTasks, replicas []int32) {
 			open = append(open, id)
 		}
 	}
+	slices.Sort(open)
+	m.wantReplicas = want
 	m.mu.Unlock()
 
 	for _, t := range started {
 		go t.run()
 	}
-	for _, st := range closeStandbys {
-		if err := st.Close(); err != nil {
-			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
-		}
+	if len(closeStandbys) == 0 && len(open) == 0 {
+		return
 	}
-	for _, id := range open {
-		st := m.mgr.Task(id)
-		var err error
-		if st == nil {
-			st, err = m.mgr.OpenTask(id, m.specs)
-		}
-		if err == nil && st.Role() == state.RoleIdle {
-			err = st.StartStandby()
-		}
-		if err != nil {
-			m.log.Error("opening a standby", "task", id, "err", err)
-			continue
-		}
-		m.mu.Lock()
-		m.standby[id] = st
-		m.mu.Unlock()
-	}
+	// The replicas open after the group callback returns (replicas.go):
+	// the client loads the new active tasks' offsets, and so fetches their
+	// records, only then.
+	m.reconciling.Add(1)
+	go func() {
+		defer m.reconciling.Done()
+		m.reconcileReplicas(closeStandbys, open)
+	}()
 }
 
 // take removes the tasks ids names from the active ones and returns them.
@@ -264,6 +266,7 @@ func (m *member) stopEvery(err error) {
 // closeAll stops whatever the client's revoke left: tasks (dropped without
 // commit) and standbys.
 func (m *member) closeAll() {
+	m.reconciling.Wait()
 	m.mu.Lock()
 	tasks := slices.Collect(maps.Values(m.active))
 	clear(m.active)
