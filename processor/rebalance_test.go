@@ -57,8 +57,10 @@ func TestRevokeFinishesTheInFlightRecordFlushesAndCommitsOnce(t *testing.T) {
 	if n := h.count(0, "k"); n != 2 {
 		t.Errorf("committed count %d, want 2", n)
 	}
-	// The next assignment without a standby here closes it.
+	// The next assignment without a standby here closes it (after
+	// returning: replicas.go).
 	h.m.assign(nil, nil)
+	h.m.reconciling.Wait()
 	if st.Role() != state.RoleClosed {
 		t.Errorf("standby %s after an assignment without it, want closed", st.Role())
 	}
