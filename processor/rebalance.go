@@ -61,10 +61,17 @@ type member struct {
 	// gives this instance: the replica reconcile opens only those.
 	wantReplicas map[int32]bool
 
-	// reconciling counts the replica reconciles in progress (replicas.go):
-	// the next assignment and closeAll wait for them, so that a task never
-	// starts, nor do the stores close, while its replica is opening.
-	reconciling sync.WaitGroup
+	// opening is the replica a reconcile is opening (replicas.go), -1 for
+	// none; openDone (on mu) is broadcast when it is done. An assignment
+	// that makes that task active waits for it, and promotes it.
+	opening  int32
+	openDone *sync.Cond
+
+	// reconciling counts the replica reconciles in progress; closeAll waits
+	// for them, so that no replica opens after the stores close.
+	// reconcileTurn makes them run one at a time, in assignment order.
+	reconciling   sync.WaitGroup
+	reconcileTurn sync.Mutex
 	// openReplicaHook, when set (by tests), replaces openReplica's opening.
 	openReplicaHook func(id int32) (*state.Task, error)
 }
@@ -75,7 +82,9 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 		log: env.log, met: env.met, phase: phase, fail: fail,
 		active:  make(map[int32]*task),
 		standby: make(map[int32]*state.Task),
+		opening: -1,
 	}
+	m.openDone = sync.NewCond(&m.mu)
 	env.abandoned = func(t *task) {
 		m.mu.Lock()
 		m.abandoned = append(m.abandoned, t)
@@ -89,8 +98,12 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 // reconciles the standbys with replicas, the standby and warmup tasks the
 // plan gives this instance: those not wanted close, the missing open.
 func (m *member) assign(newTasks, replicas []int32) {
-	m.reconciling.Wait()
 	m.mu.Lock()
+	// A task whose replica a reconcile is opening starts from it, once
+	// open: wait for that one open (not for the whole reconcile).
+	for m.opening >= 0 && slices.Contains(newTasks, m.opening) {
+		m.openDone.Wait()
+	}
 	if !m.revokeStart.IsZero() {
 		m.met.rebalanceTime.Observe(time.Since(m.revokeStart).Seconds())
 		m.revokeStart = time.Time{}
@@ -152,6 +165,8 @@ func (m *member) assign(newTasks, replicas []int32) {
 	m.reconciling.Add(1)
 	go func() {
 		defer m.reconciling.Done()
+		m.reconcileTurn.Lock()
+		defer m.reconcileTurn.Unlock()
 		m.reconcileReplicas(closeStandbys, open)
 	}()
 }

@@ -11,14 +11,17 @@ import "github.com/rackstream/rackstream/state"
 // the first fetch, and so the first commit, of the tasks that moved here:
 // the failover time users see (issue 17).
 //
-// What keeps it safe (member.reconciling): the next assignment waits for
-// the reconcile in progress before it starts tasks, so a task never starts
-// from a replica still opening (nor opens its own stores beside it);
-// closeAll waits for it too, so that no replica opens after the stores
-// close. A revoke only ever turns active tasks into replicas, and a
-// reconcile only opens tasks that were not active: the two never touch the
-// same task. Each open checks under mu that the latest assignment still
-// wants it.
+// What keeps it safe: reconciles run one at a time, in assignment order
+// (member.reconcileTurn), and each open checks under mu, before and after,
+// that the latest assignment still wants that replica and that the task is
+// neither active nor held here; a replica opened for a plan that moved on
+// is closed again. An assignment that makes active the task whose replica
+// is opening right now (member.opening) waits for that open and promotes
+// the replica, so a task never opens its stores beside its own replica;
+// any other assignment goes ahead at once. closeAll waits for every
+// reconcile, so that no replica opens after the stores close. A revoke
+// only turns active tasks into replicas, and a reconcile only opens tasks
+// that are not active: the two never touch the same task.
 
 // reconcileReplicas closes the replicas the plan moved away and opens
 // those it wants here, in task order.
@@ -29,25 +32,38 @@ func (m *member) reconcileReplicas(closeStandbys []*state.Task, open []int32) {
 		}
 	}
 	for _, id := range open {
-		if !m.replicaWanted(id) {
-			continue
-		}
-		st, err := m.openReplica(id)
-		if err != nil {
-			m.log.Error("opening a standby", "task", id, "err", err)
-			continue
-		}
 		m.mu.Lock()
-		m.standby[id] = st
+		if !m.replicaWanted(id) {
+			m.mu.Unlock()
+			continue
+		}
+		m.opening = id
 		m.mu.Unlock()
+
+		st, err := m.openReplica(id)
+
+		m.mu.Lock()
+		m.opening = -1
+		keep := err == nil && m.replicaWanted(id)
+		if keep {
+			m.standby[id] = st
+		}
+		m.openDone.Broadcast()
+		m.mu.Unlock()
+		switch {
+		case err != nil:
+			m.log.Error("opening a standby", "task", id, "err", err)
+		case !keep: // the plan moved on while it opened
+			if err := st.Close(); err != nil {
+				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)
+			}
+		}
 	}
 }
 
 // replicaWanted reports whether the latest assignment still wants task id
-// as a replica here, and it is neither active nor held already.
+// as a replica here, and it is neither active nor held already. mu is held.
 func (m *member) replicaWanted(id int32) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.wantReplicas[id] && m.active[id] == nil && m.standby[id] == nil
 }
 

@@ -13,9 +13,9 @@ import (
 // callback returns, so assign must not open the standby and warmup
 // replicas inline: an assignment after a failover opens several, each a
 // LevelDB open, and they held back the moved task's first fetch. The
-// replicas open after it; the next assignment waits for them, so a task
-// that becomes active meanwhile is promoted from its replica, not opened
-// beside it.
+// replicas open after it; an assignment meanwhile goes ahead, except that
+// a task whose replica is opening waits for it and is promoted from it,
+// not opened beside it.
 func TestAssignReturnsBeforeItsReplicasOpen(t *testing.T) {
 	h := newHarness(t, nil)
 	release := make(chan struct{})
@@ -47,8 +47,22 @@ func TestAssignReturnsBeforeItsReplicasOpen(t *testing.T) {
 		return tk != nil && tk.running.Load() && !paused
 	})
 
+	// An assignment of another task does not wait for the open.
+	other := make(chan struct{})
+	go func() {
+		h.m.assign([]int32{2}, []int32{1})
+		close(other)
+	}()
+	select {
+	case <-other:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("assigning task 2 waited for replica 1 to open")
+	}
+	eventually(t, "task 2 running while replica 1 opens", func() bool { tk := h.m.task(2); return tk != nil && tk.running.Load() })
+
 	// The next assignment makes task 1 active while its replica is still
-	// opening: it waits, and promotes the replica.
+	// opening: it waits for that open, and promotes the replica.
 	promoted := make(chan struct{})
 	go func() {
 		h.m.assign([]int32{1}, nil)

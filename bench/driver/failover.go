@@ -172,6 +172,7 @@ func (d *driver) stopOwner(ctx context.Context, g *group, adm *kadm.Client, app,
 	res := stopResult{member: victim, owner: victim.name, task: task}
 	w := stop(adm, app, input, task, victim, sig)
 	start := w.start
+	d.logf("failover: %s to %s (task %d) at %s UTC", sigName(sig), victim.name, task, start.UTC().Format("15:04:05.000"))
 	u := asker.url() + "/v1/stores/count/keys/" + key
 	for deadline := start.Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if err := w.step(ctx, &res); err != nil {
