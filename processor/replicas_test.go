@@ -25,17 +25,23 @@ func TestAssignReturnsBeforeItsReplicasOpen(t *testing.T) {
 		<-release
 		return h.m.openReplicaDefault(id)
 	}
-	assigned := make(chan struct{})
-	go func() {
-		h.m.assign([]int32{0}, []int32{1})
-		close(assigned)
-	}()
-	select {
-	case <-assigned:
-	case <-time.After(20 * time.Second): // a deadline, not a timing: without the fix it never returns before release
-		close(release)
-		t.Fatal("assign waited for its replica to open")
+	// A deadline, not a timing: an assign that waits for the open never
+	// returns before release.
+	assignWithoutWaiting := func(what string, tasks, replicas []int32) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() {
+			h.m.assign(tasks, replicas)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			close(release)
+			t.Fatal(what)
+		}
 	}
+	assignWithoutWaiting("assign waited for its replica to open", []int32{0}, []int32{1})
 	if id := <-opening; id != 1 {
 		t.Fatalf("opening replica %d, want 1", id)
 	}
@@ -48,17 +54,7 @@ func TestAssignReturnsBeforeItsReplicasOpen(t *testing.T) {
 	})
 
 	// An assignment of another task does not wait for the open.
-	other := make(chan struct{})
-	go func() {
-		h.m.assign([]int32{2}, []int32{1})
-		close(other)
-	}()
-	select {
-	case <-other:
-	case <-time.After(20 * time.Second):
-		close(release)
-		t.Fatal("assigning task 2 waited for replica 1 to open")
-	}
+	assignWithoutWaiting("assigning task 2 waited for replica 1 to open", []int32{2}, []int32{1})
 	eventually(t, "task 2 running while replica 1 opens", func() bool { tk := h.m.task(2); return tk != nil && tk.running.Load() })
 
 	// The next assignment makes task 1 active while its replica is still
