@@ -34,11 +34,11 @@ func warmUp(d *driver, rate float64) {
 
 // quiet waits until the group is settled (every task with an active and a
 // standby) and stays so, with no warmup replica (a warmup means a probing
-// rebalance is still to come) and the same generation, for quietFor: a
-// stop measured while the group still moves tasks after the previous
-// restart times the churn, not the failover.
-func (g *group) quiet(ctx context.Context, within time.Duration) (metadata, error) {
-	const quietFor = 3 * time.Second
+// rebalance is still to come) and the same generation, for quietFor (3
+// commit intervals: 3 s in the full run, 1.5 s in the smoke run): a stop
+// measured while the group still moves tasks after the previous restart
+// times the churn, not the failover.
+func (g *group) quiet(ctx context.Context, quietFor, within time.Duration) (metadata, error) {
 	deadline := time.Now().Add(within)
 	var (
 		since time.Time
