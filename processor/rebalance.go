@@ -69,7 +69,8 @@ type member struct {
 
 	// reconciling counts the replica reconciles in progress; closeAll waits
 	// for them, so that no replica opens after the stores close.
-	// reconcileTurn makes them run one at a time, in assignment order.
+	// reconcileTurn makes them run one at a time (in any order: each open
+	// checks the latest assignment).
 	reconciling   sync.WaitGroup
 	reconcileTurn sync.Mutex
 	// openReplicaHook, when set (by tests), replaces openReplica's opening.

@@ -11,8 +11,8 @@ import "github.com/rackstream/rackstream/state"
 // the first fetch, and so the first commit, of the tasks that moved here:
 // the failover time users see (issue 17).
 //
-// What keeps it safe: reconciles run one at a time, in assignment order
-// (member.reconcileTurn), and each open checks under mu, before and after,
+// What keeps it safe: reconciles run one at a time (member.reconcileTurn,
+// in any order), and each open checks under mu, before and after,
 // that the latest assignment still wants that replica and that the task is
 // neither active nor held here; a replica opened for a plan that moved on
 // is closed again. An assignment that makes active the task whose replica
