@@ -99,6 +99,9 @@ func (s *session) dispatch(p kgo.FetchTopicPartition) {
 		return // not ours (anymore): the owner fetches from the committed offset
 	}
 	last := p.Records[len(p.Records)-1].Offset
+	if _, seen := t.first[p.Topic]; !seen && t.moved {
+		s.log.Debug("first fetch of a moved task", "task", t.id, "topic", p.Topic, "offset", p.Records[0].Offset, "records", len(p.Records))
+	}
 	t.stats.lag.WithLabelValues(p.Topic).Set(float64(max(0, p.HighWatermark-last-1)))
 	if !t.push(p) {
 		return // the task ended meanwhile

@@ -226,7 +226,12 @@ func (s *session) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.
 	}
 	s.cl.Produce(ctx, r, promise)
 }
-func (s *session) Flush(ctx context.Context) error { return s.cl.Flush(ctx) }
+func (s *session) Flush(ctx context.Context) error {
+	began := time.Now()
+	err := s.cl.Flush(ctx)
+	s.log.Debug("producer flushed", "took", time.Since(began), "err", err)
+	return err
+}
 
 // OptValue reports the client's settings: state checks the changelog
 // producer's acks with it.
@@ -236,7 +241,10 @@ func (s *session) PauseFetchPartitions(p map[string][]int32) map[string][]int32 
 }
 func (s *session) ResumeFetchPartitions(p map[string][]int32) { s.cl.ResumeFetchPartitions(p) }
 func (s *session) CommitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
-	return groupCommitter{s.cl}.CommitOffsets(ctx, offsets)
+	began := time.Now()
+	err := groupCommitter{s.cl}.CommitOffsets(ctx, offsets)
+	s.log.Debug("offsets committed", "took", time.Since(began), "err", err, "offsets", offsets)
+	return err
 }
 
 // taken releases records that left a task's queue from the poll loop's
@@ -255,6 +263,9 @@ func (s *session) taken(records int) {
 // that a failover's new owner shows its progress at once rather than up to
 // an interval later.
 func (s *session) worked(promoted bool) {
+	if promoted {
+		s.log.Debug("a moved task worked through its first batch: commit wanted")
+	}
 	if promoted || s.r.opts.CommitInterval == 0 {
 		select {
 		case s.commitWanted <- time.Time{}:
@@ -309,8 +320,12 @@ func (s *session) commitLoop() {
 			return
 		case <-due:
 		case <-s.commitWanted:
+			s.log.Debug("commit loop: a commit was asked for")
 		}
-		if err := s.c.background(s.m.live()); err != nil {
+		began := time.Now()
+		err := s.c.background(s.m.live())
+		s.log.Debug("commit loop: commit returned", "took", time.Since(began), "err", err)
+		if err != nil {
 			if s.ctx.Err() != nil {
 				return
 			}
@@ -400,6 +415,7 @@ func tasksOf(m map[string][]int32) []int32 {
 // onAssigned makes the balancer's placement of this generation current,
 // then starts the new active tasks and reconciles the standbys with it.
 func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	s.log.Debug("partitions assigned", "partitions", assigned)
 	s.bal.OnPartitionsAssigned(ctx, cl, assigned)
 	asg, _ := s.bal.Assignment()
 	s.r.met.rebalances.Inc()

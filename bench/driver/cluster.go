@@ -207,6 +207,7 @@ type metadata struct {
 		Task    int32    `json:"task"`
 		Active  string   `json:"active"`
 		Standby []string `json:"standby"`
+		Warmup  []string `json:"warmup"`
 	} `json:"tasks"`
 }
 

@@ -113,7 +113,7 @@ func (d *driver) failover(ctx context.Context, sec *section, g *group, adm *kadm
 		"offset committed when the owner had gone, so made by the new owner), and a lookup of a key of that task at another "+
 		"instance (**first answer**: any 200 not served by the stopped instance, a standby's included; **first active answer**: "+
 		"role `active`, from the new owner). `session.timeout.ms=%d`: a killed member is noticed when it expires. "+
-		"After the kill the instance is restarted (same state directory) and the group settles again before the SIGTERM.\n\n", session.Milliseconds())
+		"After the kill the instance is restarted (same state directory) and, before each stop, the group is settled with no warmup replica and the same generation for 3 commit intervals.\n\n", session.Milliseconds())
 	sec.printf("| stop | owner exited after | first committed update | first answer | first active answer | exit |\n|---|---:|---:|---:|---:|---|\n")
 	var killCommit, termCommit time.Duration
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
@@ -164,7 +164,7 @@ type stopResult struct {
 }
 
 func (d *driver) stopOwner(ctx context.Context, g *group, adm *kadm.Client, app, input string, keys int, sig syscall.Signal) (stopResult, error) {
-	md, err := g.settled(ctx, true, 3*time.Minute)
+	md, err := g.quiet(ctx, 3*d.cfg.commitInterval, 3*time.Minute)
 	if err != nil {
 		return stopResult{}, err
 	}
@@ -199,6 +199,7 @@ func (d *driver) stopOwner(ctx context.Context, g *group, adm *kadm.Client, app,
 	res := stopResult{member: victim, owner: victim.name, task: task}
 	w := stop(adm, app, input, task, victim, sig)
 	start := w.start
+	d.logf("failover: %s to %s (task %d) at %s UTC", sigName(sig), victim.name, task, start.UTC().Format("15:04:05.000"))
 	u := asker.url() + "/v1/stores/count/keys/" + key
 	for deadline := start.Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if err := w.step(ctx, &res); err != nil {

@@ -27,9 +27,15 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"}
 	// -sections freshness: the cluster with its freshness row alone, to
 	// measure a change to the read path without the whole section.
-	freshOnly := !d.cfg.wants("cluster")
+	freshOnly := !d.cfg.wants("cluster") && !d.cfg.wants("failover")
 	if freshOnly {
 		rows = []string{freshRow, freshDefaultRow}
+	}
+	// -sections failover: the cluster with its two failover rows alone, the
+	// instances logging at debug level (failover_only.go).
+	failOnly := !d.cfg.wants("cluster") && d.cfg.wants("failover")
+	if failOnly {
+		rows = failoverRows
 	}
 	fail := func(why string) *section {
 		for _, r := range rows {
@@ -83,7 +89,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		"session.timeout.ms":     strconv.FormatInt(session.Milliseconds(), 10),
 		"shutdown.timeout.ms":    "20000",
 		"log.format":             "json",
-		"log.level":              "warn",
+		"log.level":              clusterLogLevel(failOnly),
 	}, 3)
 	if err != nil {
 		return fail(err.Error())
@@ -115,7 +121,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		"`commit.interval.ms=%d`, **`session.timeout.ms=%d`**, each instance its own process with its own state directory "+
 		"and HTTP port on loopback. %s\n\n", cfg.commitInterval.Milliseconds(), session.Milliseconds(), b.clusterNote())
 
-	if !freshOnly {
+	if !freshOnly && !failOnly {
 		d.queries(ctx, sec, g, keys)
 	}
 
@@ -132,7 +138,11 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	}
 	rate, how := d.halfLoad(sec, cm, cmErr, countRate)
 	load := startLoad(pcl, input, cfg.countKeys, rate)
-	d.freshness(ctx, sec, g, cl, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)
+	if !failOnly {
+		d.freshness(ctx, sec, g, cl, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)
+	} else {
+		warmUp(d, rate)
+	}
 	if !freshOnly {
 		d.failover(ctx, sec, g, adm, app, input, keys, session)
 	}
@@ -141,7 +151,9 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if n := load.failed.Load(); n > 0 {
 		sec.printf("- %d records of the load failed to produce.\n", n)
 	}
-	produced += d.freshAtDefault(ctx, sec, g, cl, pcl, input, rate, how)
+	if !failOnly {
+		produced += d.freshAtDefault(ctx, sec, g, cl, pcl, input, rate, how)
+	}
 	g.stopAll()
 
 	sec.printf("\nEvery instance's processes (all lives together), over the %s input records this section produced:\n\n", thousands(float64(produced)))
@@ -152,7 +164,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if gokaRate <= 0 {
 		gokaRate = cfg.fallbackRate
 	}
-	if !freshOnly {
+	if !freshOnly && !failOnly {
 		d.gokaFailover(ctx, sec, b.kind, brokers, gokaRate, session)
 	}
 	return sec

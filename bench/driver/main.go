@@ -47,7 +47,7 @@ func main() {
 	records := flag.Int("records", 0, "input records of the count (0: 1,000,000, or 3,000 with -smoke)")
 	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
-	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, or freshness (the cluster section with only its freshness row) (default: all)")
+	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
 	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 15s, or 1.5s with -smoke)")
 	flag.Parse()

@@ -129,7 +129,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 		if cfg.wants("restore") {
 			add(d.restoreSection(ctx, b))
 		}
-		if cfg.wants("cluster") || cfg.wants("freshness") {
+		if cfg.wants("cluster") || cfg.wants("freshness") || cfg.wants("failover") {
 			add(d.clusterSection(ctx, b, outcome))
 		}
 	}
