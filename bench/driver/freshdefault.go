@@ -24,8 +24,7 @@ const (
 // directories) with commit.interval.ms at the runtime's default, lets the
 // same load run until the group is quiet (no warmup, one generation for a
 // while), and measures freshness again, for at least two commits of every
-// instance. It returns the records it
-// produced.
+// instance. It returns the records it produced.
 func (d *driver) freshAtDefault(ctx context.Context, sec *section, g *group, cl, pcl *kgo.Client, input string, rate float64, half string) int64 {
 	interval := processor.DefaultOptions().CommitInterval
 	dur, warm, quietFor := 2*interval+10*time.Second, 10*time.Second, 5*time.Second
