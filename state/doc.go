@@ -29,6 +29,10 @@
 // under exactly-once). At a commit point the caller flushes that client (or
 // commits its transaction) and then calls Task.Commit, which writes, per
 // store, one LevelDB batch with the buffered writes and the new checkpoint.
+// Or, so that the task pauses only for an instant (at-least-once), the
+// commit goes in three steps: Task.Freeze cuts the write buffers with the
+// task paused, Task.WaitFrozen waits for the changelog records of the cut,
+// and Task.WriteFrozen writes it while the task writes on (commit.go).
 // Task.Abort drops the buffer instead (an aborted transaction). No fsync:
 // the changelog is the durable copy and LevelDB's lost tail is restored
 // from it.

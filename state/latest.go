@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 )
@@ -30,11 +31,17 @@ import (
 // atomics, so a reader that counted itself after the writer looked finds
 // shared nil (or the new buffer) and never touches the old one.
 //
-// Freshness and order: a commit writes the buffer to LevelDB before it
-// unpublishes it, and a reader loads the buffer before it reads LevelDB.
-// A reader that got the old buffer finds in it the values LevelDB now has
-// too; one that did not finds them in LevelDB. Either way a value is never
-// older than the checkpoint read before it.
+// A commit's cut (commit.go) publishes the cut buffer as the frozen one
+// (DB.sharedCommitted), marks it unwritten, and only then publishes a new
+// write buffer; the reuse rule covers both pointers (one count of readers).
+//
+// Freshness and order: a reader loads the write buffer, then the frozen
+// one, then reads LevelDB, the reverse of the order in which a write moves
+// from one to the next (buffer, cut to frozen, written to LevelDB). A
+// reader that got the old write buffer finds its values there; one that
+// got the new one finds them in the frozen buffer, published before it;
+// one that finds the frozen buffer written finds them in LevelDB, written
+// before. Either way a value is never older than one a reader saw before.
 
 // Entry is one key's latest write in a layer above a store (a task's
 // record cache): a value, or a delete when Deleted.
@@ -62,10 +69,12 @@ func (s *DB) Latest() *LatestView { return &LatestView{s: s} }
 func (v *LatestView) Get(key []byte) (value []byte, found bool, err error) {
 	s := v.s
 	s.readers.Add(1)
-	if b := s.shared.Load(); b != nil {
-		if val, deleted, ok := b.getCopy(key); ok {
-			s.readers.Add(-1)
-			return val, !deleted, nil
+	for _, p := range [2]*atomic.Pointer[writeBuffer]{&s.shared, &s.sharedCommitted} {
+		if b := p.Load(); b != nil {
+			if val, deleted, ok := b.getCopy(key); ok {
+				s.readers.Add(-1)
+				return val, !deleted, nil
+			}
 		}
 	}
 	s.readers.Add(-1)
@@ -89,20 +98,29 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 	s := v.s
 	s.readers.Add(1)
 	defer s.readers.Add(-1)
-	buf := s.shared.Load() // before LevelDB: see the top of this file
+	// Both before LevelDB: see the top of this file. A written frozen
+	// buffer has nothing LevelDB lacks: scanning it would only cost.
+	buf := s.shared.Load()
+	var frozen *writeBuffer
+	if s.unwritten.Load() {
+		frozen = s.sharedCommitted.Load()
+	}
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
 		return ErrTaskClosed
 	}
-	cs := make([]cursor, 0, 3)
+	cs := make([]cursor, 0, 4)
 	if len(over) > 0 {
 		cs = append(cs, &entryCursor{es: over, i: -1})
 	}
-	if buf != nil {
+	for _, b := range [2]*writeBuffer{buf, frozen} {
 		// The entries point into the buffer's arena, which is not reset
 		// while this reader is counted.
-		if es := buf.appendRange(nil, start, end, false); len(es) > 0 {
+		if b == nil {
+			continue
+		}
+		if es := b.appendRange(nil, start, end, false); len(es) > 0 {
 			cs = append(cs, &entryCursor{es: es, i: -1})
 		}
 	}
@@ -117,25 +135,34 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 }
 
 // setBuffer gives the task's goroutine b as its write buffer (nil: none)
-// and publishes it to latest readers. The committed buffer is dropped:
+// and publishes it to latest readers. The frozen buffer is dropped:
 // setBuffer starts or ends the active path, and LevelDB may change apart
 // from it while the task is not active (restore, standby).
 func (s *DB) setBuffer(b *writeBuffer) {
-	s.buf, s.committed = b, nil
+	s.dropCommitted()
+	s.buf = b
 	s.shared.Store(b)
 }
 
-// rotateBuffer follows a commit that wrote the buffer to LevelDB: the
-// buffer becomes the committed read cache (DB.committed), and the one it
-// replaces, if no latest reader may still hold its slices, is emptied to
-// be the next write buffer (see the top of this file).
+// dropCommitted forgets the frozen buffer (to the garbage collector: a
+// reader may hold it).
+func (s *DB) dropCommitted() {
+	s.sharedCommitted.Store(nil)
+	s.unwritten.Store(false)
+	s.committed = nil
+}
+
+// rotateBuffer cuts the write buffer: it becomes the frozen one
+// (DB.committed), and the one that was frozen, if no latest reader may
+// still hold its slices, is emptied to be the next write buffer (see the
+// top of this file). The caller marks the new frozen buffer unwritten.
 func (s *DB) rotateBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return
 	}
-	s.shared.Store(nil)
 	next := s.committed
 	s.committed = s.buf
+	s.sharedCommitted.Store(s.buf) // before the new buffer: see the top
 	if next != nil && s.readers.Load() == 0 {
 		next.reset()
 	} else {
@@ -145,8 +172,9 @@ func (s *DB) rotateBuffer() {
 	s.shared.Store(next)
 }
 
-// clearBuffer empties the write buffer after an abort dropped it, without reusing an arena a latest reader may
-// still be reading (see the top of this file).
+// clearBuffer empties the write buffer after an abort dropped it (or a cut
+// added it to the frozen one), without reusing an arena a latest reader
+// may still be reading (see the top of this file).
 func (s *DB) clearBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return

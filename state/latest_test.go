@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,12 @@ func (p *ackProducer) Produce(_ context.Context, r *kgo.Record, promise func(*kg
 // nothing, with one store "s", and activates it with an ackProducer.
 func offlineTask(t testing.TB) (*Task, *DB) {
 	t.Helper()
+	return offlineTaskWith(t, &ackProducer{})
+}
+
+// offlineTaskWith is offlineTask with the task's producer p.
+func offlineTaskWith(t testing.TB, p Producer) (*Task, *DB) {
+	t.Helper()
 	o := DefaultOptions()
 	o.Dir, o.ApplicationID, o.CleanupInterval = t.TempDir(), "latest-test", 0
 	o.ClientOpts = []kgo.Opt{kgo.SeedBrokers("unused:1"), kgo.Dialer(func(context.Context, string, string) (net.Conn, error) {
@@ -54,7 +62,7 @@ func offlineTask(t testing.TB) (*Task, *DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := task.Activate(&ackProducer{}); err != nil {
+	if err := task.Activate(p); err != nil {
 		t.Fatal(err)
 	}
 	return task, task.Store("s")
@@ -256,11 +264,27 @@ func TestLatestReadsOfAClosedTaskFail(t *testing.T) {
 // answers the model's committed state.
 func TestGetThroughCommitsAndAbortsMatchesAModel(t *testing.T) {
 	task, s := offlineTask(t)
-	committed, pending := map[string]string{}, map[string]*string{}
+	// Three layers, as the store has them: LevelDB (committed), a cut not
+	// yet written (frozen), the write buffer (pending).
+	committed, frozen, pending := map[string]string{}, map[string]*string{}, map[string]*string{}
+	fold := func(dst map[string]*string, src map[string]*string) {
+		maps.Copy(dst, src)
+		clear(src)
+	}
+	writeDown := func() {
+		for k, v := range frozen {
+			if v == nil {
+				delete(committed, k)
+			} else {
+				committed[k] = *v
+			}
+		}
+		clear(frozen)
+	}
 	rng := uint64(1)
 	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
-	cachedHits := 0
-	for op := range 4000 {
+	cachedHits, frozenHits := 0, 0
+	for op := range 6000 {
 		k := fmt.Sprintf("k%02d", next(40))
 		switch r := next(100); {
 		case r < 50:
@@ -270,30 +294,38 @@ func TestGetThroughCommitsAndAbortsMatchesAModel(t *testing.T) {
 		case r < 60:
 			must(t, s.Delete([]byte(k)))
 			pending[k] = nil
-		case r < 66:
+		case r < 63:
 			must(t, task.Commit())
-			for pk, pv := range pending {
-				if pv == nil {
-					delete(committed, pk)
-				} else {
-					committed[pk] = *pv
-				}
-			}
-			clear(pending)
-		case r < 68:
+			fold(frozen, pending)
+			writeDown()
+		case r < 67:
+			must(t, task.Freeze())
+			fold(frozen, pending)
+		case r < 70:
+			must(t, task.WaitFrozen(context.Background()))
+			must(t, task.WriteFrozen())
+			writeDown()
+		case r < 72:
 			task.Abort()
 			clear(pending)
+			clear(frozen)
 		}
 		want, wantOK := committed[k]
-		if pv, ok := pending[k]; ok {
-			want, wantOK = "", pv != nil
-			if pv != nil {
-				want = *pv
+		for _, layer := range []map[string]*string{frozen, pending} {
+			if pv, ok := layer[k]; ok {
+				want, wantOK = "", pv != nil
+				if pv != nil {
+					want = *pv
+				}
 			}
 		}
 		if _, inBuf := s.buf.get([]byte(k)); !inBuf && s.committed != nil {
 			if _, ok := s.committed.get([]byte(k)); ok {
-				cachedHits++
+				if s.unwritten.Load() {
+					frozenHits++
+				} else {
+					cachedHits++
+				}
 			}
 		}
 		got, ok, err := s.Get([]byte(k))
@@ -301,13 +333,42 @@ func TestGetThroughCommitsAndAbortsMatchesAModel(t *testing.T) {
 		if ok != wantOK || string(got) != want {
 			t.Fatalf("op %d: Get(%s) = %q %v, want %q %v", op, k, got, ok, want, wantOK)
 		}
+		lgot, lok, err := s.Latest().Get([]byte(k))
+		must(t, err)
+		if lok != wantOK || string(lgot) != want {
+			t.Fatalf("op %d: latest Get(%s) = %q %v, want %q %v", op, k, lgot, lok, want, wantOK)
+		}
 		cgot, cok, err := s.View().Get([]byte(k))
 		must(t, err)
 		if cv, cin := committed[k]; cok != cin || string(cgot) != cv {
 			t.Fatalf("op %d: committed Get(%s) = %q %v, want %q %v", op, k, cgot, cok, cv, cin)
 		}
+		if op%50 == 0 { // the scans, the task's and a latest reader's
+			all := maps.Clone(committed)
+			for _, layer := range []map[string]*string{frozen, pending} {
+				for lk, lv := range layer {
+					if lv == nil {
+						delete(all, lk)
+					} else {
+						all[lk] = *lv
+					}
+				}
+			}
+			wantScan := ""
+			for _, lk := range slices.Sorted(maps.Keys(all)) {
+				wantScan += lk + "=" + all[lk] + " "
+			}
+			taskScan := ""
+			must(t, s.Scan(nil, nil, func(k, v []byte) bool { taskScan += string(k) + "=" + string(v) + " "; return true }))
+			if taskScan != wantScan {
+				t.Fatalf("op %d: task scan = %s, want %s", op, taskScan, wantScan)
+			}
+			if got := latestContent(t, s.Latest(), "", ""); got != wantScan {
+				t.Fatalf("op %d: latest scan = %s, want %s", op, got, wantScan)
+			}
+		}
 	}
-	if cachedHits == 0 {
-		t.Fatal("no Get was answered by the last commit's buffer")
+	if cachedHits == 0 || frozenHits == 0 {
+		t.Fatalf("Gets answered by the last cut's buffer: %d written, %d unwritten; want some of each", cachedHits, frozenHits)
 	}
 }

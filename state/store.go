@@ -59,21 +59,31 @@ type DB struct {
 	// is (latest.go says why and how).
 	shared  atomic.Pointer[writeBuffer]
 	readers atomic.Int64
-	// committed is the buffer the last commit wrote to LevelDB, kept as a
-	// read cache of the keys it holds until the next commit: a key read
-	// and written every commit interval (a count, an aggregate) is then
-	// read from memory rather than from LevelDB, for the memory of one
-	// more interval's writes. Its values are LevelDB's; the task's
-	// goroutine alone reads it.
-	committed *writeBuffer
-	// Producer side, touched by kgo's promise goroutine too.
-	pending  atomic.Int64 // records produced and not yet acknowledged
+	// committed is the buffer the last commit cut (commit.go): until
+	// writeFrozen has written it to LevelDB (unwritten), writes LevelDB
+	// does not have yet; then a read cache of the keys it holds until the
+	// next cut, so that a key read and written every commit interval (a
+	// count, an aggregate) is read from memory rather than from LevelDB,
+	// for the memory of one more interval's writes. Nothing changes it
+	// between two cuts: the task's goroutine and the commit read it
+	// without its lock. sharedCommitted is it as latest readers see it.
+	committed       *writeBuffer
+	sharedCommitted atomic.Pointer[writeBuffer]
+	unwritten       atomic.Bool
+	// Producer side, touched by kgo's promise goroutine too. produced and
+	// acked count the changelog records produced and acknowledged (or
+	// failed); cut is what the last cut waits for (commit.go).
+	produced atomic.Int64
+	acked    atomic.Int64
 	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
+	cut      atomic.Pointer[ackCut]
 	prodMu   sync.Mutex
 	prodErr  error
 	promise  func(*kgo.Record, error)
-	// commitBatch is reused by every commit of the active path.
-	commitBatch *leveldb.Batch
+	// commitBatch and writeScratch are writeFrozen's, which may run beside
+	// the task goroutine's writes (scratch is the task goroutine's).
+	commitBatch  *leveldb.Batch
+	writeScratch []byte
 
 	// Apply path state, owned by the replicator goroutine while the store
 	// is subscribed there (see replicator.go).
@@ -196,12 +206,15 @@ func (s *DB) write(key, value []byte, ts time.Time) error {
 		t.m.recs.Put(r)
 		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
 	}
-	s.pending.Add(1)
+	s.produced.Add(1)
 	t.producer.Produce(t.ctx, r, s.promise)
 	return nil
 }
 
-// onProduced is the changelog records' promise.
+// onProduced is the changelog records' promise. franz-go calls promises
+// serially and, for one partition, in the order the records were produced:
+// when acked reaches the count a cut waits for, this record is the cut's
+// last and maxAcked its offset.
 func (s *DB) onProduced(r *kgo.Record, err error) {
 	if err != nil {
 		s.prodMu.Lock()
@@ -217,60 +230,21 @@ func (s *DB) onProduced(r *kgo.Record, err error) {
 			}
 		}
 	}
-	s.pending.Add(-1)
+	n := s.acked.Add(1)
+	if c := s.cut.Load(); c != nil && n == c.target {
+		c.fire(s.maxAcked.Load() + 1)
+	}
 	s.task.m.recs.Put(r)
 }
+
+// unacknowledged returns the changelog records produced and not yet
+// acknowledged.
+func (s *DB) unacknowledged() int64 { return s.produced.Load() - s.acked.Load() }
 
 func (s *DB) produceErr() error {
 	s.prodMu.Lock()
 	defer s.prodMu.Unlock()
 	return s.prodErr
-}
-
-// commit writes the buffer and the new checkpoint in one LevelDB batch.
-// The buffer is kept when the write fails, so nothing is lost and a later
-// commit can retry.
-func (s *DB) commit() error {
-	if n := s.pending.Load(); n != 0 {
-		return fmt.Errorf("state: commit store %s of task %d: %d changelog records not yet acknowledged (flush the producer first)", s.name, s.partition, n)
-	}
-	if err := s.produceErr(); err != nil {
-		return err
-	}
-	next := s.maxAcked.Load() + 1
-	if s.buf.Len() == 0 && next <= s.checkpoint.Load() {
-		return nil
-	}
-	if s.commitBatch == nil {
-		s.commitBatch = new(leveldb.Batch)
-	}
-	b := s.commitBatch
-	var puts, dels int64
-	s.buf.each(func(k string, v []byte) {
-		s.scratch = append(append(s.scratch[:0], dataPrefix), k...)
-		if v[0] == bufTombstone {
-			b.Delete(s.scratch)
-			dels++
-		} else {
-			b.Put(s.scratch, v[1:])
-			puts++
-		}
-	})
-	if err := s.writeBatch(b, max(next, s.checkpoint.Load())); err != nil {
-		return s.task.storageErr(s, "commit", err)
-	}
-	s.count.add(puts, dels)
-	s.rotateBuffer()
-	return nil
-}
-
-// abort drops the write buffer.
-func (s *DB) abort() {
-	s.clearBuffer()
-	s.maxAcked.Store(s.Checkpoint() - 1)
-	s.prodMu.Lock()
-	s.prodErr = nil
-	s.prodMu.Unlock()
 }
 
 // writeBatch adds the checkpoint to b, writes it, resets b, and publishes
@@ -297,17 +271,25 @@ func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	if s.db == nil {
 		return ErrTaskClosed
 	}
+	// The buffers' entries in range are taken before fn runs: fn may write
+	// the store (a handler that scans and updates), which the scan then
+	// does not see, as LevelDB's iterator does not. The frozen buffer's
+	// are taken before the iterator, while a commit may be writing them
+	// to LevelDB (latest.go says why that order).
+	cs := make([]cursor, 0, 3)
+	for _, b := range [2]*writeBuffer{s.buf, s.committed} {
+		if b == nil || b.Len() == 0 || b == s.committed && !s.unwritten.Load() {
+			continue
+		}
+		b.sortKeys()
+		cs = append(cs, &entryCursor{es: b.appendRange(nil, start, end, true), i: -1})
+	}
 	dbIt := s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer dbIt.Release()
-	if s.buf == nil || s.buf.Len() == 0 {
+	if len(cs) == 0 {
 		return s.view.scanIter(dbIt, fn)
 	}
-	// The buffer's entries in range are taken before fn runs: fn may write
-	// the store (a handler that scans and updates), which the scan then
-	// does not see, as LevelDB's iterator does not.
-	s.buf.sortKeys()
-	entries := s.buf.appendRange(nil, start, end, true)
-	merge([]cursor{&entryCursor{es: entries, i: -1}, dbCursor{dbIt}}, fn)
+	merge(append(cs, dbCursor{dbIt}), fn)
 	if err := dbIt.Error(); err != nil {
 		return s.task.storageErr(s, "scan", err)
 	}

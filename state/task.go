@@ -61,8 +61,12 @@ type Task struct {
 	ctx    context.Context // cancelled by Close: ends produces and waits
 	cancel context.CancelFunc
 
-	role      atomic.Int32
-	producer  Producer
+	role     atomic.Int32
+	producer Producer
+	// writeMu keeps WriteFrozen, which runs beside the task's writes,
+	// apart from what replaces or drops the stores' buffers (Freeze,
+	// Abort, and Demote and Close through dropActive): commit.go.
+	writeMu   sync.Mutex
 	sidecarAt atomic.Int64 // unix nanos of the last sidecar write
 
 	errMu sync.Mutex
@@ -200,6 +204,7 @@ func (t *Task) Activate(producer Producer) error {
 	t.producer = producer
 	for _, s := range t.stores {
 		s.setBuffer(newWriteBuffer())
+		s.cut.Store(nil)
 		s.maxAcked.Store(s.Checkpoint() - 1)
 	}
 	t.m.writeSidecars(t)
@@ -260,46 +265,13 @@ func (t *Task) Demote() error {
 }
 
 func (t *Task) dropActive() {
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
 	for _, s := range t.stores {
 		s.abort()
 		s.setBuffer(nil)
 	}
 	t.producer = nil
-}
-
-// Commit writes, per store, one LevelDB batch with the buffered writes and
-// the new checkpoint (the last acknowledged changelog offset + 1). Call it
-// after the producer is flushed (at-least-once) or the transaction committed
-// (exactly-once). It fails, changing nothing, while changelog records are
-// unacknowledged or when a produce failed; a LevelDB error marks the task
-// unhealthy and keeps the buffer (nothing is lost).
-func (t *Task) Commit() error {
-	if r := t.Role(); r != RoleActive {
-		return fmt.Errorf("state: commit task %d: task is %s, not active", t.id, r)
-	}
-	var errs []error
-	for _, s := range t.stores {
-		if err := s.commit(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		t.m.maybeWriteSidecars(t)
-	}
-	return errors.Join(errs...)
-}
-
-// Abort drops the write buffer of every store (an aborted transaction, or
-// a failed produce) and forgets the changelog offsets produced since the
-// last Commit: LevelDB keeps the last committed state and checkpoint. Under
-// exactly-once the aborted records are never read back; under
-// at-least-once, records of the dropped buffer that did reach the changelog
-// are applied by the next Restore or standby tailing, so Close or Demote
-// the task after an Abort unless the caller reprocesses the same input.
-func (t *Task) Abort() {
-	for _, s := range t.stores {
-		s.abort()
-	}
 }
 
 // Close stops any tailing, drops uncommitted writes, writes the checkpoint

@@ -12,7 +12,7 @@ import "fmt"
 // check before writing LevelDB.
 func (t *Task) Unacknowledged() error {
 	for _, s := range t.stores {
-		if n := s.pending.Load(); n != 0 {
+		if n := s.unacknowledged(); n != 0 {
 			return fmt.Errorf("state: store %s of task %d: %d changelog records not yet acknowledged", s.name, s.partition, n)
 		}
 		if err := s.produceErr(); err != nil {
