@@ -12,17 +12,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The commit path (design §7): tasks pause between records, the producer
-// is flushed (changelog records, outputs and dead letters acknowledged),
-// each task's stores write their buffers and checkpoints in one LevelDB
-// batch, and the offsets after the last processed records are committed.
-// A crash between any two steps loses nothing; what was processed after the
-// last commit is processed again.
+// The commit path (design §7), at-least-once: each task in turn pauses
+// between two records for its cut (its record cache written through, its
+// stores' write buffers frozen, the offsets after its last processed
+// records taken) and goes on; the commit waits until the producer has
+// acknowledged the records of the cut work (changelog records, outputs and
+// dead letters produced before the cut), writes each task's frozen
+// writes with their checkpoints in one LevelDB batch per store, and
+// commits the offsets it took. A crash between any two steps loses
+// nothing: what was processed after the last commit is processed again.
+// A task pauses only for its own cut, so a commit no longer holds every
+// task while the producer's round trips and the LevelDB writes take
+// their time (the freshness of latest reads, bench/freshness.md).
 //
-// commits holds what that needs, explicitly: the producer to flush, the
+// commits holds what that needs, explicitly: the producer, the
 // committer, and the first failed produce of an output or dead letter.
 // The session's commit loop, the rebalance path and the unit tests in
-// commit_test.go drive it.
+// commit_test.go drive it. Exactly-once commits are transactions that span
+// every task, and hold them all (txn.go).
 type commits struct {
 	prod    producer
 	offsets committer
@@ -66,11 +73,9 @@ func (e *offsetCommitError) Error() string { return "commit offsets: " + e.err.E
 func (e *offsetCommitError) Unwrap() error { return e.err }
 
 // commit makes the processed work of tasks durable and commits their
-// offsets: tasks pause between records, the producer is flushed, each
-// task's stores write their buffers and checkpoints, and the offsets after
-// the last processed records are committed. A task whose store write fails
-// is stopped and its offsets are not committed; a failed produce or flush
-// commits nothing.
+// offsets (above). A task whose cut or store write fails is stopped and
+// its offsets are not committed; a failed output or dead letter commits
+// nothing.
 func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	if c.eos != nil {
 		return c.commitTransaction(ctx, tasks)
@@ -84,59 +89,61 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	}
 	defer c.turn.Unlock()
 	start := time.Now()
-	for i, t := range tasks {
-		c.phase(fmt.Sprintf("a commit to lock task %d (finishing its record)", t.id))
-		if err := t.mu.LockContext(ctx); err != nil {
-			for _, u := range tasks[:i] {
-				u.mu.Unlock()
-			}
-			return fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
-		}
-	}
-	locked := true
-	unlock := func() {
-		if locked {
-			for _, t := range tasks {
-				t.mu.Unlock()
-			}
-			locked = false
-		}
-	}
-	defer unlock()
+	cuts := make([]taskCut, 0, len(tasks))
 	for _, t := range tasks {
-		t.closeMu.RLock()
-		if t.activated && !t.closed.Load() && t.getErr() == nil {
-			if err := t.flushCache(); err != nil {
-				t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
-			}
+		c.phase(fmt.Sprintf("a commit to cut task %d (finishing its record)", t.id))
+		ct, ok, err := c.cutTask(ctx, t)
+		if err != nil {
+			return err
 		}
-		t.closeMu.RUnlock()
+		if ok {
+			cuts = append(cuts, ct)
+		}
 	}
-
-	c.phase(fmt.Sprintf("a commit of tasks %v to flush the producer (changelog, outputs, dead letters)", ids(tasks)))
-	if err := c.prod.Flush(ctx); err != nil {
-		c.met.commitFailures.Inc()
-		return fmt.Errorf("flush: %w", err)
+	c.phase(fmt.Sprintf("a commit of tasks %v: the producer to acknowledge their records (changelog, outputs, dead letters)", ids(tasks)))
+	waited := time.Now()
+	for i := range cuts {
+		ct := &cuts[i]
+		if err := ct.t.acks.wait(ctx, ct.epoch); err != nil {
+			c.met.commitFailures.Inc()
+			return fmt.Errorf("task %d: waiting for its outputs to be acknowledged: %w", ct.t.id, err)
+		}
+		if ct.t.st == nil {
+			continue
+		}
+		if err := ct.t.st.WaitFrozen(ctx); err != nil {
+			if ctx.Err() != nil {
+				c.met.commitFailures.Inc()
+				return fmt.Errorf("task %d: %w", ct.t.id, err)
+			}
+			ct.err = err // a failed changelog produce, or the task closed
+		}
 	}
 	if err := c.prodErr.get(); err != nil {
 		c.met.commitFailures.Inc()
 		return err
 	}
+	c.log.Debug("producer acknowledged the commit's records", "took", time.Since(waited))
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	var committing []*task
-	for _, t := range tasks {
-		if !t.activated || t.getErr() != nil {
-			continue
+	for _, ct := range cuts {
+		err := ct.err
+		if err == nil {
+			err = ct.t.writeStores()
 		}
-		if err := t.commitStores(); err != nil {
+		if err != nil {
 			c.met.commitFailures.Inc()
-			t.setErr(fmt.Errorf("task %d: commit stores: %w", t.id, err))
+			ct.t.setErr(fmt.Errorf("task %d: commit stores: %w", ct.t.id, err))
 			continue
 		}
-		addProcessed(offsets, t)
-		committing = append(committing, t)
+		for topic, eo := range ct.offsets {
+			if offsets[topic] == nil {
+				offsets[topic] = make(map[int32]kgo.EpochOffset)
+			}
+			offsets[topic][ct.t.id] = eo
+		}
+		committing = append(committing, ct.t)
 	}
-	unlock()
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -157,6 +164,53 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	c.met.commitLatency.Observe(time.Since(start).Seconds())
 	c.log.Debug("committed", "tasks", len(committing), "took", time.Since(start))
 	return nil
+}
+
+// taskCut is one task's part of a commit: the epoch of its outputs to wait
+// for, and the offsets after its last processed records.
+type taskCut struct {
+	t       *task
+	epoch   int
+	offsets map[string]kgo.EpochOffset
+	err     error // the stores' wait failed: not committed
+}
+
+// cutTask pauses t between two records for its cut (see commits); ok is
+// false for a task with nothing to commit (not started, failed, closed).
+func (c *commits) cutTask(ctx context.Context, t *task) (ct taskCut, ok bool, err error) {
+	if err := t.mu.LockContext(ctx); err != nil {
+		return ct, false, fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
+	}
+	held := time.Now()
+	defer func() {
+		t.mu.Unlock()
+		c.met.commitPause.Observe(time.Since(held).Seconds())
+	}()
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if !t.activated || t.closed.Load() || t.getErr() != nil {
+		return ct, false, nil
+	}
+	if err := t.flushCache(); err != nil {
+		t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
+		return ct, false, nil
+	}
+	if t.st != nil {
+		if err := t.st.Freeze(); err != nil {
+			t.setErr(fmt.Errorf("task %d: cut the stores' writes: %w", t.id, err))
+			return ct, false, nil
+		}
+	}
+	ct = taskCut{t: t, epoch: t.acks.cut()}
+	for topic, eo := range t.next {
+		if eo.Offset > t.committed[topic] {
+			if ct.offsets == nil {
+				ct.offsets = make(map[string]kgo.EpochOffset, len(t.next))
+			}
+			ct.offsets[topic] = eo
+		}
+	}
+	return ct, true, nil
 }
 
 // background commits tasks like commit, abortably: see mu.

@@ -98,9 +98,10 @@ func TestAFailedChangelogProduceStopsTheTasksCommit(t *testing.T) {
 	}
 }
 
-// TestAFlushThatDoesNotEndCommitsNothing: a flush stuck on unreachable
-// brokers ends with its context; nothing is committed.
-func TestAFlushThatDoesNotEndCommitsNothing(t *testing.T) {
+// TestAProducerThatDoesNotAcknowledgeCommitsNothing: a commit waiting for
+// records stuck on unreachable brokers ends with its context; nothing is
+// committed.
+func TestAProducerThatDoesNotAcknowledgeCommitsNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	h.kafka.hang = make(chan struct{})
 	defer close(h.kafka.hang)
@@ -110,10 +111,60 @@ func TestAFlushThatDoesNotEndCommitsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
 	defer cancel()
 	if err := h.c.commit(ctx, h.m.live()); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("commit = %v; want the flush's deadline", err)
+		t.Fatalf("commit = %v; want the wait's deadline", err)
 	}
 	if n := len(h.offsets.commits()); n != 0 {
-		t.Fatalf("%d offset commits after a flush that did not end", n)
+		t.Fatalf("%d offset commits with records unacknowledged", n)
+	}
+}
+
+// TestATaskGoesOnWhileItsCommitWaits: a commit holds a task only for its
+// cut. While the commit waits for the producer, the task processes more
+// records; the commit then commits the offsets and the store state of its
+// cut, not of what came after, and the next commit the rest.
+func TestATaskGoesOnWhileItsCommitWaits(t *testing.T) {
+	h := newHarness(t, nil)
+	hang := make(chan struct{})
+	h.kafka.hang = hang
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a", "b")
+	h.waitProcessed(tk, 2)
+	committed := make(chan error, 1)
+	go func() { committed <- h.c.commit(h.ctx, h.m.live()) }()
+	// The cut is taken once the task's epoch moves; then feed more.
+	eventually(t, "the commit to cut the task", func() bool {
+		tk.mu.Lock()
+		defer tk.mu.Unlock()
+		return tk.acks.cur == 1
+	})
+	h.feed(0, 2, "k", "c", "d", "e")
+	h.waitProcessed(tk, 5) // processed while the commit waits
+	select {
+	case err := <-committed:
+		t.Fatalf("the commit returned (%v) with its records unacknowledged", err)
+	default:
+	}
+	if v, ok, err := tk.st.Store(harnessStore).Latest().Get([]byte("k")); err != nil || !ok || len(v) == 0 {
+		t.Fatalf("latest read during the commit: %q %v %v", v, ok, err)
+	}
+	close(hang)
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.offsets.committed(0); got != 2 {
+		t.Fatalf("committed offset %d, want 2 (the cut's, not the records after it)", got)
+	}
+	if ck := tk.st.Store(harnessStore).Checkpoint(); ck != 2 {
+		t.Fatalf("store checkpoint %d, want 2 (after the cut's changelog records)", ck)
+	}
+	if n := h.count(0, "k"); n != 2 {
+		t.Fatalf("committed count %d, want 2", n)
+	}
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := h.offsets.committed(0), h.count(0, "k"); got != 5 || n != 5 {
+		t.Fatalf("the next commit: offset %d and count %d, want 5 and 5", got, n)
 	}
 }
 

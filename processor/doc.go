@@ -55,10 +55,12 @@
 // # Delivery
 //
 // At-least-once, at the processed watermark: every commit interval, on
-// revoke and on shutdown, tasks pause between records, the producer is
-// flushed (changelog, outputs, dead letters acknowledged), each task's
-// stores write their buffered data and changelog checkpoint in one LevelDB
-// batch, and then the input offsets after the last handled records are
+// revoke and on shutdown, each task pauses between two records only for its
+// cut (its record cache written through, its stores' write buffers frozen,
+// its processed offsets taken) and goes on; once the records produced
+// before the cut are acknowledged (changelog, outputs, dead letters), each
+// task's stores write the frozen data and changelog checkpoint in one
+// LevelDB batch, and then the input offsets taken at the cut are
 // committed. Lost partitions are dropped without committing. Records after
 // the last commit may be handled again after a crash; none is skipped.
 //
@@ -118,10 +120,11 @@
 //     interval); the offset after the record becomes the task's processed
 //     watermark.
 //   - commit.go: a commit, every commit.interval.ms (after every batch when
-//     it is 0), on revoke and on shutdown, locks the tasks between
-//     records, flushes the producer, writes each task's stores with their
-//     checkpoints, and commits the watermarks: plain functions of explicit
-//     state (a producer, a committer, the tasks).
+//     it is 0), on revoke and on shutdown, cuts each task between two
+//     records, waits for the records produced before the cut (acks.go),
+//     writes each task's cut with its checkpoints while the tasks go on,
+//     and commits the watermarks: plain functions of explicit state (a
+//     producer, a committer, the tasks).
 //   - txn.go and txnclient.go: the exactly-once commit, a transaction;
 //     rewind.go: restarting the tasks of an aborted one.
 //   - rebalance.go: what the group's callbacks do with tasks (assign,

@@ -40,10 +40,14 @@ type pendingProduce struct {
 	promise func(*kgo.Record, error)
 }
 
-// fakeKafka is the harness's producer and fetch control. Flush
-// acknowledges what is pending in reverse order (out of order on purpose:
-// the commit must not depend on the order), failing the records of
-// failTopic; with hang set, Flush waits for it to close or its context.
+// fakeKafka is the harness's producer and fetch control. It acknowledges
+// what is pending as a broker would: in the background soon after it is
+// produced (run), and at once on Flush. Within a partition in the order
+// produced (franz-go's promise order, which the stores' checkpoints rely
+// on), the partitions last-first (out of order on purpose: the commit must
+// not depend on the order across partitions), failing the records of
+// failTopic. With hang set, nothing is acknowledged until it closes, and
+// Flush waits for it or its context.
 type fakeKafka struct {
 	mu        sync.Mutex
 	next      map[string]int64 // per topic/partition: the next offset
@@ -52,8 +56,11 @@ type fakeKafka struct {
 	failTopic string
 	failErr   error
 	hang      chan struct{}
-	flushes   int
 	paused    map[int32]bool
+	// wake (capacity 1) tells run that records are pending; deliverMu
+	// makes the promises serial, as franz-go calls them.
+	wake      chan struct{}
+	deliverMu sync.Mutex
 }
 
 func (k *fakeKafka) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
@@ -64,34 +71,77 @@ func (k *fakeKafka) Produce(_ context.Context, r *kgo.Record, promise func(*kgo.
 	k.next[tp]++
 	k.records = append(k.records, produced{r.Topic, r.Partition, string(r.Key), string(r.Value), r.Offset})
 	k.pending = append(k.pending, pendingProduce{r, promise})
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (k *fakeKafka) Flush(ctx context.Context) error {
+	if err := k.waitHang(ctx); err != nil {
+		return err
+	}
+	k.deliver()
+	return nil
+}
+
+// run acknowledges records in the background until ctx ends.
+func (k *fakeKafka) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.wake:
+		}
+		if k.waitHang(ctx) != nil {
+			return
+		}
+		k.deliver()
+	}
+}
+
+func (k *fakeKafka) waitHang(ctx context.Context) error {
 	k.mu.Lock()
-	k.flushes++
 	hang := k.hang
 	k.mu.Unlock()
-	if hang != nil {
-		select {
-		case <-hang:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if hang == nil {
+		return nil
 	}
+	select {
+	case <-hang:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// deliver acknowledges what is pending (see fakeKafka).
+func (k *fakeKafka) deliver() {
+	k.deliverMu.Lock()
+	defer k.deliverMu.Unlock()
 	k.mu.Lock()
 	pending := k.pending
 	k.pending = nil
 	failTopic, failErr := k.failTopic, k.failErr
 	k.mu.Unlock()
-	for i := len(pending) - 1; i >= 0; i-- { // the last first
-		p := pending[i]
-		var err error
-		if p.r.Topic == failTopic {
-			err = failErr
+	var order []string
+	byPartition := make(map[string][]pendingProduce)
+	for _, p := range pending {
+		tp := p.r.Topic + "/" + strconv.Itoa(int(p.r.Partition))
+		if _, ok := byPartition[tp]; !ok {
+			order = append(order, tp)
 		}
-		p.promise(p.r, err)
+		byPartition[tp] = append(byPartition[tp], p)
 	}
-	return nil
+	for i := len(order) - 1; i >= 0; i-- { // the last partition first
+		for _, p := range byPartition[order[i]] {
+			var err error
+			if p.r.Topic == failTopic {
+				err = failErr
+			}
+			p.promise(p.r, err)
+		}
+	}
 }
 
 func (k *fakeKafka) PauseFetchPartitions(m map[string][]int32) map[string][]int32 {
@@ -113,12 +163,6 @@ func (k *fakeKafka) ResumeFetchPartitions(m map[string][]int32) {
 			delete(k.paused, p)
 		}
 	}
-}
-
-func (k *fakeKafka) flushCount() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.flushes
 }
 
 // fakeCommitter records every offset commit. With block set, a commit
@@ -216,7 +260,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,
-		kafka:   &fakeKafka{next: make(map[string]int64), paused: make(map[int32]bool)},
+		kafka:   &fakeKafka{next: make(map[string]int64), paused: make(map[int32]bool), wake: make(chan struct{}, 1)},
 		offsets: &fakeCommitter{entered: make(chan struct{}, 1)},
 		reg:     prometheus.NewRegistry(),
 		gate:    make(chan struct{}),
@@ -224,6 +268,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 		ctx:     t.Context(),
 	}
 	close(h.gate) // open unless a test makes a new one
+	go h.kafka.run(h.ctx)
 	topo := New(harnessApp)
 	counts := NewStore(topo, harnessStore, codec.String(), codec.Int64())
 	out := NewOutput(topo, harnessOutput, codec.String(), codec.Int64())

@@ -15,6 +15,7 @@ import (
 // dropped, has no series left behind for alerts to fire on.
 type metrics struct {
 	commitLatency  prometheus.Histogram
+	commitPause    prometheus.Histogram
 	commitFailures prometheus.Counter
 	rebuilds       prometheus.Counter
 	rebalances     prometheus.Counter
@@ -29,8 +30,13 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 	m := &metrics{
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rackstream_commit_latency_seconds",
-			Help:    "Time of one commit: flush of changelog and outputs, store batches with checkpoints, offset commit.",
+			Help:    "Time of one commit: the tasks' cuts, the wait for the changelog and output records, store batches with checkpoints, offset commit.",
 			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14),
+		}),
+		commitPause: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rackstream_commit_pause_seconds",
+			Help:    "Time a commit holds one task between two records: its cut (record cache written through, stores' buffers frozen) under at-least-once, the whole transaction under exactly-once.",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16),
 		}),
 		commitFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rackstream_commit_failures_total",
@@ -63,6 +69,7 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 		// the tasks.
 		_ = reg.Register(taskCollector{live})
 		m.commitLatency = promreg.Register(reg, m.commitLatency)
+		m.commitPause = promreg.Register(reg, m.commitPause)
 		m.commitFailures = promreg.Register(reg, m.commitFailures)
 		m.rebuilds = promreg.Register(reg, m.rebuilds)
 		m.rebalances = promreg.Register(reg, m.rebalances)

@@ -170,12 +170,14 @@ type Options struct {
 //
 // # Delivery
 //
-// Every CommitInterval, on revoke and on shutdown, the runtime pauses its
-// tasks between records, flushes the producer (changelog records, outputs
-// and dead letters acknowledged by the brokers), writes each task's stores
-// in one LevelDB batch with their changelog checkpoints, and commits, per
-// input partition, the offset after the last record whose processing
-// finished. A crash between any two steps loses nothing; records after the
+// Every CommitInterval, on revoke and on shutdown, the runtime cuts each
+// task between two records (its record cache written through, its stores'
+// writes frozen, its processed offsets taken) and lets it go on; once the
+// brokers have acknowledged the records produced before the cuts
+// (changelog records, outputs and dead letters), it writes each task's
+// frozen writes in one LevelDB batch per store with their changelog
+// checkpoints, and commits, per input partition, the offset after the
+// last record whose processing finished before the cut. A crash between any two steps loses nothing; records after the
 // last commit are processed again (at-least-once). Partitions lost (a
 // session expired, fenced) are dropped without committing.
 type Runtime struct {

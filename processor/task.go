@@ -106,8 +106,9 @@ type task struct {
 	exit atomic.Int32
 	err  firstError // the error that stopped the task
 
-	// mu is held while a record is processed; a commit holds every task's
-	// to flush and write the stores between records. It guards st,
+	// mu is held while a record is processed; a commit holds it for the
+	// task's cut (commit.go), an exactly-once commit for the whole
+	// transaction (txn.go). It guards st,
 	// stores, activated, cache, next and committed. Latest reads on other
 	// goroutines never take it: they read the cache under the cache's own
 	// lock (cache.go), which the writer takes while it changes the cache.
@@ -126,10 +127,15 @@ type task struct {
 	// committed nothing yet (rewind.go). The poll goroutine's.
 	first map[string]int64
 
-	// emitted is the promise of the output records the task emits: the
-	// session's (env.promise), then the record back to env.outs. Made
-	// once: a method value made per emit would allocate.
-	emitted func(*kgo.Record, error)
+	// acks counts the task's output and dead-letter records not yet
+	// acknowledged, by commit epoch (acks.go): an at-least-once commit
+	// waits for those of its cut.
+	acks ackEpochs
+	// emitted and deadLettered are, per epoch, the promises of the output
+	// records the task emits and of its dead letters: the session's
+	// (env.promise), the epoch's count, and an output record back to
+	// env.outs. Made once: a closure made per record would allocate.
+	emitted, deadLettered [2]func(*kgo.Record, error)
 
 	// closeMu guards the stores against a forced close (Run's, when a
 	// handler outlives the shutdown bound): the record path's store reads
@@ -167,9 +173,16 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
 		env.caches.Store(id, t.cache)
 	}
-	t.emitted = func(r *kgo.Record, err error) {
-		env.promise(r, err)
-		env.outs.Put(r)
+	for e := range 2 {
+		t.emitted[e] = func(r *kgo.Record, err error) {
+			env.promise(r, err)
+			t.acks.acked(e)
+			env.outs.Put(r)
+		}
+		t.deadLettered[e] = func(r *kgo.Record, err error) {
+			env.promise(r, err)
+			t.acks.acked(e)
+		}
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t})
@@ -352,7 +365,7 @@ func stopAll(tasks []*task, within time.Duration) []*task {
 // drop discards the task's uncommitted writes and closes its stores: its
 // checkpoint stays at the last commit, and the changelog has the rest.
 //
-// A commit holds the lock while it flushes; callers abort background
+// An exactly-once commit holds the lock while it flushes; callers abort background
 // commits first, and drop waits for the lock at most the shutdown timeout:
 // a task it cannot lock then is closed in the background as soon as the
 // commit lets go of the lock (it does when its requests fail, at the latest
@@ -397,9 +410,17 @@ func (t *task) closeStores() {
 	})
 }
 
+// writeStores writes the stores' writes of the last cut (state.Task.Freeze)
+// and their checkpoints, beside the task's record path (nothing for a
+// stateless topology).
+func (t *task) writeStores() error { return t.withStores((*state.Task).WriteFrozen) }
+
 // commitStores writes the stores' buffers and checkpoints (nothing for a
 // stateless topology); the task's lock must be held.
-func (t *task) commitStores() error {
+func (t *task) commitStores() error { return t.withStores((*state.Task).Commit) }
+
+// withStores runs op on the task's stores unless they are closed.
+func (t *task) withStores(op func(*state.Task) error) error {
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
 	if t.closed.Load() {
@@ -408,7 +429,7 @@ func (t *task) commitStores() error {
 	if t.st == nil {
 		return nil
 	}
-	return t.st.Commit()
+	return op(t.st)
 }
 
 // forceClose closes the task's stores without its lock, which a handler
@@ -526,7 +547,7 @@ func (t *task) write(store int, key, value []byte, del bool, ts time.Time) error
 func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader, ts time.Time) {
 	r := t.env.outs.Get(key, value)
 	r.Topic, r.Headers, r.Timestamp = topic, headers, ts
-	t.env.prod.Produce(t.env.ctx, r, t.emitted)
+	t.env.prod.Produce(t.env.ctx, r, t.emitted[t.acks.add()])
 }
 
 // flushCache sends the record cache's merged writes and emits on; the task's
@@ -551,6 +572,6 @@ func (t *task) writeThrough(target int, key, value []byte, headers []kgo.RecordH
 }
 
 func (b taskBackend) deadLetter(dl *kgo.Record) error {
-	b.t.env.prod.Produce(b.t.env.ctx, dl, b.t.env.promise)
+	b.t.env.prod.Produce(b.t.env.ctx, dl, b.t.deadLettered[b.t.acks.add()])
 	return nil
 }

@@ -200,11 +200,16 @@ func (c *commits) lockAll(ctx context.Context, tasks []*task) (release func(), e
 			return nil, fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
 		}
 	}
+	held := time.Now()
 	return func() {
 		for _, t := range tasks {
 			t.mu.Unlock()
 		}
 		c.eos.gate.Unlock()
+		paused := time.Since(held).Seconds()
+		for range tasks {
+			c.met.commitPause.Observe(paused)
+		}
 	}, nil
 }
 

@@ -365,8 +365,14 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 				return false
 			}
 			if r.body["role"] == "standby" {
-				if r.body["served_by"] != standbyID || r.body["lag"].(float64) > 1000 || r.body["value"] != float64(want[key]) {
+				// The standby named before the kill, unless a rebalance
+				// (a probing one, placing the last joiner's actives) moved
+				// it between the metadata read and the kill.
+				if r.body["served_by"] == killedID || r.body["lag"].(float64) > 1000 || r.body["value"] != float64(want[key]) {
 					t.Errorf("standby answer %s", r)
+				}
+				if r.body["served_by"] != standbyID {
+					t.Logf("the standby answering is not the one named before the kill (%v): the placement changed meanwhile", standbyID)
 				}
 			} else {
 				t.Errorf("the answer with max_lag after the kill came from the %v, not the standby: %s", r.body["role"], r)
