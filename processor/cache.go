@@ -190,6 +190,36 @@ func (c *recordCache) evict(fn cacheFlushFunc) error {
 	return err
 }
 
+// entries returns how many entries the cache holds, for another goroutine
+// than the writer's.
+func (c *recordCache) entries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
+
+// drainSome writes at most n entries through, least recently written
+// first, and removes them, as evict does; it returns how many are left.
+// The commit writes a cache through this way in chunks before its cut, so
+// that the task, paused only for a chunk at a time, processes on between
+// them (commit.go).
+func (c *recordCache) drainSome(n int, fn cacheFlushFunc) (left int, err error) {
+	done := 0
+	for i := c.tail; i != nilSlot && done < n; i = c.slots[i].prev {
+		done++
+		if err = c.writeThrough(i, fn); err != nil {
+			break
+		}
+	}
+	c.mu.Lock()
+	for ; done > 0; done-- {
+		c.remove(c.tail)
+	}
+	left = c.live
+	c.mu.Unlock()
+	return left, err
+}
+
 // drain writes every entry through, least recently written first, and
 // empties the cache. It stops at the first error, keeping nothing: the
 // caller fails the task.

@@ -321,3 +321,32 @@ func TestAnAssignmentSplitsTheMemoryBudget(t *testing.T) {
 	sizes(2, 3)
 	sizes(0, 2)
 }
+
+// TestRecordCacheDrainSomeWritesTheOldestChunk: a chunk is the least
+// recently written entries, with their latest values, removed from the
+// cache; what is left is counted and still merges.
+func TestRecordCacheDrainSomeWritesTheOldestChunk(t *testing.T) {
+	c := newRecordCache(budgetFor(10))
+	var out []written
+	for _, k := range []string{"a", "b", "c", "d"} {
+		putString(c, 0, k, "1")
+	}
+	putString(c, 0, "a", "2") // the order is now b c d a
+	left, err := c.drainSome(2, recorder(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "b", "1", false}, {0, "c", "1", false}}; left != 2 || !slices.Equal(out, want) {
+		t.Fatalf("drained %v, %d left; want %v, 2 left", out, left, want)
+	}
+	if _, found := c.get(0, []byte("b")); found {
+		t.Fatal("a drained entry is still cached")
+	}
+	if v, found := c.get(0, []byte("a")); !found || string(v) != "2" {
+		t.Fatalf("a = %q %v after the chunk, want 2", v, found)
+	}
+	out = out[:0]
+	if left, err := c.drainSome(10, recorder(&out)); err != nil || left != 0 || len(out) != 2 {
+		t.Fatalf("the rest: %v, %d left, %v", out, left, err)
+	}
+}

@@ -89,32 +89,27 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	}
 	defer c.turn.Unlock()
 	start := time.Now()
-	cuts := make([]taskCut, 0, len(tasks))
+	cuts := make([]*taskCut, 0, len(tasks))
 	for _, t := range tasks {
 		c.phase(fmt.Sprintf("a commit to cut task %d (finishing its record)", t.id))
-		ct, ok, err := c.cutTask(ctx, t)
-		if err != nil {
+		if err := c.writeCacheAhead(ctx, t); err != nil {
 			return err
 		}
-		if ok {
+		var ct *taskCut
+		if err := c.paused(ctx, t, func() { ct = t.cut() }); err != nil {
+			return err
+		}
+		if ct != nil {
 			cuts = append(cuts, ct)
 		}
 	}
 	c.phase(fmt.Sprintf("a commit of tasks %v: the producer to acknowledge their records (changelog, outputs, dead letters)", ids(tasks)))
 	waited := time.Now()
-	for i := range cuts {
-		ct := &cuts[i]
-		if err := ct.t.acks.wait(ctx, ct.epoch); err != nil {
-			c.met.commitFailures.Inc()
-			return fmt.Errorf("task %d: waiting for its outputs to be acknowledged: %w", ct.t.id, err)
-		}
-		if ct.t.st == nil {
-			continue
-		}
-		if err := ct.t.st.WaitFrozen(ctx); err != nil {
+	for _, ct := range cuts {
+		if err := ct.t.waitCut(ctx, ct.epoch); err != nil {
 			if ctx.Err() != nil {
 				c.met.commitFailures.Inc()
-				return fmt.Errorf("task %d: %w", ct.t.id, err)
+				return err
 			}
 			ct.err = err // a failed changelog produce, or the task closed
 		}
@@ -166,51 +161,41 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	return nil
 }
 
-// taskCut is one task's part of a commit: the epoch of its outputs to wait
-// for, and the offsets after its last processed records.
-type taskCut struct {
-	t       *task
-	epoch   int
-	offsets map[string]kgo.EpochOffset
-	err     error // the stores' wait failed: not committed
+// cutChunk is how many record cache entries a commit writes through per
+// pause of a task before its cut: a fraction of a millisecond of work.
+const cutChunk = 256
+
+// writeCacheAhead writes t's record cache through, cutChunk entries per
+// pause, until at most a chunk is left for the cut: a commit interval's
+// merged writes reach the stores and the changelog in one burst at the
+// commit, which held the task for tens of milliseconds (bench/freshness.md);
+// in chunks the task processes records between them. The rounds are
+// bounded: the task adds at most an entry per write of a record between
+// two chunks.
+func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
+	if t.cache == nil || t.cache.entries() <= cutChunk {
+		return nil // the cut writes it through
+	}
+	for left, round := t.cache.entries(), 0; left > cutChunk && round < 1<<16; round++ {
+		err := c.paused(ctx, t, func() { left = t.writeCacheChunk(cutChunk) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// cutTask pauses t between two records for its cut (see commits); ok is
-// false for a task with nothing to commit (not started, failed, closed).
-func (c *commits) cutTask(ctx context.Context, t *task) (ct taskCut, ok bool, err error) {
+// paused runs fn with t paused between two records (its lock held),
+// giving up when ctx ends first; the pause is measured.
+func (c *commits) paused(ctx context.Context, t *task, fn func()) error {
 	if err := t.mu.LockContext(ctx); err != nil {
-		return ct, false, fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
+		return fmt.Errorf("waiting for task %d to finish its record: %w", t.id, err)
 	}
 	held := time.Now()
-	defer func() {
-		t.mu.Unlock()
-		c.met.commitPause.Observe(time.Since(held).Seconds())
-	}()
-	t.closeMu.RLock()
-	defer t.closeMu.RUnlock()
-	if !t.activated || t.closed.Load() || t.getErr() != nil {
-		return ct, false, nil
-	}
-	if err := t.flushCache(); err != nil {
-		t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
-		return ct, false, nil
-	}
-	if t.st != nil {
-		if err := t.st.Freeze(); err != nil {
-			t.setErr(fmt.Errorf("task %d: cut the stores' writes: %w", t.id, err))
-			return ct, false, nil
-		}
-	}
-	ct = taskCut{t: t, epoch: t.acks.cut()}
-	for topic, eo := range t.next {
-		if eo.Offset > t.committed[topic] {
-			if ct.offsets == nil {
-				ct.offsets = make(map[string]kgo.EpochOffset, len(t.next))
-			}
-			ct.offsets[topic] = eo
-		}
-	}
-	return ct, true, nil
+	fn()
+	t.mu.Unlock()
+	c.met.commitPause.Observe(time.Since(held).Seconds())
+	return nil
 }
 
 // background commits tasks like commit, abortably: see mu.

@@ -3,9 +3,12 @@ package processor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The commit path on its own (commit.go), with no broker: see
@@ -239,5 +242,78 @@ func TestACommitWaitingForATaskGivesUpWithItsContext(t *testing.T) {
 	}
 	if got := h.offsets.committed(1); got != 1 {
 		t.Errorf("task 1 committed at %d, want 1", got)
+	}
+}
+
+// TestACommitWritesALargeCacheThroughInChunks: a record cache holding more
+// than a chunk is written through a chunk per pause of its task before the
+// cut, so the task is never held for the whole cache; everything is
+// committed, every key once.
+func TestACommitWritesALargeCacheThroughInChunks(t *testing.T) {
+	// Two entries a key (the store's write and the output's emit): two
+	// chunks ahead, the rest at the cut.
+	const keys = cutChunk + 44
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	h.start(0)
+	tk := h.m.task(0)
+	for i := range keys {
+		h.feed(0, int64(i), fmt.Sprintf("k%04d", i), "x")
+	}
+	h.waitProcessed(tk, keys)
+	pauses := func() uint64 {
+		var m dto.Metric
+		if err := h.env.met.commitPause.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	before := pauses()
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	if n := pauses() - before; n != 3 {
+		t.Errorf("the task was paused %d times by the commit, want 3 (two chunks, then the cut)", n)
+	}
+	if got := h.offsets.committed(0); got != keys {
+		t.Fatalf("committed offset %d, want %d", got, keys)
+	}
+	for _, i := range []int{0, cutChunk, keys - 1} {
+		if n := h.count(0, fmt.Sprintf("k%04d", i)); n != 1 {
+			t.Fatalf("key %d: committed count %d, want 1", i, n)
+		}
+	}
+}
+
+// TestACommitWritingACacheAheadGivesUpWithItsContext: a task stuck in its
+// record while the commit writes its cache through in chunks holds the
+// commit only as long as the commit's context; nothing is committed, and
+// the cache's entries are all still there for the next commit.
+func TestACommitWritingACacheAheadGivesUpWithItsContext(t *testing.T) {
+	const keys = cutChunk + 44
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	release := h.block()
+	h.start(0)
+	tk := h.m.task(0)
+	for i := range keys {
+		h.feed(0, int64(i), fmt.Sprintf("k%04d", i), "x")
+	}
+	h.feed(0, keys, "k", "block")
+	<-h.inGate
+	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancel()
+	err := h.c.commit(ctx, []*task{tk})
+	if err == nil || !strings.Contains(err.Error(), "waiting for task 0 to finish its record") {
+		t.Fatalf("commit = %v; want it to give up on task 0", err)
+	}
+	if n := len(h.offsets.commits()); n != 0 {
+		t.Fatalf("%d offset commits by a commit that gave up", n)
+	}
+	release()
+	h.waitProcessed(tk, keys+1)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := h.offsets.committed(0), h.count(0, fmt.Sprintf("k%04d", keys-1)); got != keys+1 || n != 1 {
+		t.Fatalf("the next commit: offset %d and the last key's count %d, want %d and 1", got, n, keys+1)
 	}
 }

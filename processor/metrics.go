@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 		}),
 		commitPause: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rackstream_commit_pause_seconds",
-			Help:    "Time a commit holds one task between two records: its cut (record cache written through, stores' buffers frozen) under at-least-once, the whole transaction under exactly-once.",
+			Help:    "Time a commit holds one task between two records, per pause: under at-least-once a chunk of its record cache written through ahead of its cut, or its cut (the rest of the cache written through, the stores' buffers frozen); under exactly-once the whole transaction.",
 			Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16),
 		}),
 		commitFailures: prometheus.NewCounter(prometheus.CounterOpts{

@@ -1,0 +1,94 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A task's part in an at-least-once commit (commit.go): what the commit
+// does with the task paused between two records (writeCacheChunk, cut),
+// and what it waits for once the task goes on (waitCut).
+
+// taskCut is one task's part of a commit: the epoch of its outputs and
+// dead letters to wait for, and the offsets after its last records
+// processed before the cut.
+type taskCut struct {
+	t       *task
+	epoch   int
+	offsets map[string]kgo.EpochOffset
+	err     error // waiting for its stores failed: not committed
+}
+
+// committable reports whether the task has work a commit may take: started,
+// healthy, its stores open. The caller holds the lock and closeMu.
+func (t *task) committable() bool {
+	return t.activated && !t.closed.Load() && t.getErr() == nil
+}
+
+// writeCacheChunk writes at most n entries of the record cache through
+// ahead of the cut and returns how many are left (0 when the task has
+// nothing to commit). The task is paused; a failed write-through stops it.
+func (t *task) writeCacheChunk(n int) (left int) {
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if !t.committable() {
+		return 0
+	}
+	left, err := t.cache.drainSome(n, t.writeThrough)
+	if err != nil {
+		t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
+		return 0
+	}
+	return left
+}
+
+// cut takes the task's part of a commit, the task paused between two
+// records: its record cache written through, its stores' writes frozen
+// (state.Task.Freeze), a new epoch for its outputs, and the offsets after
+// its last processed records. nil: nothing to commit (not started, failed,
+// closed); a failure here stops the task.
+func (t *task) cut() *taskCut {
+	t.closeMu.RLock()
+	defer t.closeMu.RUnlock()
+	if !t.committable() {
+		return nil
+	}
+	if err := t.flushCache(); err != nil {
+		t.setErr(fmt.Errorf("task %d: flush the record cache: %w", t.id, err))
+		return nil
+	}
+	if t.st != nil {
+		if err := t.st.Freeze(); err != nil {
+			t.setErr(fmt.Errorf("task %d: cut the stores' writes: %w", t.id, err))
+			return nil
+		}
+	}
+	ct := &taskCut{t: t, epoch: t.acks.cut()}
+	for topic, eo := range t.next {
+		if eo.Offset > t.committed[topic] {
+			if ct.offsets == nil {
+				ct.offsets = make(map[string]kgo.EpochOffset, len(t.next))
+			}
+			ct.offsets[topic] = eo
+		}
+	}
+	return ct
+}
+
+// waitCut waits until the records produced before the cut of epoch are
+// acknowledged: outputs and dead letters, and the stores' changelog
+// records. The task runs on meanwhile.
+func (t *task) waitCut(ctx context.Context, epoch int) error {
+	if err := t.acks.wait(ctx, epoch); err != nil {
+		return fmt.Errorf("task %d: waiting for its outputs to be acknowledged: %w", t.id, err)
+	}
+	if t.st == nil {
+		return nil
+	}
+	if err := t.st.WaitFrozen(ctx); err != nil {
+		return fmt.Errorf("task %d: %w", t.id, err)
+	}
+	return nil
+}
