@@ -178,19 +178,22 @@ func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, countRate fl
 	return d.cfg.fallbackRate, "a fixed rate: neither this cluster's maximum nor a count was measured on this broker in this run"
 }
 
-// commitCounts sums the instances' rackstream_commit_latency_seconds
-// histograms: the commits' count, total seconds, and cumulative counts by
-// bucket bound.
+// commitCounts sums one histogram of the instances (name: their
+// rackstream_commit_latency_seconds, or rackstream_commit_pause_seconds):
+// the count, total seconds, and cumulative counts by bucket bound.
 type commitCounts struct {
+	name    string
 	n       float64
 	seconds float64
 	buckets map[float64]float64 // le -> commits that took at most le
 }
 
-// commitStats scrapes every instance's commit histogram; what fails to
-// scrape counts nothing (the figure is context for the freshness row).
-func commitStats(ctx context.Context, g *group) commitCounts {
-	c := commitCounts{buckets: map[float64]float64{}}
+// commitStats scrapes every instance's commit histograms, the commits'
+// durations and the pauses they held tasks for; what fails to scrape counts
+// nothing (the figures are context for the freshness row).
+func commitStats(ctx context.Context, g *group) (commits, pauses commitCounts) {
+	c := commitCounts{name: "rackstream_commit_latency_seconds", buckets: map[float64]float64{}}
+	p := commitCounts{name: "rackstream_commit_pause_seconds", buckets: map[float64]float64{}}
 	for _, m := range g.instances {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url()+"/metrics", nil)
 		if err != nil {
@@ -203,17 +206,17 @@ func commitStats(ctx context.Context, g *group) commitCounts {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			c.add(sc.Text())
+			p.add(sc.Text())
 		}
 		resp.Body.Close()
 	}
-	return c
+	return c, p
 }
 
-// add counts one line of a Prometheus text page, if it is of the commit
+// add counts one line of a Prometheus text page, if it is of c's
 // histogram.
 func (c *commitCounts) add(line string) {
-	const name = "rackstream_commit_latency_seconds"
-	rest, ok := strings.CutPrefix(line, name)
+	rest, ok := strings.CutPrefix(line, c.name)
 	if !ok {
 		return
 	}
@@ -240,7 +243,7 @@ func (c *commitCounts) add(line string) {
 
 // minus is what happened between base and c.
 func (c commitCounts) minus(base commitCounts) commitCounts {
-	d := commitCounts{n: c.n - base.n, seconds: c.seconds - base.seconds, buckets: map[float64]float64{}}
+	d := commitCounts{name: c.name, n: c.n - base.n, seconds: c.seconds - base.seconds, buckets: map[float64]float64{}}
 	for le, v := range c.buckets {
 		d.buckets[le] = v - base.buckets[le]
 	}

@@ -7,7 +7,7 @@ import "testing"
 // histograms, summed and taken as the difference of two scrapes.
 func TestCommitCountsReadTheCommitHistogram(t *testing.T) {
 	scrape := func(lines ...string) commitCounts {
-		c := commitCounts{buckets: map[float64]float64{}}
+		c := commitCounts{name: "rackstream_commit_latency_seconds", buckets: map[float64]float64{}}
 		for _, l := range lines {
 			c.add(l)
 		}
@@ -29,6 +29,7 @@ func TestCommitCountsReadTheCommitHistogram(t *testing.T) {
 		`rackstream_commit_latency_seconds_sum 0.008`,
 		`rackstream_commit_latency_seconds_count 4`,
 		`rackstream_commit_failures_total 0`,
+		`rackstream_commit_pause_seconds_count 9`,
 	)
 	if got, want := now.minus(base).String(), "2, 2.5ms, 4ms"; got != want {
 		t.Errorf("two commits of 5 ms in all, one under 2 ms and one under 4 ms: %q, want %q", got, want)

@@ -33,7 +33,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		wg     sync.WaitGroup
 	)
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
-	commits0 := commitStats(ctx, g)
+	commits0, pauses0 := commitStats(ctx, g)
 	end := time.Now().Add(dur)
 	for n := 0; time.Now().Before(end); n++ {
 		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -65,7 +65,8 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		time.Sleep(probeEvery)
 	}
 	wg.Wait()
-	commits := commitStats(ctx, g).minus(commits0)
+	commitsNow, pausesNow := commitStats(ctx, g)
+	commits, pauses := commitsNow.minus(commits0), pausesNow.minus(pauses0)
 	slices.Sort(lat)
 	mu.Lock()
 	slices.Sort(acks)
@@ -88,13 +89,14 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	mu.Lock()
 	a50, a99 := percentile(acks, 50), percentile(acks, 99)
 	mu.Unlock()
-	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | commits, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s |\n\n",
+	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s |\n\n",
 		limit, len(lat), unseen, p50.Round(time.Millisecond), p99.Round(time.Millisecond), p99.Seconds()/interval.Seconds(),
-		a50.Round(time.Millisecond), a99.Round(time.Millisecond), commits)
+		a50.Round(time.Millisecond), a99.Round(time.Millisecond), commits, pauses)
 	sec.printf("The probe's produce acknowledgement is part of its freshness (the probe is processed once fetched, which follows the broker's " +
-		"append); the commits are every instance's during the probes (`rackstream_commit_latency_seconds`: a commit holds its tasks " +
-		"between records while it flushes the producer and writes the stores), their count, mean duration and the smallest histogram " +
-		"bucket bound all of them stayed under.\n\n")
+		"append). The commits are every instance's during the probes (`rackstream_commit_latency_seconds`: the tasks' cuts, the wait for " +
+		"the records produced before them, the stores' LevelDB batches, the offset commit), the task pauses what those commits held each " +
+		"task for between two records (`rackstream_commit_pause_seconds`: its cut, the record cache written through and the stores' " +
+		"buffers frozen); for each, the count, the mean and the smallest histogram bucket bound all of them stayed under.\n\n")
 	sec.filled(row)
 	r := p99.Seconds() / interval.Seconds()
 	name := fmt.Sprintf("freshness p99 <= 1/10 of commit.interval.ms at half load, commit.interval.ms=%d", interval.Milliseconds())
