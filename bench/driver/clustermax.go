@@ -24,13 +24,22 @@ import (
 type clusterMax struct {
 	firstBacklog int           // the first pass's backlog, when a second pass followed
 	firstRate    float64       // and its rate
-	rate         float64       // records/s committed while a backlog drained
+	rate         float64       // records/s processed while a backlog drained
 	backlog      int           // records produced at once
 	produce      time.Duration // how long producing them took
 	left         int64         // of them, still uncommitted when producing ended
 	drain        time.Duration // from the end of producing until all were committed
-	sampleGap    time.Duration
+	// processed is how many records the instances processed from the end
+	// of producing until they processed the last (busy); 0 when their
+	// counters could not be read, and rate is then left / drain.
+	processed float64
+	busy      time.Duration
+	sampleGap time.Duration
 }
+
+// processedFunc returns the sum of the instances' processed-record
+// counters, false when one could not be read.
+type processedFunc func(context.Context) (float64, bool)
 
 // maxBacklog bounds the second pass's backlog (kfake holds it in memory).
 const maxBacklog = 2_000_000
@@ -41,8 +50,8 @@ const maxBacklog = 2_000_000
 // or two the figure is mostly the committed offsets' own lag, and the
 // commits' work (the record caches written through, the stores' batches),
 // done once an interval, is not averaged in.
-func measureClusterMax(ctx context.Context, adm *kadm.Client, group string, cl *kgo.Client, topic string, keys, backlog int, minDrain, within time.Duration) (clusterMax, error) {
-	m, err := drainBacklog(ctx, adm, group, cl, topic, keys, backlog, within)
+func measureClusterMax(ctx context.Context, adm *kadm.Client, group string, cl *kgo.Client, topic string, processed processedFunc, keys, backlog int, minDrain, within time.Duration) (clusterMax, error) {
+	m, err := drainBacklog(ctx, adm, group, cl, topic, processed, keys, backlog, within)
 	if err != nil || minDrain <= 0 || m.drain >= minDrain {
 		return m, err
 	}
@@ -50,22 +59,26 @@ func measureClusterMax(ctx context.Context, adm *kadm.Client, group string, cl *
 	if next <= backlog {
 		return m, nil
 	}
-	m2, err := drainBacklog(ctx, adm, group, cl, topic, keys, next, within)
+	m2, err := drainBacklog(ctx, adm, group, cl, topic, processed, keys, next, within)
 	m2.firstBacklog, m2.firstRate = backlog, m.rate
 	return m2, err
 }
 
 // drainBacklog produces backlog records as fast as the client takes them
 // (random keys among keys, 100-byte values), then follows the group's
-// committed offsets of topic, summed over its partitions, every sampleGap
-// until they reach the end: the maximum is the rate they moved at over the
-// drain after producing ended, when every task had a backlog and the
-// producer no longer competed for the CPU. Committed offsets, not the
-// instances' processed counters: a counter starts again when its task
-// moves, and the commits' own work (the record caches written through, the
-// stores' batches) belongs in the figure. Both ends lag the processing by
-// up to a commit interval, so the drain must last several.
-func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.Client, topic string, keys, backlog int, within time.Duration) (clusterMax, error) {
+// committed offsets of topic, summed over its partitions, and the
+// instances' processed-record counters, every sampleGap until the offsets
+// reach the end: the maximum is the rate the counters moved at from the
+// end of producing until they stopped, when every task had a backlog and
+// the producer no longer competed for the CPU (the commits run beside the
+// tasks, so their work is in it). The committed offsets alone lag the
+// processing by a commit's duration, which a commit that waits for its
+// records' acknowledgements makes long under such a backlog: the records
+// processed but not yet committed when producing ended made a drain of a
+// few seconds look up to twice as fast. The counters restart only when a
+// task moves, which a settled group does not do during the drain; when
+// they cannot be read, the figure falls back to the committed offsets.
+func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.Client, topic string, processed processedFunc, keys, backlog int, within time.Duration) (clusterMax, error) {
 	const sampleGap = 100 * time.Millisecond
 	m := clusterMax{backlog: backlog, sampleGap: sampleGap}
 	var failed atomic.Int64
@@ -100,11 +113,20 @@ func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.C
 		return m, err
 	}
 	m.left = max(0, end-c1)
+	p1, counted := processed(ctx)
+	pLast, pAt := p1, t1
 	c := c1
 	for deadline := t1.Add(within); time.Now().Before(deadline); time.Sleep(sampleGap) {
 		c, err = committedSum(ctx, adm, group, topic)
 		if err != nil {
 			return m, err
+		}
+		if counted {
+			p, ok := processed(ctx)
+			counted = ok && p >= pLast
+			if p > pLast {
+				pLast, pAt = p, time.Now()
+			}
 		}
 		if c >= end {
 			m.drain = time.Since(t1)
@@ -112,6 +134,10 @@ func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.C
 				return m, fmt.Errorf("the %d records were committed while they were produced (%v): the producer, not the cluster, set the pace; a larger backlog is needed", backlog, m.produce)
 			}
 			m.rate = float64(m.left) / m.drain.Seconds()
+			if counted && pLast > p1 {
+				m.processed, m.busy = pLast-p1, pAt.Sub(t1)
+				m.rate = m.processed / m.busy.Seconds()
+			}
 			return m, nil
 		}
 	}
@@ -145,13 +171,20 @@ func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, countRate fl
 	if cmErr != nil {
 		sec.printf("Not measured: %v.\n\n", cmErr)
 	} else {
+		how := fmt.Sprintf("the instances' processed-record counters (`rackstream_process_records_total`) moved by %s in the %v "+
+			"from the end of producing until they stopped: **%s records/s**, every task with a backlog and the producer no longer "+
+			"sharing the CPU (the committed offsets lag the processing by a commit's duration, and alone would have said %s records/s)",
+			thousands(cm.processed), cm.busy.Round(time.Millisecond), thousands(cm.rate), thousands(float64(cm.left)/cm.drain.Seconds()))
+		if cm.processed == 0 {
+			how = fmt.Sprintf("the instances' counters could not be read, so from the committed offsets: **%s records/s** over the drain "+
+				"(both of its ends lag the processing by a commit's duration)", thousands(cm.rate))
+		}
 		sec.printf("The driver produced %s records at once (random keys among %s, 100-byte values; %v to produce, %s of them still "+
-			"uncommitted when producing ended), then read the group's committed offsets every %v until they reached the end: "+
-			"**%s records/s** over the %v drain after producing ended (every task had a backlog, and the producer no longer "+
-			"shared the CPU; both ends of the drain lag the processing by up to a commit interval). It is what these three instances, with their standbys and HTTP servers, "+
+			"uncommitted when producing ended), then read the group's committed offsets and the instances' /metrics every %v until "+
+			"the offsets reached the end, %v after producing ended; %s. It is what these three instances, with their standbys and HTTP servers, "+
 			"sustain beside the broker and the driver on this machine; half of it is the load below.\n\n",
 			thousands(float64(cm.backlog)), thousands(float64(d.cfg.countKeys)), cm.produce.Round(time.Millisecond),
-			thousands(float64(cm.left)), cm.sampleGap, thousands(cm.rate), cm.drain.Round(time.Millisecond))
+			thousands(float64(cm.left)), cm.sampleGap, cm.drain.Round(time.Millisecond), how)
 		if cm.firstBacklog > 0 {
 			sec.printf("That backlog was sized to drain in about %v: a first pass of %s records (%s records/s) drained in less, too few "+
 				"commit intervals to average over.\n\n",
@@ -194,23 +227,65 @@ type commitCounts struct {
 func commitStats(ctx context.Context, g *group) (commits, pauses commitCounts) {
 	c := commitCounts{name: "rackstream_commit_latency_seconds", buckets: map[float64]float64{}}
 	p := commitCounts{name: "rackstream_commit_pause_seconds", buckets: map[float64]float64{}}
+	scrapeMetrics(ctx, g, func(line string) {
+		c.add(line)
+		p.add(line)
+	})
+	return c, p
+}
+
+// processedSum is the sum of every instance's
+// rackstream_process_records_total series; false when an instance's page
+// could not be read.
+func processedSum(ctx context.Context, g *group) (float64, bool) {
+	var sum float64
+	ok := scrapeMetrics(ctx, g, func(line string) { sum += processedIn(line) })
+	return sum, ok
+}
+
+// processedIn is the value of a line of rackstream_process_records_total,
+// else 0.
+func processedIn(line string) float64 {
+	rest, ok := strings.CutPrefix(line, "rackstream_process_records_total{")
+	if !ok {
+		return 0
+	}
+	_, v, ok := strings.Cut(rest, "} ")
+	if !ok {
+		return 0
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0
+	}
+	return f
+}
+
+// scrapeMetrics hands every line of every instance's /metrics page to fn;
+// false when a page could not be read.
+func scrapeMetrics(ctx context.Context, g *group, fn func(line string)) bool {
+	ok := true
 	for _, m := range g.instances {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url()+"/metrics", nil)
 		if err != nil {
+			ok = false
 			continue
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
+			ok = false
 			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			ok = false
 		}
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			c.add(sc.Text())
-			p.add(sc.Text())
+			fn(sc.Text())
 		}
 		resp.Body.Close()
 	}
-	return c, p
+	return ok
 }
 
 // add counts one line of a Prometheus text page, if it is of c's

@@ -38,3 +38,22 @@ func TestCommitCountsReadTheCommitHistogram(t *testing.T) {
 		t.Errorf("no commits: %q, want -", got)
 	}
 }
+
+// TestProcessedInReadsTheProcessedCounter: the maximum's drain follows the
+// instances' rackstream_process_records_total series, one per task.
+func TestProcessedInReadsTheProcessedCounter(t *testing.T) {
+	var sum float64
+	for _, l := range []string{
+		`# HELP rackstream_process_records_total Input records whose processing finished`,
+		`# TYPE rackstream_process_records_total counter`,
+		`rackstream_process_records_total{task="0"} 1500`,
+		`rackstream_process_records_total{task="11"} 2.5e+06`,
+		`rackstream_process_latency_seconds_count{task="0"} 99`,
+		`rackstream_process_records_totalx{task="1"} 7`,
+	} {
+		sum += processedIn(l)
+	}
+	if sum != 2_501_500 {
+		t.Fatalf("sum of the processed counters = %v, want 2501500", sum)
+	}
+}

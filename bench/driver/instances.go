@@ -131,7 +131,8 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	}
 	defer pcl.Close()
 	d.logf("cluster on %s: maximum throughput, a backlog of %s records", b.kind, thousands(float64(cfg.clusterBacklog)))
-	cm, cmErr := measureClusterMax(ctx, adm, app, pcl, input, cfg.countKeys, cfg.clusterBacklog, cfg.clusterDrain, 3*time.Minute)
+	processed := func(ctx context.Context) (float64, bool) { return processedSum(ctx, g) }
+	cm, cmErr := measureClusterMax(ctx, adm, app, pcl, input, processed, cfg.countKeys, cfg.clusterBacklog, cfg.clusterDrain, 3*time.Minute)
 	produced += int64(cm.backlog + cm.firstBacklog)
 	if err := waitCommitted(ctx, adm, app, input, 3*time.Minute); err != nil {
 		return fail(err.Error())
