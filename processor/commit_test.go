@@ -317,3 +317,31 @@ func TestACommitWritingACacheAheadGivesUpWithItsContext(t *testing.T) {
 		t.Fatalf("the next commit: offset %d and the last key's count %d, want %d and 1", got, n, keys+1)
 	}
 }
+
+// TestAMovedTasksCommitIsItsOwn: the commit a moved task asks for after its
+// first batch commits the tasks that asked, not every live task (whose
+// records it would wait for); a commit that is due, or a zero interval,
+// commits every live task.
+func TestAMovedTasksCommitIsItsOwn(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(0, 1, 2)
+	s := &session{r: &Runtime{opts: Options{CommitInterval: time.Second}}, m: h.m, log: h.opts.Logger}
+	moved := h.m.task(1)
+	s.worked(moved, true)
+	s.worked(h.m.task(2), false)
+	if got := ids(s.toCommit(true)); fmt.Sprint(got) != "[1]" {
+		t.Errorf("the asked commit commits tasks %v, want [1]", got)
+	}
+	if got := ids(s.toCommit(true)); len(got) != 3 {
+		t.Errorf("asked again with no moved task: tasks %v, want all 3", got)
+	}
+	s.worked(moved, true)
+	if got := ids(s.toCommit(false)); len(got) != 3 {
+		t.Errorf("a due commit commits tasks %v, want all 3", got)
+	}
+	s.r.opts.CommitInterval = 0
+	s.worked(moved, true)
+	if got := ids(s.toCommit(true)); len(got) != 3 {
+		t.Errorf("with a zero interval: tasks %v, want all 3", got)
+	}
+}

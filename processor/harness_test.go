@@ -343,7 +343,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 		},
 		now:    time.Now,
 		taken:  func(int) {},
-		worked: func(bool) {},
+		worked: func(*task, bool) {},
 	}
 	h.m = newMember(h.env, h.c, mgr, func(string) {}, func(err error) {
 		h.mu.Lock()

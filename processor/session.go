@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +47,12 @@ type session struct {
 	// commitWanted is signalled (capacity 1) when a task that moved here
 	// has worked through its first batch, and with a zero
 	// CommitInterval after every batch: the commit loop commits then.
+	// movedMu guards moved, the tasks that moved here and asked: the
+	// commit loop commits those alone at once, not waiting for the
+	// others' records.
 	commitWanted chan time.Time
+	movedMu      sync.Mutex
+	moved        []*task
 
 	// failed is cancelled, with the cause, by the first fatal error of the
 	// committer or a watcher: it wakes the poll loop, which ends the
@@ -262,9 +268,12 @@ func (s *session) taken(records int) {
 // task that moved here (promoted: task.moved), whatever the interval, so
 // that a failover's new owner shows its progress at once rather than up to
 // an interval later.
-func (s *session) worked(promoted bool) {
+func (s *session) worked(t *task, promoted bool) {
 	if promoted {
-		s.log.Debug("a moved task worked through its first batch: commit wanted")
+		s.log.Debug("a moved task worked through its first batch: commit wanted", "task", t.id)
+		s.movedMu.Lock()
+		s.moved = append(s.moved, t)
+		s.movedMu.Unlock()
 	}
 	if promoted || s.r.opts.CommitInterval == 0 {
 		select {
@@ -315,15 +324,17 @@ func (s *session) commitLoop() {
 		due = tick.C
 	}
 	for {
+		var asked bool
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-due:
 		case <-s.commitWanted:
+			asked = true
 			s.log.Debug("commit loop: a commit was asked for")
 		}
 		began := time.Now()
-		err := s.c.background(s.m.live())
+		err := s.c.background(s.toCommit(asked))
 		s.log.Debug("commit loop: commit returned", "took", time.Since(began), "err", err)
 		if err != nil {
 			if s.ctx.Err() != nil {
@@ -340,6 +351,33 @@ func (s *session) commitLoop() {
 			return
 		}
 	}
+}
+
+// toCommit returns the tasks the commit loop commits now: when the commit
+// was asked for (not due) and the commit interval is not zero, the live
+// tasks that moved here and asked, so that a failover's new owner shows
+// its progress without waiting for every other task's records (under
+// exactly-once the transaction spans every task anyway, txn.go); else
+// every live task.
+func (s *session) toCommit(asked bool) []*task {
+	live := s.m.live()
+	s.movedMu.Lock()
+	moved := s.moved
+	s.moved = nil
+	s.movedMu.Unlock()
+	if !asked || len(moved) == 0 || s.r.opts.CommitInterval == 0 {
+		return live
+	}
+	var out []*task
+	for _, t := range live {
+		if slices.Contains(moved, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return live
+	}
+	return out
 }
 
 // watchTopology checks the partition counts of the inputs and changelogs

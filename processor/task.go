@@ -47,7 +47,7 @@ type taskEnv struct {
 	taken func(records int)
 	// worked is called after each batch a task has worked through;
 	// promoted says it was the first of a task that moved here (task.moved).
-	worked func(promoted bool)
+	worked func(t *task, promoted bool)
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
 	// ahead, under at-most-once, commits a batch's offsets before the
@@ -228,7 +228,7 @@ func (t *task) run() {
 		if t.ctx.Err() == nil {
 			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 		}
-		t.env.worked(promoted)
+		t.env.worked(t, promoted)
 		promoted = false
 	}
 }

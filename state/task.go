@@ -48,9 +48,11 @@ func (r Role) String() string {
 var ErrTaskClosed = errors.New("state: task closed")
 
 // Task is the local state of one partition slot: its stores, opened
-// together. Restore, StartStandby, Promote, Demote, Activate, Commit, Abort
-// and Close are called by the one goroutine that runs the task; Role, Ready,
-// Err, Lag and Checkpoints may be called from any goroutine.
+// together. Restore, StartStandby, Promote, Demote, Activate, Commit,
+// Freeze, Abort and Close are called by the one goroutine that runs the
+// task (or with it paused); WaitFrozen and WriteFrozen may run on another
+// beside its writes (commit.go); Role, Ready, Err, Lag and Checkpoints may
+// be called from any goroutine.
 type Task struct {
 	m      *Manager
 	id     int32
