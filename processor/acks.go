@@ -19,46 +19,67 @@ import (
 // epochs are enough: one commit at a time cuts and waits. A cut whose wait
 // was abandoned leaves records in the epoch the next cut but one returns
 // to: its wait then covers them too, which only makes it wait longer.
+//
+// The counts only grow: the task counts what it produced (sent, its own
+// memory), the promises what came back (done, on a cache line of their
+// own), and a cut's target is what the epoch had sent by then. One
+// counter both sides moved (a count of records out) made every record's
+// add and acknowledgement pull the same cache line between the task's
+// core and the producer's.
 type ackEpochs struct {
-	cur int // the epoch records join: the task's lock guards it
-	n   [2]atomic.Int64
-	// mu guards waiting, the channel a wait for each epoch blocks on: a
-	// promise that drains the epoch closes it.
+	cur  int      // the epoch records join: the task's lock guards it
+	sent [2]int64 // records produced per epoch, ever: the task's lock guards it
+
+	_    [64]byte // done apart from the task's fields
+	done [2]atomic.Int64
+	// want is each epoch's target: sent when it was last cut.
+	want [2]atomic.Int64
+	_    [64]byte
+
+	// mu guards waiting, the channel a wait for each epoch blocks on: the
+	// promise that brings done to want closes it.
 	mu      sync.Mutex
 	waiting [2]chan struct{}
 }
 
 // add counts a record produced now and returns its epoch, for its promise.
 func (a *ackEpochs) add() int {
-	a.n[a.cur].Add(1)
+	a.sent[a.cur]++
 	return a.cur
 }
 
 // acked counts the acknowledgement (or failure) of a record of epoch e.
 func (a *ackEpochs) acked(e int) {
-	if a.n[e].Add(-1) != 0 {
+	// The counts grow by one, so exactly one acknowledgement reaches a
+	// target. done is added before want is read, as cut stores want before
+	// wait reads done: one of the two sees the other.
+	if a.done[e].Add(1) != a.want[e].Load() {
 		return
 	}
 	a.mu.Lock()
-	if ch := a.waiting[e]; ch != nil && a.n[e].Load() == 0 {
+	if ch := a.waiting[e]; ch != nil && a.drained(e) {
 		close(ch)
 		a.waiting[e] = nil
 	}
 	a.mu.Unlock()
 }
 
+// drained says every record of epoch e up to its last cut is acknowledged.
+func (a *ackEpochs) drained(e int) bool { return a.done[e].Load() >= a.want[e].Load() }
+
 // cut starts a new epoch and returns the one it ends.
 func (a *ackEpochs) cut() int {
 	old := a.cur
+	a.want[old].Store(a.sent[old])
 	a.cur ^= 1
 	return old
 }
 
-// wait returns when every record of epoch e is acknowledged, or ctx is
-// done.
+// wait returns when every record of epoch e produced before its cut is
+// acknowledged, or ctx is done.
 func (a *ackEpochs) wait(ctx context.Context, e int) error {
 	a.mu.Lock()
-	if a.n[e].Load() == 0 {
+	if a.drained(e) {
 		a.mu.Unlock()
 		return nil
 	}

@@ -70,15 +70,22 @@ type DB struct {
 	committed       *writeBuffer
 	sharedCommitted atomic.Pointer[writeBuffer]
 	unwritten       atomic.Bool
-	// Producer side, touched by kgo's promise goroutine too. produced and
-	// acked count the changelog records produced and acknowledged (or
-	// failed); cut is what the last cut waits for (commit.go).
+	// produced counts the changelog records produced (the task goroutine
+	// adds; a cut reads it with the task paused).
 	produced atomic.Int64
+
+	// Producer side, touched by kgo's promise goroutine: acked counts the
+	// changelog records acknowledged (or failed); cut is what the last cut
+	// waits for (commit.go). The padding keeps the promise's counters off
+	// the cache line of the task's produced: one line both goroutines
+	// wrote per record moved between their cores with every record.
+	_        [64]byte
 	acked    atomic.Int64
 	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
 	cut      atomic.Pointer[ackCut]
 	prodMu   sync.Mutex
 	prodErr  error
+	_        [64]byte
 	promise  func(*kgo.Record, error)
 	// commitBatch and writeScratch are writeFrozen's, which may run beside
 	// the task goroutine's writes (scratch is the task goroutine's).

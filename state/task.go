@@ -71,8 +71,9 @@ type Task struct {
 	writeMu   sync.Mutex
 	sidecarAt atomic.Int64 // unix nanos of the last sidecar write
 
-	errMu sync.Mutex
-	err   error
+	// err is the task's error, set once (the first sticks): an atomic
+	// pointer, as every write to a store reads it.
+	err atomic.Pointer[error]
 }
 
 // ID returns the task's partition slot.
@@ -98,20 +99,15 @@ func (t *Task) Ready() bool { return t.Role() == RoleActive && t.Err() == nil }
 // nil while it is healthy. An unhealthy task keeps its data and checkpoints;
 // close and reopen it (restoring from the changelog) to recover.
 func (t *Task) Err() error {
-	t.errMu.Lock()
-	defer t.errMu.Unlock()
-	return t.err
+	if p := t.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // fail records err as the task's error (the first one sticks) and counts it.
 func (t *Task) fail(s *DB, err error) {
-	t.errMu.Lock()
-	first := t.err == nil
-	if first {
-		t.err = err
-	}
-	t.errMu.Unlock()
-	if first {
+	if t.err.CompareAndSwap(nil, &err) {
 		t.m.log.Error("state: task unhealthy", "task", t.id, "store", s.name, "err", err)
 	}
 	t.m.met.storeErrors.WithLabelValues(s.labels()...).Inc()
