@@ -2,6 +2,7 @@ package processor
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"sync"
 
@@ -173,9 +174,19 @@ func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 // gone anyway: the caller fails the task, which drops its uncommitted
 // work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
+	_, err := c.writeOldest(math.MaxInt, c.budget, fn)
+	return err
+}
+
+// writeOldest writes entries through, least recently written first, until
+// it has written most of them or what is left counts at most toSize
+// against the budget, and then removes them (under mu: latest readers see
+// an entry until it is removed, and LevelDB's buffer has it by then). An
+// entry whose write failed is removed too: the caller fails the task. It
+// returns how many entries are left.
+func (c *recordCache) writeOldest(most int, toSize int64, fn cacheFlushFunc) (left int, err error) {
 	n, size := 0, c.size
-	var err error
-	for i := c.tail; i != nilSlot && size > c.budget; i = c.slots[i].prev {
+	for i := c.tail; i != nilSlot && n < most && size > toSize; i = c.slots[i].prev {
 		size -= entrySize(c.slots[i].key, c.slots[i].value)
 		n++
 		if err = c.writeThrough(i, fn); err != nil {
@@ -186,8 +197,9 @@ func (c *recordCache) evict(fn cacheFlushFunc) error {
 	for ; n > 0; n-- {
 		c.remove(c.tail)
 	}
+	left = c.live
 	c.mu.Unlock()
-	return err
+	return left, err
 }
 
 // entries returns how many entries the cache holds, for another goroutine
@@ -204,20 +216,7 @@ func (c *recordCache) entries() int {
 // that the task, paused only for a chunk at a time, processes on between
 // them (commit.go).
 func (c *recordCache) drainSome(n int, fn cacheFlushFunc) (left int, err error) {
-	done := 0
-	for i := c.tail; i != nilSlot && done < n; i = c.slots[i].prev {
-		done++
-		if err = c.writeThrough(i, fn); err != nil {
-			break
-		}
-	}
-	c.mu.Lock()
-	for ; done > 0; done-- {
-		c.remove(c.tail)
-	}
-	left = c.live
-	c.mu.Unlock()
-	return left, err
+	return c.writeOldest(n, -1, fn)
 }
 
 // drain writes every entry through, least recently written first, and

@@ -169,14 +169,20 @@ const cutChunk = 256
 // pause, until at most a chunk is left for the cut: a commit interval's
 // merged writes reach the stores and the changelog in one burst at the
 // commit, which held the task for tens of milliseconds (bench/freshness.md);
-// in chunks the task processes records between them. The rounds are
-// bounded: the task adds at most an entry per write of a record between
-// two chunks.
+// in chunks the task processes records between them. The task adds
+// entries between chunks, so the rounds are bounded, to twice the chunks
+// the cache held at the start: a task that writes new keys as fast as the
+// chunks go would otherwise keep the commit chasing it; what is left then
+// goes with the cut.
 func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
-	if t.cache == nil || t.cache.entries() <= cutChunk {
+	start := 0
+	if t.cache != nil {
+		start = t.cache.entries()
+	}
+	if start <= cutChunk {
 		return nil // the cut writes it through
 	}
-	for left, round := t.cache.entries(), 0; left > cutChunk && round < 1<<16; round++ {
+	for left, rounds := start, 2*(start/cutChunk); left > cutChunk && rounds > 0; rounds-- {
 		err := c.paused(ctx, t, func() { left = t.writeCacheChunk(cutChunk) })
 		if err != nil {
 			return err

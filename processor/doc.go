@@ -124,7 +124,10 @@
 //     records, waits for the records produced before the cut (acks.go),
 //     writes each task's cut with its checkpoints while the tasks go on,
 //     and commits the watermarks: plain functions of explicit state (a
-//     producer, a committer, the tasks).
+//     producer, a committer, the tasks). It waits for acknowledgements
+//     without flushing the producer, so the last records of an idle task
+//     reach the broker after the producer's linger (20 ms, session.go):
+//     under load a batch fills first; idle, a commit takes that long more.
 //   - txn.go and txnclient.go: the exactly-once commit, a transaction;
 //     rewind.go: restarting the tasks of an aborted one.
 //   - rebalance.go: what the group's callbacks do with tasks (assign,
