@@ -1,10 +1,12 @@
 package processor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +41,10 @@ type commits struct {
 	met     *metrics
 	phase   func(what string) // what the commit waits for, for a stuck shutdown's log
 
-	// turn is held by the commit in progress: one at a time, so that two
-	// never interleave their flushes and offset commits.
+	// turn is held by the exactly-once commit in progress (a transaction
+	// spans every task): one at a time. An at-least-once commit holds its
+	// tasks' commit locks instead (lockTasks), so that commits of other
+	// tasks, a moved task's prompt one, run beside it.
 	turn ctxMutex
 
 	// mu guards aborts and stopped: the cancels of the background commits
@@ -83,11 +87,12 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	c.phase("a commit to finish the previous one")
-	if err := c.turn.LockContext(ctx); err != nil {
-		return fmt.Errorf("waiting for the previous commit: %w", err)
+	c.phase(fmt.Sprintf("a commit of tasks %v to finish an earlier commit of them", ids(tasks)))
+	unlock, err := lockTasks(ctx, tasks)
+	if err != nil {
+		return err
 	}
-	defer c.turn.Unlock()
+	defer unlock()
 	start := time.Now()
 	cuts := make([]*taskCut, 0, len(tasks))
 	for _, t := range tasks {
@@ -147,8 +152,8 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 		c.met.commitFailures.Inc()
 		return &offsetCommitError{err}
 	}
-	// committed is the task goroutine's only in the sense that commits
-	// read and write it: one commit at a time (turn) makes it safe.
+	// committed is read and written by the commits of its task, one at a
+	// time (the task's commitMu).
 	for _, t := range committing {
 		for topic, m := range offsets {
 			if eo, ok := m[t.id]; ok {
@@ -202,6 +207,26 @@ func (c *commits) paused(ctx context.Context, t *task, fn func()) error {
 	t.mu.Unlock()
 	c.met.commitPause.Observe(time.Since(held).Seconds())
 	return nil
+}
+
+// lockTasks takes the commit locks of tasks (task.commitMu) in id order,
+// so that two commits of overlapping tasks never wait for each other in a
+// cycle, and returns what releases them.
+func lockTasks(ctx context.Context, tasks []*task) (unlock func(), err error) {
+	sorted := slices.SortedFunc(slices.Values(tasks), func(a, b *task) int { return cmp.Compare(a.id, b.id) })
+	for i, t := range sorted {
+		if err := t.commitMu.LockContext(ctx); err != nil {
+			for _, held := range sorted[:i] {
+				held.commitMu.Unlock()
+			}
+			return nil, fmt.Errorf("waiting for an earlier commit of task %d: %w", t.id, err)
+		}
+	}
+	return func() {
+		for _, t := range sorted {
+			t.commitMu.Unlock()
+		}
+	}, nil
 }
 
 // background commits tasks like commit, abortably: see mu.

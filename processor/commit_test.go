@@ -318,6 +318,52 @@ func TestACommitWritingACacheAheadGivesUpWithItsContext(t *testing.T) {
 	}
 }
 
+// TestCommitsOfOtherTasksRunAtOnce: at-least-once commits lock their
+// tasks, not the committer: while a commit waits for its task's records,
+// a commit of another task (a moved task's prompt commit) goes through;
+// one that includes the waiting commit's task waits for it.
+func TestCommitsOfOtherTasksRunAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kafka.hold(h.topo.ChangelogTopics()[0], 0) // task 0's changelog
+	h.start(0, 1)
+	t0, t1 := h.feed(0, 0, "k", "a"), h.feed(1, 0, "j", "b")
+	h.waitProcessed(t0, 1)
+	h.waitProcessed(t1, 1)
+	first := make(chan error, 1)
+	go func() { first <- h.c.commit(h.ctx, []*task{t0}) }()
+	eventually(t, "the first commit to cut task 0", func() bool {
+		t0.mu.Lock()
+		defer t0.mu.Unlock()
+		return t0.acks.cur == 1
+	})
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	defer cancel()
+	if err := h.c.commit(ctx, []*task{t1}); err != nil {
+		t.Fatalf("the commit of task 1 beside the waiting one: %v", err)
+	}
+	if got := h.offsets.committed(1); got != 1 {
+		t.Fatalf("task 1's committed offset %d, want 1", got)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first commit returned (%v) with its records held", err)
+	default:
+	}
+	short, cancelShort := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancelShort()
+	err := h.c.commit(short, []*task{t1, t0})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "earlier commit of task 0") {
+		t.Fatalf("a commit of both tasks = %v; want it to wait for the first commit of task 0", err)
+	}
+	h.kafka.release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if got, n := h.offsets.committed(0), h.count(0, "k"); got != 1 || n != 1 {
+		t.Fatalf("task 0: offset %d, count %d; want 1 and 1", got, n)
+	}
+}
+
 // TestAMovedTasksCommitIsItsOwn: the commit a moved task asks for after its
 // first batch commits the tasks that asked, not every live task (whose
 // records it would wait for); a commit that is due, or a zero interval,
@@ -338,6 +384,11 @@ func TestAMovedTasksCommitIsItsOwn(t *testing.T) {
 	s.worked(moved, true)
 	if got := ids(s.toCommit(false)); len(got) != 3 {
 		t.Errorf("a due commit commits tasks %v, want all 3", got)
+	}
+	// The prompt commit runs beside the regular ones: a due commit does
+	// not forget who asked.
+	if got := ids(s.toCommit(true)); fmt.Sprint(got) != "[1]" {
+		t.Errorf("asked after a due commit: tasks %v, want [1]", got)
 	}
 	s.r.opts.CommitInterval = 0
 	s.worked(moved, true)

@@ -53,8 +53,9 @@ func ParseGuarantee(s string) (Guarantee, error) {
 // cause, and the next generation accepts the commit): the batch must not
 // be processed without it. It reports false when the task is stopped.
 //
-// It takes the commits' turn, like every commit, because it updates the
-// task's committed offsets that the periodic commits read: those then
+// It takes the task's commit lock, like every commit of the task, because
+// it updates the task's committed offsets that the periodic commits read:
+// those then
 // find nothing to commit for the input (the offsets are ahead of the
 // processed watermark) and only write the stores.
 func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Record) bool {
@@ -67,19 +68,19 @@ func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Recor
 	}
 	backoff := 100 * time.Millisecond
 	for {
-		err := c.turn.LockContext(ctx)
+		err := t.commitMu.LockContext(ctx)
 		if err != nil {
 			return false
 		}
 		if t.committed[last.Topic] >= last.Offset+1 {
-			c.turn.Unlock()
+			t.commitMu.Unlock()
 			return true // a batch fetched again after a rewind: already committed
 		}
 		err = c.offsets.CommitOffsets(ctx, offsets)
 		if err == nil {
 			t.committed[last.Topic] = last.Offset + 1
 		}
-		c.turn.Unlock()
+		t.commitMu.Unlock()
 		if err == nil {
 			return true
 		}

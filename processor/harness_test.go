@@ -56,7 +56,13 @@ type fakeKafka struct {
 	failTopic string
 	failErr   error
 	hang      chan struct{}
-	paused    map[int32]bool
+	// held, until it closes (release), keeps the records produced to
+	// heldTopic's partition heldPartition unacknowledged; the others are
+	// acknowledged as usual.
+	held          chan struct{}
+	heldTopic     string
+	heldPartition int32
+	paused        map[int32]bool
 	// wake (capacity 1) tells run that records are pending; deliverMu
 	// makes the promises serial, as franz-go calls them.
 	wake      chan struct{}
@@ -122,6 +128,22 @@ func (k *fakeKafka) deliver() {
 	k.mu.Lock()
 	pending := k.pending
 	k.pending = nil
+	if k.held != nil {
+		select {
+		case <-k.held:
+			k.held = nil
+		default:
+			var rest []pendingProduce
+			for _, p := range pending {
+				if p.r.Topic == k.heldTopic && p.r.Partition == k.heldPartition {
+					k.pending = append(k.pending, p)
+				} else {
+					rest = append(rest, p)
+				}
+			}
+			pending = rest
+		}
+	}
 	failTopic, failErr := k.failTopic, k.failErr
 	k.mu.Unlock()
 	var order []string
@@ -141,6 +163,25 @@ func (k *fakeKafka) deliver() {
 			}
 			p.promise(p.r, err)
 		}
+	}
+}
+
+// hold keeps the records of topic's partition p unacknowledged until
+// release.
+func (k *fakeKafka) hold(topic string, p int32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.held, k.heldTopic, k.heldPartition = make(chan struct{}), topic, p
+}
+
+// release acknowledges what hold kept back, and the rest as it comes.
+func (k *fakeKafka) release() {
+	k.mu.Lock()
+	close(k.held)
+	k.mu.Unlock()
+	select {
+	case k.wake <- struct{}{}:
+	default:
 	}
 }
 

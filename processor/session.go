@@ -315,7 +315,11 @@ func (s *session) failure() error {
 
 // commitLoop commits every CommitInterval, and whenever worked asks
 // (commitWanted: a promoted task's first batch, or every batch with a
-// zero interval).
+// zero interval). Under at-least-once with an interval, the commits asked
+// for run on a goroutine of their own (promptCommits), beside the regular
+// ones: a moved task's commit then waits only for an earlier commit of its
+// own, not for a regular commit of every task that may take most of an
+// interval under load (bench/profile-count.md, "Failover").
 func (s *session) commitLoop() {
 	var due <-chan time.Time // never, with a zero interval
 	if every := s.r.opts.CommitInterval; every > 0 {
@@ -323,61 +327,107 @@ func (s *session) commitLoop() {
 		defer tick.Stop()
 		due = tick.C
 	}
+	wanted := s.commitWanted
+	if due != nil && s.c.eos == nil {
+		wanted = nil
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.promptCommits()
+		}()
+		defer func() { <-done }()
+	}
 	for {
 		var asked bool
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.failed.Done():
+			return
 		case <-due:
-		case <-s.commitWanted:
+		case <-wanted:
 			asked = true
 			s.log.Debug("commit loop: a commit was asked for")
 		}
-		began := time.Now()
-		err := s.c.background(s.toCommit(asked))
-		s.log.Debug("commit loop: commit returned", "took", time.Since(began), "err", err)
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, context.Canceled) {
-				continue // aborted by a lost partition or the shutdown
-			}
-			if errorsAsOffsetCommit(err) {
-				s.log.Warn("offset commit failed; retrying at the next commit", "err", err)
-				continue
-			}
-			s.fail(fmt.Errorf("commit: %w", err))
+		if !s.commitNow(s.toCommit(asked)) {
 			return
 		}
 	}
 }
 
-// toCommit returns the tasks the commit loop commits now: when the commit
-// was asked for (not due) and the commit interval is not zero, the live
-// tasks that moved here and asked, so that a failover's new owner shows
-// its progress without waiting for every other task's records (under
-// exactly-once the transaction spans every task anyway, txn.go); else
-// every live task.
-func (s *session) toCommit(asked bool) []*task {
-	live := s.m.live()
+// promptCommits commits the tasks that moved here as they ask (worked),
+// until the session ends or fails.
+func (s *session) promptCommits() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.failed.Done():
+			return
+		case <-s.commitWanted:
+		}
+		s.log.Debug("commit loop: a prompt commit was asked for")
+		if tasks := s.movedLive(); len(tasks) > 0 && !s.commitNow(tasks) {
+			return
+		}
+	}
+}
+
+// commitNow commits tasks in the background (abortably) and reports
+// whether the session's commits go on: a failed offset commit is retried
+// by the next commit, an aborted one is done with; any other failure fails
+// the session.
+func (s *session) commitNow(tasks []*task) bool {
+	began := time.Now()
+	err := s.c.background(tasks)
+	s.log.Debug("commit loop: commit returned", "tasks", len(tasks), "took", time.Since(began), "err", err)
+	switch {
+	case err == nil:
+		return true
+	case s.ctx.Err() != nil:
+		return false
+	case errors.Is(err, context.Canceled):
+		return true // aborted by a lost partition or the shutdown
+	case errorsAsOffsetCommit(err):
+		s.log.Warn("offset commit failed; retrying at the next commit", "err", err)
+		return true
+	}
+	s.fail(fmt.Errorf("commit: %w", err))
+	return false
+}
+
+// movedLive returns the live tasks that moved here and asked for a commit
+// since the last call (worked), and forgets them.
+func (s *session) movedLive() []*task {
 	s.movedMu.Lock()
 	moved := s.moved
 	s.moved = nil
 	s.movedMu.Unlock()
-	if !asked || len(moved) == 0 || s.r.opts.CommitInterval == 0 {
-		return live
-	}
 	var out []*task
-	for _, t := range live {
+	for _, t := range s.m.live() {
 		if slices.Contains(moved, t) {
 			out = append(out, t)
 		}
 	}
-	if len(out) == 0 {
-		return live
-	}
 	return out
+}
+
+// toCommit returns the tasks the commit loop commits now: when the commit
+// was asked for (not due) and the commit interval is not zero (exactly-once,
+// where asked commits share the loop), the live tasks that moved here and
+// asked, so that a failover's new owner shows its progress without waiting
+// for every other task's records; otherwise, and when no live task asked,
+// every live task.
+func (s *session) toCommit(asked bool) []*task {
+	switch {
+	case s.r.opts.CommitInterval == 0:
+		s.movedLive() // every live task commits: forget who asked
+	case asked:
+		if out := s.movedLive(); len(out) > 0 {
+			return out
+		}
+	}
+	return s.m.live()
 }
 
 // watchTopology checks the partition counts of the inputs and changelogs

@@ -121,7 +121,7 @@ type task struct {
 	activated bool
 	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
-	committed map[string]int64           // per input topic: last committed offset
+	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign
@@ -129,6 +129,12 @@ type task struct {
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
 	first map[string]int64
+
+	// commitMu is held by the at-least-once commit of the task in
+	// progress, from its cut to its offsets (lockTasks): it keeps the
+	// epochs of acks and committed to one commit at a time, while commits
+	// of other tasks run beside it.
+	commitMu ctxMutex
 
 	// acks counts the task's output and dead-letter records not yet
 	// acknowledged, by commit epoch (acks.go): an at-least-once commit
@@ -161,6 +167,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		id: id, env: env,
 		stats:     newTaskStats(id),
 		mu:        make(ctxMutex, 1),
+		commitMu:  make(ctxMutex, 1),
 		q:         batchQueue{ready: make(chan struct{}, 1)},
 		ctx:       ctx,
 		cancel:    cancel,
