@@ -29,8 +29,13 @@ type session struct {
 	log *slog.Logger
 	bal *balancer.Balancer
 	cl  *kgo.Client
-	m   *member
-	c   *commits
+	// clSet is closed once cl is set. franz-go starts joining the group
+	// inside NewClient, so its callbacks, which reach cl through the
+	// member's fetch control, wait for it: without it nothing orders the
+	// assignment of cl before their reads (the race detector saw one).
+	clSet chan struct{}
+	m     *member
+	c     *commits
 
 	ctx    context.Context // produces and task contexts derive from it
 	cancel context.CancelFunc
@@ -85,6 +90,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		changelogs:   make(map[string]bool),
 		drained:      make(chan struct{}, 1),
 		commitWanted: make(chan time.Time, 1),
+		clSet:        make(chan struct{}),
 		failed:       failed, fail: fail,
 	}
 	for _, c := range r.topo.ChangelogTopics() {
@@ -106,8 +112,8 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	}
 	s.bal = bal
 	// The commit and rebalance paths reach the client through the
-	// session (s.cl is set once kgo.NewClient returns, before the group's
-	// first assignment calls them).
+	// session (s.cl is set once kgo.NewClient returns; the group's
+	// callbacks wait for it: clSet).
 	s.c = newCommits(sctx, s, s, r.log, r.met, r.setPhase)
 	env := &taskEnv{
 		topo: r.topo, opts: &r.opts, log: r.log, met: r.met, tasks: n, ctx: sctx, globals: r.globals,
@@ -156,6 +162,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		return &startError{fmt.Errorf("kafka client: %w", err)}
 	}
 	s.cl = cl
+	close(s.clSet)
 	if eos {
 		if err := s.startTransactions(ctx); err != nil {
 			cl.Close()
@@ -503,6 +510,7 @@ func tasksOf(m map[string][]int32) []int32 {
 // onAssigned makes the balancer's placement of this generation current,
 // then starts the new active tasks and reconciles the standbys with it.
 func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	<-s.clSet
 	s.log.Debug("partitions assigned", "partitions", assigned)
 	s.bal.OnPartitionsAssigned(ctx, cl, assigned)
 	asg, _ := s.bal.Assignment()
@@ -517,12 +525,14 @@ func (s *session) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[s
 
 // onRevoked commits and stops the revoked tasks (rebalance.go's revoke).
 func (s *session) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	<-s.clSet
 	s.m.revoke(ctx, tasksOf(revoked))
 	s.updateTaskGauges()
 }
 
 // onLost drops the lost tasks without committing.
 func (s *session) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	<-s.clSet
 	s.m.lose(tasksOf(lost))
 	s.updateTaskGauges()
 }
