@@ -229,10 +229,12 @@ func (r *run) settle() {
 // task with an active, no task repeating a tag value, no standby
 // shortfall; and it checks that it was whole within one rebalance of the
 // first generation in which all six were members again (a cooperative
-// rebalance's follow-up round allowed). The generation seen first may be
-// the one from before the fault (after a broker outage the members still
-// show it until they rejoin): unless it is whole already, only later
-// generations count. It returns the generation.
+// rebalance's follow-up round allowed), or within three of the last plan
+// since then that deferred a move until a replica caught up (its probing
+// rebalance and that one's follow-up; see wholeBy). The generation seen
+// first may be the one from before the fault (after a broker outage the
+// members still show it until they rejoin): unless it is whole already,
+// only later generations count. It returns the generation.
 func (r *run) waitWhole(what string) int32 {
 	r.t.Helper()
 	var (
@@ -268,8 +270,17 @@ func (r *run) waitWhole(what string) int32 {
 	}
 	r.t.Logf("%s: placement whole at generation %d after %v (all members back at generation %d)",
 		what, md.Generation, time.Since(start).Round(time.Millisecond), firstFull)
-	if md.Generation > firstFull+1 {
-		r.t.Errorf("%s: placement whole only at generation %d, more than one rebalance after generation %d had every member", what, md.Generation, firstFull)
+	var deferring []int32
+	for _, in := range r.ins {
+		deferring = append(deferring, deferringGenerations(in.Logs())...)
+	}
+	limit, deferred := wholeBy(firstFull, md.Generation, deferring)
+	switch {
+	case md.Generation <= limit:
+	case deferred < 0:
+		r.t.Errorf("%s: placement whole only at generation %d, more than one rebalance after generation %d had every member (and no plan since deferred a move)", what, md.Generation, firstFull)
+	default:
+		r.t.Errorf("%s: placement whole only at generation %d, more than one rebalance after generation %d had every member and more than three after generation %d, the last plan that deferred a move", what, md.Generation, firstFull, deferred)
 	}
 	return md.Generation
 }
