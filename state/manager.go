@@ -85,6 +85,7 @@ func Open(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m.rep = newReplicator(m)
+	m.met.levelDB.add(m)
 	if opts.CleanupInterval > 0 {
 		m.stopCleanup, m.cleanupDone = make(chan struct{}), make(chan struct{})
 		go m.cleanupLoop(opts.CleanupInterval)
@@ -229,6 +230,7 @@ func (m *Manager) Close() error {
 		<-m.cleanupDone
 	}
 	m.rep.close()
+	m.met.levelDB.remove(m)
 	errs = append(errs, m.lock.unlock())
 	return errors.Join(errs...)
 }

@@ -17,6 +17,9 @@ type metrics struct {
 	storeErrors *prometheus.CounterVec
 	corrupted   *prometheus.CounterVec
 	tornTails   *prometheus.CounterVec
+	// levelDB collects the open stores' LevelDB write stalls at scrape
+	// time; the Manager adds itself at Open and leaves at Close.
+	levelDB *levelDBCollector
 }
 
 var storeLabels = []string{"task", "store"}
@@ -59,8 +62,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "rackstream_state_torn_journal_tails_total",
 			Help: "Journal tails torn by a crash mid-write (nothing intact after the damage) that a store dropped at open, keeping its last complete batch and checkpoint: no rebuild.",
 		}, storeLabels),
+		levelDB: newLevelDBCollector(),
 	}
 	if reg != nil {
+		m.levelDB = register(reg, m.levelDB)
 		m.remaining = register(reg, m.remaining)
 		m.restored = register(reg, m.restored)
 		m.rate = register(reg, m.rate)
