@@ -25,6 +25,11 @@ func openStores(mgr *state.Manager, specs []state.StoreSpec, prod state.Producer
 			}
 			st = mgr.Task(id)
 		}
+		// A closed incarnation's changelog records still in flight would
+		// fail this one's (state.Manager.WaitProduced).
+		if err := mgr.WaitProduced(ctx, id); err != nil {
+			return nil, err
+		}
 		var err error
 		if st == nil {
 			if st, err = mgr.OpenTask(id, specs); err != nil {

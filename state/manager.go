@@ -44,6 +44,10 @@ type Manager struct {
 	// expected is the number of stores expected open at once, for the
 	// memory budget's split (memory.go); guarded by mu.
 	expected int
+	// unresolved are, per task, the stores of closed tasks that had
+	// changelog records in flight when they closed (WaitProduced says
+	// why); guarded by mu.
+	unresolved map[int32][]*DB
 
 	stopCleanup chan struct{}
 	cleanupDone chan struct{}
@@ -77,6 +81,8 @@ func Open(opts Options) (*Manager, error) {
 		log:   opts.Logger.With("app", opts.ApplicationID),
 		met:   newMetrics(opts.Registerer),
 		tasks: make(map[int32]*Task),
+
+		unresolved: make(map[int32][]*DB),
 
 		progressEvery: progressEvery,
 	}
@@ -241,6 +247,62 @@ func (m *Manager) taskClosed(t *Task) {
 	if m.tasks[t.id] == t {
 		delete(m.tasks, t.id)
 	}
+	for _, s := range t.stores {
+		if s.unacknowledged() > 0 {
+			m.unresolved[t.id] = append(m.unresolved[t.id], s)
+		}
+	}
+}
+
+// WaitProduced waits until the changelog records that closed incarnations
+// of task id had in flight are resolved, acknowledged or failed, or ctx
+// ends. Open, restore and activate a task that closed on this instance
+// only after it: its records were produced with the closed task's context,
+// which Close cancels, and franz-go fails every record buffered for a
+// partition with the error of the first one's context when it drains the
+// partition (a broker back after an outage, say). A new incarnation's
+// records queued behind them would fail with "context canceled", and its
+// restore would miss what they write if they are produced after all.
+func (m *Manager) WaitProduced(ctx context.Context, id int32) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for logged := false; ; {
+		left := m.unresolvedRecords(id)
+		if left == 0 {
+			return nil
+		}
+		if !logged {
+			m.log.Info("state: waiting for the changelog records of the task's closed incarnation to be resolved before opening it again", "task", id, "records", left)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("state: task %d: %d changelog records of its closed incarnation still in flight: %w", id, left, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// unresolvedRecords returns how many changelog records the closed
+// incarnations of task id still have in flight, forgetting the stores that
+// have none left.
+func (m *Manager) unresolvedRecords(id int32) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var left int64
+	kept := m.unresolved[id][:0]
+	for _, s := range m.unresolved[id] {
+		if n := s.unacknowledged(); n > 0 {
+			left += n
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		delete(m.unresolved, id)
+	} else {
+		m.unresolved[id] = kept
+	}
+	return left
 }
 
 // openStore opens one store's database, moving a corrupted one aside;
