@@ -142,7 +142,9 @@ func (pl *placement) worthMoving(src, dst int32) bool {
 // balanceActives moves actives toward clients that are caught up on them,
 // until no such move improves the balance. Receivers are served least
 // loaded first; each takes, from the most loaded client it can relieve, the
-// task it lags least on (smallest task on ties).
+// task it lags least on (smallest task on ties). When no single move is
+// left, one chain of moves (balanceChain) may make one, and the single
+// moves are tried again.
 func (pl *placement) balanceActives() {
 	m := pl.m
 	n := int32(len(m.ids))
@@ -175,6 +177,7 @@ func (pl *placement) balanceActives() {
 	for c := range order {
 		order[c] = int32(c)
 	}
+	var chains chainSearch
 	for moved := true; moved; {
 		moved = false
 		if !pl.unbalanced() {
@@ -208,6 +211,12 @@ func (pl *placement) balanceActives() {
 				pl.moveActive(int(best), dst)
 				moved = true
 			}
+		}
+		// No single move left: a chain of moves between caught-up
+		// clients may still make one (chains.go); only without one does
+		// the move wait for a warmup.
+		if !moved {
+			moved = pl.balanceChain(&chains)
 		}
 	}
 }

@@ -319,11 +319,7 @@ func TestActives(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := mustAssign(t, tt.in)
-			for task, want := range tt.wantActive {
-				if got := p.Tasks[task].Active; got != want {
-					t.Fatalf("task %d active = %s, want %s (%s)", task, got, want, describe(p))
-				}
-			}
+			checkActives(t, p, tt.wantActive)
 			for _, tp := range p.Tasks {
 				if want := tt.wantWarmup[tp.Task]; !slices.Equal(tp.Warmup, want) && !(len(want) == 0 && len(tp.Warmup) == 0) {
 					t.Fatalf("task %d warmup = %v, want %v (%s)", tp.Task, tp.Warmup, want, describe(p))

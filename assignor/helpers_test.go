@@ -51,6 +51,16 @@ func mustAssign(t testing.TB, in Input) *Plan {
 	return p
 }
 
+// checkActives fails t unless task i's active is want[i], for each i.
+func checkActives(t testing.TB, p *Plan, want []string) {
+	t.Helper()
+	for task, w := range want {
+		if got := p.Tasks[task].Active; got != w {
+			t.Fatalf("task %d active = %s, want %s (%s)", task, got, w, describe(p))
+		}
+	}
+}
+
 func tagsOf(in Input) map[string]map[string]string {
 	m := make(map[string]map[string]string, len(in.Clients))
 	for _, c := range in.Clients {

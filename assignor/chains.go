@@ -1,0 +1,174 @@
+package assignor
+
+import (
+	"slices"
+	"sort"
+)
+
+// Chains of active moves.
+//
+// balanceActives moves one task at a time from a loaded client to a lighter
+// one caught up on it. When no such single move is left but the actives are
+// still unbalanced, the lighter clients may simply hold none of the loaded
+// ones' tasks, yet be caught up on tasks of a third client that is caught up
+// on the loaded one's: src gives a task to c1, c1 gives another to c2, ...,
+// the last gives one to dst. Every hop goes to a client caught up on the task
+// it takes, the middle clients keep their count, and the net effect is the
+// single move src -> dst: balance improves exactly as that move would, with
+// no warmup and no probing rebalance. Kafka Streams only knows the single
+// move and warms the receiver up instead.
+//
+// The search is a breadth-first search over clients, an edge a -> b when b
+// is caught up on some task a runs. Sources are tried most loaded first
+// (smallest id on ties); the first level of the search that reaches a client
+// the source may relieve (worthMoving) ends it, and the lightest such client
+// (smallest id on ties) is the end. Paths are simple, so a chain has at most
+// one hop per client but one. Clients reached by a source's search that found
+// nothing are skipped by the next, lighter sources: nothing they reach could
+// be relieved from the heavier source, so nothing could from a lighter one.
+// One round of searches therefore costs one pass over the caught-up holders
+// of every task, and it only runs once the single moves are exhausted, which
+// after a fresh or steady plan is never.
+
+// chainSearch holds the per-round scratch of the search (reused across
+// rounds of one balanceActives call).
+type chainSearch struct {
+	onStart []int32 // tasks run by client c: onTasks[onStart[c]:onStart[c+1]]
+	onTasks []int32
+	parent  []int32 // per client: the client it was reached from, -1 = source, -2 = unseen
+	order   []int32 // clients by load, heaviest first
+	level   []int32
+	next    []int32
+}
+
+// balanceChain applies one chain of moves that improves the balance, if
+// there is one, and reports whether it did.
+func (pl *placement) balanceChain(cs *chainSearch) bool {
+	m := pl.m
+	n := int32(len(m.ids))
+	cs.index(pl)
+	for c := range cs.parent {
+		cs.parent[c] = -2
+	}
+	sort.Slice(cs.order, func(i, j int) bool {
+		a, b := cs.order[i], cs.order[j]
+		if lessLoad(pl.actives[b], m.capa[b], pl.actives[a], m.capa[a]) {
+			return true
+		}
+		return !lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]) && a < b
+	})
+	// The best receiver: the client lightest once it took one more task.
+	// A source relieves someone iff it relieves this one, and a source
+	// relieving no one means no lighter source does.
+	recv := int32(0)
+	for c := int32(1); c < n; c++ {
+		if lessLoad(pl.actives[c]+1, m.capa[c], pl.actives[recv]+1, m.capa[recv]) {
+			recv = c
+		}
+	}
+	for _, src := range cs.order {
+		if !pl.worthMoving(src, recv) {
+			return false
+		}
+		if cs.parent[src] != -2 {
+			continue // reached by a heavier source's fruitless search
+		}
+		if dst := cs.search(pl, src); dst >= 0 {
+			pl.applyChain(cs, dst)
+			return true
+		}
+	}
+	return false
+}
+
+// index lists the tasks each client runs now, in task order.
+func (cs *chainSearch) index(pl *placement) {
+	n := len(pl.m.ids)
+	if cs.parent == nil {
+		cs.onStart = make([]int32, n+1)
+		cs.onTasks = make([]int32, len(pl.active))
+		cs.parent = make([]int32, n)
+		cs.order = make([]int32, n)
+		for c := range cs.order {
+			cs.order[c] = int32(c)
+		}
+	}
+	clear(cs.onStart)
+	for _, c := range pl.active {
+		cs.onStart[c+1]++
+	}
+	for c := 0; c < n; c++ {
+		cs.onStart[c+1] += cs.onStart[c]
+	}
+	at := append([]int32(nil), cs.onStart[:n]...)
+	for t, c := range pl.active {
+		cs.onTasks[at[c]] = int32(t)
+		at[c]++
+	}
+}
+
+// search runs the breadth-first search from src over clients not yet seen,
+// level by level, each level's clients in id order (a client's parent is the
+// smallest-id client of the previous level that reaches it). It returns the
+// end of the shortest chain, the lightest relievable client of the first
+// level holding one (smallest id on ties), or -1.
+func (cs *chainSearch) search(pl *placement, src int32) int32 {
+	m := pl.m
+	cs.parent[src] = -1
+	cs.level = append(cs.level[:0], src)
+	for len(cs.level) > 0 {
+		cs.next = cs.next[:0]
+		for _, a := range cs.level {
+			for _, t := range cs.onTasks[cs.onStart[a]:cs.onStart[a+1]] {
+				for i := m.holderStart[t]; i < m.holderStart[t+1] && m.holderLag[i] <= m.acceptable; i++ {
+					if b := m.holderClient[i]; cs.parent[b] == -2 {
+						cs.parent[b] = a
+						cs.next = append(cs.next, b)
+					}
+				}
+			}
+		}
+		slices.Sort(cs.next)
+		dst := int32(-1)
+		for _, b := range cs.next {
+			if pl.worthMoving(src, b) && (dst < 0 || lessLoad(pl.actives[b], m.capa[b], pl.actives[dst], m.capa[dst])) {
+				dst = b
+			}
+		}
+		if dst >= 0 {
+			return dst
+		}
+		cs.level, cs.next = cs.next, cs.level
+	}
+	return -1
+}
+
+// applyChain makes the moves of the chain ending at dst, from its end back
+// to its source, so that each hop gives a task its giver ran before the
+// chain: on each hop a -> b, the task whose move undoes the most churn (b
+// was its previous active; else it had already left its own), then the one
+// b lags least on, then the smallest.
+func (pl *placement) applyChain(cs *chainSearch, dst int32) {
+	m := pl.m
+	for b := dst; cs.parent[b] >= 0; b = cs.parent[b] {
+		a := cs.parent[b]
+		best, bestCost, bestLag := int32(-1), 0, int64(0)
+		for _, t := range cs.onTasks[cs.onStart[a]:cs.onStart[a+1]] {
+			lag := m.lagOf(int(t), b)
+			if lag > m.acceptable {
+				continue
+			}
+			cost := 0
+			if m.prevActive[t] == a {
+				cost++
+			}
+			if m.prevActive[t] == b {
+				cost--
+			}
+			if best < 0 || cost < bestCost || (cost == bestCost && lag < bestLag) {
+				best, bestCost, bestLag = t, cost, lag
+			}
+		}
+		pl.moveActive(int(best), b)
+	}
+}
