@@ -143,8 +143,7 @@ func (pl *placement) worthMoving(src, dst int32) bool {
 // until no such move improves the balance. Receivers are served least
 // loaded first; each takes, from the most loaded client it can relieve, the
 // task it lags least on (smallest task on ties). When no single move is
-// left, one chain of moves (balanceChain) may make one, and the single
-// moves are tried again.
+// left, chains of moves (balanceChain) may make more.
 func (pl *placement) balanceActives() {
 	m := pl.m
 	n := int32(len(m.ids))
@@ -177,11 +176,10 @@ func (pl *placement) balanceActives() {
 	for c := range order {
 		order[c] = int32(c)
 	}
-	var chains chainSearch
 	for moved := true; moved; {
 		moved = false
 		if !pl.unbalanced() {
-			return
+			break
 		}
 		sort.Slice(order, func(i, j int) bool {
 			a, b := order[i], order[j]
@@ -212,12 +210,12 @@ func (pl *placement) balanceActives() {
 				moved = true
 			}
 		}
-		// No single move left: a chain of moves between caught-up
-		// clients may still make one (chains.go); only without one does
-		// the move wait for a warmup.
-		if !moved {
-			moved = pl.balanceChain(&chains)
-		}
+	}
+	// No single move left: chains of moves between caught-up clients
+	// (chains.go, whose one-hop chains are single moves again) may still
+	// improve the balance; only without one does a move wait for a warmup.
+	var chains chainSearch
+	for pl.balanceChain(&chains) {
 	}
 }
 

@@ -30,15 +30,14 @@ import (
 // of every task, and it only runs once the single moves are exhausted, which
 // after a fresh or steady plan is never.
 
-// chainSearch holds the per-round scratch of the search (reused across
-// rounds of one balanceActives call).
+// chainSearch holds the search's state over one balanceActives call: the
+// tasks each client runs (kept up to date by applyChain) and scratch.
 type chainSearch struct {
-	onStart []int32 // tasks run by client c: onTasks[onStart[c]:onStart[c+1]]
-	onTasks []int32
-	parent  []int32 // per client: the client it was reached from, -1 = source, -2 = unseen
-	order   []int32 // clients by load, heaviest first
-	level   []int32
-	next    []int32
+	on     [][]int32 // per client: the tasks it runs, in no particular order
+	parent []int32   // per client: the client it was reached from, -1 = source, -2 = unseen
+	order  []int32   // the sources: clients by load, heaviest first
+	level  []int32
+	next   []int32
 }
 
 // balanceChain applies one chain of moves that improves the balance, if
@@ -46,6 +45,24 @@ type chainSearch struct {
 func (pl *placement) balanceChain(cs *chainSearch) bool {
 	m := pl.m
 	n := int32(len(m.ids))
+	// The best receiver: the client lightest once it took one more task. A
+	// source relieves someone iff it relieves this one; the sources are
+	// the clients that do.
+	recv := int32(0)
+	for c := int32(1); c < n; c++ {
+		if lessLoad(pl.actives[c]+1, m.capa[c], pl.actives[recv]+1, m.capa[recv]) {
+			recv = c
+		}
+	}
+	cs.order = cs.order[:0]
+	for c := int32(0); c < n; c++ {
+		if pl.worthMoving(c, recv) {
+			cs.order = append(cs.order, c)
+		}
+	}
+	if len(cs.order) == 0 {
+		return false
+	}
 	cs.index(pl)
 	for c := range cs.parent {
 		cs.parent[c] = -2
@@ -57,19 +74,7 @@ func (pl *placement) balanceChain(cs *chainSearch) bool {
 		}
 		return !lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]) && a < b
 	})
-	// The best receiver: the client lightest once it took one more task.
-	// A source relieves someone iff it relieves this one, and a source
-	// relieving no one means no lighter source does.
-	recv := int32(0)
-	for c := int32(1); c < n; c++ {
-		if lessLoad(pl.actives[c]+1, m.capa[c], pl.actives[recv]+1, m.capa[recv]) {
-			recv = c
-		}
-	}
 	for _, src := range cs.order {
-		if !pl.worthMoving(src, recv) {
-			return false
-		}
 		if cs.parent[src] != -2 {
 			continue // reached by a heavier source's fruitless search
 		}
@@ -81,30 +86,29 @@ func (pl *placement) balanceChain(cs *chainSearch) bool {
 	return false
 }
 
-// index lists the tasks each client runs now, in task order.
+// index lists the tasks each client runs, on the first search of a
+// balanceActives call (no single move is made after it).
 func (cs *chainSearch) index(pl *placement) {
-	n := len(pl.m.ids)
-	if cs.parent == nil {
-		cs.onStart = make([]int32, n+1)
-		cs.onTasks = make([]int32, len(pl.active))
-		cs.parent = make([]int32, n)
-		cs.order = make([]int32, n)
-		for c := range cs.order {
-			cs.order[c] = int32(c)
-		}
+	if cs.on != nil {
+		return
 	}
-	clear(cs.onStart)
+	n := len(pl.m.ids)
+	start := make([]int32, n+1)
 	for _, c := range pl.active {
-		cs.onStart[c+1]++
+		start[c+1]++
 	}
 	for c := 0; c < n; c++ {
-		cs.onStart[c+1] += cs.onStart[c]
+		start[c+1] += start[c]
 	}
-	at := append([]int32(nil), cs.onStart[:n]...)
+	flat := make([]int32, len(pl.active))
+	cs.on = make([][]int32, n)
+	for c := range cs.on {
+		cs.on[c] = flat[start[c]:start[c]:start[c+1]]
+	}
 	for t, c := range pl.active {
-		cs.onTasks[at[c]] = int32(t)
-		at[c]++
+		cs.on[c] = append(cs.on[c], int32(t))
 	}
+	cs.parent = make([]int32, n)
 }
 
 // search runs the breadth-first search from src over clients not yet seen,
@@ -119,7 +123,7 @@ func (cs *chainSearch) search(pl *placement, src int32) int32 {
 	for len(cs.level) > 0 {
 		cs.next = cs.next[:0]
 		for _, a := range cs.level {
-			for _, t := range cs.onTasks[cs.onStart[a]:cs.onStart[a+1]] {
+			for _, t := range cs.on[a] {
 				for i := m.holderStart[t]; i < m.holderStart[t+1] && m.holderLag[i] <= m.acceptable; i++ {
 					if b := m.holderClient[i]; cs.parent[b] == -2 {
 						cs.parent[b] = a
@@ -152,8 +156,8 @@ func (pl *placement) applyChain(cs *chainSearch, dst int32) {
 	m := pl.m
 	for b := dst; cs.parent[b] >= 0; b = cs.parent[b] {
 		a := cs.parent[b]
-		best, bestCost, bestLag := int32(-1), 0, int64(0)
-		for _, t := range cs.onTasks[cs.onStart[a]:cs.onStart[a+1]] {
+		at, best, bestCost, bestLag := -1, int32(-1), 0, int64(0)
+		for i, t := range cs.on[a] {
 			lag := m.lagOf(int(t), b)
 			if lag > m.acceptable {
 				continue
@@ -165,10 +169,14 @@ func (pl *placement) applyChain(cs *chainSearch, dst int32) {
 			if m.prevActive[t] == b {
 				cost--
 			}
-			if best < 0 || cost < bestCost || (cost == bestCost && lag < bestLag) {
-				best, bestCost, bestLag = t, cost, lag
+			if best < 0 || cost < bestCost || cost == bestCost && (lag < bestLag || lag == bestLag && t < best) {
+				at, best, bestCost, bestLag = i, t, cost, lag
 			}
 		}
 		pl.moveActive(int(best), b)
+		last := len(cs.on[a]) - 1
+		cs.on[a][at] = cs.on[a][last]
+		cs.on[a] = cs.on[a][:last]
+		cs.on[b] = append(cs.on[b], best)
 	}
 }
