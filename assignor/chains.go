@@ -19,16 +19,23 @@ import (
 // move and warms the receiver up instead.
 //
 // The search is a breadth-first search over clients, an edge a -> b when b
-// is caught up on some task a runs. Sources are tried most loaded first
-// (smallest id on ties); the first level of the search that reaches a client
-// the source may relieve (worthMoving) ends it, and the lightest such client
-// (smallest id on ties) is the end. Paths are simple, so a chain has at most
-// one hop per client but one. Clients reached by a source's search that found
-// nothing are skipped by the next, lighter sources: nothing they reach could
-// be relieved from the heavier source, so nothing could from a lighter one.
-// One round of searches therefore costs one pass over the caught-up holders
-// of every task, and it only runs once the single moves are exhausted, which
-// after a fresh or steady plan is never.
+// is caught up on some task a runs. Sources are the clients that some client
+// could relieve, tried most loaded first (smallest id on ties); the first
+// level of a source's search that reaches a client it may relieve
+// (worthMoving) ends it, and the lightest such client (smallest id on ties)
+// is the end. Paths are simple, so a chain has at most one hop per client
+// but one. Clients reached by a source's fruitless search are skipped by
+// the next, lighter sources: nothing they reach could be relieved from the
+// heavier source, so nothing could from a lighter one. One search for a
+// chain therefore looks at most once at each caught-up holder of each task.
+//
+// Chains run as a phase after the single moves are exhausted (a one-hop
+// chain is a single move, so the phase needs no other), and only while
+// the actives are unbalanced: a fresh or steady plan costs one pass over
+// the clients. Each chain improves the balance as a single move does, so
+// the phase terminates. A hop a -> b hands on a task a ran before the chain
+// and b is caught up on: the one whose move costs least churn, then the one
+// b lags least on, then the smallest.
 
 // chainSearch holds the search's state over one balanceActives call: the
 // tasks each client runs (kept up to date by applyChain) and scratch.

@@ -23,11 +23,20 @@
 // the least loaded per unit of capacity; else to the least-lagging holder of
 // its state; else to the least loaded. Balance then moves tasks, one at a
 // time, from the most loaded clients to less loaded ones that are caught up
-// on them, while a move makes the balance strictly better. Moves that would
-// need a cold client wait: the client gets a warmup replica (at most
-// max.warmup.replicas per plan) and the plan asks for a probing rebalance.
-// Fed back with its warmups caught up, plan after plan, this converges to
-// actives per unit of capacity that differ by at most one.
+// on them, while a move makes the balance strictly better. When no such
+// single move is left, balance looks for a chain (see chains.go): src gives
+// a task to c1, c1 one to c2, ..., the last one to dst, each hop to a
+// client caught up on the task it takes. The middle clients keep their
+// count, so the chain does what the single move src -> dst would, without a
+// cold client. A breadth-first search over clients finds the shortest one
+// (at most one hop per client) from the most loaded source that has one, to
+// the least loaded client it may relieve at that depth, ties by id; each
+// hop hands on the task it costs least churn to move, then the one the
+// receiver lags least on. Only moves that no chain can
+// make wait: the client gets a warmup replica (at most max.warmup.replicas
+// per plan) and the plan asks for a probing rebalance. Fed back with its
+// warmups caught up, plan after plan, this converges to actives per unit of
+// capacity that differ by at most one.
 //
 // # Standbys
 //
