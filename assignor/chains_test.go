@@ -106,6 +106,9 @@ func TestActivesMoveAlongAChain(t *testing.T) {
 			if lo, hi := activeLoads(tt.in, p); !tt.wantProbing && hi-lo > 1 {
 				t.Fatalf("active load %v..%v, want within 1 (%s)", lo, hi, describe(p))
 			}
+			if ch := chainLeft(tt.in, p); ch != "" {
+				t.Fatalf("chain left undone: %s (%s)", ch, describe(p))
+			}
 			// Every active that left a live client went to one caught up.
 			prev := map[int]string{}
 			for _, c := range tt.in.Clients {
@@ -144,4 +147,50 @@ func TestActivesChainInGeneration8(t *testing.T) {
 			t.Errorf("dimension %s: %d tasks repeating, want 0", dq.Tag, dq.TasksRepeating)
 		}
 	}
+}
+
+// chainLeft describes a chain of active moves that p leaves undone: from a
+// client src, through clients each caught up on a task the previous one
+// runs in p, to a client dst that taking one more active would leave below
+// src's load per unit of capacity. It returns "" when there is none: then
+// no balance move is possible without a warmup.
+func chainLeft(in Input, p *Plan) string {
+	capa, load := map[string]int64{}, map[string]int64{}
+	for _, c := range in.Clients {
+		capa[c.ID] = int64(max(c.Capacity, 1))
+	}
+	runs := map[string][]int{}
+	for _, cp := range p.Clients {
+		load[cp.ID] = int64(len(cp.Active))
+		runs[cp.ID] = cp.Active
+	}
+	worth := func(src, dst string) bool { return src != dst && (load[dst]+1)*capa[src] < load[src]*capa[dst] }
+	for _, src := range p.Clients {
+		from := map[string]string{src.ID: ""}
+		queue := []string{src.ID}
+		for len(queue) > 0 {
+			a := queue[0]
+			queue = queue[1:]
+			for _, b := range p.Clients {
+				if _, seen := from[b.ID]; seen {
+					continue
+				}
+				for _, task := range runs[a] {
+					if caughtUpOn(in, b.ID, task) {
+						from[b.ID] = a
+						queue = append(queue, b.ID)
+						break
+					}
+				}
+				if _, seen := from[b.ID]; seen && worth(src.ID, b.ID) {
+					path := b.ID
+					for c := a; c != ""; c = from[c] {
+						path = c + " -> " + path
+					}
+					return path
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -59,7 +59,8 @@ func FuzzAssign(f *testing.F) {
 
 // FuzzAssignGenerated plans the random scenario a fuzzed seed generates (the
 // generator of the property tests): invariants, determinism whatever the
-// input order, and the optimal spread by brute force.
+// input order, no chain of active moves left undone, and the optimal spread
+// by brute force.
 func FuzzAssignGenerated(f *testing.F) {
 	for _, seed := range []int64{1, 708, 20260708} {
 		f.Add(seed)
@@ -70,6 +71,9 @@ func FuzzAssignGenerated(f *testing.F) {
 		p := mustAssign(t, in)
 		if a, b := planJSON(t, p), planJSON(t, mustAssign(t, shuffled(r, in))); a != b {
 			t.Fatalf("plan depends on input order:\n%s\n%s", a, b)
+		}
+		if ch := chainLeft(in, p); ch != "" {
+			t.Fatalf("chain of active moves left undone: %s (%s)", ch, describe(p))
 		}
 		for _, tp := range p.Tasks {
 			sp, err := Spread(in, tp)

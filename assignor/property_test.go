@@ -169,6 +169,12 @@ func TestPropertiesOverRandomScenarios(t *testing.T) {
 				}
 			}
 
+			// No balance move left undone that a chain of moves between
+			// caught-up clients could make.
+			if ch := chainLeft(in, p); ch != "" {
+				t.Fatalf("chain of active moves left undone: %s (%s)", ch, describe(p))
+			}
+
 			// Convergence: feed plans back with warmups caught up until no
 			// probing is asked; then balanced within one task per unit of
 			// capacity.
