@@ -1,9 +1,6 @@
 package assignor
 
-import (
-	"slices"
-	"sort"
-)
+import "slices"
 
 // Chains of active moves.
 //
@@ -74,14 +71,29 @@ func (pl *placement) balanceChain(cs *chainSearch) bool {
 	for c := range cs.parent {
 		cs.parent[c] = -2
 	}
-	sort.Slice(cs.order, func(i, j int) bool {
-		a, b := cs.order[i], cs.order[j]
-		if lessLoad(pl.actives[b], m.capa[b], pl.actives[a], m.capa[a]) {
-			return true
+	// Heaviest first, smallest id on ties. The heaviest source usually has
+	// a chain: find it by a scan, and sort the others only when it has none.
+	heavier := func(a, b int32) int {
+		switch {
+		case lessLoad(pl.actives[b], m.capa[b], pl.actives[a], m.capa[a]):
+			return -1
+		case lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]):
+			return 1
 		}
-		return !lessLoad(pl.actives[a], m.capa[a], pl.actives[b], m.capa[b]) && a < b
-	})
-	for _, src := range cs.order {
+		return int(a - b)
+	}
+	h := 0
+	for i := range cs.order {
+		if heavier(cs.order[i], cs.order[h]) < 0 {
+			h = i
+		}
+	}
+	cs.order[0], cs.order[h] = cs.order[h], cs.order[0]
+	for i := range cs.order {
+		if i == 1 {
+			slices.SortFunc(cs.order[1:], heavier)
+		}
+		src := cs.order[i]
 		if cs.parent[src] != -2 {
 			continue // reached by a heavier source's fruitless search
 		}
