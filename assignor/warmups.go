@@ -3,7 +3,8 @@ package assignor
 import "sort"
 
 // placeWarmups plans the balance moves that balanceActives could not make
-// because no caught-up client could take them: the receiver gets a warmup
+// because no caught-up client could take them, directly or along a chain of
+// moves (chains.go): the receiver gets a warmup
 // replica of a task of an overloaded client (one that holds no replica of
 // it yet, preferring the task it already restores, then least lag, then the
 // most loaded source, then the smallest task), at most max.warmup.replicas
