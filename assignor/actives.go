@@ -179,7 +179,7 @@ func (pl *placement) balanceActives() {
 	for moved := true; moved; {
 		moved = false
 		if !pl.unbalanced() {
-			break
+			return
 		}
 		sort.Slice(order, func(i, j int) bool {
 			a, b := order[i], order[j]
