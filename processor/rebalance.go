@@ -57,6 +57,24 @@ type member struct {
 	// started after it moved here (a failover, a scale-in) and commit their
 	// first batch at once (task.moved).
 	startedAny bool
+	// wantReplicas are the standby and warmup tasks the latest assignment
+	// gives this instance: the replica reconcile opens only those.
+	wantReplicas map[int32]bool
+
+	// opening is the replica a reconcile is opening (replicas.go), -1 for
+	// none; openDone (on mu) is broadcast when it is done. An assignment
+	// that makes that task active waits for it, and promotes it.
+	opening  int32
+	openDone *sync.Cond
+
+	// reconciling counts the replica reconciles in progress; closeAll waits
+	// for them, so that no replica opens after the stores close.
+	// reconcileTurn makes them run one at a time (in any order: each open
+	// checks the latest assignment).
+	reconciling   sync.WaitGroup
+	reconcileTurn sync.Mutex
+	// openReplicaHook, when set (by tests), replaces openReplica's opening.
+	openReplicaHook func(id int32) (*state.Task, error)
 }
 
 func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string), fail func(error)) *member {
@@ -65,7 +83,9 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 		log: env.log, met: env.met, phase: phase, fail: fail,
 		active:  make(map[int32]*task),
 		standby: make(map[int32]*state.Task),
+		opening: -1,
 	}
+	m.openDone = sync.NewCond(&m.mu)
 	env.abandoned = func(t *task) {
 		m.mu.Lock()
 		m.abandoned = append(m.abandoned, t)
@@ -80,6 +100,11 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 // plan gives this instance: those not wanted close, the missing open.
 func (m *member) assign(newTasks, replicas []int32) {
 	m.mu.Lock()
+	// A task whose replica a reconcile is opening starts from it, once
+	// open: wait for that one open (not for the whole reconcile).
+	for m.opening >= 0 && slices.Contains(newTasks, m.opening) {
+		m.openDone.Wait()
+	}
 	if !m.revokeStart.IsZero() {
 		m.met.rebalanceTime.Observe(time.Since(m.revokeStart).Seconds())
 		m.revokeStart = time.Time{}
@@ -125,33 +150,26 @@ func (m *member) assign(newTasks, replicas []int32) {
 			open = append(open, id)
 		}
 	}
+	slices.Sort(open)
+	m.wantReplicas = want
 	m.mu.Unlock()
 
 	for _, t := range started {
 		go t.run()
 	}
-	for _, st := range closeStandbys {
-		if err := st.Close(); err != nil {
-			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
-		}
+	if len(closeStandbys) == 0 && len(open) == 0 {
+		return
 	}
-	for _, id := range open {
-		st := m.mgr.Task(id)
-		var err error
-		if st == nil {
-			st, err = m.mgr.OpenTask(id, m.specs)
-		}
-		if err == nil && st.Role() == state.RoleIdle {
-			err = st.StartStandby()
-		}
-		if err != nil {
-			m.log.Error("opening a standby", "task", id, "err", err)
-			continue
-		}
-		m.mu.Lock()
-		m.standby[id] = st
-		m.mu.Unlock()
-	}
+	// The replicas open after the group callback returns (replicas.go):
+	// the client loads the new active tasks' offsets, and so fetches their
+	// records, only then.
+	m.reconciling.Add(1)
+	go func() {
+		defer m.reconciling.Done()
+		m.reconcileTurn.Lock()
+		defer m.reconcileTurn.Unlock()
+		m.reconcileReplicas(closeStandbys, open)
+	}()
 }
 
 // take removes the tasks ids names from the active ones and returns them.
@@ -264,6 +282,7 @@ func (m *member) stopEvery(err error) {
 // closeAll stops whatever the client's revoke left: tasks (dropped without
 // commit) and standbys.
 func (m *member) closeAll() {
+	m.reconciling.Wait()
 	m.mu.Lock()
 	tasks := slices.Collect(maps.Values(m.active))
 	clear(m.active)

@@ -53,8 +53,10 @@ func TestRevokeFinishesTheInFlightRecordAndCommitsOnce(t *testing.T) {
 	if n := h.count(0, "k"); n != 2 {
 		t.Errorf("committed count %d, want 2", n)
 	}
-	// The next assignment without a standby here closes it.
+	// The next assignment without a standby here closes it (after
+	// returning: replicas.go).
 	h.m.assign(nil, nil)
+	h.m.reconciling.Wait()
 	if st.Role() != state.RoleClosed {
 		t.Errorf("standby %s after an assignment without it, want closed", st.Role())
 	}
@@ -219,13 +221,13 @@ func TestAssignReconcilesStandbysAndReadiness(t *testing.T) {
 		t.Errorf("readiness before an assignment: %v %q", ok, why)
 	}
 	h.m.assign(nil, []int32{2, 3})
-	h.m.mu.Lock()
-	st2 := h.m.standby[2]
-	n := len(h.m.standby)
-	h.m.mu.Unlock()
-	if n != 2 || st2 == nil || st2.Role() != state.RoleStandby {
-		t.Fatalf("%d standbys (task 2: %v); want 2 and 3 tailing", n, st2)
-	}
+	// The replicas open after assign returns (replicas.go).
+	eventually(t, "standbys 2 and 3 tailing", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		st2 := h.m.standby[2]
+		return len(h.m.standby) == 2 && st2 != nil && st2.Role() == state.RoleStandby
+	})
 	h.m.assign([]int32{2}, []int32{3})
 	eventually(t, "task 2 running", func() bool { tk := h.m.task(2); return tk != nil && tk.running.Load() })
 	h.mu.Lock()

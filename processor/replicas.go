@@ -1,0 +1,102 @@
+package processor
+
+import "github.com/rackstream/rackstream/state"
+
+// Replica reconcile: the standby and warmup replicas an assignment gives
+// or takes away are opened and closed after the group callback that
+// brought the assignment has returned, not inside it. The Kafka client
+// fetches the committed offsets of newly assigned partitions only once
+// OnPartitionsAssigned returns, so every LevelDB open (tens of ms each,
+// and an assignment after a failover opens several) would otherwise delay
+// the first fetch, and so the first commit, of the tasks that moved here:
+// the failover time users see (issue 17).
+//
+// What keeps it safe: reconciles run one at a time (member.reconcileTurn,
+// in any order), and each open checks under mu, before and after,
+// that the latest assignment still wants that replica and that the task is
+// neither active nor held here; a replica opened for a plan that moved on
+// is closed again. An assignment that makes active the task whose replica
+// is opening right now (member.opening) waits for that open and promotes
+// the replica, so a task never opens its stores beside its own replica;
+// any other assignment goes ahead at once. closeAll waits for every
+// reconcile, so that no replica opens after the stores close. A revoke
+// only turns active tasks into replicas, and a reconcile only opens stores
+// the state manager does not hold (openReplica): the two never touch the
+// same stores, even when a revoke's commit is still running as a reconcile
+// of the next assignment looks at its task.
+
+// reconcileReplicas closes the replicas the plan moved away and opens
+// those it wants here, in task order.
+func (m *member) reconcileReplicas(closeStandbys []*state.Task, open []int32) {
+	for _, st := range closeStandbys {
+		if err := st.Close(); err != nil {
+			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
+		}
+	}
+	for _, id := range open {
+		m.mu.Lock()
+		if !m.replicaWanted(id) {
+			m.mu.Unlock()
+			continue
+		}
+		m.opening = id
+		m.mu.Unlock()
+
+		st, err := m.openReplica(id)
+
+		m.mu.Lock()
+		m.opening = -1
+		keep := err == nil && st != nil && m.replicaWanted(id)
+		if keep {
+			m.standby[id] = st
+		}
+		m.openDone.Broadcast()
+		m.mu.Unlock()
+		switch {
+		case err != nil:
+			m.log.Error("opening a standby", "task", id, "err", err)
+		case st == nil:
+			m.log.Debug("not opening a standby: the state manager holds the task's stores for another use (a revoke keeping them as a standby, a task closing)", "task", id)
+		case !keep: // the plan moved on while it opened: st is the reconcile's own
+			if err := st.Close(); err != nil {
+				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)
+			}
+		}
+	}
+}
+
+// replicaWanted reports whether the latest assignment still wants task id
+// as a replica here, and it is neither active nor held already. mu is held.
+func (m *member) replicaWanted(id int32) bool {
+	return m.wantReplicas[id] && m.active[id] == nil && m.standby[id] == nil
+}
+
+// openReplica opens task id's stores and starts them tailing their
+// changelogs. It returns nil, and nothing to close, when the state manager
+// holds the task's stores already: they belong to whatever opened them (a
+// revoke that keeps its task as a standby registers them itself once its
+// commit is done; a dropped task closes them), and a reconcile closes only
+// what it opened, never those (the bug that 90baedf backed out: a reconcile
+// took the stores a revoke was keeping and, the replica no longer wanted,
+// closed them under the standby the next assignment promoted).
+func (m *member) openReplica(id int32) (*state.Task, error) {
+	if m.openReplicaHook != nil {
+		return m.openReplicaHook(id)
+	}
+	return m.openReplicaDefault(id)
+}
+
+func (m *member) openReplicaDefault(id int32) (*state.Task, error) {
+	if m.mgr.Task(id) != nil {
+		return nil, nil
+	}
+	st, err := m.mgr.OpenTask(id, m.specs)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.StartStandby(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
