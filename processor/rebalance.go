@@ -157,7 +157,16 @@ func (m *member) assign(newTasks, replicas []int32) {
 	for _, t := range started {
 		go t.run()
 	}
-	if len(closeStandbys) == 0 && len(open) == 0 {
+	// The standbys the plan moved away close here, before the callback
+	// returns: a later assignment that makes one of those tasks active
+	// opens its stores (openStores takes what the state manager holds), and
+	// a close still to come would close them under the active task.
+	for _, st := range closeStandbys {
+		if err := st.Close(); err != nil {
+			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
+		}
+	}
+	if len(open) == 0 {
 		return
 	}
 	// The replicas open after the group callback returns (replicas.go):
@@ -168,7 +177,7 @@ func (m *member) assign(newTasks, replicas []int32) {
 		defer m.reconciling.Done()
 		m.reconcileTurn.Lock()
 		defer m.reconcileTurn.Unlock()
-		m.reconcileReplicas(closeStandbys, open)
+		m.reconcileReplicas(open)
 	}()
 }
 

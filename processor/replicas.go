@@ -3,8 +3,9 @@ package processor
 import "github.com/rackstream/rackstream/state"
 
 // Replica reconcile: the standby and warmup replicas an assignment gives
-// or takes away are opened and closed after the group callback that
-// brought the assignment has returned, not inside it. The Kafka client
+// are opened after the group callback that brought the assignment has
+// returned, not inside it (those it takes away close inside it: a close
+// after it could close stores a later assignment made active). The Kafka client
 // fetches the committed offsets of newly assigned partitions only once
 // OnPartitionsAssigned returns, so every LevelDB open (tens of ms each,
 // and an assignment after a failover opens several) would otherwise delay
@@ -25,14 +26,9 @@ import "github.com/rackstream/rackstream/state"
 // same stores, even when a revoke's commit is still running as a reconcile
 // of the next assignment looks at its task.
 
-// reconcileReplicas closes the replicas the plan moved away and opens
-// those it wants here, in task order.
-func (m *member) reconcileReplicas(closeStandbys []*state.Task, open []int32) {
-	for _, st := range closeStandbys {
-		if err := st.Close(); err != nil {
-			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
-		}
-	}
+// reconcileReplicas opens the replicas the plan wants here, in task order
+// (assign closed those it moved away).
+func (m *member) reconcileReplicas(open []int32) {
 	for _, id := range open {
 		m.mu.Lock()
 		if !m.replicaWanted(id) {
