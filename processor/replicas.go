@@ -41,23 +41,29 @@ func (m *member) reconcileReplicas(open []int32) {
 		st, err := m.openReplica(id)
 
 		m.mu.Lock()
-		m.opening = -1
 		keep := err == nil && st != nil && m.replicaWanted(id)
 		if keep {
 			m.standby[id] = st
 		}
-		m.openDone.Broadcast()
 		m.mu.Unlock()
 		switch {
 		case err != nil:
 			m.log.Error("opening a standby", "task", id, "err", err)
 		case st == nil:
 			m.log.Debug("not opening a standby: the state manager holds the task's stores for another use (a revoke keeping them as a standby, a task closing)", "task", id)
-		case !keep: // the plan moved on while it opened: st is the reconcile's own
+		case !keep:
+			// The plan moved on while it opened: st is the reconcile's
+			// own, and it closes while the task is still marked opening,
+			// so that an assignment making the task active waits for the
+			// close instead of taking the stores it is about to lose.
 			if err := st.Close(); err != nil {
 				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)
 			}
 		}
+		m.mu.Lock()
+		m.opening = -1
+		m.openDone.Broadcast()
+		m.mu.Unlock()
 	}
 }
 
