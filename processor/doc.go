@@ -131,7 +131,10 @@
 //   - txn.go and txnclient.go: the exactly-once commit, a transaction;
 //     rewind.go: restarting the tasks of an aborted one.
 //   - rebalance.go: what the group's callbacks do with tasks (assign,
-//     revoke, lose), again with no Kafka client of its own.
+//     revoke, lose), again with no Kafka client of its own; replicas.go:
+//     the standby and warmup replicas an assignment gives, opened after
+//     its callback returns (the client fetches a moved task's offsets
+//     only then).
 //   - metrics.go: series collected from the live tasks at scrape time.
 //
 // A query answer reads the same stores, through Runtime.Replica
