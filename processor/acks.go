@@ -16,7 +16,8 @@ import (
 // A record joins the current epoch when it is produced (add, under the
 // task's lock); a commit's cut moves the task to the other epoch (cut,
 // under the lock) and waits for the old one to drain (wait, no lock). Two
-// epochs are enough: one commit at a time cuts and waits. A cut whose wait
+// epochs are enough: one commit of the task at a time (task.commitMu) cuts
+// and waits. A cut whose wait
 // was abandoned leaves records in the epoch the next cut but one returns
 // to: its wait then covers them too, which only makes it wait longer.
 //

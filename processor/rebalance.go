@@ -97,7 +97,8 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 // assign starts the tasks of newTasks not running yet (paused until their
 // stores are restored or promoted; a standby held here is promoted) and
 // reconciles the standbys with replicas, the standby and warmup tasks the
-// plan gives this instance: those not wanted close, the missing open.
+// plan gives this instance: those not wanted close before it returns, the
+// missing open after it, in the background (replicas.go).
 func (m *member) assign(newTasks, replicas []int32) {
 	m.mu.Lock()
 	// A task whose replica a reconcile is opening starts from it, once
