@@ -83,6 +83,7 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 type taskStats struct {
 	processed    prometheus.Counter
 	latency      prometheus.Histogram
+	endToEnd     prometheus.Histogram
 	deadLettered *prometheus.CounterVec // stage
 	skipped      *prometheus.CounterVec // stage
 	lag          *prometheus.GaugeVec   // topic; the partition is the task
@@ -100,6 +101,16 @@ func newTaskStats(id int32) *taskStats {
 			Name:        "rackstream_process_latency_seconds",
 			Help:        "Time to process one input record (decode, handler with retries, staging its effects), by task; one record in 16 is timed.",
 			Buckets:     prometheus.ExponentialBuckets(1e-6, 4, 12),
+			ConstLabels: task,
+		}),
+		// Kafka Streams' record-e2e-latency (KIP-613), as a histogram: the
+		// tail of how stale the state a query reads can be, from the record's
+		// timestamp (CreateTime: when its producer made it) to the end of
+		// its processing, fetch and queue included.
+		endToEnd: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "rackstream_record_e2e_latency_seconds",
+			Help:        "Time from an input record's timestamp to the end of its processing, by task (the timed records: one in 16); a timestamp ahead of this instance's clock counts as 0.",
+			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 18),
 			ConstLabels: task,
 		}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -134,6 +145,7 @@ func (s *taskStats) record(out outcome, stage string) {
 func (s *taskStats) collect(ch chan<- prometheus.Metric) {
 	s.processed.Collect(ch)
 	s.latency.Collect(ch)
+	s.endToEnd.Collect(ch)
 	s.deadLettered.Collect(ch)
 	s.skipped.Collect(ch)
 	s.lag.Collect(ch)

@@ -288,7 +288,9 @@ func (t *task) work(records []*kgo.Record) bool {
 			return false
 		}
 		if timed {
-			t.stats.latency.Observe(t.env.now().Sub(began).Seconds())
+			now := t.env.now()
+			t.stats.latency.Observe(now.Sub(began).Seconds())
+			t.stats.endToEnd.Observe(max(0, now.Sub(rec.Timestamp).Seconds()))
 		}
 		t.stats.record(out, t.proc.lastStage)
 	}

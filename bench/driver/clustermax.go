@@ -225,16 +225,20 @@ type commitCounts struct {
 }
 
 // commitStats scrapes every instance's commit histograms, the commits'
-// durations and the pauses they held tasks for; what fails to scrape counts
-// nothing (the figures are context for the freshness row).
-func commitStats(ctx context.Context, g *group) (commits, pauses commitCounts) {
+// durations and the pauses they held tasks for, and the records'
+// end-to-end latency (their timestamp to the end of their processing);
+// what fails to scrape counts nothing (the figures are context for the
+// freshness row).
+func commitStats(ctx context.Context, g *group) (commits, pauses, e2e commitCounts) {
 	c := commitCounts{name: "rackstream_commit_latency_seconds", buckets: map[float64]float64{}}
 	p := commitCounts{name: "rackstream_commit_pause_seconds", buckets: map[float64]float64{}}
+	e := commitCounts{name: "rackstream_record_e2e_latency_seconds", buckets: map[float64]float64{}}
 	scrapeMetrics(ctx, g, func(line string) {
 		c.add(line)
 		p.add(line)
+		e.add(line)
 	})
-	return c, p
+	return c, p, e
 }
 
 // processedSum is the sum of every instance's
@@ -292,29 +296,39 @@ func scrapeMetrics(ctx context.Context, g *group, fn func(line string)) bool {
 }
 
 // add counts one line of a Prometheus text page, if it is of c's
-// histogram.
+// histogram; series of several tasks (a task label) add up.
 func (c *commitCounts) add(line string) {
 	rest, ok := strings.CutPrefix(line, c.name)
 	if !ok {
 		return
 	}
-	f := strings.Fields(rest)
-	if len(f) != 2 {
+	i := strings.IndexAny(rest, "{ ")
+	if i < 0 {
 		return
 	}
-	v, err := strconv.ParseFloat(f[1], 64)
+	suffix, labels, value := rest[:i], "", rest[i+1:]
+	if rest[i] == '{' {
+		if labels, value, ok = strings.Cut(value, "} "); !ok {
+			return
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 	if err != nil {
 		return
 	}
-	switch {
-	case f[0] == "_sum":
+	switch suffix {
+	case "_sum":
 		c.seconds += v
-	case f[0] == "_count":
+	case "_count":
 		c.n += v
-	case strings.HasPrefix(f[0], `_bucket{le="`):
-		le, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(f[0], `_bucket{le="`), `"}`), 64)
-		if err == nil {
-			c.buckets[le] += v
+	case "_bucket":
+		_, le, ok := strings.Cut(labels, `le="`)
+		if !ok {
+			return
+		}
+		le, _, _ = strings.Cut(le, `"`)
+		if b, err := strconv.ParseFloat(le, 64); err == nil {
+			c.buckets[b] += v
 		}
 	}
 }
@@ -334,15 +348,21 @@ func (c commitCounts) String() string {
 	if c.n <= 0 {
 		return "-"
 	}
-	under := math.Inf(1)
+	return fmt.Sprintf("%.0f, %v, %s", c.n, time.Duration(c.seconds/c.n*float64(time.Second)).Round(100*time.Microsecond), c.under(1))
+}
+
+// under is the smallest bucket bound at least the fraction q of the
+// observations stayed under: a quantile's upper bound, as exact as the
+// buckets.
+func (c commitCounts) under(q float64) string {
+	bound := math.Inf(1)
 	for le, v := range c.buckets {
-		if v >= c.n && le < under {
-			under = le
+		if v >= q*c.n && le < bound {
+			bound = le
 		}
 	}
-	bound := "+Inf"
-	if !math.IsInf(under, 1) {
-		bound = (time.Duration(under * float64(time.Second))).String()
+	if math.IsInf(bound, 1) {
+		return "+Inf"
 	}
-	return fmt.Sprintf("%.0f, %v, %s", c.n, time.Duration(c.seconds/c.n*float64(time.Second)).Round(100*time.Microsecond), bound)
+	return time.Duration(bound * float64(time.Second)).String()
 }

@@ -39,6 +39,41 @@ func TestCommitCountsReadTheCommitHistogram(t *testing.T) {
 	}
 }
 
+// TestCommitCountsAddUpTheTasksSeries: a per-task histogram (the records'
+// end-to-end latency) sums its tasks' series, and under(q) bounds its
+// quantiles by the buckets.
+func TestCommitCountsAddUpTheTasksSeries(t *testing.T) {
+	c := commitCounts{name: "rackstream_record_e2e_latency_seconds", buckets: map[float64]float64{}}
+	for _, l := range []string{
+		`# TYPE rackstream_record_e2e_latency_seconds histogram`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="0",le="0.001"} 50`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="0",le="0.002"} 90`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="0",le="+Inf"} 100`,
+		`rackstream_record_e2e_latency_seconds_sum{task="0"} 0.2`,
+		`rackstream_record_e2e_latency_seconds_count{task="0"} 100`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="11",le="0.001"} 0`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="11",le="0.002"} 0`,
+		`rackstream_record_e2e_latency_seconds_bucket{task="11",le="+Inf"} 100`,
+		`rackstream_record_e2e_latency_seconds_sum{task="11"} 1.8`,
+		`rackstream_record_e2e_latency_seconds_count{task="11"} 100`,
+		`rackstream_record_e2e_latency_seconds_countx{task="1"} 7`,
+	} {
+		c.add(l)
+	}
+	if c.n != 200 || c.seconds != 2 {
+		t.Fatalf("count %v, sum %v; want 200 and 2 (two tasks' series)", c.n, c.seconds)
+	}
+	if got := c.under(0.25); got != "1ms" {
+		t.Errorf("p25 under %s, want 1ms", got)
+	}
+	if got := c.under(0.45); got != "2ms" {
+		t.Errorf("p45 under %s, want 2ms", got)
+	}
+	if got := c.under(0.99); got != "+Inf" {
+		t.Errorf("p99 under %s, want +Inf", got)
+	}
+}
+
 // TestProcessedInReadsTheProcessedCounter: the maximum's drain follows the
 // instances' rackstream_process_records_total series, one per task.
 func TestProcessedInReadsTheProcessedCounter(t *testing.T) {

@@ -33,7 +33,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		wg     sync.WaitGroup
 	)
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
-	commits0, pauses0 := commitStats(ctx, g)
+	commits0, pauses0, e2e0 := commitStats(ctx, g)
 	end := time.Now().Add(dur)
 	for n := 0; time.Now().Before(end); n++ {
 		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -65,8 +65,8 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		time.Sleep(probeEvery)
 	}
 	wg.Wait()
-	commitsNow, pausesNow := commitStats(ctx, g)
-	commits, pauses := commitsNow.minus(commits0), pausesNow.minus(pauses0)
+	commitsNow, pausesNow, e2eNow := commitStats(ctx, g)
+	commits, pauses, e2e := commitsNow.minus(commits0), pausesNow.minus(pauses0), e2eNow.minus(e2e0)
 	slices.Sort(lat)
 	mu.Lock()
 	slices.Sort(acks)
@@ -86,14 +86,23 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		return
 	}
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
+	d.logf("freshness: p90 %v, p99 %v, max %v of %d probes; load processed after its timestamp p50, p90, p99, p99.9 under %s, %s, %s, %s",
+		percentile(lat, 90).Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat),
+		e2e.under(0.5), e2e.under(0.9), e2e.under(0.99), e2e.under(0.999))
 	mu.Lock()
 	a50, a99 := percentile(acks, 50), percentile(acks, 99)
 	mu.Unlock()
-	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s |\n\n",
+	processed := "-"
+	if e2e.n > 0 {
+		processed = fmt.Sprintf("%s, %s", e2e.under(0.5), e2e.under(0.99))
+	}
+	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | load processed after its timestamp, p50, p99 under | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s | %s |\n\n",
 		limit, len(lat), unseen, p50.Round(time.Millisecond), p99.Round(time.Millisecond), p99.Seconds()/interval.Seconds(),
-		a50.Round(time.Millisecond), a99.Round(time.Millisecond), commits, pauses)
+		a50.Round(time.Millisecond), a99.Round(time.Millisecond), processed, commits, pauses)
 	sec.printf("The probe's produce acknowledgement is part of its freshness (the probe is processed once fetched, which follows the broker's " +
-		"append). The commits are every instance's during the probes (`rackstream_commit_latency_seconds`: the tasks' cuts, the wait for " +
+		"append). The load's records processed after their timestamps is every instance's `rackstream_record_e2e_latency_seconds` during " +
+		"the probes (one record in 16, from its producer's timestamp to the end of its processing; bounded by the histogram's buckets, " +
+		"powers of two from 1 ms): the part of the freshness before the HTTP read. The commits are every instance's during the probes (`rackstream_commit_latency_seconds`: the tasks' cuts, the wait for " +
 		"the records produced before them, the stores' LevelDB batches, the offset commit), the task pauses what those commits held each " +
 		"task for between two records (`rackstream_commit_pause_seconds`: its cut, the record cache written through and the stores' " +
 		"buffers frozen); for each, the count, the mean and the smallest histogram bucket bound all of them stayed under.\n\n")
