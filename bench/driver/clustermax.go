@@ -169,7 +169,7 @@ func committedSum(ctx context.Context, adm *kadm.Client, group, topic string) (i
 // measured in this run) beside it for comparison. -load-rate overrides it;
 // without either, the fallback rate. It returns the rate and what it is,
 // for the freshness row's text.
-func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, countRate float64) (float64, string) {
+func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, sus sustained, susErr error, countRate float64) (float64, string) {
 	sec.printf("### Maximum throughput of this cluster\n\n")
 	if cmErr != nil {
 		sec.printf("Not measured: %v.\n\n", cmErr)
@@ -194,6 +194,19 @@ func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, countRate fl
 				d.cfg.clusterDrain, thousands(float64(cm.firstBacklog)), thousands(cm.firstRate))
 		}
 	}
+	if cmErr == nil {
+		if susErr != nil {
+			sec.printf("The sustained maximum was not found (%v; rates tried: %s): the load below is half the backlog's drain, which "+
+				"overstates what the cluster keeps up with while the load is produced beside it.\n\n", susErr, sus)
+		} else {
+			sec.printf("**Sustained maximum**: the drain has the producer idle, and the record cache merges more updates per key from a "+
+				"backlog than from a live load. So the driver then produced the load live, at the drain's maximum and (when the instances "+
+				"fell behind) at lower rates, each for %v of warm-up and a %v window, until the instances' counters kept up with what was "+
+				"acknowledged (within 5%%): %s. **%s records/s** is the highest rate they kept up with, the producer and the broker "+
+				"sharing the two cores; half of it is the load below.\n\n",
+				d.cfg.sustainWarm, sus.window, sus, thousands(sus.rate))
+		}
+	}
 	single := "no count ran on this broker in this run"
 	if countRate > 0 {
 		single = fmt.Sprintf("half the single-process count's %s records/s above (one process, no standbys, no HTTP) is %s records/s",
@@ -206,8 +219,11 @@ func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, countRate fl
 	switch {
 	case d.cfg.loadRate > 0:
 		return d.cfg.loadRate, "a fixed rate, set by -load-rate or the smoke run, not half load"
+	case cmErr == nil && susErr == nil:
+		return sus.rate / 2, fmt.Sprintf("half load: half this cluster's sustained maximum of %s records/s measured above (its backlog drain: %s records/s)",
+			thousands(sus.rate), thousands(cm.rate))
 	case cmErr == nil:
-		return cm.rate / 2, fmt.Sprintf("half load: half this cluster's maximum of %s records/s measured above", thousands(cm.rate))
+		return cm.rate / 2, fmt.Sprintf("half this cluster's backlog drain of %s records/s measured above, its sustained maximum not found", thousands(cm.rate))
 	case countRate > 0:
 		return countRate / 2, fmt.Sprintf("half the single-process count's %s records/s, this cluster's maximum not measured", thousands(countRate))
 	}

@@ -137,7 +137,15 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if err := waitCommitted(ctx, adm, app, input, 3*time.Minute); err != nil {
 		return fail(err.Error())
 	}
-	rate, how := d.halfLoad(sec, cm, cmErr, countRate)
+	var sus sustained
+	susErr := cmErr
+	if cmErr == nil && cfg.loadRate == 0 {
+		d.logf("cluster on %s: sustained maximum, from %s records/s down", b.kind, thousands(cm.rate))
+		sus, susErr = sustainedMax(ctx, adm, app, pcl, input, processed, cfg.countKeys, cm.rate, cfg.sustainWarm, cfg.sustainWindow)
+		produced += sus.total
+		d.logf("cluster on %s: sustained %s (%v)", b.kind, sus, susErr)
+	}
+	rate, how := d.halfLoad(sec, cm, cmErr, sus, susErr, countRate)
 	load := startLoad(pcl, input, cfg.countKeys, rate)
 	if !failOnly {
 		d.freshness(ctx, sec, g, cl, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)

@@ -104,6 +104,8 @@ type config struct {
 	loadRate                float64       // the cluster section's load when set (-load-rate; the smoke run's, which checks the harness, not speed), instead of half its measured maximum
 	clusterBacklog          int           // records of the backlog that measures the cluster's maximum throughput
 	clusterDrain            time.Duration // a drain shorter than this is measured again with a larger backlog (0: never)
+	sustainWarm             time.Duration // each rate of the sustained maximum's search runs this long before its window
+	sustainWindow           time.Duration // and is measured over this
 	sessionTimeout          time.Duration
 	commitInterval          time.Duration
 	scaleTimeout            time.Duration
@@ -117,6 +119,7 @@ func fullConfig() config {
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
 		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 15 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
+		sustainWarm: 3 * time.Second, sustainWindow: 8 * time.Second,
 		scaleTimeout: 3 * time.Minute, childTimeout: 20 * time.Minute,
 	}
 }
