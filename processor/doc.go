@@ -129,7 +129,9 @@
 //     reach the broker after the producer's linger (20 ms, session.go):
 //     under load a batch fills first; idle, a commit takes that long more.
 //   - txn.go and txnclient.go: the exactly-once commit, a transaction;
-//     rewind.go: restarting the tasks of an aborted one.
+//     rewind.go: restarting the tasks of an aborted one; restart.go: the
+//     same for a task stopped by an error under the other guarantees (a
+//     changelog record the broker refused), after a backoff.
 //   - rebalance.go: what the group's callbacks do with tasks (assign,
 //     revoke, lose), again with no Kafka client of its own; replicas.go:
 //     the standby and warmup replicas an assignment gives, opened after

@@ -20,6 +20,7 @@ type metrics struct {
 	rebalanceTime  prometheus.Histogram
 	tasks          *prometheus.GaugeVec // role: active, standby, warmup
 	taskFailures   prometheus.Counter
+	taskRestarts   prometheus.Counter
 }
 
 // newMetrics makes the runtime's series and registers them, with a
@@ -61,6 +62,10 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 			Name: "rackstream_task_failures_total",
 			Help: "Tasks stopped by an error (error policy fail, or a store failure).",
 		}),
+		taskRestarts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rackstream_task_restarts_total",
+			Help: "Tasks stopped by an error that were restarted from their last commit after a backoff (at-least-once, at-most-once; exactly-once restarts them through its aborts).",
+		}),
 	}
 	if reg != nil {
 		// Unchecked (it describes nothing): its series come and go with
@@ -74,6 +79,7 @@ func newMetrics(reg prometheus.Registerer, live func() []*task) *metrics {
 		m.rebalanceTime = promreg.Register(reg, m.rebalanceTime)
 		m.tasks = promreg.Register(reg, m.tasks)
 		m.taskFailures = promreg.Register(reg, m.taskFailures)
+		m.taskRestarts = promreg.Register(reg, m.taskRestarts)
 	}
 	return m
 }

@@ -30,9 +30,7 @@ func (s *session) poll(ctx context.Context) error {
 		}
 		fs := s.pollOnce(pctx)
 		err := s.handOver(ctx, fs)
-		if s.c.eos != nil {
-			s.rewind() // after an aborted transaction (rewind.go)
-		}
+		s.rewind() // after an aborted transaction (rewind.go) or a task's failure (restart.go)
 		// Every batch of this poll is with its task: rebalances may run.
 		// (BlockRebalanceOnPoll keeps them from running between a poll
 		// and its hand-over, where a revoke and a reassignment could give

@@ -20,9 +20,9 @@ import (
 // restore only what their changelogs hold after their checkpoints. A
 // revoke or a loss meanwhile takes a task out of rewinding (take).
 
-// suspend stops and drops the tasks of an aborted transaction that are
-// still active here and marks them for the poll loop to restart; wake
-// wakes the poll loop.
+// suspend stops and drops the tasks of an aborted transaction (or a task
+// stopped by an error, restart.go) that are still active here and marks
+// them for the poll loop to restart; wake wakes the poll loop.
 func (m *member) suspend(tasks []*task, wake func()) {
 	m.mu.Lock()
 	if m.rewinding == nil {
@@ -90,8 +90,9 @@ func (m *member) rewinds() ([]int32, map[string]map[int32]kgo.EpochOffset) {
 	return ready, offsets
 }
 
-// rewind restarts the tasks of aborted transactions from their last
-// commit: the poll loop calls it after a poll, before AllowRebalance.
+// rewind restarts the tasks of aborted transactions, and tasks stopped by
+// an error (restart.go), from their last commit: the poll loop calls it
+// after a poll, before AllowRebalance.
 func (s *session) rewind() {
 	ready, offsets := s.m.rewinds()
 	if len(ready) == 0 {
@@ -100,7 +101,10 @@ func (s *session) rewind() {
 	s.cl.SetOffsets(offsets)
 	asg, _ := s.bal.Assignment()
 	s.m.assign(ready, append(slices.Clone(asg.Standby), asg.Warmup...))
-	s.log.Info("tasks restarted from their last commit after an aborted transaction", "tasks", ready, "offsets", offsets)
+	if s.c.eos == nil {
+		s.r.met.taskRestarts.Add(float64(len(ready)))
+	}
+	s.log.Info("tasks restarted from their last commit", "tasks", ready, "offsets", offsets)
 }
 
 // wakePoll ends the poll in progress early (or the next one at once), so

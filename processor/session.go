@@ -70,6 +70,10 @@ type session struct {
 	txn        txnState
 	wakeWanted atomic.Bool
 	pollCancel atomic.Pointer[context.CancelFunc]
+
+	// restarts paces the restarts of tasks stopped by an error
+	// (restart.go).
+	restarts taskRestarts
 }
 
 // startError is a failure to build the session's client or balancer: bad
@@ -122,6 +126,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		now:        time.Now,
 		taken:      s.taken,
 		worked:     s.worked,
+		failed:     s.taskFailed,
 	}
 	if r.opts.Guarantee == AtMostOnce {
 		env.ahead = func(t *task, records []*kgo.Record) bool { return s.c.commitAhead(t.ctx, t, records) }

@@ -50,6 +50,9 @@ type taskEnv struct {
 	worked func(t *task, promoted bool)
 	// abandoned is called with a task stop gave up waiting for.
 	abandoned func(*task)
+	// failed, when set, is called once with a task's stopping error
+	// (restart.go).
+	failed func(t *task, err error)
 	// ahead, under at-most-once, commits a batch's offsets before the
 	// task processes it (guarantee.go); false: the task is stopped.
 	ahead func(t *task, records []*kgo.Record) bool
@@ -481,6 +484,9 @@ func (t *task) setErr(err error) {
 		t.env.met.taskFailures.Inc()
 		t.env.log.Error("task stopped", "task", t.id, "err", err)
 		t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id))
+		if t.env.failed != nil {
+			t.env.failed(t, err)
+		}
 	}
 }
 
