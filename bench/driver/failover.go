@@ -21,7 +21,7 @@ import (
 //
 // interval is the instances' commit.interval.ms; row is the row's name
 // (freshRow, or freshDefaultRow for the pass at the default interval).
-func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.Client, input string, rate float64, half string, interval time.Duration, row string, dur time.Duration) {
+func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.Client, load *producer, input string, rate float64, half string, interval time.Duration, row string, dur time.Duration) {
 	const probeEvery, pollEvery = 100 * time.Millisecond, 10 * time.Millisecond
 	a := g.instances[0]
 	limit := 3*d.cfg.commitInterval + 30*time.Second
@@ -34,6 +34,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	)
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
 	commits0, pauses0, e2e0 := commitStats(ctx, g)
+	acks0 := load.ackCounts()
 	end := time.Now().Add(dur)
 	for n := 0; time.Now().Before(end); n++ {
 		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -67,6 +68,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	wg.Wait()
 	commitsNow, pausesNow, e2eNow := commitStats(ctx, g)
 	commits, pauses, e2e := commitsNow.minus(commits0), pausesNow.minus(pauses0), e2eNow.minus(e2e0)
+	loadAcks := load.ackCounts().minus(acks0)
 	slices.Sort(lat)
 	mu.Lock()
 	slices.Sort(acks)
@@ -75,34 +77,41 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	if row == freshDefaultRow {
 		title += fmt.Sprintf(" at the default commit.interval.ms (%d)", interval.Milliseconds())
 	}
-	sec.printf("### %s\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s), a probe record with a new key every %v; each probe's "+
+	sec.printf("### %s\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s, for %v before the first probe), a probe record with a new key every %v; each probe's "+
 		"key is polled every %v at instance %s (which forwards when another owns it) until its count answers: the time from "+
 		"the produce call to that answer. The read is at the default isolation, latest (at-least-once): the task's latest processed "+
 		"state, its record cache and write buffer over LevelDB, so the commit interval (%v) does not bound it; what remains is the "+
 		"produce, the fetch, the task's queue (how far processing is behind the load) and the HTTP hop.\n\n",
-		title, thousands(rate), half, thousands(float64(d.cfg.countKeys)), probeEvery, pollEvery, a.name, interval)
+		title, thousands(rate), half, thousands(float64(d.cfg.countKeys)), d.cfg.freshWarm, probeEvery, pollEvery, a.name, interval)
 	if len(lat) == 0 {
 		sec.missing(row, fmt.Sprintf("none of %d probes was visible over HTTP within %v", unseen, limit))
 		return
 	}
 	p50, p99 := percentile(lat, 50), percentile(lat, 99)
-	d.logf("freshness: p90 %v, p99 %v, max %v of %d probes; load processed after its timestamp p50, p90, p99, p99.9 under %s, %s, %s, %s",
+	d.logf("freshness: p90 %v, p99 %v, max %v of %d probes; load processed after its timestamp p50, p90, p99, p99.9 under %s, %s, %s, %s; "+
+		"load acknowledged p50, p90, p99, p99.9 under %s, %s, %s, %s",
 		percentile(lat, 90).Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat),
-		e2e.under(0.5), e2e.under(0.9), e2e.under(0.99), e2e.under(0.999))
+		e2e.under(0.5), e2e.under(0.9), e2e.under(0.99), e2e.under(0.999),
+		loadAcks.under(0.5), loadAcks.under(0.9), loadAcks.under(0.99), loadAcks.under(0.999))
 	mu.Lock()
 	a50, a99 := percentile(acks, 50), percentile(acks, 99)
 	mu.Unlock()
-	processed := "-"
+	processed, acked := "-", "-"
 	if e2e.n > 0 {
 		processed = fmt.Sprintf("%s, %s", e2e.under(0.5), e2e.under(0.99))
 	}
-	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | load processed after its timestamp, p50, p99 under | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s | %s |\n\n",
+	if loadAcks.n > 0 {
+		acked = fmt.Sprintf("%s, %s", loadAcks.under(0.5), loadAcks.under(0.99))
+	}
+	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | load acknowledged, p50, p99 under | load processed after its timestamp, p50, p99 under | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s | %s | %s |\n\n",
 		limit, len(lat), unseen, p50.Round(time.Millisecond), p99.Round(time.Millisecond), p99.Seconds()/interval.Seconds(),
-		a50.Round(time.Millisecond), a99.Round(time.Millisecond), processed, commits, pauses)
+		a50.Round(time.Millisecond), a99.Round(time.Millisecond), acked, processed, commits, pauses)
 	sec.printf("The probe's produce acknowledgement is part of its freshness (the probe is processed once fetched, which follows the broker's " +
 		"append). The load's records processed after their timestamps is every instance's `rackstream_record_e2e_latency_seconds` during " +
 		"the probes (one record in 16, from its producer's timestamp to the end of its processing; bounded by the histogram's buckets, " +
-		"powers of two from 1 ms): the part of the freshness before the HTTP read. The commits are every instance's during the probes (`rackstream_commit_latency_seconds`: the tasks' cuts, the wait for " +
+		"powers of two from 1 ms): the part of the freshness before the HTTP read; the load acknowledged is the driver's own count of the " +
+		"same records from its produce call to the broker's acknowledgement, in the same buckets: the part of that which is the " +
+		"producer's and the broker's, not the instances'. The commits are every instance's during the probes (`rackstream_commit_latency_seconds`: the tasks' cuts, the wait for " +
 		"the records produced before them, the stores' LevelDB batches, the offset commit), the task pauses what those commits held each " +
 		"task for between two records (`rackstream_commit_pause_seconds`: its cut, the record cache written through and the stores' " +
 		"buffers frozen); for each, the count, the mean and the smallest histogram bucket bound all of them stayed under.\n\n")

@@ -56,7 +56,7 @@ func (d *driver) freshAtDefault(ctx context.Context, sec *section, g *group, cl,
 		sec.missing(freshDefaultRow, fmt.Sprintf("after restarting with commit.interval.ms=%d: %v", interval.Milliseconds(), err))
 		return load.produced.Load()
 	}
-	d.freshness(ctx, sec, g, cl, input, rate, half, interval, freshDefaultRow, dur)
+	d.freshness(ctx, sec, g, cl, load, input, rate, half, interval, freshDefaultRow, dur)
 	load.halt()
 	if n := load.failed.Load(); n > 0 {
 		sec.printf("- %d records of the load failed to produce.\n", n)

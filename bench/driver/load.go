@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,8 +22,12 @@ type producer struct {
 	keys     int
 	produced atomic.Int64
 	failed   atomic.Int64
-	stop     chan struct{}
-	done     chan struct{}
+	// acked counts the load's records by the time from their produce
+	// call to their acknowledgement (ackBuckets), the part of their
+	// end-to-end latency that is the producer's and the broker's.
+	acked [ackBucketCount + 1]atomic.Int64
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // startLoad produces rate records/s of key-<random below keys> with
@@ -47,17 +52,59 @@ func startLoad(cl *kgo.Client, topic string, keys int, rate float64) *producer {
 			for ; sent < due; sent++ {
 				n = n*6364136223846793005 + 1442695040888963407 // an LCG: cheap, and the same sequence every run
 				k := "key-" + strconv.Itoa(int((n>>33)%uint64(keys)))
-				p.cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: []byte(k), Value: value}, func(_ *kgo.Record, err error) {
+				p.cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: []byte(k), Value: value}, func(r *kgo.Record, err error) {
 					if err != nil {
 						p.failed.Add(1)
-					} else {
-						p.produced.Add(1)
+						return
 					}
+					p.produced.Add(1)
+					p.acked[ackBucket(time.Since(r.Timestamp))].Add(1)
 				})
 			}
 		}
 	}()
 	return p
+}
+
+// ackBuckets are the upper bounds of the acknowledgement times counted,
+// the processor's end-to-end histogram's (1 ms doubling), so that the two
+// compare bucket for bucket.
+var ackBuckets = func() []time.Duration {
+	b := make([]time.Duration, ackBucketCount)
+	for i := range b {
+		b[i] = time.Millisecond << i
+	}
+	return b
+}()
+
+const ackBucketCount = 18
+
+// ackBucket is the index of the first bucket d fits under (the last
+// index: above them all).
+func ackBucket(d time.Duration) int {
+	for i, le := range ackBuckets {
+		if d <= le {
+			return i
+		}
+	}
+	return len(ackBuckets)
+}
+
+// ackCounts is a snapshot of acked, as a histogram the freshness row
+// reads like the instances' (commitCounts).
+func (p *producer) ackCounts() commitCounts {
+	c := commitCounts{buckets: map[float64]float64{}}
+	var cum float64
+	for i := range p.acked {
+		cum += float64(p.acked[i].Load())
+		le := math.Inf(1)
+		if i < len(ackBuckets) {
+			le = ackBuckets[i].Seconds()
+		}
+		c.buckets[le] = cum
+	}
+	c.n = cum
+	return c
 }
 
 func (p *producer) halt() {

@@ -49,7 +49,7 @@ func main() {
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
-	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 15s, or 1.5s with -smoke)")
+	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 30s, or 1.5s with -smoke)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out)
@@ -100,6 +100,7 @@ type config struct {
 	queryClients            int
 	queryDuration           time.Duration
 	freshDuration           time.Duration
+	freshWarm               time.Duration // the load runs this long before the freshness probes
 	fallbackRate            float64
 	loadRate                float64       // the cluster section's load when set (-load-rate; the smoke run's, which checks the harness, not speed), instead of half its measured maximum
 	clusterBacklog          int           // records of the backlog that measures the cluster's maximum throughput
@@ -117,7 +118,7 @@ func fullConfig() config {
 	return config{
 		out: "bench/results.md", rounds: 2, // on kfake too: one run is no median (issue 17)
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
-		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 15 * time.Second,
+		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 30 * time.Second, freshWarm: 10 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
 		sustainWarm: 3 * time.Second, sustainWindow: 8 * time.Second,
 		scaleTimeout: 3 * time.Minute, childTimeout: 20 * time.Minute,
@@ -129,7 +130,7 @@ func smokeConfig(out string) config {
 	return config{
 		out: out, smoke: true, rounds: 1,
 		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
-		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond,
+		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond, freshWarm: 500 * time.Millisecond,
 		fallbackRate: 500, loadRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond, clusterBacklog: 20_000,
 		scaleTimeout: 2 * time.Second, childTimeout: 5 * time.Minute,
 	}
