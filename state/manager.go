@@ -247,6 +247,12 @@ func (m *Manager) taskClosed(t *Task) {
 	if m.tasks[t.id] == t {
 		delete(m.tasks, t.id)
 	}
+	// Forget the closed stores whose records are all resolved by now, of
+	// every task: a task that never reopens here would otherwise keep its
+	// closed stores referenced for the Manager's life.
+	for id := range m.unresolved {
+		m.pruneResolved(id)
+	}
 	for _, s := range t.stores {
 		if s.unacknowledged() > 0 {
 			m.unresolved[t.id] = append(m.unresolved[t.id], s)
@@ -289,6 +295,12 @@ func (m *Manager) WaitProduced(ctx context.Context, id int32) error {
 func (m *Manager) unresolvedRecords(id int32) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.pruneResolved(id)
+}
+
+// pruneResolved forgets the closed stores of task id with no records in
+// flight and returns how many the others have (the caller holds m.mu).
+func (m *Manager) pruneResolved(id int32) int64 {
 	var left int64
 	kept := m.unresolved[id][:0]
 	for _, s := range m.unresolved[id] {
