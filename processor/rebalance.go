@@ -54,8 +54,8 @@ type member struct {
 	rewinding map[int32]map[string]int64
 
 	// startedAny is set once an assignment has started tasks: those
-	// started after it moved here (a failover, a scale-in) and commit their
-	// first batch at once (task.moved).
+	// started after it moved here (a failover, a scale-in) and commit
+	// after their first record (task.moved).
 	startedAny bool
 	// wantReplicas are the standby and warmup tasks the latest assignment
 	// gives this instance: the replica reconcile opens only those.

@@ -3,7 +3,9 @@ package processor
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,5 +340,49 @@ func TestForceCloseClosesTheStoresUnderAStuckHandler(t *testing.T) {
 		if r.topic == h.opts.DLQTopic {
 			t.Errorf("the stuck record was dead-lettered: %+v", r)
 		}
+	}
+}
+
+// TestAMovedTaskAsksForItsCommitAfterItsFirstRecord: a task that moved here
+// asks for its prompt commit (worked with promoted) once its first record
+// is processed, not after its whole first batch, which after a failover is
+// a fetch's worth of backlog; the rest of the batch follows as usual.
+func TestAMovedTaskAsksForItsCommitAfterItsFirstRecord(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	var asked []int64 // records processed when a moved task asked
+	h.env.worked = func(t *task, promoted bool) {
+		if promoted {
+			mu.Lock()
+			asked = append(asked, processed(t))
+			mu.Unlock()
+		}
+	}
+	h.start(0) // the instance's first tasks: not moved
+	h.m.assign([]int32{0, 1}, nil)
+	eventually(t, "task 1 running", func() bool { tk := h.m.task(1); return tk != nil && tk.running.Load() })
+	if !h.m.task(1).moved {
+		t.Fatal("task 1, assigned after the first tasks started, is not marked moved")
+	}
+	release := h.block()
+	defer release()
+	task := h.feed(1, 0, "k", "a", "b", "block", "c")
+	eventually(t, "the moved task's commit asked for", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(asked) > 0
+	})
+	mu.Lock()
+	got := slices.Clone(asked)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("asked for its commit with %v records processed; want once, after the first (the batch still held at its third)", got)
+	}
+	release()
+	h.waitProcessed(task, 4)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 {
+		t.Fatalf("asked %d times; want once", len(asked))
 	}
 }

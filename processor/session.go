@@ -50,7 +50,7 @@ type session struct {
 	drained chan struct{}
 
 	// commitWanted is signalled (capacity 1) when a task that moved here
-	// has worked through its first batch, and with a zero
+	// has worked through its first record, and with a zero
 	// CommitInterval after every batch: the commit loop commits then.
 	// movedMu guards moved, the tasks that moved here and asked: the
 	// commit loop commits those alone at once, not waiting for the
@@ -276,13 +276,13 @@ func (s *session) taken(records int) {
 }
 
 // worked is called after a task worked through a batch: with a zero
-// commit interval, a commit is due; so it is after the first batch of a
+// commit interval, a commit is due; so it is after the first record of a
 // task that moved here (promoted: task.moved), whatever the interval, so
 // that a failover's new owner shows its progress at once rather than up to
 // an interval later.
 func (s *session) worked(t *task, promoted bool) {
 	if promoted {
-		s.log.Debug("a moved task worked through its first batch: commit wanted", "task", t.id)
+		s.log.Debug("a moved task worked through its first record: commit wanted", "task", t.id)
 		s.movedMu.Lock()
 		s.moved = append(s.moved, t)
 		s.movedMu.Unlock()
@@ -326,7 +326,7 @@ func (s *session) failure() error {
 }
 
 // commitLoop commits every CommitInterval, and whenever worked asks
-// (commitWanted: a promoted task's first batch, or every batch with a
+// (commitWanted: a promoted task's first record, or every batch with a
 // zero interval). Under at-least-once with an interval, the commits asked
 // for run on a goroutine of their own (promptCommits), beside the regular
 // ones: a moved task's commit then waits only for an earlier commit of its
