@@ -396,3 +396,43 @@ func TestAMovedTasksCommitIsItsOwn(t *testing.T) {
 		t.Errorf("with a zero interval: tasks %v, want all 3", got)
 	}
 }
+
+// TestPromptCommitsOfMovedTasksRunAtOnce: a moved task's prompt commit does
+// not wait for another moved task's prompt commit still in flight (its
+// records held by the broker here): each ask commits on its own goroutine.
+func TestPromptCommitsOfMovedTasksRunAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.kafka.hold(h.topo.ChangelogTopics()[0], 0) // task 0's changelog
+	h.start(0, 1)
+	ctx, cancel := context.WithCancel(h.ctx)
+	failed, fail := context.WithCancelCause(context.Background())
+	defer fail(nil)
+	s := &session{
+		r: &Runtime{opts: Options{CommitInterval: time.Hour}}, m: h.m, c: h.c, log: h.opts.Logger,
+		ctx: ctx, failed: failed, fail: fail, commitWanted: make(chan time.Time, 1),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.promptCommits()
+	}()
+	t0 := h.feed(0, 0, "k", "a")
+	h.waitProcessed(t0, 1)
+	s.worked(t0, true)
+	eventually(t, "task 0's prompt commit to cut it", func() bool {
+		t0.mu.Lock()
+		defer t0.mu.Unlock()
+		return t0.acks.cur == 1
+	})
+	t1 := h.feed(1, 0, "j", "b")
+	h.waitProcessed(t1, 1)
+	s.worked(t1, true)
+	eventually(t, "task 1's prompt commit beside task 0's held one", func() bool { return h.offsets.committed(1) == 1 })
+	if got := h.offsets.committed(0); got >= 1 {
+		t.Fatalf("task 0 committed offset %d with its changelog record held", got)
+	}
+	h.kafka.release()
+	eventually(t, "task 0's prompt commit once its record is acknowledged", func() bool { return h.offsets.committed(0) == 1 })
+	cancel()
+	<-done
+}
