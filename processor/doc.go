@@ -116,7 +116,8 @@
 //     only a taskEnv: its stores, its producer, its partitions' fetch
 //     control, a clock. Its per-record path (task.work, record.go)
 //     decodes, calls the handler, and applies the staged writes and emits
-//     (the record cache, cache.go, may merge them within a commit
+//     through the task's backend (backend.go; the record cache, cache.go,
+//     may merge them within a commit
 //     interval); the offset after the record becomes the task's processed
 //     watermark.
 //   - commit.go: a commit, every commit.interval.ms (after every batch when
