@@ -127,6 +127,29 @@ func (b *writeBuffer) each(fn func(key string, tagged []byte)) {
 	}
 }
 
+// keySpan is a buffer's key and where its tagged value is (appendSorted).
+type keySpan struct {
+	key string
+	sp  bufSpan
+}
+
+// appendSorted appends the buffer's keys with their values' spans to dst,
+// in key order, for writing it to LevelDB in that order (batchSorter says
+// why). It reads the index and never reorders keys, so a commit writing a
+// frozen buffer may call it while the task goroutine sorts that buffer's
+// keys for a scan (sortKeys): the index of a frozen buffer does not change.
+func (b *writeBuffer) appendSorted(dst []keySpan) []keySpan {
+	n := len(dst)
+	for k, i := range b.index {
+		dst = append(dst, keySpan{k, b.vals[i]})
+	}
+	slices.SortFunc(dst[n:], func(x, y keySpan) int { return strings.Compare(x.key, y.key) })
+	return dst
+}
+
+// tagged returns the tagged value at sp, a slice of the arena.
+func (b *writeBuffer) tagged(sp bufSpan) []byte { return b.arena[sp.off : sp.off+sp.n] }
+
 // reset empties the buffer, keeping its memory for the next writes. The
 // caller makes sure no reader holds slices of it (latest.go).
 func (b *writeBuffer) reset() {

@@ -117,8 +117,12 @@ func (s *DB) writeFrozen() error {
 	b := s.commitBatch
 	var puts, dels int64
 	if s.unwritten.Load() {
-		s.committed.each(func(k string, v []byte) {
-			s.writeScratch = append(append(s.writeScratch[:0], dataPrefix), k...)
+		// In key order: goleveldb's memtable takes sorted inserts faster
+		// (batchSorter).
+		s.writeOrder = s.committed.appendSorted(s.writeOrder[:0])
+		for _, e := range s.writeOrder {
+			v := s.committed.tagged(e.sp)
+			s.writeScratch = append(append(s.writeScratch[:0], dataPrefix), e.key...)
 			if v[0] == bufTombstone {
 				b.Delete(s.writeScratch)
 				dels++
@@ -126,7 +130,8 @@ func (s *DB) writeFrozen() error {
 				b.Put(s.writeScratch, v[1:])
 				puts++
 			}
-		})
+		}
+		clear(s.writeOrder) // its strings point into the buffer's arena
 	}
 	if err := s.writeBatch(b, end); err != nil {
 		return s.task.storageErr(s, "commit", err)

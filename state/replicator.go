@@ -48,6 +48,10 @@ type replicator struct {
 	applyMu sync.Mutex
 	mu      sync.Mutex
 	subs    map[topicPartition]*DB
+
+	// sorters are the flushes' batchSorters: flushes of several stores run
+	// at once (applyAll), each with its own.
+	sorters sync.Pool
 }
 
 type topicPartition struct {
@@ -428,7 +432,15 @@ func changelogMoved(s *DB, p *kgo.FetchTopicPartition) error {
 func (r *replicator) flush(s *DB) bool {
 	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
-		if err := s.writeBatch(b, s.rep.next); err != nil {
+		sorter, _ := r.sorters.Get().(*batchSorter)
+		if sorter == nil {
+			sorter = new(batchSorter)
+		}
+		sorted := sorter.sorted(b)
+		err := s.writeBatch(sorted, s.rep.next)
+		b.Reset() // writeBatch reset sorted, which may be b or the sorter's
+		r.sorters.Put(sorter)
+		if err != nil {
 			err = s.task.storageErr(s, "apply changelog batch to", err)
 			r.finish(s, err)
 			return false

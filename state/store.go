@@ -87,10 +87,12 @@ type DB struct {
 	prodErr  error
 	_        [64]byte
 	promise  func(*kgo.Record, error)
-	// commitBatch and writeScratch are writeFrozen's, which may run beside
-	// the task goroutine's writes (scratch is the task goroutine's).
+	// commitBatch, writeScratch and writeOrder are writeFrozen's, which may
+	// run beside the task goroutine's writes (scratch is the task
+	// goroutine's).
 	commitBatch  *leveldb.Batch
 	writeScratch []byte
+	writeOrder   []keySpan
 
 	// Apply path state, owned by the replicator goroutine while the store
 	// is subscribed there (see replicator.go).
