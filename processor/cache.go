@@ -14,11 +14,24 @@ import (
 // recordCache is a task's record cache (statestore.cache.max.bytes, Kafka
 // Streams' name): within a commit interval, the writes to one key of a store,
 // and the emits of one key to an output, are merged so that only the last
-// reaches the changelog and the output. Reads see it. It is flushed whole
-// before every commit (so the commit covers it), and dropped with the task's
-// other uncommitted work.
+// reaches the changelog and the output. Reads see it. It is written through
+// whole before every commit (so the commit covers it), and dropped with the
+// task's other uncommitted work.
 //
-// When it outgrows its budget it evicts the least-recently-written entry,
+// A store's entry written through stays in the cache, clean, until the
+// budget needs its room (Kafka Streams' cache keeps flushed entries the
+// same way): the next record of that key, typically a read and a write
+// back, finds it here instead of in the write buffer or LevelDB. With a
+// commit interval short enough that most keys change once or twice
+// between commits, emptying the cache at each commit sent nearly every
+// read to LevelDB's memtable, a tenth of a count's CPU (bench/freshness.md).
+// A clean entry holds the value the store has: every write of the task
+// goes through the cache (making the entry dirty again), and work that is
+// dropped (an abort, a restart) drops the task and its cache with it. An
+// output's entry has nothing to be read for and leaves once written.
+//
+// When it outgrows its budget it drops clean entries, least recently
+// written first, and then evicts the least-recently-written dirty entry,
 // one at a time, until it fits again: the evicted key's latest value is
 // written through exactly as a flush would write it (to the store's write
 // buffer and changelog, or to the output). A hot key is rewritten often, so
@@ -29,9 +42,10 @@ import (
 //
 // # Layout and allocations
 //
-// Entries live in one slice of slots, linked into a doubly linked list by
-// index (head: most recently written; tail: least), and found through one
-// map per target from key to slot index. Evicted and flushed slots go on a
+// Entries live in one slice of slots, linked by index into two doubly
+// linked lists, the dirty entries' and the clean ones' (head: most recently
+// written; tail: least), and found through one map per target from key to
+// slot index. Evicted and flushed slots go on a
 // free list and keep their value buffers, so in steady state (a cold-key
 // flood evicting as fast as it inserts) a new key costs one allocation (its
 // map key string) and a rewrite of a cached key costs none: its value is
@@ -54,9 +68,10 @@ import (
 // and unlock.
 //
 // An entry leaves the cache only after it is written through (to the
-// store's write buffer, which latest readers see too): evict and drain
-// first hand the entries to the write-through and then remove them under
-// mu. A latest reader looking in the cache, then in the write buffer, then
+// store's write buffer, which latest readers see too): evict first hands
+// dirty entries to the write-through and then removes them under mu, and
+// drain marks them clean after; a clean entry, dropped without one, was
+// written through before. A latest reader looking in the cache, then in the write buffer, then
 // in LevelDB (the order an entry moves in) therefore always finds a key's
 // latest value, or a newer one, in one of them.
 type recordCache struct {
@@ -66,14 +81,18 @@ type recordCache struct {
 	closed bool // the task's stores are closed: readers fail
 
 	budget int64
+	stores int   // targets below it are stores (whose entries stay clean), the rest outputs
 	size   int64 // sum of entrySize over the live entries
-	live   int
+	live   int   // live entries, dirty and clean
+	dirty  int   // live entries not yet written through
 	// index is, per target, key -> slot index of the live entries.
 	index []map[string]int32
 	slots []cacheSlot
-	// head is the most recently written live slot, tail the least; free
-	// is the first free slot (linked by next). nilSlot when none.
-	head, tail, free int32
+	// lists are the dirty entries' and the clean ones' recency lists
+	// (listDirty, listClean); free is the first free slot (linked by next),
+	// nilSlot when none.
+	lists [2]cacheList
+	free  int32
 	// scratch holds the key handed to a write-through, so that it needs
 	// no allocation (the store and the producer copy it).
 	scratch []byte
@@ -86,10 +105,21 @@ type cacheSlot struct {
 	key    string
 	value  []byte // never nil while live unless del: empty is not a delete
 	del    bool   // a delete (store) or a tombstone (output)
+	clean  bool   // written through since its last write: on listClean
 	hdrs   []kgo.RecordHeader
 	prev   int32 // toward head
 	next   int32 // toward tail, or the next free slot
 }
+
+// cacheList is a recency list: head the most recently written slot, tail
+// the least, nilSlot when empty.
+type cacheList struct{ head, tail int32 }
+
+// The two lists.
+const (
+	listDirty = 0
+	listClean = 1
+)
 
 // nilSlot marks the end of a list.
 const nilSlot int32 = -1
@@ -105,8 +135,19 @@ const maxKeptValue = 4 << 10
 // tombstone. key and value are only valid during the call.
 type cacheFlushFunc func(target int, key, value []byte, headers []kgo.RecordHeader) error
 
-func newRecordCache(budget int64) *recordCache {
-	return &recordCache{budget: budget, head: nilSlot, tail: nilSlot, free: nilSlot}
+func newRecordCache(budget int64, stores int) *recordCache {
+	c := &recordCache{budget: budget, stores: stores, free: nilSlot}
+	c.lists[listDirty] = cacheList{nilSlot, nilSlot}
+	c.lists[listClean] = cacheList{nilSlot, nilSlot}
+	return c
+}
+
+// listOf returns the list slot i is on.
+func (c *recordCache) listOf(i int32) *cacheList {
+	if c.slots[i].clean {
+		return &c.lists[listClean]
+	}
+	return &c.lists[listDirty]
 }
 
 // entrySize is what an entry counts against the budget.
@@ -128,12 +169,17 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 		s := &c.slots[i]
 		c.size -= entrySize(s.key, s.value)
 		c.unlink(i)
+		if s.clean {
+			s.clean = false
+			c.dirty++
+		}
 	} else {
 		i = c.alloc()
 		s := &c.slots[i]
-		s.target, s.key = target, string(key)
+		s.target, s.key, s.clean = target, string(key), false
 		m[s.key] = i
 		c.live++
+		c.dirty++
 	}
 	s := &c.slots[i]
 	s.del = value == nil
@@ -167,72 +213,92 @@ func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 	return s.value, true
 }
 
-// evict writes through the least-recently-written entries, one at a time,
-// until the cache is within its budget, and then removes them (under mu:
+// evict makes the cache fit its budget: it drops clean entries, least
+// recently written first, and then writes through the least recently
+// written dirty entries, one at a time, and removes them (under mu:
 // latest readers find them in the cache until the write buffer has them).
 // On an error the entries handed on so far, the failed one included, are
 // gone anyway: the caller fails the task, which drops its uncommitted
 // work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
-	_, err := c.writeOldest(math.MaxInt, c.budget, fn)
-	return err
-}
-
-// writeOldest writes entries through, least recently written first, until
-// it has written most of them or what is left counts at most toSize
-// against the budget, and then removes them (under mu: latest readers see
-// an entry until it is removed, and LevelDB's buffer has it by then). An
-// entry whose write failed is removed too: the caller fails the task. It
-// returns how many entries are left.
-func (c *recordCache) writeOldest(most int, toSize int64, fn cacheFlushFunc) (left int, err error) {
+	if c.lists[listClean].tail != nilSlot {
+		c.mu.Lock()
+		for c.size > c.budget && c.lists[listClean].tail != nilSlot {
+			c.remove(c.lists[listClean].tail)
+		}
+		c.mu.Unlock()
+	}
 	n, size := 0, c.size
-	for i := c.tail; i != nilSlot && n < most && size > toSize; i = c.slots[i].prev {
+	var err error
+	for i := c.lists[listDirty].tail; i != nilSlot && size > c.budget; i = c.slots[i].prev {
 		size -= entrySize(c.slots[i].key, c.slots[i].value)
 		n++
 		if err = c.writeThrough(i, fn); err != nil {
 			break
 		}
 	}
-	c.mu.Lock()
-	for ; n > 0; n-- {
-		c.remove(c.tail)
+	if n > 0 {
+		c.mu.Lock()
+		for ; n > 0; n-- {
+			c.remove(c.lists[listDirty].tail)
+		}
+		c.mu.Unlock()
 	}
-	left = c.live
-	c.mu.Unlock()
-	return left, err
+	return err
 }
 
-// entries returns how many entries the cache holds, for another goroutine
-// than the writer's.
+// entries returns how many dirty entries the cache holds (what a commit
+// has to write through), for another goroutine than the writer's.
 func (c *recordCache) entries() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.live
+	return c.dirty
 }
 
-// drainSome writes at most n entries through, least recently written
-// first, and removes them, as evict does; it returns how many are left.
-// The commit writes a cache through this way in chunks before its cut, so
-// that the task, paused only for a chunk at a time, processes on between
-// them (commit.go).
+// drainSome writes at most n dirty entries through, least recently written
+// first; a store's entries stay, clean, an output's leave. It returns how
+// many dirty entries are left. The commit writes a cache through this way
+// in chunks before its cut, so that the task, paused only for a chunk at a
+// time, processes on between them (commit.go). On an error the cache is
+// emptied: the caller fails the task.
 func (c *recordCache) drainSome(n int, fn cacheFlushFunc) (left int, err error) {
-	return c.writeOldest(n, -1, fn)
-}
-
-// drain writes every entry through, least recently written first, and
-// empties the cache. It stops at the first error, keeping nothing: the
-// caller fails the task.
-func (c *recordCache) drain(fn cacheFlushFunc) error {
-	var err error
-	for i := c.tail; i != nilSlot; i = c.slots[i].prev {
+	done := 0
+	for i := c.lists[listDirty].tail; i != nilSlot && done < n; i = c.slots[i].prev {
 		if err = c.writeThrough(i, fn); err != nil {
 			break
 		}
+		done++
 	}
 	c.mu.Lock()
-	c.reset()
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.reset()
+		return 0, err
+	}
+	for ; done > 0; done-- {
+		c.written(c.lists[listDirty].tail)
+	}
+	return c.dirty, nil
+}
+
+// drain writes every dirty entry through, least recently written first,
+// leaving only clean entries (drainSome). On an error the cache is emptied.
+func (c *recordCache) drain(fn cacheFlushFunc) error {
+	_, err := c.drainSome(math.MaxInt, fn)
 	return err
+}
+
+// written moves dirty slot i, just written through, to the clean list (a
+// store's entry) or out of the cache (an output's); the caller holds mu.
+func (c *recordCache) written(i int32) {
+	if c.slots[i].target >= c.stores {
+		c.remove(i)
+		return
+	}
+	c.unlink(i)
+	c.slots[i].clean = true
+	c.dirty--
+	c.pushHead(i)
 }
 
 // writeThrough hands live slot i's entry to fn, leaving it in place.
@@ -253,21 +319,26 @@ func (c *recordCache) remove(i int32) {
 	delete(c.index[s.target], s.key)
 	c.size -= entrySize(s.key, s.value)
 	c.live--
+	if !s.clean {
+		c.dirty--
+	}
 	c.release(i)
 }
 
 // reset empties the cache, keeping its slots' buffers for reuse; the
 // caller holds mu.
 func (c *recordCache) reset() {
-	for c.tail != nilSlot {
-		i := c.tail
-		c.unlink(i)
-		c.release(i)
+	for l := range c.lists {
+		for c.lists[l].tail != nilSlot {
+			i := c.lists[l].tail
+			c.unlink(i)
+			c.release(i)
+		}
 	}
 	for _, m := range c.index {
 		clear(m)
 	}
-	c.size, c.live = 0, 0
+	c.size, c.live, c.dirty = 0, 0, 0
 }
 
 // close empties the cache for good: its task's stores are closed, and
@@ -364,7 +435,7 @@ func (c *recordCache) alloc() int32 {
 // headers but keeping its value buffer.
 func (c *recordCache) release(i int32) {
 	s := &c.slots[i]
-	s.key, s.hdrs, s.value = "", nil, s.value[:0]
+	s.key, s.hdrs, s.value, s.clean = "", nil, s.value[:0], false
 	if cap(s.value) > maxKeptValue {
 		s.value = nil // a rare large value is not worth keeping
 	}
@@ -372,30 +443,30 @@ func (c *recordCache) release(i int32) {
 	c.free = i
 }
 
-// pushHead links slot i in as the most recently written.
+// pushHead links slot i in as the most recently written of its list.
 func (c *recordCache) pushHead(i int32) {
-	s := &c.slots[i]
-	s.prev, s.next = nilSlot, c.head
-	if c.head != nilSlot {
-		c.slots[c.head].prev = i
+	s, l := &c.slots[i], c.listOf(i)
+	s.prev, s.next = nilSlot, l.head
+	if l.head != nilSlot {
+		c.slots[l.head].prev = i
 	} else {
-		c.tail = i
+		l.tail = i
 	}
-	c.head = i
+	l.head = i
 }
 
-// unlink takes live slot i out of the recency list.
+// unlink takes live slot i out of its recency list.
 func (c *recordCache) unlink(i int32) {
-	s := &c.slots[i]
+	s, l := &c.slots[i], c.listOf(i)
 	if s.prev != nilSlot {
 		c.slots[s.prev].next = s.next
 	} else {
-		c.head = s.next
+		l.head = s.next
 	}
 	if s.next != nilSlot {
 		c.slots[s.next].prev = s.prev
 	} else {
-		c.tail = s.prev
+		l.tail = s.prev
 	}
 	s.prev, s.next = nilSlot, nilSlot
 }

@@ -12,7 +12,7 @@ import (
 // per record (its lock included), which the end-to-end benchmarks measure
 // only within their noise.
 func BenchmarkCachedRecordPath(b *testing.B) {
-	t := &task{cache: newRecordCache(64 << 20)}
+	t := &task{cache: newRecordCache(64<<20, 3), env: &taskEnv{}}
 	be := taskBackend{t}
 	store, out := &storeSpec{index: 0}, &outputSpec{index: 0}
 	const n = 4096

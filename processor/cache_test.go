@@ -42,7 +42,7 @@ func putString(c *recordCache, target int, k, v string) {
 // most recent, so the key evicted is the one written longest ago, with its
 // latest value, and the others stay cached.
 func TestRecordCacheEvictsTheLeastRecentlyWritten(t *testing.T) {
-	c := newRecordCache(budgetFor(3))
+	c := newRecordCache(budgetFor(3), 3)
 	var out []written
 	putString(c, 0, "a", "1")
 	putString(c, 0, "b", "1")
@@ -74,7 +74,7 @@ func TestRecordCacheEvictsTheLeastRecentlyWritten(t *testing.T) {
 // (a delete as nil, an empty value as empty, not nil), and keeps targets
 // apart: the same key in two targets is two entries.
 func TestRecordCacheEvictionWritesThroughInOrder(t *testing.T) {
-	c := newRecordCache(budgetFor(4))
+	c := newRecordCache(budgetFor(4), 3)
 	var out []written
 	putString(c, 0, "a", "1")
 	putString(c, 1, "a", "x")
@@ -104,7 +104,7 @@ func TestRecordCacheEvictionWritesThroughInOrder(t *testing.T) {
 // its last value once. Flushing whole would have written it at every fill.
 func TestRecordCacheHotKeyStaysMergedUnderAColdFlood(t *testing.T) {
 	const entries, cold = 10, 10_000
-	c := newRecordCache(budgetFor(entries))
+	c := newRecordCache(budgetFor(entries), 3)
 	var out []written
 	for i := range cold {
 		putString(c, 0, "h", string(rune('a'+i%26)))
@@ -141,26 +141,41 @@ func TestRecordCacheHotKeyStaysMergedUnderAColdFlood(t *testing.T) {
 	}
 }
 
-// TestRecordCacheDrainWritesEverythingAndEmpties: a flush writes every
-// entry, least recently written first, and leaves the cache empty and
-// reusable.
-func TestRecordCacheDrainWritesEverythingAndEmpties(t *testing.T) {
-	c := newRecordCache(1 << 20)
+// TestRecordCacheDrainWritesEveryDirtyEntryAndKeepsStoresClean: a flush
+// writes every entry written since the last, least recently written first;
+// a store's entries stay readable, clean, and an output's leave; the next
+// flush writes only what was written again (a clean entry rewritten
+// included).
+func TestRecordCacheDrainWritesEveryDirtyEntryAndKeepsStoresClean(t *testing.T) {
+	c := newRecordCache(1<<20, 3) // targets 0-2 stores, 3 an output
 	var out []written
 	putString(c, 0, "a", "1")
 	putString(c, 2, "b", "1")
+	putString(c, 3, "a", "emit")
 	putString(c, 0, "a", "2")
 	if err := c.drain(recorder(&out)); err != nil {
 		t.Fatal(err)
 	}
-	if want := []written{{2, "b", "1", false}, {0, "a", "2", false}}; !slices.Equal(out, want) {
+	if want := []written{{2, "b", "1", false}, {3, "a", "emit", false}, {0, "a", "2", false}}; !slices.Equal(out, want) {
 		t.Fatalf("flushed %v, want %v", out, want)
 	}
-	if _, found := c.get(0, []byte("a")); found || c.size != 0 || c.live != 0 {
-		t.Fatalf("after the flush: found a %v, size %d, %d live; want empty", found, c.size, c.live)
+	if v, found := c.get(0, []byte("a")); !found || string(v) != "2" {
+		t.Fatalf("after the flush a = %q (found %v), want it cached clean with 2", v, found)
+	}
+	if _, found := c.get(3, []byte("a")); found {
+		t.Fatal("an output's entry stayed after the flush")
+	}
+	if c.live != 2 || c.dirty != 0 || c.entries() != 0 {
+		t.Fatalf("after the flush: %d live, %d dirty (entries %d); want the 2 store entries, clean", c.live, c.dirty, c.entries())
 	}
 	out = nil
+	if err := c.drain(recorder(&out)); err != nil || len(out) != 0 {
+		t.Fatalf("a flush with nothing written since wrote %v (%v)", out, err)
+	}
 	putString(c, 0, "a", "3")
+	if c.entries() != 1 {
+		t.Fatalf("a rewritten clean entry: %d dirty, want 1", c.entries())
+	}
 	if err := c.drain(recorder(&out)); err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +184,53 @@ func TestRecordCacheDrainWritesEverythingAndEmpties(t *testing.T) {
 	}
 }
 
+// TestRecordCacheDropsCleanEntriesBeforeEvictingDirtyOnes: over budget,
+// clean entries go first, least recently written first and without a
+// write-through (the store has them); only then is a dirty one written
+// through.
+func TestRecordCacheDropsCleanEntriesBeforeEvictingDirtyOnes(t *testing.T) {
+	c := newRecordCache(budgetFor(3), 1)
+	var out []written
+	putString(c, 0, "a", "1")
+	putString(c, 0, "b", "1")
+	if err := c.drain(recorder(&out)); err != nil { // a, b clean
+		t.Fatal(err)
+	}
+	out = nil
+	putString(c, 0, "c", "1")
+	putString(c, 0, "d", "1") // four entries in a budget of three
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 0 {
+		t.Fatalf("evicting wrote %v through; a clean entry should have made the room", out)
+	}
+	if _, found := c.get(0, []byte("a")); found {
+		t.Fatal("a, the least recently written clean entry, is still cached")
+	}
+	for _, k := range []string{"b", "c", "d"} {
+		if _, found := c.get(0, []byte(k)); !found {
+			t.Fatalf("%s was evicted; only a should be", k)
+		}
+	}
+	putString(c, 0, "e", "1")
+	putString(c, 0, "f", "1") // b (clean) goes, then c (dirty, oldest)
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "c", "1", false}}; !slices.Equal(out, want) {
+		t.Fatalf("evicted %v, want %v", out, want)
+	}
+	if c.live != 3 || c.dirty != 3 {
+		t.Fatalf("%d live, %d dirty; want d, e, f, all dirty", c.live, c.dirty)
+	}
+}
+
 // TestRecordCacheBudgetAccounting: the size is the sum of the live
 // entries' keys, values and overheads, through inserts, rewrites to a
 // longer and a shorter value, deletes, evictions and a flush.
 func TestRecordCacheBudgetAccounting(t *testing.T) {
-	c := newRecordCache(1 << 20)
+	c := newRecordCache(1<<20, 3)
 	want := func(n int64) {
 		t.Helper()
 		if c.size != n {
@@ -200,6 +257,11 @@ func TestRecordCacheBudgetAccounting(t *testing.T) {
 	if err := c.drain(recorder(&out)); err != nil {
 		t.Fatal(err)
 	}
+	want(5 + 1 + cacheOverhead) // other stays, clean
+	c.budget = 0
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
 	want(0)
 }
 
@@ -207,7 +269,7 @@ func TestRecordCacheBudgetAccounting(t *testing.T) {
 // a new key in a full cache that evicts as it inserts (a cold-key flood)
 // allocates at most its key: the freed slots keep their value buffers.
 func TestRecordCacheAllocations(t *testing.T) {
-	c := newRecordCache(budgetFor(100))
+	c := newRecordCache(budgetFor(100), 3)
 	discard := func(int, []byte, []byte, []kgo.RecordHeader) error { return nil }
 	key, value := []byte("h"), []byte("v")
 	if n := testing.AllocsPerRun(1000, func() { c.put(0, key, value, nil) }); n != 0 {
@@ -323,10 +385,10 @@ func TestAnAssignmentSplitsTheMemoryBudget(t *testing.T) {
 }
 
 // TestRecordCacheDrainSomeWritesTheOldestChunk: a chunk is the least
-// recently written entries, with their latest values, removed from the
-// cache; what is left is counted and still merges.
+// recently written dirty entries, with their latest values, left clean in
+// the cache; the dirty ones left are counted and still merge.
 func TestRecordCacheDrainSomeWritesTheOldestChunk(t *testing.T) {
-	c := newRecordCache(budgetFor(10))
+	c := newRecordCache(budgetFor(10), 3)
 	var out []written
 	for _, k := range []string{"a", "b", "c", "d"} {
 		putString(c, 0, k, "1")
@@ -339,8 +401,8 @@ func TestRecordCacheDrainSomeWritesTheOldestChunk(t *testing.T) {
 	if want := []written{{0, "b", "1", false}, {0, "c", "1", false}}; left != 2 || !slices.Equal(out, want) {
 		t.Fatalf("drained %v, %d left; want %v, 2 left", out, left, want)
 	}
-	if _, found := c.get(0, []byte("b")); found {
-		t.Fatal("a drained entry is still cached")
+	if v, found := c.get(0, []byte("b")); !found || string(v) != "1" || !c.slots[c.index[0]["b"]].clean {
+		t.Fatalf("b = %q (found %v) after the chunk, want it cached clean with 1", v, found)
 	}
 	if v, found := c.get(0, []byte("a")); !found || string(v) != "2" {
 		t.Fatalf("a = %q %v after the chunk, want 2", v, found)

@@ -184,7 +184,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; we divide it
 		// among the tasks the inputs can have.
-		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))))
+		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))), len(env.topo.stores))
 		env.caches.Store(id, t.cache)
 	}
 	for e := range 2 {
