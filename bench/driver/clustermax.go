@@ -34,6 +34,12 @@ type clusterMax struct {
 	// counters could not be read, and rate is then left / drain.
 	processed float64
 	busy      time.Duration
+	// whole is the records/s the counters moved by from the start of
+	// producing to the end: when the instances keep up with the producer,
+	// the drain after it is short and says little, and this is the better
+	// first step of the sustained search (a lower bound: the producer's
+	// pace).
+	whole     float64
 	sampleGap time.Duration
 }
 
@@ -87,6 +93,7 @@ func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.C
 	var failed atomic.Int64
 	value := make([]byte, 100)
 	n := uint64(12345)
+	p0, counted0 := processed(ctx)
 	start := time.Now()
 	for range backlog {
 		n = n*6364136223846793005 + 1442695040888963407
@@ -140,6 +147,9 @@ func drainBacklog(ctx context.Context, adm *kadm.Client, group string, cl *kgo.C
 			if counted && pLast > p1 {
 				m.processed, m.busy = pLast-p1, pAt.Sub(t1)
 				m.rate = m.processed / m.busy.Seconds()
+			}
+			if counted && counted0 && pLast > p0 {
+				m.whole = (pLast - p0) / pAt.Sub(start).Seconds()
 			}
 			return m, nil
 		}
@@ -200,11 +210,13 @@ func (d *driver) halfLoad(sec *section, cm clusterMax, cmErr error, sus sustaine
 				"overstates what the cluster keeps up with while the load is produced beside it.\n\n", susErr, sus)
 		} else {
 			sec.printf("**Sustained maximum**: the drain has the producer idle, and the record cache merges more updates per key from a "+
-				"backlog than from a live load. So the driver then produced the load live, at the drain's maximum and (when the instances "+
-				"fell behind) at lower rates, each for %v of warm-up and a %v window, until the instances' counters kept up with what was "+
-				"acknowledged (within 5%%): %s. **%s records/s** is the highest rate they kept up with, the producer and the broker "+
-				"sharing the two cores; half of it is the load below.\n\n",
-				d.cfg.sustainWarm, sus.window, sus, thousands(sus.rate))
+				"backlog than from a live load; and when the instances work through records about as fast as the driver produces them, "+
+				"the drain after producing is short and says little (the counters moved by %s records/s over producing and draining "+
+				"together). So the driver then produced the load live, from the higher of the two figures, going down while the instances "+
+				"fell behind and up (x%.1f) while they kept up, each rate for %v of warm-up and a %v window, a rate kept up with when "+
+				"the instances' counters moved by at least 95%% of what was acknowledged: %s. The search %s. **%s records/s** is the "+
+				"highest rate they kept up with, the producer and the broker sharing the two cores; half of it is the load below.\n\n",
+				thousands(cm.whole), upFactor, d.cfg.sustainWarm, sus.window, sus, sus.ended, thousands(sus.rate))
 		}
 	}
 	single := "no count ran on this broker in this run"

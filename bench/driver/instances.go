@@ -140,8 +140,9 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	var sus sustained
 	susErr := cmErr
 	if cmErr == nil && cfg.loadRate == 0 {
-		d.logf("cluster on %s: sustained maximum, from %s records/s down", b.kind, thousands(cm.rate))
-		sus, susErr = sustainedMax(ctx, adm, app, pcl, input, processed, cfg.countKeys, cm.rate, cfg.sustainWarm, cfg.sustainWindow)
+		from := max(cm.rate, cm.whole)
+		d.logf("cluster on %s: sustained maximum, from %s records/s", b.kind, thousands(from))
+		sus, susErr = sustainedMax(ctx, adm, app, pcl, input, processed, cfg.countKeys, from, cfg.sustainWarm, cfg.sustainWindow)
 		produced += sus.total
 		d.logf("cluster on %s: sustained %s (%v)", b.kind, sus, susErr)
 	}
