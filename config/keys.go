@@ -264,7 +264,7 @@ var keys = []*keyDef{
 		doc:   "Memory budget of the local state, in bytes: above 0 it overrides `state.leveldb.write.buffer.bytes` and `state.leveldb.block.cache.bytes`, and bounds `statestore.cache.max.bytes` by a quarter of it; the rest is split among the stores as they open, each getting an equal share of the stores this instance expects to hold (tasks assigned, active and standby, times stores per task, recomputed at each assignment; an open store keeps its share until it closes). 0: the per-store sizes apply.",
 		field: func(c *Config) any { return &c.StateMemoryBytes }},
 	{name: "statestore.cache.max.bytes", def: num(procDefaults.CacheMaxBytes), min: 0, hasMin: true,
-		doc:   "Record cache per instance, in bytes: writes to one key within a commit interval may be merged before they reach the changelog and outputs; when it is full, the least recently written key is written through. 0 turns merging off.",
+		doc:   "Record cache per instance, in bytes, divided among the tasks active on it: writes to one key within a commit interval may be merged before they reach the changelog and outputs, and a store's entries stay cached (clean) after a commit for the next reads; when it is full, clean entries go first, then the least recently written key is written through. 0 turns merging off.",
 		field: func(c *Config) any { return &c.StatestoreCacheMaxBytes }},
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -80,11 +81,11 @@ type recordCache struct {
 	mu     sync.Mutex
 	closed bool // the task's stores are closed: readers fail
 
-	budget int64
-	stores int   // targets below it are stores (whose entries stay clean), the rest outputs
-	size   int64 // sum of entrySize over the live entries
-	live   int   // live entries, dirty and clean
-	dirty  int   // live entries not yet written through
+	budget atomic.Int64 // set by the member as tasks come and go (shareCache)
+	stores int          // targets below it are stores (whose entries stay clean), the rest outputs
+	size   int64        // sum of entrySize over the live entries
+	live   int          // live entries, dirty and clean
+	dirty  int          // live entries not yet written through
 	// index is, per target, key -> slot index of the live entries.
 	index []map[string]int32
 	slots []cacheSlot
@@ -136,7 +137,8 @@ const maxKeptValue = 4 << 10
 type cacheFlushFunc func(target int, key, value []byte, headers []kgo.RecordHeader) error
 
 func newRecordCache(budget int64, stores int) *recordCache {
-	c := &recordCache{budget: budget, stores: stores, free: nilSlot}
+	c := &recordCache{stores: stores, free: nilSlot}
+	c.budget.Store(budget)
 	c.lists[listDirty] = cacheList{nilSlot, nilSlot}
 	c.lists[listClean] = cacheList{nilSlot, nilSlot}
 	return c
@@ -193,7 +195,11 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 }
 
 // over reports whether the cache holds more than its budget.
-func (c *recordCache) over() bool { return c.size > c.budget }
+func (c *recordCache) over() bool { return c.size > c.budget.Load() }
+
+// setBudget changes the budget, from any goroutine; the writer evicts to
+// a smaller one after its next record's writes.
+func (c *recordCache) setBudget(b int64) { c.budget.Store(b) }
 
 // get returns a store's cached value of key: found reports whether the
 // cache has the key at all, and value is nil for a cached delete. value is
@@ -221,16 +227,17 @@ func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 // gone anyway: the caller fails the task, which drops its uncommitted
 // work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
+	budget := c.budget.Load()
 	if c.lists[listClean].tail != nilSlot {
 		c.mu.Lock()
-		for c.size > c.budget && c.lists[listClean].tail != nilSlot {
+		for c.size > budget && c.lists[listClean].tail != nilSlot {
 			c.remove(c.lists[listClean].tail)
 		}
 		c.mu.Unlock()
 	}
 	n, size := 0, c.size
 	var err error
-	for i := c.lists[listDirty].tail; i != nilSlot && size > c.budget; i = c.slots[i].prev {
+	for i := c.lists[listDirty].tail; i != nilSlot && size > budget; i = c.slots[i].prev {
 		size -= entrySize(c.slots[i].key, c.slots[i].value)
 		n++
 		if err = c.writeThrough(i, fn); err != nil {

@@ -245,7 +245,7 @@ func TestRecordCacheBudgetAccounting(t *testing.T) {
 	want(3 + cacheOverhead)
 	putString(c, 1, "other", "v")
 	want(3 + cacheOverhead + 5 + 1 + cacheOverhead)
-	c.budget = 5 + 1 + cacheOverhead
+	c.setBudget(5 + 1 + cacheOverhead)
 	var out []written
 	if err := c.evict(recorder(&out)); err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestRecordCacheBudgetAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(5 + 1 + cacheOverhead) // other stays, clean
-	c.budget = 0
+	c.setBudget(0)
 	if err := c.evict(recorder(&out)); err != nil {
 		t.Fatal(err)
 	}
@@ -302,9 +302,9 @@ func TestRecordCacheAllocations(t *testing.T) {
 // flushes the rest (the hot key once, with its final count), so the
 // committed store has every count.
 func TestTaskCacheEvictsThroughAndCommitFlushesEverything(t *testing.T) {
-	// The harness's env divides the budget among 4 tasks: 8 entries each.
+	// The member divides the budget among its active tasks: one here.
 	const perTask, cold = 8, 200
-	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 4 * perTask * (5 + 8 + cacheOverhead) })
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = perTask * (5 + 8 + cacheOverhead) })
 	h.start(0)
 	tk := h.m.task(0)
 	var off int64
@@ -357,6 +357,29 @@ func TestTaskCacheEvictsThroughAndCommitFlushesEverything(t *testing.T) {
 			t.Fatalf("cold key %s: %d output records and count %d after the commit, want 1 and 1", k, after["out/"+k], h.count(0, k))
 		}
 	}
+}
+
+// TestTheCacheBudgetIsSharedAmongTheActiveTasksHere: each task's record
+// cache gets statestore.cache.max.bytes divided by the tasks active on
+// this member, recomputed as tasks come and go, not by every task the
+// inputs have (most of which run elsewhere in a cluster).
+func TestTheCacheBudgetIsSharedAmongTheActiveTasksHere(t *testing.T) {
+	const budget = 12 << 20
+	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = budget })
+	shares := func(want int64, ids ...int32) {
+		t.Helper()
+		for _, id := range ids {
+			if got := h.m.task(id).cache.budget.Load(); got != want {
+				t.Fatalf("task %d's cache budget %d, want %d", id, got, want)
+			}
+		}
+	}
+	h.start(0)
+	shares(budget, 0)
+	h.start(1, 2)
+	shares(budget/3, 0, 1, 2)
+	h.m.revoke(h.ctx, []int32{1})
+	shares(budget/2, 0, 2)
 }
 
 // TestAnAssignmentSplitsTheMemoryBudget: under state.memory.bytes, the

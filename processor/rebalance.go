@@ -129,6 +129,7 @@ func (m *member) assign(newTasks, replicas []int32) {
 		m.started = append(m.started, t)
 	}
 	m.startedAny = m.startedAny || len(started) > 0
+	m.shareCache()
 	want := make(map[int32]bool)
 	for _, id := range replicas {
 		if m.active[id] == nil && len(m.specs) > 0 {
@@ -192,7 +193,29 @@ func (m *member) take(ids []int32) []*task {
 		}
 		delete(m.rewinding, id) // not ours any more: not restarted
 	}
+	if len(tasks) > 0 {
+		m.shareCache()
+	}
 	return tasks
+}
+
+// shareCache divides the record cache budget (statestore.cache.max.bytes,
+// per instance) among the active tasks here, at every change of them; the
+// caller holds mu. A new task starts with a share of every task the inputs
+// have (newTask), which left a member of a cluster of three using a third
+// of its budget: a commit interval's writes to a task's keys, and the
+// clean entries its next records read, no longer fit (cache.go).
+func (m *member) shareCache() {
+	b := m.env.opts.CacheMaxBytes
+	if b <= 0 || len(m.active) == 0 {
+		return
+	}
+	share := max(1, b/int64(len(m.active)))
+	for _, t := range m.active {
+		if t.cache != nil {
+			t.cache.setBudget(share)
+		}
+	}
 }
 
 // revoke stops the revoked tasks after their in-flight record, commits

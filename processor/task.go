@@ -182,8 +182,9 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		first:     make(map[string]int64),
 	}
 	if b := env.opts.CacheMaxBytes; b > 0 {
-		// Kafka Streams divides the cache among its threads; we divide it
-		// among the tasks the inputs can have.
+		// Kafka Streams divides the cache among its threads; the member
+		// divides it among its active tasks (shareCache) as soon as this
+		// one is among them. Until then, a share of every task.
 		t.cache = newRecordCache(max(1, b/int64(max(1, env.tasks))), len(env.topo.stores))
 		env.caches.Store(id, t.cache)
 	}
