@@ -435,3 +435,57 @@ func TestRecordCacheDrainSomeWritesTheOldestChunk(t *testing.T) {
 		t.Fatalf("the rest: %v, %d left, %v", out, left, err)
 	}
 }
+
+// TestRecordCachePutAfterGetFindsTheRightEntry: a put reuses the slot its
+// key's get found (the read-then-write of a handler) only while that slot
+// still holds that key of that target: a put of another key, of the same
+// key in another target, or after the slot was dropped and taken by
+// another key, each gets its own entry, and no entry's value changes but
+// its own.
+func TestRecordCachePutAfterGetFindsTheRightEntry(t *testing.T) {
+	c := newRecordCache(budgetFor(2), 2)
+	value := func(target int, k string) string {
+		t.Helper()
+		v, found := c.get(target, []byte(k))
+		if !found {
+			t.Fatalf("%d/%s not cached", target, k)
+		}
+		return string(v)
+	}
+	putString(c, 0, "a", "1")
+	c.get(0, []byte("a"))
+	putString(c, 0, "b", "2") // another key after a's get
+	putString(c, 1, "a", "x") // a's key in another target (over budget: a's store entry goes below)
+	if got := value(1, "a"); got != "x" {
+		t.Fatalf("1/a = %q, want x", got)
+	}
+	if got := value(0, "b"); got != "2" {
+		t.Fatalf("0/b = %q, want 2", got)
+	}
+	var out []written
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{0, "a", "1", false}}; !slices.Equal(out, want) {
+		t.Fatalf("evicted %v, want %v", out, want)
+	}
+	// b's get remembers b's slot; b is then drained clean and dropped, and
+	// its slot goes to c, a put of b must not land in c's entry.
+	c.get(0, []byte("b"))
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	c.setBudget(0)
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	c.setBudget(budgetFor(2))
+	putString(c, 0, "c", "3")
+	putString(c, 0, "b", "4")
+	if got := value(0, "c"); got != "3" {
+		t.Fatalf("0/c = %q after a put of b, want 3", got)
+	}
+	if got := value(0, "b"); got != "4" {
+		t.Fatalf("0/b = %q, want 4", got)
+	}
+}
