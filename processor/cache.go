@@ -419,7 +419,9 @@ func (c *recordCache) collect(target int, start, end []byte) ([]state.Entry, err
 		n := len(c.slots)
 		for i := from; i < min(n, from+collectChunk); i++ {
 			s := &c.slots[i]
-			if s.target != target || !c.isLive(int32(i)) {
+			// A clean entry's value is the store's, which the caller
+			// reads after: copying it would only cost the scan.
+			if s.target != target || s.clean || !c.isLive(int32(i)) {
 				continue
 			}
 			if (start != nil && s.key < string(start)) || (end != nil && s.key >= string(end)) {

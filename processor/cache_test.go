@@ -489,3 +489,24 @@ func TestRecordCachePutAfterGetFindsTheRightEntry(t *testing.T) {
 		t.Fatalf("0/b = %q, want 4", got)
 	}
 }
+
+// TestRecordCacheCollectLeavesCleanEntriesToTheStore: a scan's collect
+// copies the dirty entries only; a clean entry's value is the store's,
+// which the scan reads after.
+func TestRecordCacheCollectLeavesCleanEntriesToTheStore(t *testing.T) {
+	c := newRecordCache(1<<20, 1)
+	putString(c, 0, "a", "1")
+	putString(c, 0, "b", "1")
+	var out []written
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	putString(c, 0, "b", "2") // dirty again
+	got, err := c.collect(0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got[0].Key) != "b" || string(got[0].Value) != "2" {
+		t.Fatalf("collect = %v, want only b=2 (a is clean)", got)
+	}
+}

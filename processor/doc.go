@@ -67,9 +67,12 @@
 // With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
-// and the output, as in Kafka Streams. When full it writes through the
-// least recently written key, one at a time, so hot keys keep merging while
-// a flood of cold keys passes through. 0 turns it off. Options.MemoryBytes
+// and the output, as in Kafka Streams. A commit writes it through and keeps
+// a store's entries, clean, for the next reads. When full it drops clean
+// entries first, then writes through the least recently written key, one
+// at a time, so hot keys keep merging while a flood of cold keys passes
+// through. The budget is divided among the tasks active on the instance.
+// 0 turns it off. Options.MemoryBytes
 // (state.memory.bytes, 128 MiB by default) above 0 sizes the stores and
 // bounds the cache from one budget; 0 leaves each its own size.
 //

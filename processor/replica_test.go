@@ -95,12 +95,20 @@ func TestFreshReadSeesAProcessedWriteBeforeTheCommit(t *testing.T) {
 			if n, ok := freshCount(t, v, "a"); !ok || n != 3 {
 				t.Fatalf("latest count of a after the commit = %d (found %v), want 3", n, ok)
 			}
+			// The cache keeps the committed entries clean; a scan reads
+			// them from the store.
+			if got := freshScan(t, v, nil, nil); got != "a=3 b=1 c=1 " {
+				t.Fatalf("latest scan after the commit = %q", got)
+			}
 			// Written again after the commit: latest moves on, committed
 			// stays.
 			h.feed(0, 5, "a", "x")
 			h.waitProcessed(tk, 6)
 			if n, _ := freshCount(t, v, "a"); n != 4 {
 				t.Fatalf("latest count of a after one more record = %d, want 4", n)
+			}
+			if got := freshScan(t, v, nil, nil); got != "a=4 b=1 c=1 " {
+				t.Fatalf("latest scan after one more record = %q", got)
 			}
 			if n := h.count(0, "a"); n != 3 {
 				t.Fatalf("committed count of a before the next commit = %d, want 3", n)

@@ -86,7 +86,9 @@ type Options struct {
 	// CacheMaxBytes is statestore.cache.max.bytes: the record cache that
 	// merges writes to one key of a store, and emits of one key to an
 	// output, within a commit interval, so that only the last reaches the
-	// changelog and the output. It is divided among the tasks. 0 turns it
+	// changelog and the output. It is divided among the tasks active on
+	// the instance, and a store's entries stay, clean, after a commit for
+	// the next reads (cache.go). 0 turns it
 	// off, also under a budget (MemoryBytes above 0 bounds it): every write and emit goes out, as tests that check every
 	// intermediate value need.
 	CacheMaxBytes int64

@@ -18,7 +18,8 @@ import (
 // live load, as in a deployment: the highest rate tried whose records the
 // instances processed as fast as they were produced, the driver producing
 // and the broker taking them on the same cores. The search starts at the
-// drain's figure and goes down while the instances fall behind, or up
+// higher of the drain's figure and the counters' rate over producing and
+// draining together (clustermax.go's whole), and goes down while the instances fall behind, or up
 // while they keep up: once the instances worked through records about as
 // fast as the driver produced them (the sorted LevelDB batches and the
 // clean cache entries of 2026-12-04), the drain saw only the last few
