@@ -170,30 +170,50 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 // pause of a task before its cut: a fraction of a millisecond of work.
 const cutChunk = 256
 
-// writeCacheAhead writes t's record cache through, cutChunk entries per
-// pause, until at most a chunk is left for the cut: a commit interval's
-// merged writes reach the stores and the changelog in one burst at the
-// commit, which held the task for tens of milliseconds (bench/freshness.md);
-// in chunks the task processes records between them. The task adds
-// entries between chunks, so the rounds are bounded, to twice the chunks
-// the cache held at the start: a task that writes new keys as fast as the
-// chunks go would otherwise keep the commit chasing it; what is left then
-// goes with the cut.
+// writeCacheAhead has t write its record cache through ahead of the cut,
+// cutChunk entries between two of its batches (task.writeAhead), and waits
+// until at most a chunk is left for the cut: a commit interval's merged
+// writes reach the stores and the changelog in one burst at the commit,
+// which held the task for tens of milliseconds (bench/freshness.md); in
+// chunks the task processes records between them. The task adds entries
+// between chunks, so the rounds are bounded, to twice the chunks the cache
+// held at the start: a task that writes new keys as fast as the chunks go
+// would otherwise keep the commit chasing it. A task that does not get to
+// it (a handler retrying, a table task waiting for its tables) is waited
+// for at most aheadWait: what is left then goes with the cut.
 func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
-	start := 0
-	if t.cache != nil {
-		start = t.cache.entries()
+	if t.cache == nil || !t.running.Load() {
+		return nil
 	}
+	start := t.cache.entries()
 	if start <= cutChunk {
 		return nil // the cut writes it through
 	}
-	for left, rounds := start, 2*(start/cutChunk); left > cutChunk && rounds > 0; rounds-- {
-		err := c.paused(ctx, t, func() { left = t.writeCacheChunk(cutChunk) })
-		if err != nil {
-			return err
-		}
+	r := &aheadRequest{rounds: 2 * (start / cutChunk), done: make(chan struct{})}
+	t.ahead.Store(r)
+	select {
+	case t.aheadWake <- struct{}{}:
+	default:
 	}
+	wait := time.NewTimer(aheadWait(t.env.opts.CommitInterval))
+	defer wait.Stop()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		t.ahead.CompareAndSwap(r, nil)
+		return fmt.Errorf("waiting for task %d to write its record cache through: %w", t.id, ctx.Err())
+	case <-t.done: // ended: the cut finds nothing to commit
+	case <-wait.C:
+	}
+	t.ahead.CompareAndSwap(r, nil)
 	return nil
+}
+
+// aheadWait bounds writeCacheAhead's wait for a task: the commit interval,
+// within [100 ms, 5 s].
+func aheadWait(interval time.Duration) time.Duration {
+	return min(max(interval, 100*time.Millisecond), 5*time.Second)
 }
 
 // paused runs fn with t paused between two records (its lock held),

@@ -247,8 +247,9 @@ func TestACommitWaitingForATaskGivesUpWithItsContext(t *testing.T) {
 
 // TestACommitWritesALargeCacheThroughInChunks: a record cache holding more
 // than a chunk is written through a chunk per pause of its task before the
-// cut, so the task is never held for the whole cache; everything is
-// committed, every key once.
+// cut (by the task itself, idle here, at the commit's request), so the task
+// is never held for the whole cache; everything is committed, every key
+// once.
 func TestACommitWritesALargeCacheThroughInChunks(t *testing.T) {
 	// Two entries a key (the store's write and the output's emit): two
 	// chunks ahead, the rest at the cut.
@@ -284,25 +285,70 @@ func TestACommitWritesALargeCacheThroughInChunks(t *testing.T) {
 	}
 }
 
+// TestATaskWorksThroughABatchBetweenTwoChunks: the task writes the chunks
+// ahead of the cut itself, one after each batch it takes, so a commit of a
+// large cache holds its records for a chunk at a time, never for the whole
+// cache. (A commit that took the task's lock for each chunk got it back
+// after one record: the task stood still for the whole write-through.)
+func TestATaskWorksThroughABatchBetweenTwoChunks(t *testing.T) {
+	// 2 x 640 dirty entries (a store write and an emit a key): five
+	// chunks ahead, the queued batches adding only key k's two entries.
+	const keys, perBatch, batches = 640, 3, 6
+	h, tk, release := cachedThenBlocked(t, keys)
+	next := int64(keys + 1)
+	for range batches {
+		h.feed(0, next, "k", "a", "b", "c")
+		next += perBatch
+	}
+	committed := make(chan error, 1)
+	go func() { committed <- h.c.commit(h.ctx, []*task{tk}) }()
+	eventually(t, "the commit to ask the task for its cache", func() bool { return tk.ahead.Load() != nil })
+	release()
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	// The chunks: after the blocked record's batch, and after each of the
+	// next four batches; the cut follows the fifth chunk.
+	if got, want := h.offsets.committed(0), int64(keys+1+4*perBatch); got < want {
+		t.Fatalf("committed offset %d, want at least %d: four batches worked through between the five chunks", got, want)
+	}
+	h.waitProcessed(tk, next)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	if got, n := h.offsets.committed(0), h.count(0, "k"); got != next || n != 1+batches*perBatch {
+		t.Fatalf("the next commit: offset %d and k's count %d, want %d and %d", got, n, next, 1+batches*perBatch)
+	}
+}
+
+// cachedThenBlocked starts task 0 with a large record cache, keys keys
+// written once each (offsets 0 to keys-1), and leaves it in the handler of
+// a record of key k (offset keys) until release.
+func cachedThenBlocked(t *testing.T, keys int) (h *harness, tk *task, release func()) {
+	t.Helper()
+	h = newHarness(t, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	release = h.block()
+	h.start(0)
+	tk = h.m.task(0)
+	for i := range keys {
+		h.feed(0, int64(i), fmt.Sprintf("k%04d", i), "x")
+	}
+	h.feed(0, int64(keys), "k", "block")
+	<-h.inGate
+	return h, tk, release
+}
+
 // TestACommitWritingACacheAheadGivesUpWithItsContext: a task stuck in its
 // record while the commit writes its cache through in chunks holds the
 // commit only as long as the commit's context; nothing is committed, and
 // the cache's entries are all still there for the next commit.
 func TestACommitWritingACacheAheadGivesUpWithItsContext(t *testing.T) {
 	const keys = cutChunk + 44
-	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
-	release := h.block()
-	h.start(0)
-	tk := h.m.task(0)
-	for i := range keys {
-		h.feed(0, int64(i), fmt.Sprintf("k%04d", i), "x")
-	}
-	h.feed(0, keys, "k", "block")
-	<-h.inGate
+	h, tk, release := cachedThenBlocked(t, keys)
 	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
 	defer cancel()
 	err := h.c.commit(ctx, []*task{tk})
-	if err == nil || !strings.Contains(err.Error(), "waiting for task 0 to finish its record") {
+	if err == nil || !strings.Contains(err.Error(), "waiting for task 0 to write its record cache through") {
 		t.Fatalf("commit = %v; want it to give up on task 0", err)
 	}
 	if n := len(h.offsets.commits()); n != 0 {
@@ -435,4 +481,24 @@ func TestPromptCommitsOfMovedTasksRunAtOnce(t *testing.T) {
 	eventually(t, "task 0's prompt commit once its record is acknowledged", func() bool { return h.offsets.committed(0) == 1 })
 	cancel()
 	<-done
+}
+
+// TestTheFirstPeriodicCommitIsAtARandomPhase: instances started together
+// commit at different moments of the interval (session.commitLoop).
+func TestTheFirstPeriodicCommitIsAtARandomPhase(t *testing.T) {
+	const every = time.Second
+	seen := make(map[time.Duration]bool)
+	for range 1000 {
+		d := commitPhase(every)
+		if d <= 0 || d > every {
+			t.Fatalf("commitPhase(%v) = %v: want within (0, %v]", every, d, every)
+		}
+		seen[d/(every/10)] = true
+	}
+	if len(seen) < 8 {
+		t.Fatalf("1000 phases fell in %d of the interval's tenths: want them spread over it", len(seen))
+	}
+	if d := commitPhase(1); d != 1 {
+		t.Fatalf("commitPhase(1ns) = %v, want 1ns", d)
+	}
 }

@@ -63,6 +63,11 @@
 // LevelDB batch, and then the input offsets taken at the cut are
 // committed. Lost partitions are dropped without committing. Records after
 // the last commit may be handled again after a crash; none is skipped.
+// Ahead of its cut, a task with a large record cache writes it through
+// itself, a chunk after each batch it takes, at the commit's request, so
+// that its records wait at most a chunk's time for a commit. An instance's
+// first periodic commit comes at a random moment of the interval, so that
+// instances started together do not all commit at once ever after.
 //
 // With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
