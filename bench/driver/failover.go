@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,7 +24,7 @@ import (
 // interval is the instances' commit.interval.ms; row is the row's name
 // (freshRow, or freshDefaultRow for the pass at the default interval).
 func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.Client, load *producer, input string, rate float64, half string, interval time.Duration, row string, dur time.Duration) {
-	const probeEvery, pollEvery = 100 * time.Millisecond, 10 * time.Millisecond
+	const probeEvery, pollEvery = 25 * time.Millisecond, 5 * time.Millisecond
 	a := g.instances[0]
 	limit := 3*d.cfg.commitInterval + 30*time.Second
 	var (
@@ -30,6 +32,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		lat    []time.Duration
 		acks   []time.Duration // produce call to acknowledgement, of each probe
 		unseen int
+		probes []*probe // each probe, for the log of the slowest
 		wg     sync.WaitGroup
 	)
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
@@ -39,10 +42,15 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	for n := 0; time.Now().Before(end); n++ {
 		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		sent := time.Now()
-		cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, func(_ *kgo.Record, err error) {
+		pr := &probe{sent: sent}
+		mu.Lock()
+		probes = append(probes, pr)
+		mu.Unlock()
+		cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, func(r *kgo.Record, err error) {
 			if err == nil {
 				mu.Lock()
 				acks = append(acks, time.Since(sent))
+				pr.ack, pr.part = time.Since(sent), r.Partition
 				mu.Unlock()
 			}
 		})
@@ -54,6 +62,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 				if code, err := getJSON(ctx, u, nil); err == nil && code == 200 {
 					mu.Lock()
 					lat = append(lat, time.Since(sent))
+					pr.lat = time.Since(sent)
 					mu.Unlock()
 					return
 				}
@@ -66,6 +75,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		time.Sleep(probeEvery)
 	}
 	wg.Wait()
+	d.logf("freshness: the slowest probes: %s", slowest(probes, 12))
 	commitsNow, pausesNow, e2eNow := commitStats(ctx, g)
 	commits, pauses, e2e := commitsNow.minus(commits0), pausesNow.minus(pauses0), e2eNow.minus(e2e0)
 	loadAcks := load.ackCounts().minus(acks0)
@@ -77,7 +87,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	if row == freshDefaultRow {
 		title += fmt.Sprintf(" at the default commit.interval.ms (%d)", interval.Milliseconds())
 	}
-	sec.printf("### %s\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s, for %v before the first probe), a probe record with a new key every %v; each probe's "+
+	sec.printf("### %s\n\nUnder a load of %s records/s (%s; produced by the driver, random keys among %s, for %v before the first probe), a probe record with a new key every %v, from a producer of its own with no linger; each probe's "+
 		"key is polled every %v at instance %s (which forwards when another owns it) until its count answers: the time from "+
 		"the produce call to that answer. The read is at the default isolation, latest (at-least-once): the task's latest processed "+
 		"state, its record cache and write buffer over LevelDB, so the commit interval (%v) does not bound it; what remains is the "+
@@ -309,4 +319,31 @@ func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
 		}
 	}
 	return nil
+}
+
+// probe is one freshness probe: when it was produced, to which partition
+// (task), how long its acknowledgement and its answer over HTTP took (0:
+// never).
+type probe struct {
+	sent     time.Time
+	part     int32
+	ack, lat time.Duration
+}
+
+// slowest describes the n probes whose answers took longest, slowest
+// first: when each was sent, its freshness, its acknowledgement and its
+// partition. Probes slow together at one moment on every partition point at
+// the cluster (the instances' commits aligned, say: bench/freshness.md);
+// apart, at a task.
+func slowest(probes []*probe, n int) string {
+	sorted := slices.Clone(probes)
+	slices.SortFunc(sorted, func(a, b *probe) int { return cmp.Compare(b.lat, a.lat) })
+	var sb strings.Builder
+	for i, p := range sorted[:min(n, len(sorted))] {
+		if i > 0 {
+			sb.WriteString("; ")
+		}
+		fmt.Fprintf(&sb, "%s %v (ack %v, partition %d)", p.sent.Format("15:04:05.000"), p.lat.Round(time.Millisecond), p.ack.Round(time.Millisecond), p.part)
+	}
+	return sb.String()
 }

@@ -25,7 +25,7 @@ const (
 // same load run until the group is quiet (no warmup, one generation for a
 // while), and measures freshness again, for at least two commits of every
 // instance. It returns the records it produced.
-func (d *driver) freshAtDefault(ctx context.Context, sec *section, g *group, cl, pcl *kgo.Client, input string, rate float64, half string) int64 {
+func (d *driver) freshAtDefault(ctx context.Context, sec *section, g *group, probes, pcl *kgo.Client, input string, rate float64, half string) int64 {
 	interval := processor.DefaultOptions().CommitInterval
 	dur, warm, quietFor := 2*interval+10*time.Second, 10*time.Second, 5*time.Second
 	if d.cfg.smoke {
@@ -56,7 +56,7 @@ func (d *driver) freshAtDefault(ctx context.Context, sec *section, g *group, cl,
 		sec.missing(freshDefaultRow, fmt.Sprintf("after restarting with commit.interval.ms=%d: %v", interval.Milliseconds(), err))
 		return load.produced.Load()
 	}
-	d.freshness(ctx, sec, g, cl, load, input, rate, half, interval, freshDefaultRow, dur)
+	d.freshness(ctx, sec, g, probes, load, input, rate, half, interval, freshDefaultRow, dur)
 	load.halt()
 	if n := load.failed.Load(); n > 0 {
 		sec.printf("- %d records of the load failed to produce.\n", n)

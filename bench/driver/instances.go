@@ -59,6 +59,15 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		return fail(fmt.Sprintf("kafka client: %v", err))
 	}
 	defer cl.Close()
+	// The freshness probes' own producer: no linger, so that a probe, alone
+	// in its client, leaves at its produce call rather than up to a linger
+	// later (franz-go's default is 10 ms, Kafka's 5 ms): what the probes
+	// measure is the path through the cluster, not a producer's batching.
+	probes, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
+	if err != nil {
+		return fail(fmt.Sprintf("kafka client: %v", err))
+	}
+	defer probes.Close()
 	adm := kadm.NewClient(cl)
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	app := "bench-cluster-" + suffix
@@ -155,7 +164,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		// later measured 137-284 ms.
 		d.logf("freshness: %s records/s of load for %v before the probes", thousands(rate), cfg.freshWarm)
 		time.Sleep(cfg.freshWarm) // the load's own pace: not a synchronisation
-		d.freshness(ctx, sec, g, cl, load, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)
+		d.freshness(ctx, sec, g, probes, load, input, rate, how, cfg.commitInterval, freshRow, cfg.freshDuration)
 	} else {
 		warmUp(d, rate)
 	}
@@ -168,7 +177,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		sec.printf("- %d records of the load failed to produce.\n", n)
 	}
 	if !failOnly {
-		produced += d.freshAtDefault(ctx, sec, g, cl, pcl, input, rate, how)
+		produced += d.freshAtDefault(ctx, sec, g, probes, pcl, input, rate, how)
 	}
 	g.stopAll()
 
