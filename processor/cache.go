@@ -97,8 +97,8 @@ type recordCache struct {
 	// scratch holds the key handed to a write-through, so that it needs
 	// no allocation (the store and the producer copy it).
 	scratch []byte
-	// last is the slot the writer's last get found (put), nilSlot at
-	// first; the writer's alone.
+	// last is the slot the writer's last get found, or its last put of
+	// another key created (put), nilSlot at first; the writer's alone.
 	last int32
 }
 
@@ -113,6 +113,10 @@ type cacheSlot struct {
 	hdrs   []kgo.RecordHeader
 	prev   int32 // toward head
 	next   int32 // toward tail, or the next free slot
+	// twin is the slot of the same key in the target a put of it
+	// followed this one's with (a count's output after its store), for
+	// that put to find without a lookup; a hint, checked before use.
+	twin int32
 }
 
 // cacheList is a recency list: head the most recently written slot, tail
@@ -169,14 +173,22 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 		c.index = append(c.index, make(map[string]int32))
 	}
 	m := c.index[target]
-	// A handler typically reads a key and writes it back: the read's slot
-	// (last) saves the write a second hash lookup, a tenth of the record
-	// path's time in the cluster's profile. A slot freed since has target
-	// -1, one reused holds another key: then the map decides.
-	i, ok := c.last, false
-	if i != nilSlot && c.slots[i].target == target && c.slots[i].key == string(key) {
-		ok = true
-	} else {
+	// A handler typically reads a key and writes it back, and emits it:
+	// the read's slot (last) saves the write a second hash lookup, a tenth
+	// of the record path's time in the cluster's profile, and its twin
+	// (the slot of the same key the last emit after it wrote) the emit a
+	// third. A slot freed since has target -1, one reused holds another
+	// key: then the map decides. Only live slots have a target, and a
+	// target's live keys are unique, so a slot that passes is the key's.
+	l := c.last
+	sameKey := l != nilSlot && c.slots[l].key == string(key)
+	i, ok := nilSlot, false
+	switch {
+	case sameKey && c.slots[l].target == target:
+		i, ok = l, true
+	case sameKey && c.isSlotOf(c.slots[l].twin, target, key):
+		i, ok = c.slots[l].twin, true
+	default:
 		i, ok = m[string(key)]
 	}
 	if ok {
@@ -190,10 +202,19 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 	} else {
 		i = c.alloc()
 		s := &c.slots[i]
-		s.target, s.key, s.clean = target, string(key), false
+		s.target, s.key, s.clean, s.twin = target, string(key), false, nilSlot
+		if sameKey {
+			s.key = c.slots[l].key // one copy of the key's bytes for both
+		}
 		m[s.key] = i
 		c.live++
 		c.dirty++
+	}
+	switch {
+	case !sameKey:
+		c.last = i // a new key's store write: its emit follows
+	case i != l:
+		c.slots[l].twin = i
 	}
 	s := &c.slots[i]
 	s.del = value == nil
@@ -442,6 +463,13 @@ func (c *recordCache) collect(target int, start, end []byte) ([]state.Entry, err
 	// A key seen twice (rewritten into another slot during the walk)
 	// keeps one entry: either value is one it had.
 	return slices.CompactFunc(out, func(a, b state.Entry) bool { return bytes.Equal(a.Key, b.Key) }), nil
+}
+
+// isSlotOf reports whether slot i (nilSlot: no) is key's in target: a
+// live slot (only those have a target) of target holding key, which only
+// key's slot does.
+func (c *recordCache) isSlotOf(i int32, target int, key []byte) bool {
+	return i != nilSlot && c.slots[i].target == target && c.slots[i].key == string(key)
 }
 
 // isLive reports whether slot i holds a live entry (not on the free list);

@@ -3,6 +3,8 @@ package processor
 import (
 	"strconv"
 	"testing"
+
+	"github.com/rackstream/rackstream/state"
 )
 
 // BenchmarkCachedRecordPath is the per-record work of a task whose record
@@ -12,7 +14,10 @@ import (
 // per record (its lock included), which the end-to-end benchmarks measure
 // only within their noise.
 func BenchmarkCachedRecordPath(b *testing.B) {
-	t := &task{cache: newRecordCache(64<<20, 3), env: &taskEnv{}}
+	// One store (target 0) and the output after it (target 1), as the
+	// count's task has them: with no stores the output's writes went to
+	// target 0, the store's own entries.
+	t := &task{cache: newRecordCache(64<<20, 1), env: &taskEnv{}, stores: make([]*state.DB, 1)}
 	be := taskBackend{t}
 	store, out := &storeSpec{index: 0}, &outputSpec{index: 0}
 	const n = 4096

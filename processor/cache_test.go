@@ -2,7 +2,9 @@ package processor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -487,6 +489,80 @@ func TestRecordCachePutAfterGetFindsTheRightEntry(t *testing.T) {
 	}
 	if got := value(0, "b"); got != "4" {
 		t.Fatalf("0/b = %q, want 4", got)
+	}
+}
+
+// TestRecordCacheRandomHandlersNeverSeeAnotherEntry drives the cache the
+// way handlers do (a get, a store write, an emit of the same key; a write
+// of a key not read; deletes), with drains and evictions between them, and
+// checks it against a model: a get finds the key's latest write or
+// nothing, and once drained, what was written through last for every key
+// of every target is its latest write. The slot hints (last, twin) must
+// never make a put land in another key's or another target's entry.
+func TestRecordCacheRandomHandlersNeverSeeAnotherEntry(t *testing.T) {
+	const stores, targets, keys = 2, 4, 12
+	r := rand.New(rand.NewPCG(1, 2))
+	c := newRecordCache(budgetFor(6), stores)
+	latest := make(map[[2]string]string) // (target, key) -> value, "" for a delete
+	through := make(map[[2]string]string)
+	var out []written
+	record := func() {
+		for _, w := range out {
+			v := w.value
+			if w.del {
+				v = ""
+			}
+			through[[2]string{strconv.Itoa(w.target), w.key}] = v
+		}
+		out = out[:0]
+	}
+	put := func(target int, k, v string) {
+		if v == "" {
+			c.put(target, []byte(k), nil, nil)
+		} else {
+			putString(c, target, k, v)
+		}
+		latest[[2]string{strconv.Itoa(target), k}] = v
+	}
+	for step := range 20000 {
+		k := "k" + strconv.Itoa(r.IntN(keys))
+		v := strconv.Itoa(step)
+		if r.IntN(8) == 0 {
+			v = "" // a delete (store) or a tombstone (output)
+		}
+		store, output := r.IntN(stores), stores+r.IntN(targets-stores)
+		switch op := r.IntN(10); {
+		case op < 6: // a handler: read, write back, emit
+			if got, found := c.get(store, []byte(k)); found {
+				want := latest[[2]string{strconv.Itoa(store), k}]
+				if string(got) != want {
+					t.Fatalf("step %d: get %d/%s = %q, want %q", step, store, k, got, want)
+				}
+			}
+			put(store, k, v)
+			put(output, k, v)
+		case op < 8: // a write of a key not read first
+			put(r.IntN(targets), k, v)
+		case op < 9:
+			if err := c.drain(recorder(&out)); err != nil {
+				t.Fatal(err)
+			}
+			record()
+		default:
+			if err := c.evict(recorder(&out)); err != nil {
+				t.Fatal(err)
+			}
+			record()
+		}
+	}
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	record()
+	for tk, v := range latest {
+		if got, ok := through[tk]; !ok || got != v {
+			t.Errorf("%s/%s: written through last %q (%v), want its latest write %q", tk[0], tk[1], got, ok, v)
+		}
 	}
 }
 
