@@ -189,10 +189,10 @@ func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
 	if start <= cutChunk {
 		return nil // the cut writes it through
 	}
-	r := &aheadRequest{rounds: 2 * (start / cutChunk), done: make(chan struct{})}
-	t.ahead.Store(r)
+	r := &cacheAskRequest{rounds: 2 * (start / cutChunk), done: make(chan struct{})}
+	t.cacheAsk.Store(r)
 	select {
-	case t.aheadWake <- struct{}{}:
+	case t.cacheWake <- struct{}{}:
 	default:
 	}
 	wait := time.NewTimer(aheadWait(t.env.opts.CommitInterval))
@@ -201,12 +201,12 @@ func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
-		t.ahead.CompareAndSwap(r, nil)
+		t.cacheAsk.CompareAndSwap(r, nil)
 		return fmt.Errorf("waiting for task %d to write its record cache through: %w", t.id, ctx.Err())
 	case <-t.done: // ended: the cut finds nothing to commit
 	case <-wait.C:
 	}
-	t.ahead.CompareAndSwap(r, nil)
+	t.cacheAsk.CompareAndSwap(r, nil)
 	return nil
 }
 

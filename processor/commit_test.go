@@ -302,7 +302,7 @@ func TestATaskWorksThroughABatchBetweenTwoChunks(t *testing.T) {
 	}
 	committed := make(chan error, 1)
 	go func() { committed <- h.c.commit(h.ctx, []*task{tk}) }()
-	eventually(t, "the commit to ask the task for its cache", func() bool { return tk.ahead.Load() != nil })
+	eventually(t, "the commit to ask the task for its cache", func() bool { return tk.cacheAsk.Load() != nil })
 	release()
 	if err := <-committed; err != nil {
 		t.Fatal(err)

@@ -45,11 +45,11 @@ func (t *task) writeCacheChunk(n int) (left int) {
 	return left
 }
 
-// aheadRequest is a commit's request that the task write its record cache
+// cacheAskRequest is a commit's request that the task write its record cache
 // through ahead of the cut (commits.writeCacheAhead): the task writes one
 // chunk between two batches, or chunk after chunk while no batch waits,
 // and closes done when at most a chunk is left or rounds run out.
-type aheadRequest struct {
+type cacheAskRequest struct {
 	rounds int // chunks the task may still write for it: the task goroutine's
 	done   chan struct{}
 }
@@ -63,7 +63,7 @@ type aheadRequest struct {
 // so the task processed one record per chunk and in effect stood still for
 // the whole write-through, up to 200 ms at 1 s commits, bench/freshness.md.)
 func (t *task) writeAhead() bool {
-	r := t.ahead.Load()
+	r := t.cacheAsk.Load()
 	if r == nil {
 		return false
 	}
@@ -76,7 +76,7 @@ func (t *task) writeAhead() bool {
 	if left > cutChunk && r.rounds > 0 {
 		return true
 	}
-	if t.ahead.CompareAndSwap(r, nil) {
+	if t.cacheAsk.CompareAndSwap(r, nil) {
 		close(r.done)
 	}
 	return false

@@ -102,12 +102,12 @@ type task struct {
 	done   chan struct{}
 
 	running atomic.Bool // restored and processing
-	// ahead is a commit's request that the task write its record cache
+	// cacheAsk is a commit's request that the task write its record cache
 	// through itself, a chunk between two batches, ahead of the commit's
-	// cut (cut.go); aheadWake (capacity 1) wakes the task for it when
+	// cut (cut.go); cacheWake (capacity 1) wakes the task for it when
 	// no batch is queued.
-	ahead     atomic.Pointer[aheadRequest]
-	aheadWake chan struct{}
+	cacheAsk  atomic.Pointer[cacheAskRequest]
+	cacheWake chan struct{}
 	// moved says the task moved here after the instance's first tasks
 	// started (a failover, a scale-in) or was promoted from a replica held
 	// here: a commit follows its first record at once (session.worked), so that
@@ -179,7 +179,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		mu:        make(ctxMutex, 1),
 		commitMu:  make(ctxMutex, 1),
 		q:         batchQueue{ready: make(chan struct{}, 1)},
-		aheadWake: make(chan struct{}, 1),
+		cacheWake: make(chan struct{}, 1),
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -245,7 +245,7 @@ func (t *task) run() {
 				return
 			case <-t.q.ready:
 				continue
-			case <-t.aheadWake:
+			case <-t.cacheWake:
 				continue
 			}
 		}
