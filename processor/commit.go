@@ -203,7 +203,7 @@ func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
 	case <-ctx.Done():
 		t.cacheAsk.CompareAndSwap(r, nil)
 		return fmt.Errorf("waiting for task %d to write its record cache through: %w", t.id, ctx.Err())
-	case <-t.done: // ended: the cut finds nothing to commit
+	case <-t.done: // stopped (a revoke commits it after): the cut writes it whole, no record waits
 	case <-wait.C:
 	}
 	t.cacheAsk.CompareAndSwap(r, nil)
