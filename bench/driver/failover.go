@@ -132,7 +132,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		name += " (the default)"
 	}
 	d.targets = append(d.targets, target{name: name, binding: true,
-		want: "<= 0.10", measured: fmt.Sprintf("%.2f (p99 %v, interval %v)", r, p99.Round(time.Millisecond), interval), met: metVerdict(r, 0.10, false)})
+		want: "<= 0.10", measured: fmt.Sprintf("%.2f (p99 %v, interval %v)", r, p99.Round(time.Millisecond), interval), met: metVerdict(r, 0.10, false), inTheWay: inTheWayFreshness})
 }
 
 // failover stops the owner of a task under load, by kill -9 and then (after
@@ -179,9 +179,9 @@ func (d *driver) failover(ctx context.Context, sec *section, g *group, adm *kadm
 	sec.printf("\n")
 	d.targets = append(d.targets,
 		target{name: "kill -9 to the first committed update <= session timeout + 1 s", want: "<= " + dur(session+time.Second),
-			measured: dur(killCommit), met: durVerdict(killCommit, session+time.Second)},
+			measured: dur(killCommit), met: durVerdict(killCommit, session+time.Second), inTheWay: inTheWayKill},
 		target{name: "clean SIGTERM to the first committed update < 2 s", want: "< 2 s",
-			measured: dur(termCommit), met: durVerdict(termCommit, 2*time.Second)},
+			measured: dur(termCommit), met: durVerdict(termCommit, 2*time.Second), inTheWay: inTheWaySIGTERM},
 	)
 }
 
@@ -278,7 +278,7 @@ func durVerdict(got, bound time.Duration) string {
 	if got <= bound {
 		return "yes"
 	}
-	return "**no**"
+	return metNo
 }
 
 // stopWatch follows a stopped owner: when its process exits, and then when

@@ -352,8 +352,8 @@ func (d *driver) queries(ctx context.Context, sec *section, g *group, keys int) 
 	}
 	sec.printf("\nThe bare handler's process: %.1f s CPU, peak RSS %.0f MB.\n\n", bcpu.Seconds(), float64(brss)/1e6)
 	d.targets = append(d.targets,
-		target{name: "local lookup p99 within 3x of the bare handler's", want: "<= 3", measured: num("%.2f", ratios["local lookups"]), met: metVerdict(ratios["local lookups"], 3, false)},
-		target{name: "forwarded lookup p99 within 5x of the bare handler's", want: "<= 5", measured: num("%.2f", ratios["forwarded lookups"]), met: metVerdict(ratios["forwarded lookups"], 5, false)},
+		target{name: "local lookup p99 within 3x of the bare handler's", want: "<= 3", measured: num("%.2f", ratios["local lookups"]), met: metVerdict(ratios["local lookups"], 3, false), inTheWay: inTheWayLookups},
+		target{name: "forwarded lookup p99 within 5x of the bare handler's", want: "<= 5", measured: num("%.2f", ratios["forwarded lookups"]), met: metVerdict(ratios["forwarded lookups"], 5, false), inTheWay: inTheWayLookups},
 	)
 }
 

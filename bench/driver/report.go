@@ -48,6 +48,9 @@ type target struct {
 	want     string
 	measured string
 	met      string // "yes", "no", or "-" when not measured
+	// inTheWay says what the profiles (bench/*.md) show stands between
+	// the figure and the target: printed when the target is missed.
+	inTheWay string
 }
 
 func targetTable(ts []target) string {
@@ -60,8 +63,27 @@ func targetTable(ts []target) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.name, kind, t.want, t.measured, t.met)
 	}
+	var missed []target
+	for _, t := range ts {
+		if t.met == metNo {
+			missed = append(missed, t)
+		}
+	}
+	if len(missed) > 0 {
+		b.WriteString("\nMissed in this run, by how much, and what the profiles show is in the way:\n\n")
+		for _, t := range missed {
+			why := t.inTheWay
+			if why == "" {
+				why = "not profiled yet."
+			}
+			fmt.Fprintf(&b, "- **%s**: wanted %s, measured %s. %s\n", t.name, t.want, t.measured, why)
+		}
+	}
 	return b.String()
 }
+
+// metNo is a missed target's verdict (metVerdict, durVerdict).
+const metNo = "**no**"
 
 // metVerdict says whether got meets a lower bound (atLeast) or an upper
 // one, "-" when got is not a number.
@@ -72,5 +94,5 @@ func metVerdict(got, bound float64, atLeast bool) string {
 	if (atLeast && got >= bound) || (!atLeast && got <= bound) {
 		return "yes"
 	}
-	return "**no**"
+	return metNo
 }

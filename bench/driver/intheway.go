@@ -1,0 +1,40 @@
+package main
+
+// What the profiles show stands between a figure and its target (issue
+// 17: a missed target says by how much and what is in the way). Each names
+// the document where the profile and its measurements are; the figures
+// themselves are the run's, in the targets table.
+const (
+	// inTheWayCount is the count's CPU per record: against the fair pipe,
+	// goka and Kafka Streams.
+	inTheWayCount = "bench/profile-count.md (\"Where the time goes\", \"Changes\"): beyond the fetch and the produces, " +
+		"which the fair pipe pays too, the count's CPU per record is its store (a write-buffer lookup and insert per " +
+		"record, the commit's LevelDB batch) and the record path (decoding, the handler's staging, the task's lock); " +
+		"where the machine's CPU is short, records/s follow CPU per record."
+	// inTheWayGokaRate adds that goka's rounds are the noisiest figures.
+	inTheWayGokaRate = inTheWayCount + " goka's own records/s moves the most between rounds (bench/README.md, \"goka\")."
+	// inTheWayRestore is the restore against goleveldb's batch load.
+	inTheWayRestore = "bench/profile-count.md (\"Restore\"): the restore's CPU per record is about the goleveldb " +
+		"ceiling's own (the sorted memtable inserts and level-0 flushes, since 4f33684); it takes longer in wall " +
+		"time because it also waits for the fetch, and on the real broker the broker serving it runs on the same two cores."
+	// inTheWayKill is a kill -9's failover.
+	inTheWayKill = "bench/profile-count.md (\"Failover\"): the session timeout passes before the group notices the " +
+		"owner is gone; the rest is the rebalance (one cooperative round or two, and where the survivors' heartbeats " +
+		"are in their interval) and the moved task's first record and commit. Across runs it moves by more than a second."
+	// inTheWaySIGTERM is a clean shutdown's handover.
+	inTheWaySIGTERM = "bench/profile-count.md (\"Failover\"): the stopped owner's shutdown commit under the load, then " +
+		"the survivors' rebalance and the moved task's first commit."
+	// inTheWayFreshness is the freshness tail at a short commit interval.
+	inTheWayFreshness = "bench/freshness.md (last sections): the probes' and the load's produce acknowledgements " +
+		"(the broker on the same two cores) and the commits' work (the record caches written through, the " +
+		"standbys' changelog batches, the stores' LevelDB batches) beside the tasks; the driver's log lists the " +
+		"slowest probes, with when each was sent, its acknowledgement and its partition."
+	// inTheWayLookups is the query path against a bare handler.
+	inTheWayLookups = "bench/query.md: the lookup's routing, the store read and " +
+		"(forwarded) the second HTTP hop, on cores shared with the load."
+	// inTheWayEOS is exactly-once's transactions.
+	inTheWayEOS = "the transaction's commit markers and the gate that holds every task for the commit (processor/txn.go)."
+	// inTheWayRSS is the count's memory against goka's.
+	inTheWayRSS = "bench/profile-count.md (\"The memory budget's default\"): state.memory.bytes sizes the " +
+		"memtables, block caches and the record cache."
+)
