@@ -28,11 +28,8 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	a := g.instances[0]
 	limit := 3*d.cfg.commitInterval + 30*time.Second
 	var (
-		mu     sync.Mutex
-		lat    []time.Duration
-		acks   []time.Duration // produce call to acknowledgement, of each probe
-		unseen int
-		probes []*probe // each probe, for the log of the slowest
+		mu     sync.Mutex // guards probes and the probes' ack, part and lat
+		probes []*probe
 		wg     sync.WaitGroup
 	)
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
@@ -49,7 +46,6 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, func(r *kgo.Record, err error) {
 			if err == nil {
 				mu.Lock()
-				acks = append(acks, time.Since(sent))
 				pr.ack, pr.part = time.Since(sent), r.Partition
 				mu.Unlock()
 			}
@@ -61,28 +57,34 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 			for time.Since(sent) < limit {
 				if code, err := getJSON(ctx, u, nil); err == nil && code == 200 {
 					mu.Lock()
-					lat = append(lat, time.Since(sent))
 					pr.lat = time.Since(sent)
 					mu.Unlock()
 					return
 				}
 				time.Sleep(pollEvery)
 			}
-			mu.Lock()
-			unseen++
-			mu.Unlock()
 		}()
 		time.Sleep(probeEvery)
 	}
 	wg.Wait()
+	mu.Lock() // a probe's acknowledgement may still come in
 	d.logf("freshness: the slowest probes: %s", slowest(probes, 12))
+	var lat, acks []time.Duration // of the probes seen, and of those acknowledged
+	for _, p := range probes {
+		if p.lat > 0 {
+			lat = append(lat, p.lat)
+		}
+		if p.ack > 0 {
+			acks = append(acks, p.ack)
+		}
+	}
+	mu.Unlock()
+	unseen := len(probes) - len(lat)
 	commitsNow, pausesNow, e2eNow := commitStats(ctx, g)
 	commits, pauses, e2e := commitsNow.minus(commits0), pausesNow.minus(pauses0), e2eNow.minus(e2e0)
 	loadAcks := load.ackCounts().minus(acks0)
 	slices.Sort(lat)
-	mu.Lock()
 	slices.Sort(acks)
-	mu.Unlock()
 	title := "End-to-end freshness"
 	if row == freshDefaultRow {
 		title += fmt.Sprintf(" at the default commit.interval.ms (%d)", interval.Milliseconds())
@@ -103,9 +105,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		percentile(lat, 90).Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat),
 		e2e.under(0.5), e2e.under(0.9), e2e.under(0.99), e2e.under(0.999),
 		loadAcks.under(0.5), loadAcks.under(0.9), loadAcks.under(0.99), loadAcks.under(0.999))
-	mu.Lock()
 	a50, a99 := percentile(acks, 50), percentile(acks, 99)
-	mu.Unlock()
 	processed, acked := "-", "-"
 	if e2e.n > 0 {
 		processed = fmt.Sprintf("%s, %s", e2e.under(0.5), e2e.under(0.99))
@@ -323,7 +323,7 @@ func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
 
 // probe is one freshness probe: when it was produced, to which partition
 // (task), how long its acknowledgement and its answer over HTTP took (0:
-// never).
+// never, or not within the limit).
 type probe struct {
 	sent     time.Time
 	part     int32
