@@ -71,7 +71,7 @@ var keys = []*keyDef{
 		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
 		field: func(c *Config) any { return &c.ClientRackTag }},
 	{name: "commit.interval.ms", def: "`" + ms(procDefaults.CommitInterval) + "`; `" + ms(commitIntervalExactlyOnce) + "` under `exactly_once_v2`", min: 0, hasMin: true,
-		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets. 0 commits after every batch of records a task has worked through.",
+		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets. An instance's first commit comes at a random point of the first interval, so that instances started together commit apart. 0 commits after every batch of records a task has worked through.",
 		field: func(c *Config) any { return &c.CommitInterval },
 		derived: func(c *Config) (string, string) {
 			if c.ProcessingGuarantee == ExactlyOnceV2 {

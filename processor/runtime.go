@@ -92,8 +92,10 @@ type Options struct {
 	// off, also under a budget (MemoryBytes above 0 bounds it): every write and emit goes out, as tests that check every
 	// intermediate value need.
 	CacheMaxBytes int64
-	// CommitInterval is commit.interval.ms: how often the tasks commit. 0
-	// commits after every batch of records a task has worked through.
+	// CommitInterval is commit.interval.ms: how often the tasks commit
+	// (the first commit at a random point of the first interval, so that
+	// instances started together commit apart). 0 commits after every
+	// batch of records a task has worked through.
 	// Under ExactlyOnceV2 each commit ends a transaction: set it to
 	// DefaultCommitIntervalExactlyOnce (the configuration's default there).
 	CommitInterval time.Duration
