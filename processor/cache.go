@@ -97,8 +97,9 @@ type recordCache struct {
 	// scratch holds the key handed to a write-through, so that it needs
 	// no allocation (the store and the producer copy it).
 	scratch []byte
-	// last is the slot the writer's last get found, or its last put of
-	// another key created (put), nilSlot at first; the writer's alone.
+	// last is the slot the writer's last get found, or that its last put
+	// of another key than last's wrote (put), nilSlot at first; the
+	// writer's alone.
 	last int32
 }
 
