@@ -81,6 +81,19 @@ func (e *offsetCommitError) Unwrap() error { return e.err }
 // its offsets are not committed; a failed output or dead letter commits
 // nothing.
 func (c *commits) commit(ctx context.Context, tasks []*task) error {
+	return c.commitTasks(ctx, tasks, true)
+}
+
+// commitPromptly is commit without the record caches written through ahead
+// of the cuts: the cut writes a task's whole cache, pausing it for longer
+// (tens of milliseconds under load), but the commit does not wait up to
+// aheadWait for the tasks to get to it. A moved task's first commit is
+// one (its latency is the failover's, bench/profile-count.md "Failover").
+func (c *commits) commitPromptly(ctx context.Context, tasks []*task) error {
+	return c.commitTasks(ctx, tasks, false)
+}
+
+func (c *commits) commitTasks(ctx context.Context, tasks []*task, ahead bool) error {
 	if c.eos != nil {
 		return c.commitTransaction(ctx, tasks)
 	}
@@ -94,12 +107,15 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 	}
 	defer unlock()
 	start := time.Now()
+	if ahead {
+		c.phase(fmt.Sprintf("a commit of tasks %v: their record caches written through ahead of their cuts", ids(tasks)))
+		if err := c.writeCachesAhead(ctx, tasks); err != nil {
+			return err
+		}
+	}
 	cuts := make([]*taskCut, 0, len(tasks))
 	for _, t := range tasks {
 		c.phase(fmt.Sprintf("a commit to cut task %d (finishing its record)", t.id))
-		if err := c.writeCacheAhead(ctx, t); err != nil {
-			return err
-		}
 		var ct *taskCut
 		if err := c.paused(ctx, t, func() { ct = t.cut() }); err != nil {
 			return err
@@ -170,43 +186,63 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 // pause of a task before its cut: a fraction of a millisecond of work.
 const cutChunk = 256
 
-// writeCacheAhead has t write its record cache through ahead of the cut,
-// cutChunk entries between two of its batches (task.writeAhead), and waits
-// until at most a chunk is left for the cut: a commit interval's merged
-// writes reach the stores and the changelog in one burst at the commit,
-// which held the task for tens of milliseconds (bench/freshness.md); in
-// chunks the task processes records between them. The task adds entries
-// between chunks, so the rounds are bounded, to twice the chunks the cache
-// held at the start: a task that writes new keys as fast as the chunks go
-// would otherwise keep the commit chasing it. A task that does not get to
-// it (a handler retrying, a table task waiting for its tables) is waited
-// for at most aheadWait: what is left then goes with the cut.
-func (c *commits) writeCacheAhead(ctx context.Context, t *task) error {
-	if t.cache == nil || !t.running.Load() {
+// writeCachesAhead has each of tasks write its record cache through ahead
+// of its cut, cutChunk entries between two of its batches
+// (task.writeAhead), and waits until at most a chunk is left in each: a
+// commit interval's merged writes reach the stores and the changelog in
+// one burst at the commit, which held a task for tens of milliseconds
+// (bench/freshness.md); in chunks the task processes records between them.
+// Every task is asked at once and the wait is one for all of them: one
+// task at a time, a commit of six tasks took up to six times aheadWait
+// (1.9 s at 1 s commits), and the next commit of a moved task waited for
+// it. A task adds entries between chunks, so its rounds are bounded, to
+// twice the chunks its cache held when asked: a task that writes new keys
+// as fast as the chunks go would otherwise keep the commit chasing it. A
+// task that does not get to it (a handler retrying, a table task waiting
+// for its tables) is waited for at most aheadWait: what is left then goes
+// with its cut.
+func (c *commits) writeCachesAhead(ctx context.Context, tasks []*task) error {
+	type asked struct {
+		t *task
+		r *cacheAskRequest
+	}
+	var all []asked
+	for _, t := range tasks {
+		if t.cache == nil || !t.running.Load() {
+			continue
+		}
+		n := t.cache.entries()
+		if n <= cutChunk {
+			continue // the cut writes it through
+		}
+		r := &cacheAskRequest{rounds: 2 * (n / cutChunk), done: make(chan struct{})}
+		t.cacheAsk.Store(r)
+		select {
+		case t.cacheWake <- struct{}{}:
+		default:
+		}
+		all = append(all, asked{t, r})
+	}
+	if len(all) == 0 {
 		return nil
 	}
-	start := t.cache.entries()
-	if start <= cutChunk {
-		return nil // the cut writes it through
-	}
-	r := &cacheAskRequest{rounds: 2 * (start / cutChunk), done: make(chan struct{})}
-	t.cacheAsk.Store(r)
-	select {
-	case t.cacheWake <- struct{}{}:
-	default:
-	}
-	wait := time.NewTimer(aheadWait(t.env.opts.CommitInterval))
+	defer func() {
+		for _, a := range all {
+			a.t.cacheAsk.CompareAndSwap(a.r, nil)
+		}
+	}()
+	wait := time.NewTimer(aheadWait(all[0].t.env.opts.CommitInterval))
 	defer wait.Stop()
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		t.cacheAsk.CompareAndSwap(r, nil)
-		return fmt.Errorf("waiting for task %d to write its record cache through: %w", t.id, ctx.Err())
-	case <-t.done: // stopped (a revoke commits it after): the cut writes it whole, no record waits
-	case <-wait.C:
+	for _, a := range all {
+		select {
+		case <-a.r.done:
+		case <-a.t.done: // stopped (a revoke commits it after): the cut writes it whole, no record waits
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for task %d to write its record cache through: %w", a.t.id, ctx.Err())
+		case <-wait.C:
+			return nil // the cuts write what is left
+		}
 	}
-	t.cacheAsk.CompareAndSwap(r, nil)
 	return nil
 }
 
@@ -249,8 +285,9 @@ func lockTasks(ctx context.Context, tasks []*task) (unlock func(), err error) {
 	}, nil
 }
 
-// background commits tasks like commit, abortably: see mu.
-func (c *commits) background(tasks []*task) error {
+// background commits tasks like commit (promptly: like commitPromptly),
+// abortably: see mu.
+func (c *commits) background(tasks []*task, promptly bool) error {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	c.mu.Lock()
@@ -265,7 +302,7 @@ func (c *commits) background(tasks []*task) error {
 		delete(c.aborts, &cancel)
 		c.mu.Unlock()
 	}()
-	return c.commit(ctx, tasks)
+	return c.commitTasks(ctx, tasks, !promptly)
 }
 
 // abort cancels the background commits in progress; with stop, none starts

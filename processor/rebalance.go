@@ -306,7 +306,7 @@ func (m *member) stopEvery(err error) {
 	clear(m.active)
 	m.mu.Unlock()
 	tasks = stopAll(tasks, m.env.opts.ShutdownTimeout)
-	if cerr := m.commits.background(tasks); cerr != nil {
+	if cerr := m.commits.background(tasks, true); cerr != nil { // stopped: nothing to write ahead
 		m.log.Error("commit before stopping for the topology", "err", cerr)
 	}
 	dropAll(tasks)

@@ -116,7 +116,7 @@ func TestARevokeRacingABackgroundCommit(t *testing.T) {
 	tk := h.feed(0, 0, "k", "a", "b", "c")
 	h.waitProcessed(tk, 3)
 	bg := make(chan error, 1)
-	go func() { bg <- h.c.background(h.m.live()) }()
+	go func() { bg <- h.c.background(h.m.live(), false) }()
 	<-h.offsets.entered // the background commit is at the committer
 	h.offsets.mu.Lock()
 	h.offsets.block = nil // the revoke's commit goes through

@@ -365,7 +365,7 @@ func (s *session) commitLoop() {
 			asked = true
 			s.log.Debug("commit loop: a commit was asked for")
 		}
-		if !s.commitNow(s.toCommit(asked)) {
+		if !s.commitNow(s.toCommit(asked), false) {
 			return
 		}
 	}
@@ -394,18 +394,19 @@ func (s *session) promptCommits() {
 		}
 		s.log.Debug("commit loop: a prompt commit was asked for")
 		if tasks := s.movedLive(); len(tasks) > 0 {
-			inFlight.Go(func() { s.commitNow(tasks) })
+			inFlight.Go(func() { s.commitNow(tasks, true) })
 		}
 	}
 }
 
-// commitNow commits tasks in the background (abortably) and reports
+// commitNow commits tasks in the background (abortably; promptly: a moved
+// task's first commit, commits.commitPromptly) and reports
 // whether the session's commits go on: a failed offset commit is retried
 // by the next commit, an aborted one is done with; any other failure fails
 // the session.
-func (s *session) commitNow(tasks []*task) bool {
+func (s *session) commitNow(tasks []*task, promptly bool) bool {
 	began := time.Now()
-	err := s.c.background(tasks)
+	err := s.c.background(tasks, promptly)
 	s.log.Debug("commit loop: commit returned", "tasks", len(tasks), "took", time.Since(began), "err", err)
 	switch {
 	case err == nil:

@@ -350,7 +350,7 @@ func TestExactlyOnceAHandlerStuckPastTheShutdownTimeoutEndsTheSession(t *testing
 	stuck := h.feed(0, 0, "k", "block")
 	<-h.inGate
 	done := make(chan error, 1)
-	go func() { done <- h.c.background(h.m.live()) }()
+	go func() { done <- h.c.background(h.m.live(), false) }()
 	var err error
 	eventually(t, "the commit to give up on the stuck handler", func() bool {
 		select {
