@@ -399,6 +399,9 @@ func (b *Balancer) OnPartitionsAssigned(ctx context.Context, cl *kgo.Client, _ m
 		b.probedRoles = nil
 	}
 	rejoin := a.Rejoin
+	if rejoin {
+		b.log.Debug("rejoining at once: the plan has tasks in transit, handed over in the next round", "generation", a.Generation)
+	}
 	if want != b.version {
 		b.log.Info("switching wire version and rejoining", "from", b.version, "to", want, "generation", a.Generation)
 		b.version = want

@@ -19,7 +19,11 @@
 // the changelog end offsets to turn checkpoints into lags, runs the pure
 // placement of package assignor, hands each member the input partitions of
 // its active tasks, and lets kgo's AdjustCooperative hold back partitions
-// that must first be revoked by their current owner. Each member's
+// that must first be revoked by their current owner. While any are held
+// back, every member's assignment asks it to rejoin at once: the second
+// round that hands them over ends only when every member has joined it,
+// and kgo restarts a revoking member's offset fetch for the tasks it gained
+// (a failover's) only after that round. Each member's
 // assignment UserData is an [AssignmentData]: its own standby and warmup
 // tasks and the whole placement (every task's active and standbys, every
 // member's process id, endpoint and tags, and the plan's quality), or, when

@@ -135,9 +135,29 @@ func TestJoiningMemberGetsTasksOnlyAfterTheirOwnersRevokeThem(t *testing.T) {
 			t.Fatalf("pending task %d has active %d in the delivered placement, want none (in transit)", task, a)
 		}
 	}
+	// Every member rejoins at once for the follow-up round, rather than
+	// at its next heartbeat; the follow-up round asks no one to.
+	rejoins := func() (n int) {
+		for _, m := range s.members {
+			_, a, err := m.b.parseSync(s.syncs[m.id])
+			if err != nil {
+				t.Fatalf("%s: %v", m.id, err)
+			}
+			if a.Rejoin {
+				n++
+			}
+		}
+		return n
+	}
+	if n := rejoins(); n != len(s.members) {
+		t.Fatalf("%d of %d members asked to rejoin in the revoking round, want all", n, len(s.members))
+	}
 	pending := newcomer.last.Pending
 	if len(s.round("m0")) != 0 {
 		t.Fatal("the follow-up round revoked more")
+	}
+	if n := rejoins(); n != 0 {
+		t.Fatalf("%d members asked to rejoin after the follow-up round, want none", n)
 	}
 	if !slices.Equal(newcomer.owned[simInput], pending) {
 		t.Fatalf("newcomer owns %v after the follow-up, want its pending %v", newcomer.owned[simInput], pending)

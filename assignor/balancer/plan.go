@@ -154,6 +154,16 @@ func (g *groupBalancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32, 
 		}
 		r := roles[p.MemberIndex(st.sub.ProcessID)]
 		a.Active, a.Pending, a.Standby, a.Warmup = r.Active, r.Pending, r.Standby, r.Warmup
+		// Tasks in transit wait for a second round, which the group
+		// starts when their previous owners rejoin after revoking them
+		// and ends when every member has joined it: the others only
+		// notice at their next heartbeat (up to heartbeat.interval.ms).
+		// kgo cancels a revoking member's offset fetch for the tasks it
+		// gained in this round (a failover's, after a clean leave) when
+		// it rejoins, so they wait for that second round too: 1 s of a
+		// 2.2 s failover after SIGTERM (bench/profile-count.md,
+		// "Failover"). Every member rejoins at once instead.
+		a.Rejoin = len(held) > 0
 		if deadline > 0 {
 			a.ProbeTriggers = triggers[st.sub.ProcessID]
 		}
