@@ -308,14 +308,18 @@ func TestATaskWorksThroughABatchBetweenTwoChunks(t *testing.T) {
 	}
 }
 
-// TestACommitAsksEveryTaskForItsCacheAtOnce: the tasks of a commit write
-// their record caches through ahead of their cuts side by side, so that
-// the commit waits at most aheadWait for all of them together. (Asked one
-// at a time, a commit of six tasks took up to six times aheadWait, 1.9 s
-// at 1 s commits, and a moved task's first commit waited behind it.)
-func TestACommitAsksEveryTaskForItsCacheAtOnce(t *testing.T) {
+// TestACommitsTasksWriteAheadInTurnWithinOneDeadline: the tasks of a
+// commit write their caches ahead in turn, and share one deadline: when the
+// first holds the commit past it, the next is not asked, and its cut
+// writes its cache whole. (With a deadline each, a commit of six tasks took
+// up to six times aheadWait; asked all at once, an instance's tasks all
+// wrote through together.)
+func TestACommitsTasksWriteAheadInTurnWithinOneDeadline(t *testing.T) {
 	const keys = 2 * cutChunk
-	h := newHarness(t, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	h := newHarness(t, func(o *Options) {
+		o.CacheMaxBytes = 64 << 20
+		o.CommitInterval = 100 * time.Millisecond // aheadWait's least
+	})
 	release := h.block()
 	h.start(0, 1)
 	t0, t1 := h.m.task(0), h.m.task(1)
@@ -324,16 +328,29 @@ func TestACommitAsksEveryTaskForItsCacheAtOnce(t *testing.T) {
 		h.feed(1, int64(i), fmt.Sprintf("j%04d", i), "x")
 	}
 	h.feed(0, keys, "k", "block")
-	h.feed(1, keys, "j", "block")
-	eventually(t, "both tasks in the handler of their blocked record", func() bool { return h.atGate.Load() == 2 })
+	<-h.inGate // task 0 in the handler of its blocked record
+	h.waitProcessed(t1, keys)
+	var before dto.Metric
+	if err := h.env.met.commitPause.Write(&before); err != nil {
+		t.Fatal(err)
+	}
 	committed := make(chan error, 1)
 	go func() { committed <- h.c.commit(h.ctx, []*task{t0, t1}) }()
-	eventually(t, "the commit to ask both tasks for their caches", func() bool {
-		return t0.cacheAsk.Load() != nil && t1.cacheAsk.Load() != nil
-	})
+	eventually(t, "the commit to ask task 0 for its cache", func() bool { return t0.cacheAsk.Load() != nil })
+	if t1.cacheAsk.Load() != nil {
+		t.Fatal("task 1 asked for its cache while task 0 was")
+	}
+	eventually(t, "the commit to give up on task 0 at the deadline", func() bool { return t0.cacheAsk.Load() == nil })
 	release()
 	if err := <-committed; err != nil {
 		t.Fatal(err)
+	}
+	var after dto.Metric
+	if err := h.env.met.commitPause.Write(&after); err != nil {
+		t.Fatal(err)
+	}
+	if n := after.GetHistogram().GetSampleCount() - before.GetHistogram().GetSampleCount(); n != 2 {
+		t.Errorf("the tasks were paused %d times by the commit, want 2 (the cuts: task 1 not asked after the deadline)", n)
 	}
 	for _, id := range []int32{0, 1} {
 		if got := h.offsets.committed(id); got < keys {

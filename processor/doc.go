@@ -65,10 +65,11 @@
 // the last commit may be handled again after a crash; none is skipped.
 // Ahead of its cut, a task with a large record cache writes it through
 // itself, a chunk after each batch it takes, at the commit's request, so
-// that its records wait at most a chunk's time for a commit; every task of
-// a commit is asked at once, and the commit waits for them together. A
-// moved task's first commit skips this (its cut writes the whole cache):
-// its latency is the failover's. An instance's
+// that its records wait at most a chunk's time for a commit; the tasks of
+// a commit do so in turn, within one deadline for the commit (the commit
+// interval, within 100 ms to 5 s). A moved task's first commit skips this
+// (its cut writes the whole cache): its latency is the failover's. An
+// instance's
 // first periodic commit comes at a random moment of the interval, so that
 // instances started together do not all commit at once ever after.
 //
