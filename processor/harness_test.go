@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,7 +285,6 @@ type harness struct {
 	// "block" until it is closed (ignoring its context: a stuck handler).
 	gate     chan struct{}
 	inGate   chan struct{} // signalled when a handler waits at gate
-	atGate   atomic.Int32  // handlers waiting at gate now
 	mu       sync.Mutex
 	failErr  error   // what the member's fail was called with
 	promoted []int32 // tasks started from a standby held here
@@ -320,13 +318,11 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 			h.mu.Lock()
 			gate := h.gate
 			h.mu.Unlock()
-			h.atGate.Add(1)
 			select {
 			case h.inGate <- struct{}{}:
 			default:
 			}
 			<-gate
-			h.atGate.Add(-1)
 		}
 		n, _, err := counts.Get(ctx, k)
 		if err != nil {
