@@ -137,7 +137,7 @@ func benchConsume(b *testing.B, e *env, topic string, n int, peak *peakHeap) tim
 	began := time.Now()
 	var got int
 	for got < n {
-		fs := cl.PollRecords(context.Background(), pollRecords)
+		fs := cl.PollFetches(context.Background())
 		must(b, fs.Err0())
 		got += fs.NumRecords()
 	}

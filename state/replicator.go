@@ -25,9 +25,6 @@ const unknownTopicPatience = 15 * time.Second
 // records while the consumer has none buffered.
 const restoreIdleFlush = 200 * time.Millisecond
 
-// pollRecords bounds one poll of the restore consumer.
-const pollRecords = 64 << 10
-
 // replicator is the apply path shared by restore and standby tailing: one
 // direct (groupless) consumer per Manager reading the changelog partitions
 // of every subscribed store, applying them in LevelDB batches that each carry
@@ -237,7 +234,13 @@ func (r *replicator) run() {
 	index := make(map[*DB]int)
 	var work []storeFetches
 	for {
-		fs := r.cl.PollRecords(r.ctx, pollRecords)
+		// Everything buffered: franz-go sends the next fetch once the
+		// buffered one is taken whole, so the fetch runs while this one
+		// is applied. (A poll of part of it, 64k records of a 16 MiB
+		// fetch, held the next fetch back until the last part: a restore
+		// waited for each fetch after applying most of the one before.)
+		// A poll is at most one fetch response per broker (FetchMaxBytes).
+		fs := r.cl.PollFetches(r.ctx)
 		if r.ctx.Err() != nil || fs.IsClientClosed() {
 			return
 		}
