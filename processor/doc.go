@@ -69,9 +69,9 @@
 // a commit do so in turn, within one deadline for the commit (the commit
 // interval, within 100 ms to 5 s). A moved task's first commit skips this
 // (its cut writes the whole cache): its latency is the failover's. An
-// instance's
-// first periodic commit comes at a random moment of the interval, so that
-// instances started together do not all commit at once ever after.
+// instance's first periodic commit comes at a random moment of the
+// interval, so that instances started together do not all commit at once
+// ever after.
 //
 // With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
 // cache merges the writes to one key of a store, and the emits of one key to
