@@ -205,7 +205,8 @@ const cutChunk = 256
 // The tasks of a commit write ahead in turn, each just before its cut, so
 // that an instance's tasks do not all write through at once (asked
 // together, they did, and the probes of all of them waited: freshness p99
-// at 1 s 0.15-0.17 against 0.06-0.14). They share one deadline, ahead
+// at 1 s in interleaved runs on kfake 126 and 176 ms against 96 and 109
+// ms, bench/freshness.md). They share one deadline, ahead
 // (aheadWait from the commit's start): a task that does not get to it (a
 // handler retrying, a table task waiting for its tables, a backlog) holds
 // the commit at most that long in all, and the tasks after the deadline

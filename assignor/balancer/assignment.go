@@ -25,7 +25,8 @@ import (
 //	                                       a member joining with another version switches to it and rejoins
 //	1+       generation         varint     the group generation this assignment belongs to, >= 0
 //	1+       flags              1 byte     bit 0: placement inline; bit 1: placement published;
-//	                                       bit 2: rejoin (the leader could not use this member's metadata);
+//	                                       bit 2: rejoin at once (the leader could not use this member's
+//	                                       metadata, or the plan holds tasks in transit: plan.go);
 //	                                       other bits must be 0; bits 0 and 1 exclude each other
 //	1+       active             tasks      tasks whose input partitions this member owns from now on
 //	1+       pending            tasks      tasks planned here, still being revoked by their previous owner
@@ -63,7 +64,7 @@ type AssignmentData struct {
 	Version         uint8
 	CommonVersion   uint8
 	Generation      int32
-	Rejoin          bool
+	Rejoin          bool // rejoin at once: see flags above
 	Active          []int32
 	Pending         []int32
 	Standby         []int32

@@ -15,8 +15,9 @@ const (
 	inTheWayGokaRate = inTheWayCount + " goka's own records/s moves the most between rounds (bench/README.md, \"goka\")."
 	// inTheWayRestore is the restore against goleveldb's batch load.
 	inTheWayRestore = "bench/profile-count.md (\"Restore\"): the restore's CPU per record is about the goleveldb " +
-		"ceiling's own (the sorted memtable inserts and level-0 flushes, since 4f33684); it takes longer in wall " +
-		"time because it also waits for the fetch, and on the real broker the broker serving it runs on the same two cores."
+		"ceiling's own (the sorted memtable inserts and level-0 flushes, since 4f33684), and it fetches the next batch " +
+		"while it writes one (since 7b32852); but the ceiling alone keeps about 1.7 of the two cores busy, and the " +
+		"restore adds the fetch, the decode and, on the real broker, the broker serving it on the same cores."
 	// inTheWayKill is a kill -9's failover.
 	inTheWayKill = "bench/profile-count.md (\"Failover\"): the session timeout passes before the group notices the " +
 		"owner is gone; the rest is the rebalance (one cooperative round or two, and where the survivors' heartbeats " +
@@ -26,7 +27,7 @@ const (
 		"the survivors' rebalance and the moved task's first commit."
 	// inTheWayFreshness is the freshness tail at a short commit interval.
 	inTheWayFreshness = "bench/freshness.md (last sections): the probes' and the load's produce acknowledgements " +
-		"(the broker on the same two cores) and the commits' work (the record caches written through, the " +
+		"(the broker on the same two cores, its garbage collector's cycles included) and the commits' work (the record caches written through, the " +
 		"standbys' changelog batches, the stores' LevelDB batches) beside the tasks; the driver's log lists the " +
 		"slowest probes, with when each was sent, its acknowledgement and its partition."
 	// inTheWayLookups is the query path against a bare handler.
