@@ -142,6 +142,7 @@ type HTTP struct {
 	// TLSClientAuth is http.tls.client.auth: none, request or require.
 	TLSClientAuth string
 	TLSClientCA   string // http.tls.client.ca
+	Pprof         bool   // http.pprof
 }
 
 // HTTPAuth is http.auth: whether an HTTP server reachable from other hosts

@@ -22,6 +22,8 @@
 //	GET /v1/metadata                    the placement and live status
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness
+//	GET /debug/pprof/...                the Go runtime's profiles, when
+//	                                    Options.Profiling (http.pprof) asks
 //
 // Routes are declared on an http.ServeMux (routes.go). A key is everything
 // after /keys/, '/' escaped or not, even where the mux would clean the path

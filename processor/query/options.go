@@ -55,6 +55,15 @@ type Options struct {
 	// TLS.
 	PeerTLS *tls.Config
 
+	// Profiling serves the Go runtime's profiles under /debug/pprof/ (http.pprof):
+	// CPU, heap, allocations, goroutines, blocking, mutexes and the execution
+	// trace (net/http/pprof), behind AuthToken like every route but /healthz
+	// and /readyz. Off by default: a profile shows the process's code and
+	// state, and a CPU profile or a trace costs CPU while it runs. The
+	// command line (/debug/pprof/cmdline) is never served: it may hold a
+	// secret set with --set.
+	Profiling bool
+
 	// Registerer receives the HTTP metrics (nil: not registered).
 	Registerer prometheus.Registerer
 	// Gatherer is what /metrics exposes (the runtime's registry; nil: an

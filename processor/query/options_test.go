@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,6 +43,11 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		}},
 		{"PeerTLS", func(o *Options) { o.PeerTLS = nil }, "", func(s *Server) string {
 			return unless(s.scheme == "http", "no peer TLS config, yet forwards use "+s.scheme)
+		}},
+		{"Profiling", func(o *Options) { o.Profiling = false }, "", func(s *Server) string {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/heap", nil))
+			return unless(rec.Code == 404, "profiling off, yet /debug/pprof/heap answers "+strconv.Itoa(rec.Code))
 		}},
 		{"Registerer", func(o *Options) { o.Registerer = nil }, "", nil}, // metrics kept, not registered
 		{"Gatherer", func(o *Options) { o.Gatherer = nil }, "", func(s *Server) string {
@@ -87,8 +93,8 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		})
 	}
 	// Every field of Options is in the table.
-	if n := reflect.TypeFor[Options]().NumField(); n != 25 {
-		t.Errorf("Options has %d fields; the table covers 25: add the new ones", n)
+	if n := reflect.TypeFor[Options]().NumField(); n != 26 {
+		t.Errorf("Options has %d fields; the table covers 26: add the new ones", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof" // its init also registers on http.DefaultServeMux, which nothing here serves
 	"net/url"
 	"path"
 	"strings"
@@ -18,6 +19,7 @@ const (
 	routeMetrics  = "metrics"
 	routeHealthz  = "healthz"
 	routeReadyz   = "readyz"
+	routeProfile  = "pprof"
 	routeUnknown  = "unknown"
 )
 
@@ -51,6 +53,9 @@ func (s *Server) routes() {
 			s.methodNotAllowed(sw, r)
 		})
 	}
+	if s.opts.Profiling {
+		s.profileRoutes()
+	}
 	s.mux.HandleFunc("/", s.handler(routeUnknown, false, func(w *statusWriter, r *http.Request, _ bool) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.methodNotAllowed(w, r) // answered after authentication: the path exists for no method
@@ -62,6 +67,31 @@ func (s *Server) routes() {
 		}
 		s.failCode(w, http.StatusNotFound, codeNoRoute, msg)
 	}))
+}
+
+// profileRoutes serves net/http/pprof's handlers under /debug/pprof/
+// (Options.Profiling), authenticated like the API: the index and every
+// named runtime profile (heap, allocs, goroutine, block, mutex,
+// threadcreate), the CPU profile (profile?seconds=N) and the execution
+// trace (trace?seconds=N), each bounded by the server's WriteTimeout. Not
+// the command line, which may hold a secret (Options.Profiling), nor
+// symbol, whose POST form the read-only API refuses: profiles carry their
+// symbols.
+func (s *Server) profileRoutes() {
+	serve := func(h http.HandlerFunc) func(w *statusWriter, r *http.Request, _ bool) {
+		return func(w *statusWriter, r *http.Request, _ bool) { h(w, r) }
+	}
+	s.mux.HandleFunc("GET /debug/pprof/profile", s.handler(routeProfile, false, serve(pprof.Profile)))
+	s.mux.HandleFunc("GET /debug/pprof/trace", s.handler(routeProfile, false, serve(pprof.Trace)))
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", s.handler(routeProfile, false, func(w *statusWriter, _ *http.Request, _ bool) {
+		s.failCode(w, http.StatusNotFound, codeNoRoute, "the command line is not served: it may hold a secret")
+	}))
+	s.mux.HandleFunc("GET /debug/pprof/", s.handler(routeProfile, false, serve(pprof.Index)))
+	s.mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		sw := w.(*statusWriter)
+		sw.route = routeProfile
+		s.methodNotAllowed(sw, r)
+	})
 }
 
 // handler wraps a route's handler: it names the route for the metrics and,

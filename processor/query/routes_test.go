@@ -188,3 +188,39 @@ func TestQueryImportsNeitherStateNorTheRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesAreServedOnlyWhenAskedAndBehindTheToken: http.pprof=true
+// serves the runtime's profiles under /debug/pprof/, authenticated like the
+// API; the command line, which may hold a secret, never; off (the default),
+// no profile route exists.
+func TestProfilesAreServedOnlyWhenAskedAndBehindTheToken(t *testing.T) {
+	on := newCluster(t, clusterOpts{members: 1, token: "tok", tweak: func(_ int, o *Options) { o.Profiling = true }})
+	off := newCluster(t, clusterOpts{members: 1, token: "tok"})
+	auth := func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok") }
+	for _, tc := range []struct {
+		c        *cluster
+		path     string
+		prep     func(*http.Request)
+		code     int
+		contains string
+	}{
+		{on, "/debug/pprof/", auth, 200, "goroutine"},
+		{on, "/debug/pprof/goroutine?debug=1", auth, 200, "profileRoutes"}, // this very handler's goroutine
+		{on, "/debug/pprof/heap", auth, 200, ""},
+		{on, "/debug/pprof/trace?seconds=0.05", auth, 200, "go 1."},
+		{on, "/debug/pprof/profile?seconds=1", auth, 200, ""},
+		{on, "/debug/pprof/nosuch", auth, 404, "Unknown profile"},
+		{on, "/debug/pprof/cmdline", auth, 404, "may hold a secret"},
+		{on, "/debug/pprof/", nil, 401, ""},
+		{on, "/debug/pprof/heap", nil, 401, ""},
+		{on, "/debug/pprof/profile?seconds=1", func(r *http.Request) { r.Header.Set("Authorization", "Bearer wrong") }, 401, ""},
+		{on, "/debug/pprof/heap", func(r *http.Request) { auth(r); r.Method = "POST" }, 405, ""},
+		{off, "/debug/pprof/", auth, 404, codeNoRoute},
+		{off, "/debug/pprof/heap", auth, 404, codeNoRoute},
+	} {
+		a := tc.c.do(tc.c.nodes[0], tc.path, tc.prep)
+		if a.code != tc.code || !strings.Contains(string(a.body), tc.contains) {
+			t.Errorf("GET %s (profiling %v): %d %.200q; want %d containing %q", tc.path, tc.c == on, a.code, a.body, tc.code, tc.contains)
+		}
+	}
+}

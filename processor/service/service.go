@@ -278,6 +278,7 @@ func New(opts Options) (*Instance, error) {
 	qo.Reader, qo.ExactlyOnce, qo.Settings = runtimeAdapter{rt}, cfg.ExactlyOnce(), assignmentSettings(cfg)
 	qo.Stores, qo.Partitioner = stores, part
 	qo.AuthToken, qo.TLS, qo.PeerTLS = cfg.HTTP.AuthToken.Reveal(), serverTLS, peerTLS
+	qo.Profiling = cfg.HTTP.Pprof
 	qo.Registerer, qo.Gatherer, qo.Logger = reg, reg, log.With("component", "http")
 	qs, err := query.New(qo)
 	if err != nil {
