@@ -25,7 +25,8 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 		t.Skip("the smoke run takes about a minute; -short skips it")
 	}
 	out := filepath.Join(t.TempDir(), "results.md")
-	cfg := smokeConfig(out)
+	traces := t.TempDir()
+	cfg := smokeConfig(out, traces)
 	cfg.brokers = []string{"kfake"}
 	if os.Getenv("RACKSTREAM_TEST_BROKERS") != "" {
 		cfg.brokers = []string{"kafka"}
@@ -98,6 +99,14 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 	for _, s := range []string{"| machine |", "| load average", "| commit |", "| versions |", "## Targets (issue 17)"} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("results.md lacks %q", s)
+		}
+	}
+	// -trace-dir: an execution trace of every instance, taken over
+	// http.pprof during the freshness row.
+	for _, m := range []string{"i0", "i1", "i2"} {
+		tr, err := os.ReadFile(filepath.Join(traces, strings.ReplaceAll(freshRow, " ", "-")+"-"+m+".trace"))
+		if err != nil || !strings.HasPrefix(string(tr), "go 1.") {
+			t.Errorf("the freshness row's trace of %s: %v, %d bytes, not a Go execution trace", m, err, len(tr))
 		}
 	}
 }

@@ -35,6 +35,10 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	d.logf("freshness: %s records/s of load, probes for %v, commit.interval.ms=%d", thousands(rate), dur, interval.Milliseconds())
 	commits0, pauses0, e2e0 := commitStats(ctx, g)
 	acks0 := load.ackCounts()
+	traced := func() {}
+	if row == freshRow {
+		traced = d.traceInstances(ctx, g, d.cfg.traceDir, row)
+	}
 	end := time.Now().Add(dur)
 	for n := 0; time.Now().Before(end); n++ {
 		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -67,6 +71,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		time.Sleep(probeEvery)
 	}
 	wg.Wait()
+	traced()
 	mu.Lock() // a probe's acknowledgement may still come in
 	d.logf("freshness: the slowest probes: %s", slowest(probes, 12))
 	var lat, acks []time.Duration // of the probes seen, and of those acknowledged

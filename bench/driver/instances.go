@@ -99,6 +99,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		"shutdown.timeout.ms":    "20000",
 		"log.format":             "json",
 		"log.level":              clusterLogLevel(failOnly),
+		"http.pprof":             strconv.FormatBool(cfg.traceDir != ""),
 	}, 3)
 	if err != nil {
 		return fail(err.Error())

@@ -50,9 +50,10 @@ func main() {
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
 	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 30s, or 1.5s with -smoke)")
+	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
 	flag.Parse()
 	if *smoke {
-		cfg = smokeConfig(cfg.out)
+		cfg = smokeConfig(cfg.out, cfg.traceDir)
 	}
 	if *rounds > 0 {
 		cfg.rounds, cfg.kfakeRounds = *rounds, *rounds
@@ -101,6 +102,8 @@ type config struct {
 	queryDuration           time.Duration
 	freshDuration           time.Duration
 	freshWarm               time.Duration // the load runs this long before the freshness probes
+	traceDir                string        // -trace-dir: where the instances' execution traces go ("": none taken)
+	traceAfter, traceFor    time.Duration // each trace starts this long into the probes and lasts this long (under the query server's 30 s write timeout)
 	fallbackRate            float64
 	loadRate                float64       // the cluster section's load when set (-load-rate; the smoke run's, which checks the harness, not speed), instead of half its measured maximum
 	clusterBacklog          int           // records of the backlog that measures the cluster's maximum throughput
@@ -122,6 +125,7 @@ func fullConfig() config {
 		out: "bench/results.md", rounds: 3,
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
 		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 30 * time.Second, freshWarm: 10 * time.Second,
+		traceAfter: 5 * time.Second, traceFor: 8 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
 		sustainWarm: 3 * time.Second, sustainWindow: 8 * time.Second,
 		scaleTimeout: 3 * time.Minute, childTimeout: 20 * time.Minute,
@@ -129,9 +133,9 @@ func fullConfig() config {
 }
 
 // smokeConfig is the smoke run: every row, tiny sizes.
-func smokeConfig(out string) config {
+func smokeConfig(out, traceDir string) config {
 	return config{
-		out: out, smoke: true, rounds: 1,
+		out: out, smoke: true, rounds: 1, traceDir: traceDir, traceFor: time.Second,
 		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
 		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond, freshWarm: 500 * time.Millisecond,
 		fallbackRate: 500, loadRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond, clusterBacklog: 20_000,
