@@ -26,9 +26,12 @@ const (
 	inTheWaySIGTERM = "bench/profile-count.md (\"Failover\"): the stopped owner's shutdown commit under the load, then " +
 		"the survivors' rebalance and the moved task's first commit."
 	// inTheWayFreshness is the freshness tail at a short commit interval.
-	inTheWayFreshness = "bench/freshness.md (last sections): the probes' and the load's produce acknowledgements " +
-		"(the broker on the same two cores, its garbage collector's cycles included) and the commits' work (the record caches written through, the " +
-		"standbys' changelog batches, the stores' LevelDB batches) beside the tasks; the driver's log lists the " +
+	inTheWayFreshness = "bench/freshness.md (last sections): execution traces of the instances (-trace-dir, bench/tracegaps) " +
+		"show each instance's tasks all waiting for records two thirds of the time, and waiting together, in every instance " +
+		"at the same moments, through the broker's stop-the-world collections (its young pauses every 1-2 s at this load, " +
+		"remark and mixed pauses in its concurrent cycles, 10-40 ms each, in its GC log): a probe produced in one waits for " +
+		"its acknowledgement and the fetch after it. Beside that, the commits' work (the record caches written through, the " +
+		"standbys' changelog batches, the stores' LevelDB batches) on the same two cores; the driver's log lists the " +
 		"slowest probes, with when each was sent, its acknowledgement and its partition."
 	// inTheWayLookups is the query path against a bare handler.
 	inTheWayLookups = "bench/query.md: the lookup's routing, the store read and " +
