@@ -103,7 +103,7 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 	}
 	// -trace-dir: an execution trace of every instance, taken over
 	// http.pprof during the freshness row.
-	for _, m := range []string{"i0", "i1", "i2"} {
+	for _, m := range []string{"i0", "i1", "i2", "driver"} {
 		tr, err := os.ReadFile(filepath.Join(traces, strings.ReplaceAll(freshRow, " ", "-")+"-"+m+".trace"))
 		if err != nil || !strings.HasPrefix(string(tr), "go 1.") {
 			t.Errorf("the freshness row's trace of %s: %v, %d bytes, not a Go execution trace", m, err, len(tr))

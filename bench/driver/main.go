@@ -50,7 +50,7 @@ func main() {
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
 	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 30s, or 1.5s with -smoke)")
-	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
+	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each, and of the driver (on kfake: the broker), is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out, cfg.traceDir)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,23 @@ func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) 
 		return func() {}
 	}
 	var wg sync.WaitGroup
+	// The driver's own trace over the same seconds: its load producer and
+	// probes, and on kfake the broker, which lives in this process.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-time.After(after):
+		case <-ctx.Done():
+			return
+		}
+		path := filepath.Join(dir, strings.ReplaceAll(row, " ", "-")+"-driver.trace")
+		if err := traceSelf(ctx, path, dur); err != nil {
+			d.logf("trace of the driver: %v", err)
+			return
+		}
+		d.logf("trace of the driver for %v: %s", dur, path)
+	}()
 	for _, m := range g.instances {
 		wg.Add(1)
 		go func() {
@@ -45,6 +63,24 @@ func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) 
 		}()
 	}
 	return wg.Wait
+}
+
+// traceSelf writes an execution trace of this process for dur to path.
+func traceSelf(ctx context.Context, path string, dur time.Duration) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return err
+	}
+	select {
+	case <-time.After(dur):
+	case <-ctx.Done():
+	}
+	trace.Stop()
+	return f.Close()
 }
 
 // fetchTo writes the body of a GET of u to path.

@@ -129,3 +129,27 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	}
 	return ds[int(q*float64(len(ds)-1))]
 }
+
+// gcSummary is what the collector did over a trace.
+type gcSummary struct {
+	marks, stops             int
+	marked, stopped          time.Duration
+	longestMark, longestStop time.Duration
+}
+
+// summarise adds up the collector's spans.
+func summarise(gc []span) gcSummary {
+	var g gcSummary
+	for _, s := range gc {
+		if s.name == gcMark {
+			g.marks++
+			g.marked += s.d
+			g.longestMark = max(g.longestMark, s.d)
+			continue
+		}
+		g.stops++
+		g.stopped += s.d
+		g.longestStop = max(g.longestStop, s.d)
+	}
+	return g
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"runtime/trace"
 	"slices"
 	"sync"
@@ -98,9 +99,10 @@ func TestReadsARealTrace(t *testing.T) {
 	}
 	close(work)
 	done.Wait()
+	runtime.GC() // a mark phase and its stop-the-world pauses
 	trace.Stop()
 
-	trs, start, err := readTrace(&buf)
+	trs, gc, start, err := readTrace(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +112,22 @@ func TestReadsARealTrace(t *testing.T) {
 	r := analyze(trs, matcher{worker: "tracegaps.standInTask", idle: "runtime.selectgo < tracegaps.standInTask"}, 40*ms)
 	if r.workers != 3 || len(r.gaps) != 1 || r.gaps[0].d < 50*ms || r.gaps[0].d > 10*time.Second {
 		t.Fatalf("workers %d, gaps %v: want 3 workers idle together for about 60 ms", r.workers, r.gaps)
+	}
+	if g := summarise(gc); g.marks < 1 || g.stops < 2 || g.marked <= 0 || g.longestStop <= 0 {
+		t.Errorf("the collector's spans %+v (%+v): want runtime.GC's mark phase and its two stop-the-world pauses", gc, g)
+	}
+}
+
+// TestSummariseAddsUpTheCollectorsSpans: marks and stops apart, each with
+// its total and longest.
+func TestSummariseAddsUpTheCollectorsSpans(t *testing.T) {
+	g := summarise([]span{
+		{gcMark, 0, 30 * ms}, {"stop-the-world (GC mark termination)", 30 * ms, 2 * ms},
+		{gcMark, 100 * ms, 50 * ms}, {"stop-the-world (GC sweep termination)", 99 * ms, ms},
+	})
+	want := gcSummary{marks: 2, stops: 2, marked: 80 * ms, stopped: 3 * ms, longestMark: 50 * ms, longestStop: 2 * ms}
+	if g != want {
+		t.Errorf("summarise = %+v, want %+v", g, want)
 	}
 }
 

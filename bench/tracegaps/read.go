@@ -9,22 +9,30 @@ import (
 	"golang.org/x/exp/trace"
 )
 
-// readTrace turns a Go execution trace into goroutine transitions, and
-// returns the wall-clock time of its start (zero when the trace has no
-// clock snapshot).
-func readTrace(r io.Reader) (trs []transition, start time.Time, err error) {
+// span is a range of the trace: a garbage collector's phase.
+type span struct {
+	name  string
+	at, d time.Duration
+}
+
+// readTrace turns a Go execution trace into goroutine transitions and the
+// garbage collector's concurrent mark phases and stop-the-world pauses,
+// and returns the wall-clock time of its start (zero when the trace has
+// no clock snapshot).
+func readTrace(r io.Reader) (trs []transition, gc []span, start time.Time, err error) {
 	tr, err := trace.NewReader(r)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("read trace: %w", err)
+		return nil, nil, time.Time{}, fmt.Errorf("read trace: %w", err)
 	}
 	var first trace.Time
+	open := map[string]time.Duration{} // a GC range's name: when it began
 	for {
 		ev, err := tr.ReadEvent()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("read trace event %d: %w", len(trs), err)
+			return nil, nil, time.Time{}, fmt.Errorf("read trace event %d: %w", len(trs), err)
 		}
 		if first == 0 {
 			first = ev.Time()
@@ -32,6 +40,18 @@ func readTrace(r io.Reader) (trs []transition, start time.Time, err error) {
 		if ev.Kind() == trace.EventSync && start.IsZero() {
 			if cs := ev.Sync().ClockSnapshot; cs != nil {
 				start = cs.Wall.Add(-time.Duration(cs.Trace - first))
+			}
+		}
+		switch ev.Kind() {
+		case trace.EventRangeBegin, trace.EventRangeActive:
+			if name := ev.Range().Name; isGC(name) {
+				open[name] = time.Duration(ev.Time() - first)
+			}
+		case trace.EventRangeEnd:
+			name := ev.Range().Name
+			if at, ok := open[name]; ok {
+				gc = append(gc, span{name: name, at: at, d: time.Duration(ev.Time()-first) - at})
+				delete(open, name)
 			}
 		}
 		if ev.Kind() != trace.EventStateTransition {
@@ -49,8 +69,17 @@ func readTrace(r io.Reader) (trs []transition, start time.Time, err error) {
 		}
 		trs = append(trs, t)
 	}
-	return trs, start, nil
+	return trs, gc, start, nil
 }
+
+// isGC reports whether a range is one of the collector's: its concurrent
+// mark phase or a stop-the-world pause.
+func isGC(name string) bool {
+	return name == gcMark || strings.HasPrefix(name, "stop-the-world")
+}
+
+// gcMark is the runtime's name of the concurrent mark phase's range.
+const gcMark = "GC concurrent mark phase"
 
 func goState(s trace.GoState) state {
 	switch s {
