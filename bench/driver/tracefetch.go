@@ -27,24 +27,8 @@ func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) 
 		return func() {}
 	}
 	var wg sync.WaitGroup
-	// The driver's own trace over the same seconds: its load producer and
-	// probes, and on kfake the broker, which lives in this process.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		select {
-		case <-time.After(after):
-		case <-ctx.Done():
-			return
-		}
-		path := filepath.Join(dir, strings.ReplaceAll(row, " ", "-")+"-driver.trace")
-		if err := traceSelf(ctx, path, dur); err != nil {
-			d.logf("trace of the driver: %v", err)
-			return
-		}
-		d.logf("trace of the driver for %v: %s", dur, path)
-	}()
-	for _, m := range g.instances {
+	// take runs one trace after the wait, into <row>-<who>.trace.
+	take := func(who string, trace func(path string) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -53,14 +37,22 @@ func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) 
 			case <-ctx.Done():
 				return
 			}
-			path := filepath.Join(dir, fmt.Sprintf("%s-%s.trace", strings.ReplaceAll(row, " ", "-"), m.name))
+			path := filepath.Join(dir, fmt.Sprintf("%s-%s.trace", strings.ReplaceAll(row, " ", "-"), who))
 			start := time.Now()
-			if err := fetchTo(ctx, m.url()+fmt.Sprintf("/debug/pprof/trace?seconds=%g", dur.Seconds()), path, dur+30*time.Second); err != nil {
-				d.logf("trace of %s: %v", m.name, err)
+			if err := trace(path); err != nil {
+				d.logf("trace of %s: %v", who, err)
 				return
 			}
-			d.logf("trace of %s from %s for %v: %s", m.name, start.UTC().Format("15:04:05.000"), dur, path)
+			d.logf("trace of %s from %s for %v: %s", who, start.UTC().Format("15:04:05.000"), dur, path)
 		}()
+	}
+	// The driver's own over the same seconds: its load producer and
+	// probes, and on kfake the broker, which lives in this process.
+	take("driver", func(path string) error { return traceSelf(ctx, path, dur) })
+	for _, m := range g.instances {
+		take(m.name, func(path string) error {
+			return fetchTo(ctx, m.url()+fmt.Sprintf("/debug/pprof/trace?seconds=%g", dur.Seconds()), path, dur+30*time.Second)
+		})
 	}
 	return wg.Wait
 }
