@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +39,6 @@ import (
 
 func main() {
 	serveBareIfAsked()
-	lightGC()
 	cfg := fullConfig()
 	flag.StringVar(&cfg.out, "out", "bench/results.md", "where to write the results")
 	smoke := flag.Bool("smoke", false, "tiny sizes and one round: checks the harness in about a minute")
@@ -87,21 +85,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench driver:", err)
 		os.Exit(1)
 	}
-}
-
-// lightGC makes the driver's own garbage collection rare. The driver is
-// the harness, not what it measures, yet it shares the two cores with the
-// instances: producing the cluster's load (a record, its key and its
-// promise per record, 250k records a second) over a live heap of tens of
-// megabytes, it collected 13 times a second at the default GOGC=100, with
-// 209 stop-the-world pauses (up to 6.7 ms) in 8 s of the freshness row
-// (bench/tracegaps on its trace), and its probes produce and poll from
-// the same process. 400 lets the heap grow to five times what is live
-// between collections, within a 4 GiB limit for the runs whose kfake
-// keeps every record in this process.
-func lightGC() {
-	debug.SetGCPercent(400)
-	debug.SetMemoryLimit(4 << 30)
 }
 
 // config sizes one run.
