@@ -45,9 +45,15 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	}
 	brokers := b.brokers
 	if b.kind == "kfake" {
-		// One kfake for several processes: it lives in this one.
+		// One kfake for several processes: it lives in this one. It keeps
+		// its log segments in memory, each in one byte slice it doubles as
+		// it grows, from its one request loop: at 100 MiB segments (its
+		// default) a doubling copied up to 64 MiB with every request
+		// waiting (a 259 ms stall of that loop in the freshness row's
+		// trace, bench/freshness.md); 8 MiB segments keep each copy
+		// small. A real broker appends to the page cache: no such copy.
 		fc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond),
-			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0"}))
+			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0", "log.segment.bytes": strconv.Itoa(8 << 20)}))
 		if err != nil {
 			return fail(fmt.Sprintf("start kfake in the driver: %v", err))
 		}
