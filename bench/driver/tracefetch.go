@@ -15,17 +15,18 @@ import (
 
 // -trace-dir: the instances serve their runtime profiles (http.pprof) and,
 // during the freshness row at the section's commit interval, the driver
-// takes an execution trace of every instance at once, for `go tool trace`
-// or bench/tracegaps (what the tasks waited for: bench/freshness.md).
+// takes an execution trace of every instance and of itself at once, for
+// `go tool trace` or bench/tracegaps (what the tasks waited for:
+// bench/freshness.md).
 // traceInstances takes a cfg.traceFor execution trace of every instance
 // of g, starting cfg.traceAfter from now (a few seconds into the probes:
 // the steady state), into dir as <row>-<instance>.trace, and returns what
 // waits for them; the log says where each went.
 func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) (wait func()) {
-	after, dur := d.cfg.traceAfter, d.cfg.traceFor
 	if dir == "" {
 		return func() {}
 	}
+	after, dur := d.cfg.traceAfter, d.cfg.traceFor
 	var wg sync.WaitGroup
 	// take runs one trace after the wait, into <row>-<who>.trace.
 	take := func(who string, trace func(path string) error) {

@@ -47,11 +47,7 @@ func (s *Server) routes() {
 		{"/v1/stores/{store}/scan", routeScan, false, s.scan},
 	} {
 		s.mux.HandleFunc("GET "+rt.path, s.handler(rt.name, rt.open, rt.h))
-		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
-			sw := w.(*statusWriter)
-			sw.route = rt.name
-			s.methodNotAllowed(sw, r)
-		})
+		s.mux.HandleFunc(rt.path, s.refuseMethods(rt.name))
 	}
 	if s.opts.Profiling {
 		s.profileRoutes()
@@ -87,11 +83,17 @@ func (s *Server) profileRoutes() {
 		s.failCode(w, http.StatusNotFound, codeNoRoute, "the command line is not served: it may hold a secret")
 	}))
 	s.mux.HandleFunc("GET /debug/pprof/", s.handler(routeProfile, false, serve(pprof.Index)))
-	s.mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("/debug/pprof/", s.refuseMethods(routeProfile))
+}
+
+// refuseMethods answers a route's methods other than GET and HEAD with 405,
+// before authentication, counted under the route's name.
+func (s *Server) refuseMethods(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		sw := w.(*statusWriter)
-		sw.route = routeProfile
+		sw.route = name
 		s.methodNotAllowed(sw, r)
-	})
+	}
 }
 
 // handler wraps a route's handler: it names the route for the metrics and,
