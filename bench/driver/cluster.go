@@ -28,6 +28,9 @@ type group struct {
 	// set are configuration keys added to `rackstream run`'s (--set) from
 	// the next start on.
 	set map[string]string
+	// brokerProfiles is the base URL of the broker's /debug/pprof/ when
+	// the driver started it (kfake, with -trace-dir); "" otherwise.
+	brokerProfiles string
 }
 
 // member is one instance across its lives.

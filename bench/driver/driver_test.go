@@ -102,8 +102,13 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 		}
 	}
 	// -trace-dir: an execution trace of every instance, taken over
-	// http.pprof during the freshness row.
-	for _, m := range []string{"i0", "i1", "i2", "driver"} {
+	// http.pprof during the freshness row, of the driver, and of kfake's
+	// process (bench/kfakebroker) when the broker is kfake.
+	traced := []string{"i0", "i1", "i2", "driver"}
+	if cfg.brokers[0] == "kfake" {
+		traced = append(traced, "broker")
+	}
+	for _, m := range traced {
 		tr, err := os.ReadFile(filepath.Join(traces, strings.ReplaceAll(freshRow, " ", "-")+"-"+m+".trace"))
 		if err != nil || !strings.HasPrefix(string(tr), "go 1.") {
 			t.Errorf("the freshness row's trace of %s: %v, %d bytes, not a Go execution trace", m, err, len(tr))

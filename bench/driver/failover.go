@@ -39,46 +39,67 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	if row == freshRow {
 		traced = d.traceInstances(ctx, g, d.cfg.traceDir, row)
 	}
-	end := time.Now().Add(dur)
-	for n := 0; time.Now().Before(end); n++ {
-		key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		sent := time.Now()
-		pr := &probe{sent: sent}
-		mu.Lock()
-		probes = append(probes, pr)
-		mu.Unlock()
-		cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, func(r *kgo.Record, err error) {
-			if err == nil {
-				mu.Lock()
-				pr.ack, pr.part = time.Since(sent), r.Partition
-				mu.Unlock()
-			}
-		})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			u := a.url() + "/v1/stores/count/keys/" + key
-			for time.Since(sent) < limit {
-				if code, err := getJSON(ctx, u, nil); err == nil && code == 200 {
-					mu.Lock()
-					pr.lat = time.Since(sent)
-					mu.Unlock()
-					return
-				}
-				time.Sleep(pollEvery)
-			}
-		}()
-		time.Sleep(probeEvery)
+	// The row at the section's interval probes in d.cfg.freshWindows
+	// windows of dur, one after another: its figure is the median of their
+	// p99s (results.md's rule for every figure, and one window's p99, its
+	// eleventh-slowest probe, moved 54-119 ms at one fixed load, run to
+	// run: bench/freshness.md).
+	windows := 1
+	if row == freshRow {
+		windows = max(1, d.cfg.freshWindows)
 	}
-	wg.Wait()
+	var windowP99 []time.Duration
+	n := 0
+	for w := range windows {
+		first := len(probes)
+		end := time.Now().Add(dur)
+		for ; time.Now().Before(end); n++ {
+			key := "fresh-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			sent := time.Now()
+			pr := &probe{sent: sent}
+			mu.Lock()
+			probes = append(probes, pr)
+			mu.Unlock()
+			cl.Produce(ctx, &kgo.Record{Topic: input, Key: []byte(key), Value: []byte("probe")}, func(r *kgo.Record, err error) {
+				if err == nil {
+					mu.Lock()
+					pr.ack, pr.part = time.Since(sent), r.Partition
+					mu.Unlock()
+				}
+			})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := a.url() + "/v1/stores/count/keys/" + key
+				for time.Since(sent) < limit {
+					if code, err := getJSON(ctx, u, nil); err == nil && code == 200 {
+						mu.Lock()
+						pr.lat = time.Since(sent)
+						mu.Unlock()
+						return
+					}
+					time.Sleep(pollEvery)
+				}
+			}()
+			time.Sleep(probeEvery)
+		}
+		wg.Wait() // every probe of the window seen or given up on
+		mu.Lock()
+		wl := seenLatencies(probes[first:])
+		mu.Unlock()
+		if len(wl) > 0 {
+			windowP99 = append(windowP99, percentile(wl, 99))
+		}
+		if len(wl) > 0 && windows > 1 {
+			d.logf("freshness: window %d/%d: p99 %v of %d probes", w+1, windows, windowP99[len(windowP99)-1].Round(time.Millisecond), len(wl))
+		}
+	}
 	traced()
 	mu.Lock() // a probe's acknowledgement may still come in
 	d.logf("freshness: the slowest probes: %s", slowest(probes, 12))
-	var lat, acks []time.Duration // of the probes seen, and of those acknowledged
+	lat := seenLatencies(probes)
+	var acks []time.Duration // of the probes acknowledged
 	for _, p := range probes {
-		if p.lat > 0 {
-			lat = append(lat, p.lat)
-		}
 		if p.ack > 0 {
 			acks = append(acks, p.ack)
 		}
@@ -88,7 +109,6 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	commitsNow, pausesNow, e2eNow := commitStats(ctx, g)
 	commits, pauses, e2e := commitsNow.minus(commits0), pausesNow.minus(pauses0), e2eNow.minus(e2e0)
 	loadAcks := load.ackCounts().minus(acks0)
-	slices.Sort(lat)
 	slices.Sort(acks)
 	title := "End-to-end freshness"
 	if row == freshDefaultRow {
@@ -104,10 +124,11 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 		sec.missing(row, fmt.Sprintf("none of %d probes was visible over HTTP within %v", unseen, limit))
 		return
 	}
-	p50, p99 := percentile(lat, 50), percentile(lat, 99)
+	p50, pooled := percentile(lat, 50), percentile(lat, 99)
+	p99, windowsNote := windowsMedian(windowP99, pooled, dur)
 	d.logf("freshness: p90 %v, p99 %v, max %v of %d probes; load processed after its timestamp p50, p90, p99, p99.9 under %s, %s, %s, %s; "+
 		"load acknowledged p50, p90, p99, p99.9 under %s, %s, %s, %s",
-		percentile(lat, 90).Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat),
+		percentile(lat, 90).Round(time.Millisecond), pooled.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat),
 		e2e.under(0.5), e2e.under(0.9), e2e.under(0.99), e2e.under(0.999),
 		loadAcks.under(0.5), loadAcks.under(0.9), loadAcks.under(0.99), loadAcks.under(0.999))
 	a50, a99 := percentile(acks, 50), percentile(acks, 99)
@@ -121,6 +142,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	sec.printf("| probes seen | not seen within %v | p50 | p99 | p99 / commit.interval.ms | produce acknowledged p50, p99 | load acknowledged, p50, p99 under | load processed after its timestamp, p50, p99 under | commits, mean, all under | task pauses, mean, all under |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %v | %v | %.2f | %v, %v | %s | %s | %s | %s |\n\n",
 		limit, len(lat), unseen, p50.Round(time.Millisecond), p99.Round(time.Millisecond), p99.Seconds()/interval.Seconds(),
 		a50.Round(time.Millisecond), a99.Round(time.Millisecond), acked, processed, commits, pauses)
+	sec.printf("%s", windowsNote)
 	sec.printf("The probe's produce acknowledgement is part of its freshness (the probe is processed once fetched, which follows the broker's " +
 		"append). The load's records processed after their timestamps is every instance's `rackstream_record_e2e_latency_seconds` during " +
 		"the probes (one record in 16, from its producer's timestamp to the end of its processing; bounded by the histogram's buckets, " +
@@ -329,6 +351,37 @@ func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
 // probe is one freshness probe: when it was produced, to which partition
 // (task), how long its acknowledgement and its answer over HTTP took (0:
 // never, or not within the limit).
+// seenLatencies returns, sorted, the freshness of the probes that were
+// seen.
+func seenLatencies(probes []*probe) []time.Duration {
+	var lat []time.Duration
+	for _, p := range probes {
+		if p.lat > 0 {
+			lat = append(lat, p.lat)
+		}
+	}
+	slices.Sort(lat)
+	return lat
+}
+
+// windowsMedian returns the freshness row's p99, the median of its
+// windows' p99s (with one window, the p99 of all its probes: pooled), and
+// a line saying how it came about.
+func windowsMedian(windows []time.Duration, pooled, each time.Duration) (time.Duration, string) {
+	if len(windows) < 2 {
+		return pooled, ""
+	}
+	xs := make([]float64, len(windows))
+	ws := make([]string, len(windows))
+	for i, w := range windows {
+		xs[i] = float64(w)
+		ws[i] = w.Round(time.Millisecond).String()
+	}
+	m := time.Duration(median(xs))
+	return m, fmt.Sprintf("The p99 is the median of the p99s of %d windows of probes of %v each, one after another: %s (the p99 of all their probes at once: %v).\n\n",
+		len(windows), each, strings.Join(ws, ", "), pooled.Round(time.Millisecond))
+}
+
 type probe struct {
 	sent     time.Time
 	part     int32

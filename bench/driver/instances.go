@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -44,21 +43,16 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 		return sec
 	}
 	brokers := b.brokers
+	var brokerProfiles string
 	if b.kind == "kfake" {
-		// One kfake for several processes: it lives in this one. It keeps
-		// its log segments in memory, each in one byte slice it doubles as
-		// it grows, from its one request loop: at 100 MiB segments (its
-		// default) a doubling copied up to 64 MiB with every request
-		// waiting (a 259 ms stall of that loop in the freshness row's
-		// trace, bench/freshness.md); 8 MiB segments keep each copy
-		// small. A real broker appends to the page cache: no such copy.
-		fc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond),
-			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0", "log.segment.bytes": strconv.Itoa(8 << 20)}))
+		// One kfake for several processes, in a process of its own
+		// (bench/kfakebroker, which says why).
+		fk, err := startKfake(ctx, d.bins["kfakebroker"], filepath.Join(d.work, "kfakebroker.log"), cfg.traceDir != "")
 		if err != nil {
-			return fail(fmt.Sprintf("start kfake in the driver: %v", err))
+			return fail(err.Error())
 		}
-		defer fc.Close()
-		brokers = fc.ListenAddrs()
+		defer fk.stop()
+		brokers, brokerProfiles = fk.addrs, fk.profiles
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
 	if err != nil {
@@ -110,6 +104,7 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if err != nil {
 		return fail(err.Error())
 	}
+	g.brokerProfiles = brokerProfiles
 	defer g.stopAll()
 	for _, m := range g.instances {
 		if err := g.start(m); err != nil {

@@ -30,7 +30,7 @@ const (
 		"show each instance's tasks all waiting for records two thirds of the time, and waiting together, in every instance " +
 		"at the same moments, while the broker does not answer: on Kafka 4.4 through its stop-the-world collections (young " +
 		"pauses every 1-2 s at this load, remark and mixed pauses in its concurrent cycles, 10-40 ms each, in its GC log); " +
-		"on kfake, in the driver's process, while its one request loop is busy. A probe produced then waits for its " +
+		"on kfake, while its one request loop is busy. A probe produced then waits for its " +
 		"acknowledgement and the fetch after it. Beside that, the commits' work (the record caches written through, the " +
 		"standbys' changelog batches, the stores' LevelDB batches) on the same two cores; the driver's log lists the " +
 		"slowest probes, with when each was sent, its acknowledgement and its partition."

@@ -49,8 +49,9 @@ func main() {
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
 	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
-	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness row probes (0: 30s, or 1.5s with -smoke)")
-	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each, and of the driver (on kfake: the broker), is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
+	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness rows probe (the row at the section's interval: each of its windows) (0: 30s, or 1.5s with -smoke)")
+	freshWindows := flag.Int("fresh-windows", 0, "windows of -fresh-duration the freshness row at the section's interval probes, its p99 their median (0: 3, or 2 with -smoke)")
+	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each, of the driver and (on kfake) of the broker's process is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out, cfg.traceDir)
@@ -72,6 +73,9 @@ func main() {
 	}
 	if *freshFor > 0 {
 		cfg.freshDuration = *freshFor
+	}
+	if *freshWindows > 0 {
+		cfg.freshWindows = *freshWindows
 	}
 	if *only != "" {
 		cfg.brokers = strings.Split(*only, ",")
@@ -101,6 +105,7 @@ type config struct {
 	queryClients            int
 	queryDuration           time.Duration
 	freshDuration           time.Duration
+	freshWindows            int           // the 1 s freshness row probes this many windows of freshDuration; its p99 is their median
 	freshWarm               time.Duration // the load runs this long before the freshness probes
 	traceDir                string        // -trace-dir: where the instances' execution traces go ("": none taken)
 	traceAfter, traceFor    time.Duration // each trace starts this long into the probes and lasts this long (under the query server's 30 s write timeout)
@@ -124,7 +129,7 @@ func fullConfig() config {
 		// the fair ceiling at 37668ba: 0.48 and 0.87).
 		out: "bench/results.md", rounds: 3,
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
-		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 30 * time.Second, freshWarm: 10 * time.Second,
+		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 30 * time.Second, freshWindows: 3, freshWarm: 10 * time.Second,
 		traceAfter: 5 * time.Second, traceFor: 8 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
 		sustainWarm: 3 * time.Second, sustainWindow: 8 * time.Second,
@@ -137,7 +142,7 @@ func smokeConfig(out, traceDir string) config {
 	return config{
 		out: out, smoke: true, rounds: 1, traceDir: traceDir, traceFor: time.Second,
 		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
-		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond, freshWarm: 500 * time.Millisecond,
+		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond, freshWindows: 2, freshWarm: 500 * time.Millisecond,
 		fallbackRate: 500, loadRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond, clusterBacklog: 20_000,
 		scaleTimeout: 2 * time.Second, childTimeout: 5 * time.Minute,
 	}

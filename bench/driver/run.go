@@ -52,10 +52,11 @@ type broker struct {
 }
 
 // clusterNote is what the cluster section says of the broker: there kfake
-// runs in the driver's process, which the instances reach over loopback.
+// runs in a process of its own (bench/kfakebroker), which the instances and
+// the driver reach over loopback.
 func (b broker) clusterNote() string {
 	if b.kind == "kfake" {
-		return "kfake runs inside the driver's process (which also produces the load and runs the load generator); the instances reach it over loopback."
+		return "kfake runs in a process of its own (bench/kfakebroker), apart from the driver that produces the load and runs the load generator, on the same two cores; the instances and the driver reach it over loopback."
 	}
 	return b.note
 }
@@ -192,6 +193,8 @@ func (d *driver) build(ctx context.Context) error {
 			args = []string{"build", "-o", out, "./cmd/rackstream"}
 		case "gokacount":
 			args = []string{"build", "-o", out, "./bench/goka/cmd/gokacount"}
+		case "kfakebroker":
+			args = []string{"build", "-o", out, "./bench/kfakebroker"}
 		}
 		wg.Add(1)
 		go func() {
@@ -222,7 +225,8 @@ func (d *driver) build(ctx context.Context) error {
 // binary runs in its own (the Kafka Streams benchmark and Kafka's assignor
 // find their Java projects there).
 var packages = map[string]string{"processor": "processor", "state": "state", "goka": "bench/goka",
-	"kstreams": "bench/kstreams", "kafkaref": "assignor/kafkaref", "rackstream": ".", "gokacount": "bench/goka"}
+	"kstreams": "bench/kstreams", "kafkaref": "assignor/kafkaref", "rackstream": ".", "gokacount": "bench/goka",
+	"kfakebroker": "bench/kfakebroker"}
 
 func (d *driver) pkgDir(key string) string { return filepath.Join(d.repo, packages[key]) }
 

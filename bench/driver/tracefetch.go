@@ -48,8 +48,13 @@ func (d *driver) traceInstances(ctx context.Context, g *group, dir, row string) 
 		}()
 	}
 	// The driver's own over the same seconds: its load producer and
-	// probes, and on kfake the broker, which lives in this process.
+	// probes; and the broker's, when the driver started it (kfake).
 	take("driver", func(path string) error { return traceSelf(ctx, path, dur) })
+	if u := g.brokerProfiles; u != "" {
+		take("broker", func(path string) error {
+			return fetchTo(ctx, u+fmt.Sprintf("/debug/pprof/trace?seconds=%g", dur.Seconds()), path, dur+30*time.Second)
+		})
+	}
 	for _, m := range g.instances {
 		take(m.name, func(path string) error {
 			return fetchTo(ctx, m.url()+fmt.Sprintf("/debug/pprof/trace?seconds=%g", dur.Seconds()), path, dur+30*time.Second)
