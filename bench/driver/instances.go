@@ -104,6 +104,14 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	if err != nil {
 		return fail(err.Error())
 	}
+	var extra []string // -instance-set, said in the section
+	for _, k := range sortedKeys(cfg.instanceSet) {
+		if g.set == nil {
+			g.set = map[string]string{}
+		}
+		g.set[k] = cfg.instanceSet[k]
+		extra = append(extra, "`"+k+"="+cfg.instanceSet[k]+"`")
+	}
 	g.brokerProfiles = brokerProfiles
 	defer g.stopAll()
 	for _, m := range g.instances {
@@ -131,6 +139,9 @@ func (d *driver) clusterSection(ctx context.Context, b broker, counted countOutc
 	sec.printf("Built-in count (`processor.type=count`, output topic on), 12 partitions, `num.standby.replicas=1`, "+
 		"`commit.interval.ms=%d`, **`session.timeout.ms=%d`**, each instance its own process with its own state directory "+
 		"and HTTP port on loopback. %s\n\n", cfg.commitInterval.Milliseconds(), session.Milliseconds(), b.clusterNote())
+	if len(extra) > 0 {
+		sec.printf("**The instances also ran with %s** (`-instance-set`).\n\n", strings.Join(extra, ", "))
+	}
 
 	if !freshOnly && !failOnly {
 		d.queries(ctx, sec, g, keys)

@@ -52,6 +52,17 @@ func main() {
 	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness rows probe (the row at the section's interval: each of its windows) (0: 30s, or 1.5s with -smoke)")
 	freshWindows := flag.Int("fresh-windows", 0, "windows of -fresh-duration the freshness row at the section's interval probes, its p99 their median (0: 3, or 2 with -smoke)")
 	flag.StringVar(&cfg.traceDir, "trace-dir", "", "a directory: the instances serve their profiles (http.pprof=true) and an 8 s execution trace of each, of the driver and (on kfake) of the broker's process is taken into it during the freshness row at the section's commit interval (tracefetch.go)")
+	flag.Func("instance-set", "key=value: a configuration key the cluster section's instances run with (--set), over the driver's own; repeatable (to measure a setting's effect: the results say it ran with it)", func(kv string) error {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not key=value", kv)
+		}
+		if cfg.instanceSet == nil {
+			cfg.instanceSet = map[string]string{}
+		}
+		cfg.instanceSet[k] = v
+		return nil
+	})
 	flag.Parse()
 	if *smoke {
 		cfg = smokeConfig(cfg.out, cfg.traceDir)
@@ -105,10 +116,11 @@ type config struct {
 	queryClients            int
 	queryDuration           time.Duration
 	freshDuration           time.Duration
-	freshWindows            int           // the 1 s freshness row probes this many windows of freshDuration; its p99 is their median
-	freshWarm               time.Duration // the load runs this long before the freshness probes
-	traceDir                string        // -trace-dir: where the instances' execution traces go ("": none taken)
-	traceAfter, traceFor    time.Duration // each trace starts this long into the probes and lasts this long (under the query server's 30 s write timeout)
+	freshWindows            int               // the 1 s freshness row probes this many windows of freshDuration; its p99 is their median
+	freshWarm               time.Duration     // the load runs this long before the freshness probes
+	instanceSet             map[string]string // -instance-set: keys over the cluster instances' configuration
+	traceDir                string            // -trace-dir: where the instances' execution traces go ("": none taken)
+	traceAfter, traceFor    time.Duration     // each trace starts this long into the probes and lasts this long (under the query server's 30 s write timeout)
 	fallbackRate            float64
 	loadRate                float64       // the cluster section's load when set (-load-rate; the smoke run's, which checks the harness, not speed), instead of half its measured maximum
 	clusterBacklog          int           // records of the backlog that measures the cluster's maximum throughput
