@@ -28,8 +28,17 @@ import (
 // read to LevelDB's memtable, a tenth of a count's CPU (bench/freshness.md).
 // A clean entry holds the value the store has: every write of the task
 // goes through the cache (making the entry dirty again), and work that is
-// dropped (an abort, a restart) drops the task and its cache with it. An
-// output's entry has nothing to be read for and leaves once written.
+// dropped (an abort, a restart) drops the task and its cache with it.
+//
+// An output's entry has nothing to be read for: once written it stays as a
+// spent entry, its key alone (clean, its value dropped, invisible to get),
+// so that the key's next emit takes the same slot instead of deleting the
+// key from the map at every commit and inserting it again after. That
+// churn, with one flush per second, was a third of the cache's cost per
+// record (BenchmarkRecordCacheCommitChurn) and, in the cluster's profile,
+// kept the output maps' probe sequences long. Spent entries go to the
+// least-recent end of the clean list: when the budget needs room, they
+// are dropped before any clean store entry, which saves a read.
 //
 // When it outgrows its budget it drops clean entries, least recently
 // written first, and then evicts the least-recently-written dirty entry,
@@ -241,7 +250,7 @@ func (c *recordCache) setBudget(b int64) { c.budget.Store(b) }
 // remembers the slot for a put of the same key (last).
 func (c *recordCache) get(target int, key []byte) (value []byte, found bool) {
 	i, ok := c.find(target, key)
-	if !ok {
+	if !ok || (c.slots[i].clean && target >= c.stores) { // absent, or an output's spent entry
 		return nil, false
 	}
 	c.last = i
@@ -305,7 +314,7 @@ func (c *recordCache) entries() int {
 }
 
 // drainSome writes at most n dirty entries through, least recently written
-// first; a store's entries stay, clean, an output's leave. It returns how
+// first; a store's entries stay, clean, an output's stay spent. It returns how
 // many dirty entries are left. The commit writes a cache through this way
 // in chunks before its cut, so that the task, paused only for a chunk at a
 // time, processes on between them (commit.go). On an error the cache is
@@ -337,17 +346,24 @@ func (c *recordCache) drain(fn cacheFlushFunc) error {
 	return err
 }
 
-// written moves dirty slot i, just written through, to the clean list (a
-// store's entry) or out of the cache (an output's); the caller holds mu.
+// written moves dirty slot i, just written through, to the clean list: a
+// store's entry as its most recently written, an output's spent (its value
+// dropped) as its least; the caller holds mu.
 func (c *recordCache) written(i int32) {
-	if c.slots[i].target >= c.stores {
-		c.remove(i)
+	c.unlink(i)
+	s := &c.slots[i]
+	s.clean = true
+	c.dirty--
+	if s.target < c.stores {
+		c.pushHead(i)
 		return
 	}
-	c.unlink(i)
-	c.slots[i].clean = true
-	c.dirty--
-	c.pushHead(i)
+	c.size -= int64(len(s.value))
+	s.value, s.del, s.hdrs = s.value[:0], false, nil
+	if cap(s.value) > maxKeptValue {
+		s.value = nil
+	}
+	c.pushTail(i)
 }
 
 // writeThrough hands live slot i's entry to fn, leaving it in place.
@@ -516,6 +532,18 @@ func (c *recordCache) pushHead(i int32) {
 		l.tail = i
 	}
 	l.head = i
+}
+
+// pushTail links slot i in as the least recently written of its list.
+func (c *recordCache) pushTail(i int32) {
+	s, l := &c.slots[i], c.listOf(i)
+	s.next, s.prev = nilSlot, l.tail
+	if l.tail != nilSlot {
+		c.slots[l.tail].next = i
+	} else {
+		l.head = i
+	}
+	l.tail = i
 }
 
 // unlink takes live slot i out of its recency list.

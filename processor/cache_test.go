@@ -145,9 +145,9 @@ func TestRecordCacheHotKeyStaysMergedUnderAColdFlood(t *testing.T) {
 
 // TestRecordCacheDrainWritesEveryDirtyEntryAndKeepsStoresClean: a flush
 // writes every entry written since the last, least recently written first;
-// a store's entries stay readable, clean, and an output's leave; the next
-// flush writes only what was written again (a clean entry rewritten
-// included).
+// a store's entries stay readable, clean, and an output's stay spent (its
+// key alone, not readable); the next flush writes only what was written
+// again (a clean entry rewritten included).
 func TestRecordCacheDrainWritesEveryDirtyEntryAndKeepsStoresClean(t *testing.T) {
 	c := newRecordCache(1<<20, 3) // targets 0-2 stores, 3 an output
 	var out []written
@@ -167,8 +167,11 @@ func TestRecordCacheDrainWritesEveryDirtyEntryAndKeepsStoresClean(t *testing.T) 
 	if _, found := c.get(3, []byte("a")); found {
 		t.Fatal("an output's entry stayed after the flush")
 	}
-	if c.live != 2 || c.dirty != 0 || c.entries() != 0 {
-		t.Fatalf("after the flush: %d live, %d dirty (entries %d); want the 2 store entries, clean", c.live, c.dirty, c.entries())
+	if c.live != 3 || c.dirty != 0 || c.entries() != 0 {
+		t.Fatalf("after the flush: %d live, %d dirty (entries %d); want the 2 store entries, clean, and the output's spent one", c.live, c.dirty, c.entries())
+	}
+	if want := entrySize("a", []byte("2")) + entrySize("b", []byte("1")) + entrySize("a", nil); c.size != want {
+		t.Fatalf("after the flush the cache counts %d bytes, want %d (the spent output's key and slot, not its value)", c.size, want)
 	}
 	out = nil
 	if err := c.drain(recorder(&out)); err != nil || len(out) != 0 {
@@ -584,5 +587,69 @@ func TestRecordCacheCollectLeavesCleanEntriesToTheStore(t *testing.T) {
 	}
 	if len(got) != 1 || string(got[0].Key) != "b" || string(got[0].Value) != "2" {
 		t.Fatalf("collect = %v, want only b=2 (a is clean)", got)
+	}
+}
+
+// TestRecordCacheReusesAnOutputsSpentEntry: a key emitted again after a
+// flush takes its spent slot (no new slot, no map insert) and the next
+// flush writes its new value once.
+func TestRecordCacheReusesAnOutputsSpentEntry(t *testing.T) {
+	c := newRecordCache(1<<20, 1) // target 0 a store, 1 an output
+	var out []written
+	putString(c, 1, "k", "first")
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	spent, ok := c.find(1, []byte("k"))
+	if !ok {
+		t.Fatal("the output's key left the map at the flush: its next emit inserts it again")
+	}
+	if _, found := c.get(1, []byte("k")); found {
+		t.Fatal("a spent output entry reads as found")
+	}
+	slots := len(c.slots)
+	putString(c, 1, "k", "second")
+	if i, _ := c.find(1, []byte("k")); i != spent {
+		t.Fatalf("the re-emit went to slot %d, not its spent slot %d", i, spent)
+	}
+	putString(c, 1, "k", "third")
+	if len(c.slots) != slots || c.live != 1 {
+		t.Fatalf("the re-emit took a new slot: %d slots (%d before), %d live", len(c.slots), slots, c.live)
+	}
+	out = nil
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []written{{1, "k", "third", false}}; !slices.Equal(out, want) {
+		t.Fatalf("flushed %v, want %v", out, want)
+	}
+}
+
+// TestRecordCacheDropsSpentOutputsBeforeCleanStoreEntries: when the budget
+// needs room, the outputs' spent entries (worth a map insert) go before
+// the stores' clean ones (worth a read), whatever was written last.
+func TestRecordCacheDropsSpentOutputsBeforeCleanStoreEntries(t *testing.T) {
+	c := newRecordCache(1<<20, 1)
+	var out []written
+	putString(c, 0, "s", "1")
+	putString(c, 1, "o1", "1")
+	putString(c, 1, "o2", "1")
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	// Room for the store's clean entry and one new one, no more.
+	c.setBudget(c.size - 2*entrySize("o1", nil) + entrySize("n", []byte("1")))
+	putString(c, 0, "n", "1")
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if v, found := c.get(0, []byte("s")); !found || string(v) != "1" {
+		t.Fatalf("the store's clean entry was dropped (found %v) before the outputs' spent ones", found)
+	}
+	if _, ok := c.find(1, []byte("o1")); ok {
+		t.Fatal("a spent output entry stayed over the budget")
+	}
+	if _, ok := c.find(1, []byte("o2")); ok {
+		t.Fatal("a spent output entry stayed over the budget")
 	}
 }
