@@ -21,7 +21,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -78,7 +77,7 @@ func run(segment int, prof bool, in io.Reader, out io.Writer) error {
 	go func() {
 		// The driver holds the other end: EOF is its exit, however it
 		// exited, and the broker must not outlive it.
-		_, _ = io.Copy(io.Discard, bufio.NewReader(in))
+		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
 	<-ctx.Done()
