@@ -36,12 +36,13 @@ import (
 // key from the map at every commit and inserting it again after. That
 // churn, with one flush per second, was a third of the cache's cost per
 // record (BenchmarkRecordCacheCommitChurn) and, in the cluster's profile,
-// kept the output maps' probe sequences long. Spent entries go to the
-// least-recent end of the clean list: when the budget needs room, they
-// are dropped before any clean store entry, which saves a read.
+// kept the output maps' probe sequences long. Spent entries have a recency
+// list of their own: when the budget needs room they are dropped, least
+// recently written first, before any clean store entry, which saves a
+// read.
 //
-// When it outgrows its budget it drops clean entries, least recently
-// written first, and then evicts the least-recently-written dirty entry,
+// When it outgrows its budget it drops clean entries (spent ones first),
+// least recently written first, and then evicts the least-recently-written dirty entry,
 // one at a time, until it fits again: the evicted key's latest value is
 // written through exactly as a flush would write it (to the store's write
 // buffer and changelog, or to the output). A hot key is rewritten often, so
@@ -98,10 +99,11 @@ type recordCache struct {
 	// index is, per target, key -> slot index of the live entries.
 	index []map[string]int32
 	slots []cacheSlot
-	// lists are the dirty entries' and the clean ones' recency lists
-	// (listDirty, listClean); free is the first free slot (linked by next),
-	// nilSlot when none.
-	lists [2]cacheList
+	// lists are the dirty entries', the stores' clean ones' and the
+	// outputs' spent ones' recency lists (listDirty, listClean,
+	// listSpent); free is the first free slot (linked by next), nilSlot
+	// when none.
+	lists [3]cacheList
 	free  int32
 	// scratch holds the key handed to a write-through, so that it needs
 	// no allocation (the store and the producer copy it).
@@ -119,7 +121,7 @@ type cacheSlot struct {
 	key    string
 	value  []byte // never nil while live unless del: empty is not a delete
 	del    bool   // a delete (store) or a tombstone (output)
-	clean  bool   // written through since its last write: on listClean
+	clean  bool   // written through since its last write: on listClean (a store's) or listSpent (an output's)
 	hdrs   []kgo.RecordHeader
 	prev   int32 // toward head
 	next   int32 // toward tail, or the next free slot
@@ -133,10 +135,11 @@ type cacheSlot struct {
 // the least, nilSlot when empty.
 type cacheList struct{ head, tail int32 }
 
-// The two lists.
+// The lists.
 const (
 	listDirty = 0
 	listClean = 1
+	listSpent = 2
 )
 
 // nilSlot marks the end of a list.
@@ -156,17 +159,21 @@ type cacheFlushFunc func(target int, key, value []byte, headers []kgo.RecordHead
 func newRecordCache(budget int64, stores int) *recordCache {
 	c := &recordCache{stores: stores, free: nilSlot, last: nilSlot}
 	c.budget.Store(budget)
-	c.lists[listDirty] = cacheList{nilSlot, nilSlot}
-	c.lists[listClean] = cacheList{nilSlot, nilSlot}
+	for l := range c.lists {
+		c.lists[l] = cacheList{nilSlot, nilSlot}
+	}
 	return c
 }
 
 // listOf returns the list slot i is on.
 func (c *recordCache) listOf(i int32) *cacheList {
-	if c.slots[i].clean {
-		return &c.lists[listClean]
+	switch s := &c.slots[i]; {
+	case !s.clean:
+		return &c.lists[listDirty]
+	case s.target >= c.stores:
+		return &c.lists[listSpent]
 	}
-	return &c.lists[listDirty]
+	return &c.lists[listClean]
 }
 
 // entrySize is what an entry counts against the budget.
@@ -270,8 +277,9 @@ func (c *recordCache) find(target int, key []byte) (int32, bool) {
 	return i, ok
 }
 
-// evict makes the cache fit its budget: it drops clean entries, least
-// recently written first, and then writes through the least recently
+// evict makes the cache fit its budget: it drops the outputs' spent
+// entries and then the stores' clean ones, least recently written first,
+// and then writes through the least recently
 // written dirty entries, one at a time, and removes them (under mu:
 // latest readers find them in the cache until the write buffer has them).
 // On an error the entries handed on so far, the failed one included, are
@@ -279,10 +287,13 @@ func (c *recordCache) find(target int, key []byte) (int32, bool) {
 // work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
 	budget := c.budget.Load()
-	if c.lists[listClean].tail != nilSlot {
+	for _, l := range []int{listSpent, listClean} {
+		if c.size <= budget || c.lists[l].tail == nilSlot {
+			continue
+		}
 		c.mu.Lock()
-		for c.size > budget && c.lists[listClean].tail != nilSlot {
-			c.remove(c.lists[listClean].tail)
+		for c.size > budget && c.lists[l].tail != nilSlot {
+			c.remove(c.lists[l].tail)
 		}
 		c.mu.Unlock()
 	}
@@ -346,24 +357,22 @@ func (c *recordCache) drain(fn cacheFlushFunc) error {
 	return err
 }
 
-// written moves dirty slot i, just written through, to the clean list: a
-// store's entry as its most recently written, an output's spent (its value
-// dropped) as its least; the caller holds mu.
+// written moves dirty slot i, just written through, to the clean list (a
+// store's entry) or the spent one (an output's, its value dropped); the
+// caller holds mu.
 func (c *recordCache) written(i int32) {
 	c.unlink(i)
 	s := &c.slots[i]
 	s.clean = true
 	c.dirty--
-	if s.target < c.stores {
-		c.pushHead(i)
-		return
+	if s.target >= c.stores {
+		c.size -= int64(len(s.value))
+		s.value, s.del, s.hdrs = s.value[:0], false, nil
+		if cap(s.value) > maxKeptValue {
+			s.value = nil
+		}
 	}
-	c.size -= int64(len(s.value))
-	s.value, s.del, s.hdrs = s.value[:0], false, nil
-	if cap(s.value) > maxKeptValue {
-		s.value = nil
-	}
-	c.pushTail(i)
+	c.pushHead(i)
 }
 
 // writeThrough hands live slot i's entry to fn, leaving it in place.
@@ -532,18 +541,6 @@ func (c *recordCache) pushHead(i int32) {
 		l.tail = i
 	}
 	l.head = i
-}
-
-// pushTail links slot i in as the least recently written of its list.
-func (c *recordCache) pushTail(i int32) {
-	s, l := &c.slots[i], c.listOf(i)
-	s.next, s.prev = nilSlot, l.tail
-	if l.tail != nilSlot {
-		c.slots[l.tail].next = i
-	} else {
-		l.head = i
-	}
-	l.tail = i
 }
 
 // unlink takes live slot i out of its recency list.

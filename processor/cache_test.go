@@ -627,7 +627,8 @@ func TestRecordCacheReusesAnOutputsSpentEntry(t *testing.T) {
 
 // TestRecordCacheDropsSpentOutputsBeforeCleanStoreEntries: when the budget
 // needs room, the outputs' spent entries (worth a map insert) go before
-// the stores' clean ones (worth a read), whatever was written last.
+// the stores' clean ones (worth a read), whatever was written last; among
+// spent entries the least recently written go first.
 func TestRecordCacheDropsSpentOutputsBeforeCleanStoreEntries(t *testing.T) {
 	c := newRecordCache(1<<20, 1)
 	var out []written
@@ -651,5 +652,25 @@ func TestRecordCacheDropsSpentOutputsBeforeCleanStoreEntries(t *testing.T) {
 	}
 	if _, ok := c.find(1, []byte("o2")); ok {
 		t.Fatal("a spent output entry stayed over the budget")
+	}
+}
+
+func TestRecordCacheDropsTheLeastRecentlyWrittenSpentEntryFirst(t *testing.T) {
+	c := newRecordCache(1<<20, 1)
+	var out []written
+	putString(c, 1, "old", "1")
+	putString(c, 1, "new", "1")
+	if err := c.drain(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	c.setBudget(c.size - entrySize("old", nil)) // room for one of the two
+	if err := c.evict(recorder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.find(1, []byte("old")); ok {
+		t.Fatal("the least recently written spent entry stayed")
+	}
+	if _, ok := c.find(1, []byte("new")); !ok {
+		t.Fatal("the most recently written spent entry was dropped: a hot key's next emit inserts it again")
 	}
 }

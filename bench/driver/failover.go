@@ -348,9 +348,6 @@ func (w *stopWatch) step(ctx context.Context, res *stopResult) error {
 	return nil
 }
 
-// probe is one freshness probe: when it was produced, to which partition
-// (task), how long its acknowledgement and its answer over HTTP took (0:
-// never, or not within the limit).
 // seenLatencies returns, sorted, the freshness of the probes that were
 // seen.
 func seenLatencies(probes []*probe) []time.Duration {
@@ -382,6 +379,9 @@ func windowsMedian(windows []time.Duration, pooled, each time.Duration) (time.Du
 		len(windows), each, strings.Join(ws, ", "), pooled.Round(time.Millisecond))
 }
 
+// probe is one freshness probe: when it was produced, to which partition
+// (task), how long its acknowledgement and its answer over HTTP took (0:
+// never, or not within the limit).
 type probe struct {
 	sent     time.Time
 	part     int32
