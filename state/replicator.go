@@ -46,10 +46,22 @@ type replicator struct {
 	mu      sync.Mutex
 	subs    map[topicPartition]*DB
 
-	// sorters are the flushes' batchSorters: flushes of several stores run
-	// at once (applyAll), each with its own.
-	sorters sync.Pool
+	// sortersMu guards sorters, the flushes' idle batchSorters: flushes of
+	// several stores run at once (applyAll), each with its own. Not a
+	// sync.Pool: the collector emptied it every few cycles, and a tailing
+	// standby's flushes then grew a sorter's index and output batch anew
+	// (with the apply batches grown from nothing, 8% of an instance's CPU
+	// at 1 s commits: bench/freshness.md, "The standbys' tail").
+	// At most GOMAXPROCS are out at once; one whose output batch outgrew
+	// keepSorterBytes (a restore's) is left to the collector instead.
+	sortersMu sync.Mutex
+	sorters   []*batchSorter
 }
+
+// keepSorterBytes bounds the output batch of a sorter the replicator keeps
+// for the next flush: a tailing standby's batches are well under it, a
+// restore's (RestoreBatchBytes) are not, and a restore is over once.
+const keepSorterBytes = 1 << 20
 
 type topicPartition struct {
 	topic     string
@@ -59,11 +71,16 @@ type topicPartition struct {
 // replicaState is a store's apply-path state. Fields are guarded by the
 // replicator's applyMu, except target and waiter (its mu).
 type replicaState struct {
-	batch   *leveldb.Batch
-	next    int64 // next offset to apply: checkpoint + records in batch
-	target  int64 // catch-up target, -1 when tailing without one
-	waiter  chan error
-	pending int64 // records in batch
+	batch *leveldb.Batch
+	// lastBytes is the size of the batch last written: a tailing standby's
+	// next batch is made that large, not grown from nothing (goleveldb
+	// grows a batch of thousands of records a few thousand records at a
+	// time, copying it whole each time).
+	lastBytes int
+	next      int64 // next offset to apply: checkpoint + records in batch
+	target    int64 // catch-up target, -1 when tailing without one
+	waiter    chan error
+	pending   int64 // records in batch
 	// pendingSince is when the first record of the batch was added.
 	pendingSince time.Time
 
@@ -81,14 +98,15 @@ func (r *replicaState) init(s *DB) {
 
 // batchFor returns the store's apply batch. A restoring store gets one
 // sized for a whole RestoreBatchBytes up front (growing it record by record
-// reallocates it dozens of times); a tailing standby's grows as needed and
-// is dropped when idle, so that idle standbys hold no batch memory.
+// reallocates it dozens of times); a tailing standby's starts at the size
+// of its last (lastBytes) and is dropped when idle, so that idle standbys
+// hold no batch memory.
 func (r *replicaState) batchFor(size int) *leveldb.Batch {
 	if r.batch == nil {
 		if r.target >= 0 {
 			r.batch = leveldb.MakeBatch(size + size/8)
 		} else {
-			r.batch = new(leveldb.Batch)
+			r.batch = leveldb.MakeBatch(min(r.lastBytes+r.lastBytes/8, size+size/8))
 		}
 	}
 	return r.batch
@@ -435,14 +453,12 @@ func changelogMoved(s *DB, p *kgo.FetchTopicPartition) error {
 func (r *replicator) flush(s *DB) bool {
 	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
-		sorter, _ := r.sorters.Get().(*batchSorter)
-		if sorter == nil {
-			sorter = new(batchSorter)
-		}
+		sorter := r.sorter()
 		sorted := sorter.sorted(b)
+		s.rep.lastBytes = len(b.Dump())
 		err := s.writeBatch(sorted, s.rep.next)
 		b.Reset() // writeBatch reset sorted, which may be b or the sorter's
-		r.sorters.Put(sorter)
+		r.putSorter(sorter)
 		if err != nil {
 			err = s.task.storageErr(s, "apply changelog batch to", err)
 			r.finish(s, err)
@@ -460,6 +476,30 @@ func (r *replicator) flush(s *DB) bool {
 		r.finish(s, nil)
 	}
 	return true
+}
+
+// sorter returns an idle batchSorter (sortersMu).
+func (r *replicator) sorter() *batchSorter {
+	r.sortersMu.Lock()
+	defer r.sortersMu.Unlock()
+	if n := len(r.sorters); n > 0 {
+		s := r.sorters[n-1]
+		r.sorters[n-1] = nil
+		r.sorters = r.sorters[:n-1]
+		return s
+	}
+	return new(batchSorter)
+}
+
+// putSorter keeps s for the next flush unless its output batch is a
+// restore's (keepSorterBytes).
+func (r *replicator) putSorter(s *batchSorter) {
+	if s.outCap > keepSorterBytes {
+		return
+	}
+	r.sortersMu.Lock()
+	defer r.sortersMu.Unlock()
+	r.sorters = append(r.sorters, s)
 }
 
 // finish ends a store's catch-up, passing err to its waiter.
