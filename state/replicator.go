@@ -53,7 +53,8 @@ type replicator struct {
 	// (with the apply batches grown from nothing, 8% of an instance's CPU
 	// at 1 s commits: bench/freshness.md, "The standbys' tail").
 	// At most GOMAXPROCS are out at once; one whose output batch outgrew
-	// keepSorterBytes (a restore's) is left to the collector instead.
+	// keepSorterBytes (a restore's) is left to the collector once no
+	// restore runs (putSorter).
 	sortersMu sync.Mutex
 	sorters   []*batchSorter
 }
@@ -491,15 +492,29 @@ func (r *replicator) sorter() *batchSorter {
 	return new(batchSorter)
 }
 
-// putSorter keeps s for the next flush unless its output batch is a
-// restore's (keepSorterBytes).
+// putSorter keeps s for the next flush, unless its output batch is a
+// restore's (keepSorterBytes) and no restore is running: a restore's
+// flushes reuse theirs (a new one a flush was megabytes allocated and
+// cleared per RestoreBatchBytes of records).
 func (r *replicator) putSorter(s *batchSorter) {
-	if s.outCap > keepSorterBytes {
+	if s.outCap > keepSorterBytes && !r.anyRestoring() {
 		return
 	}
 	r.sortersMu.Lock()
 	defer r.sortersMu.Unlock()
 	r.sorters = append(r.sorters, s)
+}
+
+// anyRestoring reports whether a store is catching up to a target.
+func (r *replicator) anyRestoring() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.subs {
+		if s.rep.target >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // finish ends a store's catch-up, passing err to its waiter.
