@@ -111,13 +111,18 @@ func writeSidecar(s *DB) error {
 	return writeFileAtomic(filepath.Join(s.path, sidecarName), []byte(strconv.FormatInt(s.Checkpoint(), 10)+"\n"))
 }
 
-// writeSidecars writes the sidecar of each of t's stores now.
+// writeSidecars writes the sidecar of each of t's open stores now. A
+// restore that ends as its task closes writes them beside Close, so each
+// is written under its store's dbMu, read-locked, and skipped once closed.
 func (m *Manager) writeSidecars(t *Task) {
 	for _, s := range t.stores {
-		if s.db == nil {
-			continue
+		s.dbMu.RLock()
+		var err error
+		if s.db != nil {
+			err = writeSidecar(s)
 		}
-		if err := writeSidecar(s); err != nil {
+		s.dbMu.RUnlock()
+		if err != nil {
 			m.log.Warn("state: write checkpoint sidecar", "task", t.id, "store", s.name, "err", err)
 		}
 	}
