@@ -85,7 +85,14 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 		return nil, err
 	}
 	if os.Getenv("BENCH_DRIVER_KEEP") == "" {
-		defer os.RemoveAll(work)
+		defer func() {
+			if !cfg.smoke { // the smoke run (make test) leaves nothing behind
+				if _, err := keepLogs(work, time.Now(), log); err != nil {
+					fmt.Fprintf(log, "keeping the logs: %v\n", err)
+				}
+			}
+			os.RemoveAll(work)
+		}()
 	} else {
 		fmt.Fprintf(log, "keeping %s (BENCH_DRIVER_KEEP is set)\n", work)
 	}
