@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh is `make test`: go vet, then every package's tests twice, first on
-# in-process kfake clusters, then on a real Apache Kafka broker that it
-# starts with deploy/local/kafka.sh (and stops again, even on failure).
+# in-process kfake clusters (and the concurrent packages a third time under
+# the race detector), then on a real Apache Kafka broker that it starts with
+# deploy/local/kafka.sh (and stops again, even on failure).
 #
 # A broker already running from kafka.sh (same RACKSTREAM_KAFKA_DIR) is
 # used as it is and left running. Outside CI a machine that can't have the
@@ -16,7 +17,8 @@
 # short form follows (deploy/local/chaos.sh short).
 #
 # Environment: GO (go), GOTEST_TIMEOUT (10m, per package binary), PKGS (./...),
-# GOTEST_FLAGS (extra go test flags), and kafka.sh's own variables.
+# GOTEST_FLAGS (extra go test flags), RACE_PKGS (the race pass's packages),
+# and kafka.sh's own variables.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -60,6 +62,25 @@ suite "go vet" "$GO" vet "${PKGS[@]}"
 # broker-free unit tests alone (~10 s).
 suite "runtime coverage" "$HERE/cover-runtime.sh"
 suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
+
+# The race detector over the packages whose goroutines share memory: the
+# runtime and its stores, queries and service, tables, the client and the
+# balancer (about 3 minutes on 2 cores; the whole tree takes 6). Only when
+# every package is tested. -race needs cgo, so a C compiler: outside CI a
+# machine without one skips this pass with a line saying so.
+read -r -a RACE_PKGS <<<"${RACE_PKGS:-./state/... ./processor/... ./table/... ./client/... ./assignor/balancer/...}"
+if [[ ${PKGS[*]} == ./... ]]; then
+	if command -v "$("$GO" env CC)" >/dev/null 2>&1; then
+		suite "go test -race (kfake)" unset_broker_env "$GO" test -race -timeout "$TIMEOUT" "${FLAGS[@]}" "${RACE_PKGS[@]}"
+	elif [[ -z ${CI:-} ]]; then
+		note "race pass SKIPPED (outside CI): no C compiler ($("$GO" env CC)) for -race's cgo"
+		record "go test -race (kfake)" SKIPPED 0 "no C compiler"
+		race_skipped="no C compiler for -race"
+	else
+		note "under CI (CI=$CI) the race pass must run: no C compiler ($("$GO" env CC))"
+		record "go test -race (kfake)" FAIL 0 "no C compiler"
+	fi
+fi
 
 # The real broker.
 started=0
@@ -130,6 +151,9 @@ printf '  %s\n' "${summary[@]}"
 if ((failed)); then
 	note "FAIL"
 	exit 1
+fi
+if [[ -n ${race_skipped:-} ]]; then
+	note "race pass skipped: $race_skipped"
 fi
 if [[ -n $skipped ]]; then
 	note "PASS on kfake only; real-broker pass skipped: $skipped"
