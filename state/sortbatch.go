@@ -30,8 +30,9 @@ import (
 // usually do: "user-", a tenant, a type byte) and swaps of 64-byte
 // entries. So it sorts 16-byte sortKeys instead: the eight bytes after
 // the prefix that all the batch's keys share, as a number, and the
-// entry's position; the keys themselves are compared only where those
-// eight bytes tie.
+// entry's position; a batch of radixMin records or more by radix on that
+// number (sortOrder), and the keys themselves are compared only where
+// those eight bytes tie.
 //
 // A sorter is reused: it keeps its index and output batch between sorts.
 // It is not safe for concurrent use.
