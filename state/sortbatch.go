@@ -88,8 +88,10 @@ func (s *batchSorter) sorted(b *leveldb.Batch) *leveldb.Batch {
 		s.order = append(s.order, sortKey{word: wordAt(e.key, cp), pos: i})
 	}
 	s.sortOrder(cp)
-	if size := len(b.Dump()); s.out == nil || s.outCap < size {
-		s.out, s.outCap = leveldb.MakeBatch(size), size // the output is never larger than b
+	// The output is never larger than b; DB.writeBatch then adds the
+	// checkpoint, which must not make goleveldb copy the batch to grow it.
+	if size := len(b.Dump()) + checkpointRoom; s.out == nil || s.outCap < size {
+		s.out, s.outCap = leveldb.MakeBatch(size), size
 	}
 	s.out.Reset()
 	for i, k := range s.order {
@@ -109,6 +111,11 @@ func (s *batchSorter) sorted(b *leveldb.Batch) *leveldb.Batch {
 	clear(s.ents) // hold none of b's memory
 	return s.out
 }
+
+// checkpointRoom is what a batch needs beyond its records for the
+// checkpoint DB.writeBatch adds: its key and offset with goleveldb's
+// record header, rounded up.
+const checkpointRoom = 64
 
 // radixMin is the batch length from which sortOrder sorts by radix: below
 // it a comparison sort is as fast and needs no counts.

@@ -215,7 +215,9 @@ func BenchmarkStandbyTailFlush(b *testing.B) {
 			batch.Put(key, value)
 		}
 		rep.lastBytes = len(batch.Dump())
-		if err := db.Write(sorter.sorted(batch), nil); err != nil {
+		sorted := sorter.sorted(batch)
+		sorted.Put(checkpointKey, value) // as DB.writeBatch does
+		if err := db.Write(sorted, nil); err != nil {
 			b.Fatal(err)
 		}
 		batch.Reset()
