@@ -1,5 +1,7 @@
 package main
 
+import "fmt"
+
 // What the profiles show stands between a figure and its target (issue
 // 17: a missed target says by how much and what is in the way). Each names
 // the document where the profile and its measurements are; the figures
@@ -44,3 +46,23 @@ const (
 	inTheWayRSS = "bench/profile-count.md (\"The memory budget's default\"): state.memory.bytes sizes the " +
 		"memtables, block caches and the record cache."
 )
+
+// gokaRateAgainstPipe says how 8x goka's records/s compares with the plain
+// franz-go pipe's, which fetches and produces one record per input and
+// does nothing else: the ceiling of a count with one write per input
+// (the count without output, the one compared with goka), on the same
+// broker and cores. Where 8x goka is above it, no count can reach the
+// target on this machine in this run; "" when either is missing.
+func gokaRateAgainstPipe(goka, pipe1 float64) string {
+	if !(goka > 0) || !(pipe1 > 0) {
+		return ""
+	}
+	want := 8 * goka
+	if want <= pipe1 {
+		return fmt.Sprintf(" 8x goka's records/s is %s records/s here, %.2f of the pipe writing 1 record per input (%s records/s).",
+			thousands(want), want/pipe1, thousands(pipe1))
+	}
+	return fmt.Sprintf(" 8x goka's records/s is %s records/s here, %.2fx the pipe writing 1 record per input (%s records/s, "+
+		"the ceiling of a count with one write per input on this broker and these cores): above what any count could reach in this run.",
+		thousands(want), want/pipe1, thousands(pipe1))
+}
