@@ -65,7 +65,7 @@ suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS
 
 # The race detector over the packages whose goroutines share memory: the
 # runtime and its stores, queries and service, tables, the client and the
-# balancer (about 3 minutes on 2 cores; the whole tree takes 6). Only when
+# balancer (about 2 minutes on 2 cores; the whole tree takes 6). Only when
 # every package is tested. -race needs cgo, so a C compiler: outside CI a
 # machine without one skips this pass with a line saying so.
 read -r -a RACE_PKGS <<<"${RACE_PKGS:-./state/... ./processor/... ./table/... ./client/... ./assignor/balancer/...}"
