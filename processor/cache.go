@@ -42,14 +42,15 @@ import (
 // read.
 //
 // When it outgrows its budget it drops clean entries (spent ones first),
-// least recently written first, and then evicts the least-recently-written dirty entry,
-// one at a time, until it fits again: the evicted key's latest value is
-// written through exactly as a flush would write it (to the store's write
-// buffer and changelog, or to the output). A hot key is rewritten often, so
-// it stays near the most-recent end and keeps merging its writes even when
-// a flood of cold keys, far more than the budget holds, passes through.
-// Flushing whole instead (what this cache did first) merged nothing once
-// the key set outgrew it: every flush emptied the hot keys with the cold.
+// least recently written first, and then evicts the least recently written
+// dirty entry, one at a time, until it fits again: the evicted key's latest
+// value is written through exactly as a flush would write it (to the store's
+// write buffer and changelog, or to the output). A hot key is rewritten
+// often, so it stays near the most-recent end and keeps merging its writes
+// even when a flood of cold keys, far more than the budget holds, passes
+// through. Flushing whole instead (what this cache did first) merged nothing
+// once the key set outgrew it: every flush emptied the hot keys with the
+// cold.
 //
 // # Layout and allocations
 //
@@ -277,14 +278,13 @@ func (c *recordCache) find(target int, key []byte) (int32, bool) {
 	return i, ok
 }
 
-// evict makes the cache fit its budget: it drops the outputs' spent
-// entries and then the stores' clean ones, least recently written first,
-// and then writes through the least recently
-// written dirty entries, one at a time, and removes them (under mu:
-// latest readers find them in the cache until the write buffer has them).
-// On an error the entries handed on so far, the failed one included, are
-// gone anyway: the caller fails the task, which drops its uncommitted
-// work.
+// evict makes the cache fit its budget: it drops the outputs' spent entries
+// and then the stores' clean ones, least recently written first, and then
+// writes through the least recently written dirty entries, one at a time,
+// and removes them (under mu: latest readers find them in the cache until
+// the write buffer has them). On an error the entries handed on so far, the
+// failed one included, are gone anyway: the caller fails the task, which
+// drops its uncommitted work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
 	budget := c.budget.Load()
 	for _, l := range []int{listSpent, listClean} {

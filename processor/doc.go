@@ -77,14 +77,14 @@
 // cache merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. A commit writes it through and keeps
-// a store's entries, clean, for the next reads, and an output's keys,
-// spent, for the next emits to reuse. When full it drops those first
-// (spent outputs before stores), then writes through the least recently
-// written key, one at a time, so hot keys keep merging while a flood of
-// cold keys passes through. The budget is divided among the tasks active on the instance.
-// 0 turns it off. Options.MemoryBytes
-// (state.memory.bytes, 128 MiB by default) above 0 sizes the stores and
-// bounds the cache from one budget; 0 leaves each its own size.
+// a store's entries, clean, for the next reads, and an output's keys, spent,
+// for the next emits to reuse. When full it drops those first (spent outputs
+// before stores), then writes through the least recently written key, one at
+// a time, so hot keys keep merging while a flood of cold keys passes
+// through. The budget is divided among the tasks active on the instance;
+// zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
+// above 0 sizes the stores and bounds the cache from one budget; 0 leaves
+// each its own size.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a

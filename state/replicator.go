@@ -59,11 +59,6 @@ type replicator struct {
 	sorters   []*batchSorter
 }
 
-// keepSorterBytes bounds the output batch of a sorter the replicator keeps
-// for the next flush: a tailing standby's batches are well under it, a
-// restore's (RestoreBatchBytes) are not, and a restore is over once.
-const keepSorterBytes = 1 << 20
-
 type topicPartition struct {
 	topic     string
 	partition int32
@@ -477,44 +472,6 @@ func (r *replicator) flush(s *DB) bool {
 		r.finish(s, nil)
 	}
 	return true
-}
-
-// sorter returns an idle batchSorter (sortersMu).
-func (r *replicator) sorter() *batchSorter {
-	r.sortersMu.Lock()
-	defer r.sortersMu.Unlock()
-	if n := len(r.sorters); n > 0 {
-		s := r.sorters[n-1]
-		r.sorters[n-1] = nil
-		r.sorters = r.sorters[:n-1]
-		return s
-	}
-	return new(batchSorter)
-}
-
-// putSorter keeps s for the next flush, unless its output batch is a
-// restore's (keepSorterBytes) and no restore is running: a restore's
-// flushes reuse theirs (a new one a flush was megabytes allocated and
-// cleared per RestoreBatchBytes of records).
-func (r *replicator) putSorter(s *batchSorter) {
-	if s.outCap > keepSorterBytes && !r.anyRestoring() {
-		return
-	}
-	r.sortersMu.Lock()
-	defer r.sortersMu.Unlock()
-	r.sorters = append(r.sorters, s)
-}
-
-// anyRestoring reports whether a store is catching up to a target.
-func (r *replicator) anyRestoring() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, s := range r.subs {
-		if s.rep.target >= 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // finish ends a store's catch-up, passing err to its waiter.
