@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/internal/recpool"
+	"github.com/rackstream/rackstream/internal/recarena"
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -68,11 +68,6 @@ type taskEnv struct {
 	// task's place in the member's active tasks, which a revoke leaves
 	// before it commits the cache.
 	caches sync.Map // int32 -> *recordCache
-
-	// outs recycles the output records tasks emit: two allocations per
-	// emit saved on the per-record path. A record goes back in its
-	// promise (task.emitted), after the session's promise has seen it.
-	outs recpool.Pool
 }
 
 // partitions returns the input partitions of tasks: partition i of every
@@ -121,15 +116,18 @@ type task struct {
 
 	// mu is held while a record is processed; a commit holds it for the
 	// task's cut (commit.go), an exactly-once commit for the whole
-	// transaction (txn.go). It guards st,
-	// stores, activated, cache, next and committed. Latest reads on other
-	// goroutines never take it: they read the cache under the cache's own
-	// lock (cache.go), which the writer takes while it changes the cache.
+	// transaction (txn.go). It guards st, stores, activated, cache, outs,
+	// next and committed. Latest reads on other goroutines never take it:
+	// they read the cache under the cache's own lock (cache.go), which the
+	// writer takes while it changes the cache.
 	mu        ctxMutex
 	st        *state.Task
 	stores    []*state.DB // in topology order
 	activated bool
-	cache     *recordCache               // nil when statestore.cache.max.bytes is 0
+	cache     *recordCache // nil when statestore.cache.max.bytes is 0
+	// outs carves the output records the task emits (emit), two
+	// allocations per emit saved on the per-record path (recarena).
+	outs      recarena.Arena
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
 	// align is the timestamp alignment with co-partitioned tables
@@ -152,8 +150,8 @@ type task struct {
 	acks ackEpochs
 	// emitted and deadLettered are, per epoch, the promises of the output
 	// records the task emits and of its dead letters: the session's
-	// (env.promise), the epoch's count, and an output record back to
-	// env.outs. Made once: a closure made per record would allocate.
+	// (env.promise) and the epoch's count. Made once: a closure made per
+	// record would allocate.
 	emitted, deadLettered [2]func(*kgo.Record, error)
 
 	// closeMu guards the stores against a forced close (Run's, when a
@@ -199,7 +197,6 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		t.emitted[e] = func(r *kgo.Record, err error) {
 			env.promise(r, err)
 			t.acks.acked(e)
-			env.outs.Put(r)
 		}
 		t.deadLettered[e] = func(r *kgo.Record, err error) {
 			env.promise(r, err)

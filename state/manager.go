@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/recpool"
 	"github.com/syndtr/goleveldb/leveldb"
 	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -35,8 +34,6 @@ type Manager struct {
 	pid  string
 	// progressEvery is how often a running restore logs its progress.
 	progressEvery time.Duration
-	// recs pools the active path's changelog records.
-	recs recpool.Pool
 
 	mu     sync.Mutex
 	tasks  map[int32]*Task

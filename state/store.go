@@ -10,6 +10,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/internal/recarena"
 )
 
 // Buffered values carry a one-byte tag: a delete is buffered as a tombstone
@@ -54,6 +56,7 @@ type DB struct {
 	// Active write path, owned by the task goroutine.
 	buf     *writeBuffer
 	scratch []byte
+	recs    recarena.Arena // the changelog records (recarena says why not a pool)
 	// shared is buf as latest readers on other goroutines see it, and
 	// readers counts those reading it: a buffer is reset only when none
 	// is (latest.go says why and how).
@@ -203,18 +206,17 @@ func (s *DB) write(key, value []byte, ts time.Time) error {
 	if err := t.Err(); err != nil {
 		return err
 	}
-	// The record outlives this call until the producer acknowledges it:
-	// it and its key and value come from a pool and go back in the promise.
-	r := t.m.recs.Get(key, value)
-	r.Topic, r.Partition, r.Timestamp = s.changelog, s.partition, ts
 	tag := bufTombstone
 	if value != nil {
 		tag = bufValue
 	}
 	if err := s.buf.put(key, tag, value); err != nil {
-		t.m.recs.Put(r)
 		return fmt.Errorf("state: buffer write to store %s of task %d: %w", s.name, s.partition, err)
 	}
+	// The record outlives this call until the producer acknowledges it:
+	// it and its key and value come from the store's arena.
+	r := s.recs.New(key, value)
+	r.Topic, r.Partition, r.Timestamp = s.changelog, s.partition, ts
 	s.produced.Add(1)
 	t.producer.Produce(t.ctx, r, s.promise)
 	return nil
@@ -243,7 +245,6 @@ func (s *DB) onProduced(r *kgo.Record, err error) {
 	if c := s.cut.Load(); c != nil && n == c.target {
 		c.fire(s.maxAcked.Load() + 1)
 	}
-	s.task.m.recs.Put(r)
 }
 
 // unacknowledged returns the changelog records produced and not yet
