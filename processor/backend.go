@@ -95,7 +95,7 @@ func (t *task) write(store int, key, value []byte, del bool, ts time.Time) error
 // emit produces one output record, stamped ts (the zero time: when it is
 // produced). The key and value may live in a reused buffer: the record
 // gets its own copy, with the record from the task's arena (t.outs, under
-// the task's lock like every caller of emit).
+// the task's lock like every caller of emit), back there in its promise.
 func (t *task) emit(topic string, key, value []byte, headers []kgo.RecordHeader, ts time.Time) {
 	r := t.outs.New(key, value)
 	r.Topic, r.Headers, r.Timestamp = topic, headers, ts

@@ -150,8 +150,8 @@ type task struct {
 	acks ackEpochs
 	// emitted and deadLettered are, per epoch, the promises of the output
 	// records the task emits and of its dead letters: the session's
-	// (env.promise) and the epoch's count. Made once: a closure made per
-	// record would allocate.
+	// (env.promise), the epoch's count, and an output record back to its
+	// arena (t.outs). Made once: a closure made per record would allocate.
 	emitted, deadLettered [2]func(*kgo.Record, error)
 
 	// closeMu guards the stores against a forced close (Run's, when a
@@ -197,6 +197,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		t.emitted[e] = func(r *kgo.Record, err error) {
 			env.promise(r, err)
 			t.acks.acked(e)
+			recarena.Release(r)
 		}
 		t.deadLettered[e] = func(r *kgo.Record, err error) {
 			env.promise(r, err)

@@ -56,7 +56,7 @@ type DB struct {
 	// Active write path, owned by the task goroutine.
 	buf     *writeBuffer
 	scratch []byte
-	recs    recarena.Arena // the changelog records (recarena says why not a pool)
+	recs    recarena.Arena // the changelog records, released in onProduced
 	// shared is buf as latest readers on other goroutines see it, and
 	// readers counts those reading it: a buffer is reset only when none
 	// is (latest.go says why and how).
@@ -245,6 +245,7 @@ func (s *DB) onProduced(r *kgo.Record, err error) {
 	if c := s.cut.Load(); c != nil && n == c.target {
 		c.fire(s.maxAcked.Load() + 1)
 	}
+	recarena.Release(r)
 }
 
 // unacknowledged returns the changelog records produced and not yet
