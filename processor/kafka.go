@@ -16,7 +16,9 @@ import (
 // broker at all.
 
 // producer sends a task's records (outputs, dead letters, and through its
-// stores the changelog) and flushes them before a commit.
+// stores the changelog) and flushes them before a commit. Produce calls
+// promise once, with the record it was given: an output's promise hands
+// it back to its task's arena (internal/recarena).
 type producer interface {
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
 	Flush(ctx context.Context) error

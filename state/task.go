@@ -166,7 +166,11 @@ func (t *Task) Restore(ctx context.Context) error {
 }
 
 // Producer is what an active task needs of a Kafka producer: a
-// *kgo.Client is one; the processor's unit tests pass a fake.
+// *kgo.Client is one; the processor's unit tests pass a fake. Like a
+// *kgo.Client, Produce must call promise exactly once, with the very
+// record it was given (not a copy), and not touch the record after: the
+// store's promise hands the record back to the arena it came from
+// (internal/recarena), to be reused.
 type Producer interface {
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
 }
