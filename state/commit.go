@@ -79,8 +79,7 @@ func (s *DB) freeze() {
 			s.clearBuffer()
 		}
 	case s.buf.Len() > 0:
-		s.rotateBuffer()
-		s.unwritten.Store(true)
+		s.rotateBuffer() // marks the frozen buffer unwritten
 	}
 	c := &ackCut{target: s.produced.Load(), done: make(chan struct{})}
 	s.cut.Store(c)

@@ -153,9 +153,17 @@ func (s *DB) dropCommitted() {
 }
 
 // rotateBuffer cuts the write buffer: it becomes the frozen one
-// (DB.committed), and the one that was frozen, if no latest reader may
-// still hold its slices, is emptied to be the next write buffer (see the
-// top of this file). The caller marks the new frozen buffer unwritten.
+// (DB.committed), marked unwritten, and the one that was frozen, if no
+// latest reader may still hold its slices, is emptied to be the next write
+// buffer (see the top of this file).
+//
+// The frozen buffer is published and marked unwritten before the new write
+// buffer is: a scan that loads the new (empty) buffer must then find the
+// mark and read the frozen one. With the mark set after (as the caller did
+// until 2026-12-05), such a scan skipped the frozen buffer and read the
+// previous commit's values from LevelDB: a count seen going back by one
+// commit's worth (TestFreshReadsDuringProcessingAndCommits, about 1 run in
+// 60; TestLatestScanAtTheCutSeesTheCutBuffer scans at that moment).
 func (s *DB) rotateBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return
@@ -163,6 +171,7 @@ func (s *DB) rotateBuffer() {
 	next := s.committed
 	s.committed = s.buf
 	s.sharedCommitted.Store(s.buf) // before the new buffer: see the top
+	s.unwritten.Store(true)        // likewise
 	if next != nil && s.readers.Load() == 0 {
 		next.reset()
 	} else {
@@ -170,6 +179,9 @@ func (s *DB) rotateBuffer() {
 	}
 	s.buf = next
 	s.shared.Store(next)
+	if s.afterRotate != nil {
+		s.afterRotate()
+	}
 }
 
 // clearBuffer empties the write buffer after an abort dropped it (or a cut

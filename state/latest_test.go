@@ -176,6 +176,31 @@ func TestLatestScanMergesLayersInKeyOrderWithinBounds(t *testing.T) {
 	}
 }
 
+// A commit's cut publishes the frozen buffer, marks it unwritten and only
+// then publishes the new write buffer: a scan that loads the new, empty
+// buffer must find the cut's values in the frozen one, not the previous
+// commit's in LevelDB. The hook scans at the moment the new buffer is
+// published; with the mark set after that (before 2026-12-05) this scan
+// read "1" from LevelDB, and TestFreshReadsDuringProcessingAndCommits in
+// the processor saw a count go back in about 1 run of 60.
+func TestLatestScanAtTheCutSeesTheCutBuffer(t *testing.T) {
+	task, s := offlineTask(t)
+	must(t, s.Put([]byte("k"), []byte("1")))
+	must(t, task.Commit()) // LevelDB holds 1
+	must(t, s.Put([]byte("k"), []byte("2")))
+	var seen []string
+	s.afterRotate = func() {
+		must(t, s.Latest().Scan(nil, nil, func(k, v []byte) bool {
+			seen = append(seen, string(k)+"="+string(v))
+			return true
+		}))
+	}
+	must(t, task.Commit())
+	if len(seen) != 1 || seen[0] != "k=2" {
+		t.Fatalf("a scan as the cut published the new write buffer saw %q, want [k=2]", seen)
+	}
+}
+
 // Readers on other goroutines while the task writes and commits: run under
 // -race, this checks that no reader touches a buffer the writer resets,
 // and each reader sees every key's count never go back nor disappear.

@@ -73,6 +73,9 @@ type DB struct {
 	committed       *writeBuffer
 	sharedCommitted atomic.Pointer[writeBuffer]
 	unwritten       atomic.Bool
+	// afterRotate, set by tests only, runs when rotateBuffer has published
+	// the new write buffer: a latest scan at the cut's moment.
+	afterRotate func()
 	// produced counts the changelog records produced (the task goroutine
 	// adds; a cut reads it with the task paused).
 	produced atomic.Int64
