@@ -159,7 +159,7 @@ func (a *Arena) seal() {
 		return
 	}
 	a.cur = nil
-	if s.out.Add(-int32(slabRecords-a.next) - 1) == 0 {
+	if s.out.Add(-int32(slabRecords-a.next)-1) == 0 {
 		a.push(s)
 	}
 }
