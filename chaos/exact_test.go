@@ -9,8 +9,8 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 // waitStore waits until every key of the processor's store reads n (the

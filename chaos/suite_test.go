@@ -13,7 +13,7 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 )
 
 // params size a scenario; short and long differ only in load and length.

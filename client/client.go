@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 )
 
 // maxBody bounds an answer read from an instance.

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 )
 
 // fakeCluster is a few HTTP servers that speak the query API's routes with

@@ -24,7 +24,7 @@ import (
 	"github.com/rackstream/rackstream/client"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor/service"
 )
 

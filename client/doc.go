@@ -5,7 +5,7 @@
 // client skips it: it reads the cluster's placement from GET /v1/metadata
 // (the partitioner, the partition count, each task's active and standby
 // instances and their endpoints), maps a key to its task with the same
-// partitioner the processors use (processor/partition), and asks the task's
+// partitioner the processors use (partition), and asks the task's
 // active directly.
 //
 //	c, err := client.New(client.Endpoints("10.0.0.1:8080", "10.0.0.2:8080"),

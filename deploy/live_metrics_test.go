@@ -28,7 +28,7 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor/service"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 // The delivery guarantees with real `rackstream run` processes killed by

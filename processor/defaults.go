@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/state"
 )
 

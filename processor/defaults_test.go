@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/state"
 )
 

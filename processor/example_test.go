@@ -8,8 +8,8 @@ import (
 	gokacodec "github.com/lovoo/goka/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // A per-key count: the store holds the running count of each key, and every

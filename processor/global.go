@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/codec"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/table"
 )
 

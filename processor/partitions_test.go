@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 func TestCheckPartitionCounts(t *testing.T) {

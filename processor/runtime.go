@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/tags"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 )
 
 // Table is a declared co-partitioned table: a compacted topic, written by

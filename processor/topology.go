@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 )
 
 // Topology is one processor group: its application id, the input topics it

@@ -9,9 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/codec"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 func noop[K, V any](*processor.Context, K, V) error { return nil }

@@ -38,7 +38,7 @@
 // (Partitioner; murmur2, Kafka's default, unless told otherwise: fnv1a for
 // goka tables) and reads that partition's database only. Scan merges the
 // partitions in key order. Typed wraps a Mirror with codecs of package
-// processor/codec (codec.FromGoka for a goka table's codec).
+// codec (codec.FromGoka for a goka table's codec).
 //
 // # Disk and restarts
 //

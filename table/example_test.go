@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/table"
 )

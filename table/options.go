@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/state"
 )
 

@@ -3,7 +3,7 @@ package table
 import (
 	"fmt"
 
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 )
 
 // Typed reads a Mirror through codecs: the key and value codecs the

@@ -30,8 +30,8 @@ import (
 	gokacodec "github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // SaramaConfig is goka's default sarama configuration with two changes:

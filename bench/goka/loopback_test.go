@@ -8,10 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 // TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic is the porting

@@ -12,10 +12,10 @@ import (
 	gokacodec "github.com/lovoo/goka/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
 	"github.com/rackstream/rackstream/table"
 )
 

@@ -20,10 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/assignor/kafkaref"
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
 )
 
 // The run is sized by these environment variables (defaults in brackets):

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 )
 
 // devCluster is the in-process deployment.

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 )
 
 // readAll consumes n records of topic from the start.

@@ -26,8 +26,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 	"github.com/rackstream/rackstream/tags"
 )
 

@@ -37,9 +37,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 	"github.com/rackstream/rackstream/processor/service"
 )
 

@@ -28,9 +28,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // Processor is a built-in processor's topology and the names a user needs

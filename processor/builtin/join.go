@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // The join processor (processor.type=join) enriches each record of the

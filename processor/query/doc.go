@@ -4,7 +4,7 @@
 // Kafka Streams hands its users key-to-host metadata and leaves the RPC to
 // them; this package is that layer. Every member of the group knows the
 // whole placement (package assignor/balancer), so an instance maps a key to
-// its task with the one shared partitioner (processor/partition) and either
+// its task with the one shared partitioner (partition) and either
 // reads its own replica or forwards the request, once, to the instance that
 // can answer:
 //

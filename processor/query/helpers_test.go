@@ -21,8 +21,8 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/processor/codec"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/codec"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/tags"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/partition"
+	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/processor/service"
 )

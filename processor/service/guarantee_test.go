@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 // TestEveryGuaranteeValidateAcceptsRunRuns: `validate` and `run` agree on

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/codec"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,7 +8,7 @@ import (
 
 	gokacodec "github.com/lovoo/goka/codec"
 
-	"github.com/rackstream/rackstream/processor/codec"
+	"github.com/rackstream/rackstream/codec"
 )
 
 func roundTrip[T any](t *testing.T, c codec.Codec[T], v T, wantBytes string) {
