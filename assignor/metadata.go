@@ -3,7 +3,7 @@ package assignor
 import "time"
 
 // Metadata is the GET /v1/metadata document, defined once: the query
-// server (processor/query) writes it, DecodeDocument and `rackstream
+// server (query) writes it, DecodeDocument and `rackstream
 // assign` read it back as a scenario and its plan, and Go clients decode
 // it. It lives here, beside Plan, because it is a Plan superset (the same
 // "tasks", "clients", "probing_rebalance_needed" and "quality") plus what

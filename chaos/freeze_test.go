@@ -95,7 +95,7 @@ func networkCut(t *testing.T, s setup) {
 // waited, while the victim was cut off (from cut to back), for the group
 // to notice (the session timeout) and move its tasks: a lookup hedges a
 // silent active with a standby and then asks it last
-// (processor/query/route.go). Before that, reads of its keys failed for
+// (query/route.go). Before that, reads of its keys failed for
 // 8-10 s from the cut on (session timeout 6 s). Only the part of each
 // window within the cut counts: after it is mended the instance rejoins
 // (a thawed instance's reads once failed for 6.0 s then), another matter,

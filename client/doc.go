@@ -1,7 +1,7 @@
 // Package client queries a Rackstream cluster's stores over HTTP from Go.
 //
 // Any instance answers a query for any key by forwarding it to the key's
-// owner (package processor/query), but each forward is a second hop. This
+// owner (package query), but each forward is a second hop. This
 // client skips it: it reads the cluster's placement from GET /v1/metadata
 // (the partitioner, the partition count, each task's active and standby
 // instances and their endpoints), maps a key to its task with the same

@@ -25,7 +25,7 @@ import (
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/query/page"
+	"github.com/rackstream/rackstream/query/page"
 )
 
 var update = flag.Bool("update", false, "rewrite the placement page's screenshots under docs/ (TestPlacementPageInChromium)")

@@ -154,7 +154,7 @@
 //   - metrics.go: series collected from the live tasks at scrape time.
 //
 // A query answer reads the same stores, through Runtime.Replica
-// (replica.go) and package processor/query: the committed LevelDB state
+// (replica.go) and package query: the committed LevelDB state
 // (isolation=committed), or under at-least-once the task's latest
 // processed state (isolation=latest, FreshView): the record cache over the
 // write buffer over LevelDB, read without blocking the task (cache.go and
@@ -178,7 +178,7 @@
 // replicas tail their changelogs through package state; an active task
 // whose replica is already here is promoted, replaying only its lag, and a
 // task moved away stays a standby when the plan keeps one here. Replica,
-// Placement and Ready serve the HTTP query layer (processor/query), and
+// Placement and Ready serve the HTTP query layer (query), and
 // Options.OnPlacement hands each new placement, once, to whoever follows
 // it (logs, metrics, dev), with the settings the group's leader planned it
 // with.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/query"
 )
 
 // runtimeAdapter presents the processor runtime as the query server's

@@ -3,7 +3,7 @@ package service
 import (
 	"fmt"
 
-	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/table"
 )
 

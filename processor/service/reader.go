@@ -6,7 +6,7 @@ import (
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/state"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/query"
+	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/state"
 )
 

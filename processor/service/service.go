@@ -35,7 +35,7 @@
 // role) and the placement's quality per tag dimension.
 //
 // Its HTTP handler is the placement page and /v1/whatif (package
-// processor/query/page) in front of the query server; Options.Wrap, when
+// query/page) in front of the query server; Options.Wrap, when
 // set, wraps both.
 //
 // Its registry (Instance.Registry, served on /metrics) holds
@@ -74,8 +74,8 @@ import (
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/processor/builtin"
-	"github.com/rackstream/rackstream/processor/query"
-	"github.com/rackstream/rackstream/processor/query/page"
+	"github.com/rackstream/rackstream/query"
+	"github.com/rackstream/rackstream/query/page"
 	"github.com/rackstream/rackstream/state"
 )
 

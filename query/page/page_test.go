@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/processor/query/page"
+	"github.com/rackstream/rackstream/query/page"
 )
 
 // metadataDoc is a /v1/metadata document of six instances in three zones

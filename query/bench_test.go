@@ -18,7 +18,7 @@ import (
 // connections.
 // It reports lookups/s and p50/p99 latency. Bound it in count and time:
 //
-//	go test -run '^$' -bench BenchmarkLookup -benchtime 20000x -count 1 ./processor/query/
+//	go test -run '^$' -bench BenchmarkLookup -benchtime 20000x -count 1 ./query/
 func BenchmarkLookup(b *testing.B) {
 	c := newCluster(b, clusterOpts{members: 2, tasks: 12})
 	var local, remote [][]byte
@@ -108,7 +108,7 @@ func cpuTime() time.Duration {
 // BenchmarkScanPage is a page of 100 keys of a scan over 12 tasks on 3
 // instances, merged from every owner (two of them over loopback HTTP).
 //
-//	go test -run '^$' -bench BenchmarkScanPage -benchtime 2000x -count 1 ./processor/query/
+//	go test -run '^$' -bench BenchmarkScanPage -benchtime 2000x -count 1 ./query/
 func BenchmarkScanPage(b *testing.B) {
 	c := newCluster(b, clusterOpts{members: 3, tasks: 12})
 	for i := range 10000 {

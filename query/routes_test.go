@@ -179,12 +179,12 @@ func TestQueryImportsNeitherStateNorTheRuntime(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	deps := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if !slices.Contains(deps, "github.com/rackstream/rackstream/processor/query") {
+	if !slices.Contains(deps, "github.com/rackstream/rackstream/query") {
 		t.Fatalf("go list -deps printed no query package: %q", out)
 	}
 	for _, bad := range []string{"github.com/rackstream/rackstream/state", "github.com/rackstream/rackstream/processor"} {
 		if slices.Contains(deps, bad) {
-			t.Errorf("processor/query depends on %s", bad)
+			t.Errorf("query depends on %s", bad)
 		}
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/partition"
-	"github.com/rackstream/rackstream/processor/query"
 	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/query"
 )
 
 // These tests run the query server in front of the real processor runtime
