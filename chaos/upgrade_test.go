@@ -18,7 +18,7 @@ import (
 // It has no exactly-once variant, unlike scenarios 1 to 6, and cannot
 // have one: the earlier build predates exactly-once, its `run` refuses
 // processing.guarantee=exactly_once_v2 ("not supported by this build's
-// runtime yet", processor/service at 3cab1d7, the parent of afa5f1e,
+// runtime yet", service at 3cab1d7, the parent of afa5f1e,
 // which set today's wire version).
 func TestRollingUpgrade(t *testing.T) {
 	needMode(t, true)

@@ -25,12 +25,12 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/partition"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // The cluster test runs each Rackstream instance in its own process, so that
 // a kill is a real SIGKILL: the test binary re-executed with envInstance
-// set runs instanceMain, an instance of processor/service configured by the
+// set runs instanceMain, an instance of service configured by the
 // settings in envSettings (one key=value a line), until SIGTERM.
 const (
 	envInstance = "RACKSTREAM_CLIENT_TEST_INSTANCE"

@@ -15,7 +15,7 @@ import (
 	"github.com/rackstream/rackstream/client"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // Read a count from the cluster: the client asks the key's active instance

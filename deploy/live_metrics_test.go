@@ -29,7 +29,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/partition"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // eventOnly are the labelled families a healthy instance has no series of

@@ -5,7 +5,7 @@ import "github.com/rackstream/rackstream/assignor/balancer"
 // BalancerStats returns the group balancer's counters over the whole life
 // of the runtime: the sessions that ended (each rebuilt Kafka client has a
 // balancer of its own) plus the live one. Counters only grow;
-// LastGenerationBytes is the latest session's. processor/service exports
+// LastGenerationBytes is the latest session's. service exports
 // them as Prometheus metrics at scrape time.
 func (r *Runtime) BalancerStats() balancer.Stats {
 	r.mu.Lock()

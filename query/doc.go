@@ -40,7 +40,7 @@
 // which refuses latest with 400: the latest writes belong to an open
 // transaction). A forwarded read carries the client's isolation parameter
 // if it gave one; otherwise the peer applies the same default. What each
-// returns is the Reader's to say; the runtime's (processor/service) reads
+// returns is the Reader's to say; the runtime's (service) reads
 // the task's record cache and write buffer over its committed state for
 // latest, and the committed state alone for committed. Either way the
 // position answered is the store's checkpoint, read before the value: a
@@ -132,7 +132,7 @@
 // The server reads the placement, local replicas and readiness through its
 // own Reader interface, read-only; it imports neither package state nor
 // the runtime (package processor). The one implementation adapts the
-// runtime in package processor/service and checks each store's health on
+// runtime in package service and checks each store's health on
 // every read. Serve the server with Serve, or mount it in a handler of
 // your own served by HTTPServer (the same limits and TLS).
 package query

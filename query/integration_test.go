@@ -22,12 +22,12 @@ import (
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/partition"
-	"github.com/rackstream/rackstream/processor/service"
 	"github.com/rackstream/rackstream/query"
+	"github.com/rackstream/rackstream/service"
 )
 
 // These tests run the query server in front of the real processor runtime
-// (processor/service, the built-in count processor), several instances in
+// (service, the built-in count processor), several instances in
 // one process, against kfake or the real broker (RACKSTREAM_TEST_BROKERS).
 
 const itToken = "it-token"

@@ -17,7 +17,7 @@ import (
 // bounds is not a setting); other zero fields mean what their docs say.
 type Options struct {
 	// Reader is what the server reads the placement, local replicas and
-	// readiness from: the runtime, adapted (processor/service).
+	// readiness from: the runtime, adapted (service).
 	Reader Reader
 	// ExactlyOnce says the group runs processing.guarantee=exactly_once_v2:
 	// reads default to isolation=committed and isolation=latest is refused

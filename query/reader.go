@@ -9,7 +9,7 @@ import (
 // status, the placement and the instance's readiness. It has no method
 // that writes, and the server depends on nothing else of the runtime (this
 // package imports neither package state nor package processor): the one
-// implementation, in package processor/service, adapts the runtime and its
+// implementation, in package service, adapts the runtime and its
 // stores and checks a store's health on every read.
 //
 // The server calls these methods from many goroutines at once; each must be
@@ -50,7 +50,7 @@ const (
 	// those writes belong to an open transaction that may still abort.
 	//
 	// What an implementation returns for it is its own to document: the
-	// runtime's (processor/service) reads the task's record cache over its
+	// runtime's (service) reads the task's record cache over its
 	// write buffer over its committed state, without blocking the task; on
 	// a standby, what the standby has applied.
 	IsolationLatest Isolation = "latest"

@@ -16,7 +16,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // TestAssignReplaysALiveMetadataDocumentToTheSamePlacement: the

@@ -13,7 +13,7 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/internal/cutdial"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // devInstance is one instance; it can be killed, stopped and started again

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 const runUsage = `Usage: rackstream run --config FILE [--set key=value]...

@@ -7,7 +7,7 @@
 // Topology.
 //
 // processor.NewRuntime alone runs a topology with none of that; package
-// processor/service assembles it: service.New(service.Options{Config: cfg,
+// service assembles it: service.New(service.Options{Config: cfg,
 // Topology: topo}) and Run(ctx).
 //
 // This topology keeps, per user, the pages they viewed and how often: input
@@ -40,7 +40,7 @@ import (
 	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/service"
+	"github.com/rackstream/rackstream/service"
 )
 
 // Topology declares the processor group: views per page for each user.

@@ -73,9 +73,9 @@ import (
 	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/processor/builtin"
 	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/query/page"
+	"github.com/rackstream/rackstream/service/builtin"
 	"github.com/rackstream/rackstream/state"
 )
 
