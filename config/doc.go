@@ -42,7 +42,7 @@
 // compares it when Java is installed). Kafka's Java security settings
 // (sasl.jaas.config, parsed by [ParseJAAS]; ssl.truststore.* and
 // ssl.keystore.*; ssl.endpoint.identification.algorithm) are keys of the
-// table; internal/kclient reads the stores they name.
+// table; config/kclient reads the stores they name.
 //
 // # Errors
 //

@@ -276,7 +276,7 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 		}
 		return m
 	}
-	for _, keep := range []string{"go.mod", "go.sum", "cmd/rackstream/main.go", "config/config.go", "processor/runtime.go", "internal/kclient/kclient.go"} {
+	for _, keep := range []string{"go.mod", "go.sum", "cmd/rackstream/main.go", "config/config.go", "processor/runtime.go", "config/kclient/kclient.go"} {
 		if ignored(keep) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", keep)
 		}

@@ -69,8 +69,8 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/config/kclient"
 	"github.com/rackstream/rackstream/internal/buildinfo"
-	"github.com/rackstream/rackstream/internal/kclient"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/config/kclient"
 	"github.com/rackstream/rackstream/internal/buildinfo"
-	"github.com/rackstream/rackstream/internal/kclient"
 )
 
 // logStarting writes the instance's first line: which build this is, every

@@ -16,7 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/internal/kclient"
+	"github.com/rackstream/rackstream/config/kclient"
 	"github.com/rackstream/rackstream/partition"
 )
 

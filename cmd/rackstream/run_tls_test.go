@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/config/kclient"
 	"github.com/rackstream/rackstream/internal/cluster"
 	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/internal/kafkatest/certs"
-	"github.com/rackstream/rackstream/internal/kclient"
 )
 
 // TestRunOverSASLSSL runs the count processor over TLS with SCRAM-SHA-256:
