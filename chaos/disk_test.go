@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // TestStateLost is scenario 5: an instance's state directory deleted while

@@ -48,5 +48,5 @@
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops
-// and kills it. The harness is package internal/cluster.
+// and kills it. The harness is package harness/cluster.
 package chaos

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
 )

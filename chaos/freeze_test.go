@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // TestFrozenInstance is scenario 4's first half: an instance frozen

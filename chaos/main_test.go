@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // EnvMode selects the form of the suite: "short" or "long"; unset, the

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // TestStandbyRotation is scenario 6, after Kafka Streams' standby system

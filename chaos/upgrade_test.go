@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // TestRollingUpgrade is scenario 7: the group starts on an earlier build,

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // How many rebalances a placement may take to become whole once every

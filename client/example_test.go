@@ -14,7 +14,7 @@ import (
 
 	"github.com/rackstream/rackstream/client"
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/service"
 )
 

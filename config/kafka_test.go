@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestKafkaKeysAreKafkas regenerates kafka_keys.txt from the Kafka jars

@@ -27,7 +27,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/service"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // object is one Kubernetes object read from a manifest.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestClusterScriptStartsKillsAZoneAndStops drives deploy/local/cluster.sh

@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rackstream/rackstream/internal/cluster"
+	"github.com/rackstream/rackstream/harness/cluster"
 )
 
 // binary is the rackstream binary TestMain builds.

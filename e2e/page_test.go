@@ -23,8 +23,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/query/page"
 )
 

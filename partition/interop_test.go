@@ -14,7 +14,7 @@ import (
 	gokacodec "github.com/lovoo/goka/codec"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/codec"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 )
 

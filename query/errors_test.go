@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 func TestEveryErrorHasOneShape(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/internal/cutdial"
-	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/service"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 func TestForwardsBeyondTheLimitAre503(t *testing.T) {

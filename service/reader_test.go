@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"
 	"github.com/rackstream/rackstream/state"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/processor"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // syncBuffer is a log sink the instance's goroutines write while the test

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/internal/cutdial"
-	"github.com/rackstream/rackstream/internal/kafkatest"
 	"github.com/rackstream/rackstream/tags"
 )
 

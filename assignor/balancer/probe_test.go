@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/tags"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 var update = flag.Bool("update", false, "write the side-by-side figures to bench/kafkaref.md")

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestGokaAndRackstreamCountEveryKeyAlike runs both jobs over the same few

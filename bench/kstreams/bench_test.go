@@ -21,7 +21,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor/kafkaref"
 	"github.com/rackstream/rackstream/codec"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestDevRestartsAKilledInstanceAtOnce: a killed instance started again

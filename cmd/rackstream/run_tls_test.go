@@ -17,9 +17,9 @@ import (
 
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/config/kclient"
-	"github.com/rackstream/rackstream/internal/cluster"
-	"github.com/rackstream/rackstream/internal/kafkatest"
-	"github.com/rackstream/rackstream/internal/kafkatest/certs"
+	"github.com/rackstream/rackstream/harness/cluster"
+	"github.com/rackstream/rackstream/harness/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest/certs"
 )
 
 // TestRunOverSASLSSL runs the count processor over TLS with SCRAM-SHA-256:

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // tokenEndpoint is an OAuth token endpoint for tests: it answers the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestTLSFilesAreCheckedAtStartup pins New's errors for unusable TLS files:
@@ -47,7 +47,7 @@ func TestTLSFilesAreCheckedAtStartup(t *testing.T) {
 	}
 }
 
-// TestSASLOnTheSharedTestCluster logs in with SCRAM through internal/kafkatest:
+// TestSASLOnTheSharedTestCluster logs in with SCRAM through harness/kafkatest:
 // the real broker's SASL_PLAINTEXT SCRAM-SHA-512 listener (user created by
 // deploy/local/kafka.sh with Kafka's storage tool) when RACKSTREAM_TEST_BROKERS
 // is set, else kfake with SASL. Right credentials reach the cluster; a wrong

@@ -20,7 +20,7 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/rackstream/rackstream/config"
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // The Kafka Streams application's file that config's test loads too.

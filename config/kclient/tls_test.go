@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // The real broker's TLS listeners, as deploy/local/kafka.sh env exports

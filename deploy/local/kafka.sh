@@ -31,7 +31,7 @@ HOST=127.0.0.1
 PORT=${RACKSTREAM_KAFKA_PORT:-19092}
 CONTROLLER_PORT=${RACKSTREAM_KAFKA_CONTROLLER_PORT:-19093}
 SASL_PORT=${RACKSTREAM_KAFKA_SASL_PORT:-19094}
-# TLS listeners (certificates from internal/kafkatest/cmd/kafkacerts in
+# TLS listeners (certificates from harness/kafkatest/cmd/kafkacerts in
 # $RUN_DIR/tls): SSL (server authentication only), MTLS (SSL requiring a
 # client certificate), SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN) and
 # OAUTH (SASL_SSL with OAUTHBEARER, tokens checked against tls/jwks.json).
@@ -251,7 +251,7 @@ EOF
 start() {
 	local mode=${1:-fresh}
 	need_java
-	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with internal/kafkatest/cmd/kafkaping"
+	command -v go >/dev/null 2>&1 || unavailable "go not found: kafka.sh waits for the broker with harness/kafkatest/cmd/kafkaping"
 	fetch
 	if pid=$(pid_running); then
 		use_running_ports
@@ -276,9 +276,9 @@ start() {
 
 	# Build the readiness probe and the key generator while nothing else runs
 	# (cached after the first time), then make this life's keys.
-	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./internal/kafkatest/cmd/kafkaping &&
-		go build -o "$RUN_DIR/bin/kafkacerts" ./internal/kafkatest/cmd/kafkacerts) ||
-		die "cannot build internal/kafkatest/cmd/kafkaping and kafkacerts"
+	(cd "$ROOT" && go build -o "$RUN_DIR/bin/kafkaping" ./harness/kafkatest/cmd/kafkaping &&
+		go build -o "$RUN_DIR/bin/kafkacerts" ./harness/kafkatest/cmd/kafkacerts) ||
+		die "cannot build harness/kafkatest/cmd/kafkaping and kafkacerts"
 	"$RUN_DIR/bin/kafkacerts" -dir "$TLS_DIR" -hosts "$HOST,localhost" || die "cannot write the TLS material into $TLS_DIR"
 
 	jvm_args

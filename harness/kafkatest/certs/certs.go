@@ -1,5 +1,5 @@
 // Package certs writes the key material of the local test broker's TLS and
-// OAUTHBEARER listeners (see internal/kafkatest/cmd/kafkacerts, which
+// OAUTHBEARER listeners (see harness/kafkatest/cmd/kafkacerts, which
 // deploy/local/kafka.sh runs): a private certificate authority, the broker's
 // PEM key store, a client certificate for mutual TLS, and an RSA key with
 // its JWKS for signing and checking OAuth access tokens. Tests on kfake use

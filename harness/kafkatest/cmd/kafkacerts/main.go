@@ -9,7 +9,7 @@
 //	kafkacerts -dir /tmp/rackstream-kafka/tls -hosts 127.0.0.1,localhost
 //
 // The files (ca.pem, broker.pem, client.pem, client-key.pem, oauth-key.pem,
-// jwks.json) are described in package internal/kafkatest/certs, which
+// jwks.json) are described in package harness/kafkatest/certs, which
 // writes them.
 //
 // Go rather than keytool and openssl: nothing to install, and the same code
@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest/certs"
+	"github.com/rackstream/rackstream/harness/kafkatest/certs"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // Group is a set of `rackstream run` instances of one application, sharing
@@ -45,7 +45,7 @@ func NewGroup(t testing.TB, bin, dir string, base map[string]string) *Group {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("# Written by internal/cluster; each instance adds its own keys with --set.\n")
+	b.WriteString("# Written by harness/cluster; each instance adds its own keys with --set.\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, base[k])
 	}

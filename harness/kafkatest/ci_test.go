@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rackstream/rackstream/internal/kafkatest"
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestCIIsAnyNonEmptyValue: CI=1 is as much a CI run as CI=true (it used
