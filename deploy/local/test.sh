@@ -68,7 +68,7 @@ suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS
 # balancer (about 2 minutes on 2 cores; the whole tree takes 6). Only when
 # every package is tested. -race needs cgo, so a C compiler: outside CI a
 # machine without one skips this pass with a line saying so.
-read -r -a RACE_PKGS <<<"${RACE_PKGS:-./state/... ./internal/recarena/... ./processor/... ./table/... ./client/... ./assignor/balancer/...}"
+read -r -a RACE_PKGS <<<"${RACE_PKGS:-./state/... ./internal/recarena/... ./processor/... ./codec/... ./partition/... ./query/... ./service/... ./table/... ./client/... ./assignor/balancer/...}"
 if [[ ${PKGS[*]} == ./... ]]; then
 	if command -v "$("$GO" env CC)" >/dev/null 2>&1; then
 		suite "go test -race (kfake)" unset_broker_env "$GO" test -race -timeout "$TIMEOUT" "${FLAGS[@]}" "${RACE_PKGS[@]}"
