@@ -12,13 +12,20 @@ import (
 const runUsage = `Usage: rackstream run --config FILE [--set key=value]...
 
 Runs one instance of a processor group: a member of the consumer group
-application.id running the built-in processor processor.type (latest, count
-or sum) over processor.input.topic, with state in state.dir and the HTTP
-query API on http.listen. When http.listen is not loopback-only, run refuses
+application.id running the built-in processor processor.type over
+processor.input.topic, with state in state.dir and the HTTP query API on
+http.listen. When http.listen is not loopback-only, run refuses
 to start without http.auth.token, unless http.auth=none says to serve
 without authentication (logged as a warning). The configuration is read as 'rackstream validate'
 reads it (the file, then RACKSTREAM_* environment variables, then --set);
 any error is printed with its file and line and the exit code is 2.
+
+Topics: run creates the topics it owns, the store changelogs and the
+dead-letter topic, with the inputs' partition count. Like Kafka Streams, it
+does not create its input, output or table topics: other applications write
+or read them, and their partitions, retention and replication are theirs to
+choose. A missing one stops run with an error naming it; 'rackstream topics
+create --config FILE' creates them, co-partitioned with the input.
 
 Logs go to stderr (log.format text or json, log.level): one line at start-up
 with the instance id, tags, endpoint and group, and one per placement with
@@ -50,7 +57,7 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return code
 	}
 	if cfg.Processor.Type == "" {
-		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")
+		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (one of the built-in processors: see the configuration reference) and processor.input.topic")
 		return 2
 	}
 	if err := cfg.HTTP.CheckExposure(); err != nil {
