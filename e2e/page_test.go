@@ -388,7 +388,7 @@ func cliWhatIf(t *testing.T, doc []byte, lose string) (pageWhatIf, error) {
 
 func testDevPage(t *testing.T, b *browser) {
 	app := fmt.Sprintf("e2e-page-%d", time.Now().UnixNano())
-	args := []string{"dev", "--http-port", "0", "--rate", "20", "--app", app}
+	args := []string{"dev", "--http-port", "0", "--kafka-port", "0", "--rate", "20", "--app", app}
 	if brokers := os.Getenv(kafkatest.EnvBrokers); brokers != "" {
 		args = append(args, "--brokers", brokers)
 	}

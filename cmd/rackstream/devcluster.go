@@ -72,11 +72,12 @@ func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Wri
 	} else {
 		d.fake, err = kfake.NewCluster(
 			kfake.NumBrokers(1),
+			kfake.Ports(o.kafkaPort),
 			kfake.GroupMinSessionTimeout(500*time.Millisecond),
 			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0"}),
 		)
 		if err != nil {
-			return fail(fmt.Errorf("start kfake: %w", err))
+			return fail(fmt.Errorf("start the in-process Kafka on port %d: %w (pass --kafka-port 0 for a free port, or --brokers HOST:PORT to use a Kafka already listening)", o.kafkaPort, err))
 		}
 		d.brokers = d.fake.ListenAddrs()
 	}
