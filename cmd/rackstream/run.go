@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/service"
 )
 
@@ -92,7 +95,20 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		log.Error("exiting on error", "err", err)
+		if topicsMissing(err) {
+			log.Error("create the missing topics with 'rackstream topics create --config FILE' (the same configuration), then start again")
+		}
 		return 1
 	}
 	return 0
+}
+
+// topicsMissing reports whether err is the start-up check finding an
+// input or a table topic missing.
+func topicsMissing(err error) bool {
+	var pc *processor.PartitionCountError
+	if !errors.As(err, &pc) {
+		return false
+	}
+	return slices.ContainsFunc(slices.Concat(pc.Inputs, pc.Tables), func(c processor.TopicCount) bool { return c.Partitions < 0 })
 }

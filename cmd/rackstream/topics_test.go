@@ -152,3 +152,24 @@ func TestProduceToAMissingTopicSaysHowToCreateIt(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 }
+
+func TestRunWithAMissingInputSaysHowToCreateIt(t *testing.T) {
+	c := kafkatest.New(t)
+	file := writeValidateConfig(t,
+		"application.id="+c.Name("run-missing"),
+		"bootstrap.servers="+strings.Join(c.Brokers, ","),
+		"processor.type=count",
+		"processor.input.topic="+c.Name("run-missing-in"),
+		"http.listen=127.0.0.1:0",
+		"state.dir="+t.TempDir(),
+	)
+	var stderr bytes.Buffer
+	if code := runRun(t.Context(), []string{"--config", file}, nil, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"(missing)", "rackstream topics create --config FILE"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
