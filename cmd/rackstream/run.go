@@ -16,12 +16,14 @@ const runUsage = `Usage: rackstream run --config FILE [--set key=value]...
 
 Runs one instance of a processor group: a member of the consumer group
 application.id running the built-in processor processor.type over
-processor.input.topic, with state in state.dir and the HTTP query API on
-http.listen. When http.listen is not loopback-only, run refuses
-to start without http.auth.token, unless http.auth=none says to serve
-without authentication (logged as a warning). The configuration is read as 'rackstream validate'
-reads it (the file, then RACKSTREAM_* environment variables, then --set);
-any error is printed with its file and line and the exit code is 2.
+processor.input.topic, with state in state.dir (by default under the
+user's cache directory) and the HTTP query API on http.listen. When
+http.listen is not loopback-only, run refuses to start without
+http.auth.token, unless http.auth=none says to serve without
+authentication (logged as a warning). The configuration is read as
+'rackstream validate' reads it (the file, then RACKSTREAM_* environment
+variables, then --set); any error is printed with its file and line and
+the exit code is 2.
 
 Topics: run creates the topics it owns, the store changelogs and the
 dead-letter topic, with the inputs' partition count. Like Kafka Streams, it

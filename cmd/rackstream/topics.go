@@ -86,7 +86,7 @@ func runTopics(ctx context.Context, args, env []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", "", "seed brokers, comma-separated (instead of, or over, bootstrap.servers)")
 	var topics topicsFlag
-	fs.Var(&topics, "topic", "a further topic to create (repeatable)")
+	fs.Var(&topics, "topic", "a further `TOPIC` to create (repeatable)")
 	partitions := fs.Int("partitions", 0, "partitions of every topic (0: those of the existing processor.input.topic)")
 	rf := fs.Int("replication-factor", 0, "replication factor of the topics created (0: replication.factor; -1: the broker's default)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on the brokers after this time")
