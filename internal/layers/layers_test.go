@@ -89,9 +89,8 @@ func readTable(t *testing.T, path string) layerTable {
 				section = ""
 				continue
 			}
-			ms := backticked.FindAllStringSubmatch(line, -1)
-			for _, m := range ms[1:] {
-				lt.sameLayer[[2]string{ms[0][1], m[1]}] = true
+			if ms := backticked.FindAllStringSubmatch(line, -1); len(ms) == 2 {
+				lt.sameLayer[[2]string{ms[0][1], ms[1][1]}] = true
 			}
 		}
 	}
