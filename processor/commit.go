@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The commit path (design §7), at-least-once: each task in turn pauses
+// The commit path (docs/design.md §7), at-least-once: each task in turn pauses
 // between two records for its cut (its record cache written through, its
 // stores' write buffers frozen, the offsets after its last processed
 // records taken) and goes on; the commit waits until the producer has
