@@ -61,7 +61,7 @@ type cacheAskRequest struct {
 // them. (A commit that took the task's lock for each chunk itself got it
 // back after one record: the lock went to it, waiting, at every release,
 // so the task processed one record per chunk and in effect stood still for
-// the whole write-through, up to 200 ms at 1 s commits, bench/freshness.md.)
+// the whole write-through, up to 200 ms at 1 s commits, docs/lab/freshness.md.)
 func (t *task) writeAhead() bool {
 	r := t.cacheAsk.Load()
 	if r == nil {

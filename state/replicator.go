@@ -51,7 +51,7 @@ type replicator struct {
 	// sync.Pool: the collector emptied it every few cycles, and a tailing
 	// standby's flushes then grew a sorter's index and output batch anew
 	// (with the apply batches grown from nothing, 8% of an instance's CPU
-	// at 1 s commits: bench/freshness.md, "The standbys' tail").
+	// at 1 s commits: docs/lab/freshness.md, "The standbys' tail").
 	// At most GOMAXPROCS are out at once; one whose output batch outgrew
 	// keepSorterBytes (a restore's) is left to the collector once no
 	// restore runs (putSorter).

@@ -21,7 +21,7 @@ import (
 // more where the cores are shared and caches are cold (a standby's
 // memtable, touched only by its replicator). The memtable inserts were the
 // largest single cost of a cluster at half load on the count benchmark
-// (bench/freshness.md). A key written twice in a batch, common in a
+// (docs/lab/freshness.md). A key written twice in a batch, common in a
 // changelog that is not yet compacted, becomes one insert: a batch is
 // applied atomically, so only its last write of a key is ever visible.
 //
