@@ -391,7 +391,7 @@ type probe struct {
 // slowest describes the n probes whose answers took longest, slowest
 // first: when each was sent, its freshness, its acknowledgement and its
 // partition. Probes slow together at one moment on every partition point at
-// the cluster (the instances' commits aligned, say: docs/lab/freshness.md);
+// the cluster (the instances' commits aligned, say);
 // apart, at a task.
 func slowest(probes []*probe, n int) string {
 	sorted := slices.Clone(probes)
