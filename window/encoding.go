@@ -30,6 +30,9 @@ import (
 
 const timeLen = 8
 
+// maxTime is the largest encodable time.
+const maxTime int64 = math.MaxInt64
+
 // EncodeKey returns key escaped: the prefix of every window and session
 // key of key.
 func EncodeKey(key []byte) []byte { return appendKey(make([]byte, 0, len(key)+2), key) }
