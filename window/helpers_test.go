@@ -20,6 +20,7 @@ type out struct {
 	ts        int64
 	tombstone bool
 	final     bool
+	at        int64 // stream time when emitted
 }
 
 func (o out) String() string {
@@ -126,7 +127,7 @@ func (d *driver) run(rs ...rec) *driver {
 			if d.session {
 				ts = k.Window.End
 			}
-			d.outs = append(d.outs, out{key: string(k.Key), win: k.Window, val: k.Value, ts: ts, final: true})
+			d.outs = append(d.outs, out{key: string(k.Key), win: k.Window, val: k.Value, ts: ts, final: true, at: st})
 		}
 		d.last = f.Close
 	}

@@ -2,6 +2,7 @@ package window
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -87,6 +88,62 @@ func TestPropertyFinalsTileTheCloses(t *testing.T) {
 					if _, ok := emitted[s]; c.closed(s, st) && !ok {
 						t.Fatalf("%s: %d closed by %d but not emitted", c.name, s, st)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestPropertyEmitFinalOnceAfterClose: under EmitOnClose, for every window
+// type and any order of records (late ones included), each window of a key
+// is emitted at most once, only once it has closed, with the value the
+// store still holds for it (no record changes a closed window), and a last
+// record far ahead makes every stored window final.
+func TestPropertyEmitFinalOnceAfterClose(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 1500 {
+		size, grace := 1+r.Int64N(10), r.Int64N(6)
+		var in []rec
+		for range 1 + r.IntN(20) {
+			in = append(in, rec{[]string{"a", "b", "c"}[r.IntN(3)], r.Int64N(80)})
+		}
+		in = append(in, rec{"z", 1000})
+		adv := 1 + r.Int64N(size)
+		drivers := []struct {
+			d      *driver
+			closed func(Window, int64) bool
+		}{
+			{newTimeDriver(t, Hopping(size, adv).WithGrace(grace), EmitOnClose), Hopping(size, adv).WithGrace(grace).Closed},
+			{newSlidingDriver(t, Sliding(size).WithGrace(grace), EmitOnClose), Sliding(size).WithGrace(grace).Closed},
+			{newSessionDriver(t, Session(size).WithGrace(grace), EmitOnClose), Session(size).WithGrace(grace).Closed},
+		}
+		for _, c := range drivers {
+			c.d.run(in...)
+			seen := map[string]out{}
+			for _, o := range c.d.outs {
+				if !o.final {
+					t.Fatalf("an update was emitted under EmitOnClose: %v", o)
+				}
+				id := o.key + string(WindowKey(nil, o.win.Start)) + string(WindowKey(nil, o.win.End))
+				if _, dup := seen[id]; dup {
+					t.Fatalf("%v emitted twice", o)
+				}
+				seen[id] = o
+				if !c.closed(o.win, o.at) {
+					t.Fatalf("%v emitted at stream time %d, before it closed", o, o.at)
+				}
+			}
+			for _, s := range c.d.stored() {
+				if s.key == "z" {
+					continue
+				}
+				id := s.key + string(WindowKey(nil, s.win.Start)) + string(WindowKey(nil, s.win.End))
+				o, ok := seen[id]
+				if !ok {
+					t.Fatalf("stored window %v never emitted", s)
+				}
+				if !slices.Equal(o.val, s.val) {
+					t.Fatalf("final %v differs from the store's %v", o, s.val)
 				}
 			}
 		}
