@@ -60,6 +60,13 @@ func (s Segments) Expired(ids []int64, now int64) []int64 {
 // live are skipped, as in Kafka Streams.
 func (s Segments) Live(t, now int64) bool { return t > now-s.Retention }
 
+// LiveForFinals is Live for the time-ordered stores that final results are
+// read from: one ms longer, t >= now - Retention, as Kafka Streams, so that
+// with the smallest retention a window is still readable at the moment it
+// becomes final. The segment holding now - Retention is never expired, so
+// segments drop no window that is live by either rule.
+func (s Segments) LiveForFinals(t, now int64) bool { return t >= now-s.Retention }
+
 // ChangelogRetention is the retention.ms of a window or session store's
 // changelog topic (cleanup.policy=compact,delete): the store's retention
 // plus additional, the windowstore.changelog.additional.retention.ms

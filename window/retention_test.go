@@ -23,6 +23,8 @@ func TestSegments(t *testing.T) {
 		{"the segment holding now - retention stays", NewSegments(day).Expired([]int64{1, 2, 3}, 2*day+1), []int64{1}},
 		{"a window exactly a retention old is not visible", NewSegments(day).Live(day, 2*day), false},
 		{"a window one ms younger is", NewSegments(day).Live(day+1, 2*day), true},
+		{"a window exactly a retention old can still be emitted as final", NewSegments(day).LiveForFinals(day, 2*day), true},
+		{"one ms older it cannot", NewSegments(day).LiveForFinals(day-1, 2*day), false},
 		{"the changelog keeps the store's retention plus the margin", ChangelogRetention(day, day), 2 * day},
 	}
 	for _, tt := range tests {
@@ -50,7 +52,7 @@ func TestPropertySegmentsNeverDropVisibleWindows(t *testing.T) {
 		s := NewSegments(1 + r.Int64N(1_000_000))
 		now := r.Int64N(10_000_000)
 		ts := now - r.Int64N(2*s.Retention+2*s.Interval)
-		if s.Live(ts, now) && s.ID(ts) < s.MinLive(now) {
+		if s.LiveForFinals(ts, now) && s.ID(ts) < s.MinLive(now) {
 			t.Fatalf("%+v: live window at %d in expired segment %d at %d", s, ts, s.ID(ts), now)
 		}
 		if n := s.ID(now) - s.MinLive(now) + 1; n > s.Retention/s.Interval+2 {
