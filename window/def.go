@@ -10,10 +10,21 @@ import (
 // timestamps under their bounds no window arithmetic overflows.
 const MaxDuration int64 = 1 << 48
 
-// MaxTimestamp bounds the record timestamps the arithmetic accepts. Records
-// beyond it are outside any window; a real epoch-millisecond clock is far
-// below it.
+// MaxTimestamp bounds the record timestamps the arithmetic accepts; a real
+// epoch-millisecond clock is far below it.
 const MaxTimestamp int64 = 1 << 60
+
+// ErrTimestamp is the error of an aggregation given a record timestamp
+// outside [0, MaxTimestamp]. Kafka Streams drops records with a negative
+// timestamp before any processor sees them; the caller does the same.
+var ErrTimestamp = errors.New("record timestamp outside [0, MaxTimestamp]")
+
+func checkTimestamp(ts int64) error {
+	if ts < 0 || ts > MaxTimestamp {
+		return fmt.Errorf("timestamp %d: %w", ts, ErrTimestamp)
+	}
+	return nil
+}
 
 // minSegmentInterval is the smallest segment interval, as in Kafka Streams.
 const minSegmentInterval int64 = 60_000
@@ -59,13 +70,14 @@ func (w TimeWindows) WithGrace(grace int64) TimeWindows { w.Grace = grace; retur
 
 // Validate reports every fault of w at once, each a *FieldError.
 func (w TimeWindows) Validate() error {
-	var errs []error
-	errs = append(errs, checkPositive("size.ms", w.Size))
-	if w.Advance <= 0 || w.Advance > w.Size {
-		errs = append(errs, fieldErr("advance.ms", "must be > 0 and <= size.ms (%d), got %d", w.Size, w.Advance))
+	sizeErr := checkPositive("size.ms", w.Size)
+	var advErr error
+	// Advance is checked against a valid size only: a tumbling window's
+	// advance is its size, and one fault is reported once.
+	if sizeErr == nil && (w.Advance <= 0 || w.Advance > w.Size) {
+		advErr = fieldErr("advance.ms", "must be > 0 and <= size.ms (%d), got %d", w.Size, w.Advance)
 	}
-	errs = append(errs, checkNonNegative("grace.ms", w.Grace))
-	return errors.Join(errs...)
+	return errors.Join(sizeErr, advErr, checkNonNegative("grace.ms", w.Grace))
 }
 
 // MinRetention is the shortest retention w's store may have: Size + Grace,

@@ -51,7 +51,8 @@
 // (Result.Ops), in the order Kafka Streams forwards them. Sessions merged
 // by a record are deleted and, under EmitOnUpdate, retracted downstream with
 // a tombstone. The aggregate itself is the caller's: an Aggregator's Init,
-// Add and (sessions) Merge. MemWindows and MemSessions are in-memory stores
+// Add and (sessions) Merge. Record timestamps must lie in [0,
+// MaxTimestamp] (ErrTimestamp otherwise). MemWindows and MemSessions are in-memory stores
 // with the layouts below, for tests and test drivers.
 //
 // # Store layouts

@@ -27,6 +27,9 @@ type SessionAggregation[V any] struct {
 // lands on an existing single-point session [ts, ts] updates it in place,
 // without a tombstone, as in Kafka Streams.
 func (a SessionAggregation[V]) Process(r SessionReader[V], key []byte, ts, st int64) (Result[V], error) {
+	if err := checkTimestamp(ts); err != nil {
+		return Result[V]{}, err
+	}
 	gap := a.Windows.Gap
 	near, err := r.Sessions(key, ts-gap, ts+gap)
 	if err != nil {

@@ -35,6 +35,9 @@ type slideState[V any] struct {
 // The record is dropped when Windows.Late(ts, st); windows it falls in that
 // have closed are skipped one by one and listed in Late.
 func (a SlidingAggregation[V]) Process(r WindowReader[V], key []byte, ts, st int64) (Result[V], error) {
+	if err := checkTimestamp(ts); err != nil {
+		return Result[V]{}, err
+	}
 	d := a.Windows.TimeDifference
 	o := ops[V]{emit: a.Emit}
 	if a.Windows.Late(ts, st) {

@@ -18,6 +18,9 @@ type TimeAggregation[V any] struct {
 // that timestamp, with the previous aggregate (Init's for a new window) as
 // Old.
 func (a TimeAggregation[V]) Process(r WindowReader[V], key []byte, ts, st int64) (Result[V], error) {
+	if err := checkTimestamp(ts); err != nil {
+		return Result[V]{}, err
+	}
 	o := ops[V]{emit: a.Emit}
 	open, late := a.Windows.Place(ts, st)
 	o.res.Late = late

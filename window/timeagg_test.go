@@ -1,6 +1,7 @@
 package window
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -56,5 +57,20 @@ func TestTimeAggregation(t *testing.T) {
 				t.Fatalf("dropped %v, want %v", d.dropped, tt.dropped)
 			}
 		})
+	}
+}
+
+func TestAggregationsRefuseTimestampsOutOfRange(t *testing.T) {
+	var ws MemWindows[[]int64]
+	var ss MemSessions[[]int64]
+	for _, ts := range []int64{-1, MaxTimestamp + 1} {
+		_, e1 := TimeAggregation[[]int64]{Windows: Tumbling(10), Agg: collect(ts)}.Process(&ws, []byte("k"), ts, ts)
+		_, e2 := SlidingAggregation[[]int64]{Windows: Sliding(10), Agg: collect(ts)}.Process(&ws, []byte("k"), ts, ts)
+		_, e3 := SessionAggregation[[]int64]{Windows: Session(10), Agg: collect(ts)}.Process(&ss, []byte("k"), ts, ts)
+		for _, err := range []error{e1, e2, e3} {
+			if !errors.Is(err, ErrTimestamp) {
+				t.Fatalf("timestamp %d: error %v, want ErrTimestamp", ts, err)
+			}
+		}
 	}
 }
