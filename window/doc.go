@@ -23,7 +23,8 @@
 //
 // Windows align to the epoch in UTC and never start before 0: a daily
 // window is a UTC day and cannot be offset to a time zone, as in Kafka
-// Streams. Records with negative timestamps fall in no window.
+// Streams. A negative timestamp falls in no window; Kafka Streams drops
+// such records before any processor, and the aggregations refuse them.
 //
 // # Closing, lateness and final results
 //
