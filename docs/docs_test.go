@@ -86,8 +86,12 @@ var (
 )
 
 // prose returns md without its fenced code blocks and inline code, line
-// for line, so that links and headings are read from the prose alone.
-func prose(md string) string {
+// for line, so that links are read from the prose alone.
+func prose(md string) string { return unfenced(md, true) }
+
+// unfenced returns md without its fenced code blocks, line for line, and
+// without its inline code too when dropInline is set.
+func unfenced(md string, dropInline bool) string {
 	var out []string
 	in := false
 	for _, line := range strings.Split(md, "\n") {
@@ -96,8 +100,11 @@ func prose(md string) string {
 			out = append(out, "")
 			continue
 		}
-		if in {
-			out = append(out, "")
+		if in || !dropInline {
+			if in {
+				line = ""
+			}
+			out = append(out, line)
 			continue
 		}
 		out = append(out, inlineCode.ReplaceAllStringFunc(line, func(s string) string {
@@ -126,8 +133,8 @@ func links(md string) []string {
 func anchors(md string) map[string]bool {
 	seen := map[string]int{}
 	out := map[string]bool{}
-	for _, m := range heading.FindAllStringSubmatch(prose(md), -1) {
-		text := strings.ToLower(m[2])
+	for _, m := range heading.FindAllStringSubmatch(unfenced(md, false), -1) {
+		text := strings.ToLower(strings.ReplaceAll(m[2], "`", ""))
 		var b strings.Builder
 		for _, r := range text {
 			switch {
