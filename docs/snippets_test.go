@@ -18,7 +18,9 @@ import (
 
 // The functions of this file are the Go snippets of the pages under docs/:
 // each page's fenced Go block is the body of one of them
-// (TestGoSnippetsAreCompiledCode), so every snippet compiles.
+// (TestGoSnippetsAreCompiledCode), so every snippet compiles. The examples
+// in snippets_example_test.go run those that need no cluster of
+// instances: in memory, or on an in-process Kafka.
 
 type (
 	Order struct {
@@ -38,8 +40,8 @@ type (
 	}
 )
 
-func runAsService(ctx context.Context, topo *processor.Topology, logger *slog.Logger) error {
-	cfg, err := config.Load(config.Sources{File: "rackstream.properties", Env: os.Environ()})
+func runAsService(ctx context.Context, file string, topo *processor.Topology, logger *slog.Logger) error {
+	cfg, err := config.Load(config.Sources{File: file, Env: os.Environ()}) // file: "rackstream.properties"
 	if err != nil {
 		return err
 	}
