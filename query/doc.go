@@ -34,7 +34,7 @@
 //
 // # Isolation
 //
-// A read's isolation says what it may see of a task's writes (design §7):
+// A read's isolation says what it may see of a task's writes (docs/design.md §7):
 // latest, its latest processed state (the default under at-least-once),
 // or committed, what its last commit wrote (the default under exactly-once,
 // which refuses latest with 400: the latest writes belong to an open
@@ -121,7 +121,7 @@
 // # The read path
 //
 // A task's writes reach its store's LevelDB at each commit (package state,
-// design §7), or, on a standby, as it applies the changelog; the
+// docs/design.md §7), or, on a standby, as it applies the changelog; the
 // checkpoint written with them is the position. A lookup maps its key to
 // a task with the partitioner, picks the replica that may answer from the
 // placement, and reads it here or on the one peer it forwards to: the

@@ -57,7 +57,7 @@ func (e *forwardError) Error() string {
 func (e *forwardError) Unwrap() error { return e.err }
 
 // words says what went wrong for a client: never a URL or a raw error,
-// which go to the log only (design §10).
+// which go to the log only (docs/design.md §10).
 func (e *forwardError) words() string {
 	switch e.kind {
 	case forwardBusy:

@@ -259,7 +259,7 @@ func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 // isolation resolves a read's isolation parameter ("" when absent): the
 // default is latest under at-least-once and committed under exactly-once,
 // where latest is refused (400) because the latest writes belong to an
-// open transaction that may still abort (design §7).
+// open transaction that may still abort (docs/design.md §7).
 //
 // A forwarded read carries the isolation parameter only when the client
 // gave one: the peer resolves the same default (the guarantee is the
