@@ -1,0 +1,164 @@
+package processor_test
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rackstream/rackstream/codec"
+	"github.com/rackstream/rackstream/processor"
+	"github.com/rackstream/rackstream/table"
+)
+
+const module = "github.com/rackstream/rackstream/"
+
+// stateValues are the types of package state a library user may hold:
+// plain settings, with no handle on a store.
+var stateValues = []string{"LevelDBOptions", "Compression"}
+
+// TestNoExportedPathReachesTheStateEngine walks every exported field,
+// method result and method parameter reachable from the user-facing types
+// of processor and table, and fails on any type of package state other
+// than plain settings: a *state.DB, *state.Task or *state.Manager in a
+// user's hands could write a store without its changelog, or race its task.
+func TestNoExportedPathReachesTheStateEngine(t *testing.T) {
+	roots := []any{
+		(*processor.Runtime)(nil), processor.Replica{}, (*processor.StoreView)(nil), (*processor.FreshView)(nil),
+		(*processor.Topology)(nil), (*processor.Context)(nil), (*processor.TestDriver)(nil),
+		processor.Options{}, processor.TestDriverOptions{},
+		(*processor.Store[string, string])(nil), (*processor.Table[string, string])(nil),
+		(*processor.GlobalTable[string, string])(nil), (*processor.Input[string, string])(nil),
+		(*processor.Output[string, string])(nil), processor.Handler[string, string](nil),
+		processor.StoreOption(nil), processor.GlobalTableOption(nil),
+		(*table.Mirror)(nil), table.Typed[string, string]{}, (*table.Opt)(nil),
+	}
+	seen := map[reflect.Type]string{}
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		if _, ok := seen[typ]; ok {
+			return
+		}
+		seen[typ] = path
+		named := typ
+		for named.Kind() == reflect.Pointer {
+			named = named.Elem()
+		}
+		if named.PkgPath() == module+"state" && !slices.Contains(stateValues, named.Name()) {
+			t.Errorf("%s reaches %s", path, typ)
+			return
+		}
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			walk(typ.Elem(), path)
+		case reflect.Map:
+			walk(typ.Key(), path)
+			walk(typ.Elem(), path)
+		case reflect.Func:
+			for i := range typ.NumIn() {
+				walk(typ.In(i), path)
+			}
+			for i := range typ.NumOut() {
+				walk(typ.Out(i), path)
+			}
+		case reflect.Struct:
+			// Fields of other modules' structs (a kgo.Record) cannot hold
+			// one of ours.
+			if !strings.HasPrefix(typ.PkgPath(), module) {
+				return
+			}
+			for f := range typ.Fields() {
+				if f.IsExported() {
+					walk(f.Type, path+"."+f.Name)
+				}
+			}
+		}
+		if typ.PkgPath() != "" && !strings.HasPrefix(typ.PkgPath(), module) {
+			return
+		}
+		for m := range typ.Methods() {
+			if m.IsExported() {
+				walk(m.Type, path+"."+m.Name+"()")
+			}
+		}
+		if typ.Kind() != reflect.Pointer && typ.Kind() != reflect.Interface && typ.Name() != "" {
+			walk(reflect.PointerTo(typ), path)
+		}
+	}
+	for _, r := range roots {
+		typ := reflect.TypeOf(r)
+		walk(typ, typ.String())
+	}
+	if _, ok := seen[reflect.TypeFor[*processor.StoreView]()]; !ok {
+		t.Fatal("the walk never reached *processor.StoreView: it follows too little")
+	}
+}
+
+// TestReadViewsHaveNoWriteMethod: what Runtime.Replica hands out reads and
+// nothing else. A method added to a view must be added here, after
+// checking that it cannot write.
+func TestReadViewsHaveNoWriteMethod(t *testing.T) {
+	reads := []string{"Checkpoint", "Err", "Get", "Lag", "Name", "Scan", "Task"}
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[*processor.StoreView](),
+		reflect.TypeFor[*processor.FreshView](),
+		reflect.TypeFor[processor.Replica](),
+		reflect.TypeFor[*table.Mirror](),
+	} {
+		allowed := reads
+		switch typ {
+		case reflect.TypeFor[processor.Replica]():
+			allowed = []string{"Fresh", "Store", "Stores"}
+		case reflect.TypeFor[*table.Mirror]():
+			allowed = append(slices.Clone(reads), "Close", "Lags", "Partition", "Partitions", "Positions", "Topic", "WaitCaughtUp")
+		}
+		for m := range typ.Methods() {
+			if !slices.Contains(allowed, m.Name) {
+				t.Errorf("%s has method %s, which is not a read", typ, m.Name)
+			}
+		}
+	}
+}
+
+// TestAStoreWritesOnlyThroughItsTask: a store's Put and Delete, and an
+// output's Emit, take the Context of a running handler call, and refuse a
+// zero Context or one kept after its call returned.
+func TestAStoreWritesOnlyThroughItsTask(t *testing.T) {
+	topo := processor.New("surface")
+	counts := processor.NewStore(topo, "counts", codec.String(), codec.Int64())
+	out := processor.NewOutput(topo, "out", codec.String(), codec.Int64())
+	var kept *processor.Context
+	in := processor.NewInput(topo, "in", codec.String(), codec.String(),
+		func(ctx *processor.Context, key, _ string) error {
+			kept = ctx
+			return counts.Put(ctx, key, 1)
+		})
+	d, err := processor.NewTestDriver(topo, processor.TestDriverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := processor.Pipe(d, in, "a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	for name, ctx := range map[string]*processor.Context{"a zero Context": {}, "a Context kept after its call": kept} {
+		if err := counts.Put(ctx, "b", 2); err == nil {
+			t.Errorf("Put with %s succeeded", name)
+		}
+		if err := counts.Delete(ctx, "a"); err == nil {
+			t.Errorf("Delete with %s succeeded", name)
+		}
+		if err := out.Emit(ctx, "a", 1); err == nil {
+			t.Errorf("Emit with %s succeeded", name)
+		}
+		if _, _, err := counts.Get(ctx, "a"); err == nil {
+			t.Errorf("Get with %s succeeded", name)
+		}
+	}
+	got, err := processor.StoreValues(d, counts)
+	if err != nil || len(got) != 1 || got["a"] != 1 {
+		t.Errorf("store after the refused writes: %v %v; want only a=1", got, err)
+	}
+	if recs := d.Emitted("out"); len(recs) != 0 {
+		t.Errorf("output after the refused emits: %d records", len(recs))
+	}
+}
