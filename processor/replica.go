@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/rackstream/rackstream/state"
+	"github.com/rackstream/rackstream/table"
 )
 
 // Role is what this instance does for a task it holds a replica of. Its
@@ -126,6 +127,8 @@ func (rep Replica) Fresh(store string) *FreshView {
 // task's last commit wrote, or, on a standby, what it has applied of the
 // changelog. It is what isolation=committed reads, and every read under
 // exactly-once. It is safe for concurrent use and never blocks the task.
+// Once the replica's stores close (its task moved away), reads fail: ask
+// Runtime.Replica again.
 //
 // It has no write method: a store changes only through its task.
 type StoreView struct {
@@ -175,7 +178,7 @@ func (v *StoreView) Scan(start, end []byte, fn func(key, value []byte) bool) err
 // here may not be durable yet: after a crash, the writes since the last
 // commit are gone until their records are processed again. Take the
 // position a query reports from StoreView.Checkpoint before the read: the
-// value is at least that new.
+// value is at least that new. Once the replica's stores close, reads fail.
 //
 // It has no write method: a store changes only through its task.
 type FreshView struct {
@@ -213,3 +216,41 @@ func (v *FreshView) Scan(start, end []byte, fn func(key, value []byte) bool) err
 	}
 	return v.db.Latest().ScanOver(start, end, over, fn)
 }
+
+// GlobalView reads this instance's copy of a global table: every partition
+// of its topic, as the runtime's handlers see it. It is safe for concurrent
+// use. It has no method that writes or closes the table: the runtime owns
+// it, and only the table's topic changes it.
+type GlobalView struct {
+	m *table.Mirror
+}
+
+// Topic returns the table's topic.
+func (v *GlobalView) Topic() string { return v.m.Topic() }
+
+// Get returns key's value as of the last applied offset of its partition;
+// found is false for a key absent or deleted.
+func (v *GlobalView) Get(key []byte) (value []byte, found bool, err error) { return v.m.Get(key) }
+
+// Scan calls fn for each key in [start, end) in key order across all
+// partitions (nil bounds are open) until fn returns false. Each partition
+// is read from a snapshot of its own. The slices are valid only during the
+// call.
+func (v *GlobalView) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	return v.m.Scan(start, end, fn)
+}
+
+// Lag returns the offsets the table is behind the end offsets last seen,
+// summed over partitions, or -1 while some partition's end is not known.
+func (v *GlobalView) Lag() int64 { return v.m.Lag() }
+
+// Lags returns each partition's lag, by partition (-1: not known yet).
+func (v *GlobalView) Lags() []int64 { return v.m.Lags() }
+
+// Positions returns each partition's checkpoint, by partition: the next
+// offset it will apply. A reader takes them before the data.
+func (v *GlobalView) Positions() []int64 { return v.m.Positions() }
+
+// Err returns why a partition stopped following the topic, nil while every
+// partition follows it. Reads still answer from what was applied.
+func (v *GlobalView) Err() error { return v.m.Err() }

@@ -25,6 +25,7 @@ var stateValues = []string{"LevelDBOptions", "Compression"}
 func TestNoExportedPathReachesTheStateEngine(t *testing.T) {
 	roots := []any{
 		(*processor.Runtime)(nil), processor.Replica{}, (*processor.StoreView)(nil), (*processor.FreshView)(nil),
+		(*processor.GlobalView)(nil),
 		(*processor.Topology)(nil), (*processor.Context)(nil), (*processor.TestDriver)(nil),
 		processor.Options{}, processor.TestDriverOptions{},
 		(*processor.Store[string, string])(nil), (*processor.Table[string, string])(nil),
@@ -94,21 +95,25 @@ func TestNoExportedPathReachesTheStateEngine(t *testing.T) {
 	}
 }
 
-// TestReadViewsHaveNoWriteMethod: what Runtime.Replica hands out reads and
-// nothing else. A method added to a view must be added here, after
-// checking that it cannot write.
+// TestReadViewsHaveNoWriteMethod: what Runtime.Replica and
+// Runtime.GlobalTable hand out reads and nothing else, and a Mirror a user
+// opens writes nothing either. A method added to a view must be added
+// here, after checking that it cannot write.
 func TestReadViewsHaveNoWriteMethod(t *testing.T) {
 	reads := []string{"Checkpoint", "Err", "Get", "Lag", "Name", "Scan", "Task"}
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[*processor.StoreView](),
 		reflect.TypeFor[*processor.FreshView](),
 		reflect.TypeFor[processor.Replica](),
+		reflect.TypeFor[*processor.GlobalView](),
 		reflect.TypeFor[*table.Mirror](),
 	} {
 		allowed := reads
 		switch typ {
 		case reflect.TypeFor[processor.Replica]():
 			allowed = []string{"Fresh", "Store", "Stores"}
+		case reflect.TypeFor[*processor.GlobalView]():
+			allowed = append(slices.Clone(reads), "Lags", "Positions", "Topic")
 		case reflect.TypeFor[*table.Mirror]():
 			allowed = append(slices.Clone(reads), "Close", "Lags", "Partition", "Partitions", "Positions", "Topic", "WaitCaughtUp")
 		}
