@@ -517,9 +517,10 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // EnsureChangelogs creates the missing changelog topics of specs with
-// partitions partitions, cleanup.policy=compact and replicationFactor (-1:
-// the broker's default), and validates the existing ones: every mismatch is
-// returned as a *ChangelogError, joined.
+// partitions partitions, cleanup.policy=compact, replicationFactor (-1: the
+// broker's default) and min.insync.replicas one less where that is at
+// least 1, and validates the existing ones: every mismatch is returned as a
+// *ChangelogError, joined.
 func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replicationFactor int16, specs []StoreSpec) error {
 	if err := m.rep.start(); err != nil {
 		return err
