@@ -102,7 +102,7 @@ func New(opts Options) (*Server, error) {
 	slices.Sort(names)
 	s.storeNames = strings.Join(names, ", ")
 	if opts.AuthToken != "" {
-		s.token = []byte("Bearer " + opts.AuthToken)
+		s.token = []byte(opts.AuthToken)
 		s.tokenSum = sha256.Sum256(s.token)
 		s.hopKey = hopKey(opts.AuthToken)
 	}
@@ -209,15 +209,19 @@ func (s *Server) authenticate(w *statusWriter, r *http.Request) (peer, ok bool) 
 	return false, false
 }
 
-// authorized compares the token in constant time. It compares digests:
+// authorized reports whether r carries the token in the Bearer scheme,
+// whose name is case-insensitive as every HTTP authentication scheme's
+// (RFC 9110 §11.1). It compares digests in constant time:
 // subtle.ConstantTimeCompare returns at once on a length mismatch, which
 // would reveal the token's length.
 func (s *Server) authorized(r *http.Request) bool {
 	if s.token == nil {
 		return true
 	}
-	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	ok := strings.EqualFold(scheme, "Bearer")
+	got := sha256.Sum256([]byte(strings.TrimLeft(token, " ")))
+	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1 && ok
 }
 
 func (s *Server) readyz(w *statusWriter) {
