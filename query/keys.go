@@ -95,10 +95,10 @@ func candidates(p *balancer.Placement, self int, task int32, standbys bool) []ca
 	return out
 }
 
-// key answers GET /v1/stores/{store}/keys/{key}; peer is set for an
-// authenticated hop, which is answered from the local replica only. A
-// global store's key is read locally, whoever asks.
-func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
+// key answers GET /v1/stores/{store}/keys/{key}. A request that arrived as
+// a hop is answered from the local replica only. A global store's key is
+// read locally, whoever asks.
+func (s *Server) key(w *statusWriter, r *http.Request, o origin) {
 	name, escapedKey, err := parseStorePath(w.path)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
@@ -133,7 +133,7 @@ func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
 	task := s.opts.Partitioner.Partition(req.key, int32(len(p.Tasks)))
 	self := p.MemberIndex(s.rt.Self())
 
-	if peer {
+	if o.hop {
 		// One hop only: answer from the local replica or refuse.
 		if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
 			s.failure(w, *f)

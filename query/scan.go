@@ -49,10 +49,10 @@ const forwardedMaxKey = 1 << 20
 // active (or, with max_lag, a standby, a local one first); the instances'
 // pages are merged. A key lives in one task, and a page continues strictly
 // after the previous page's last key, so every key is returned once across
-// pages. peer is set for an authenticated hop, which is answered from local
-// replicas only and may carry keys as long as stored ones. A global store
-// is scanned locally, whoever asks.
-func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
+// pages. A request that arrived as a hop is answered from local replicas
+// only; an authenticated one may carry keys as long as stored ones. A
+// global store is scanned locally, whoever asks.
+func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 	name, _, err := parseStorePath(w.path)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
@@ -63,7 +63,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 		return
 	}
 	maxKey := s.opts.MaxKeyBytes
-	if peer {
+	if o.peer {
 		maxKey = forwardedMaxKey
 	}
 	req, err := parseScanRequest(name, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
@@ -99,7 +99,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 		return
 	}
 
-	if peer {
+	if o.hop {
 		items, more, fails := s.scanLocal(st, &req, tasks)
 		if len(fails) > 0 {
 			code, msg := fails.answer()
