@@ -48,6 +48,7 @@ type Server struct {
 	peers      *http.Client
 	scheme     string
 	forwards   chan struct{} // a slot per forward in flight
+	scans      chan struct{} // a slot per forwarded scan in flight, which also holds one of forwards
 	retryAfter string
 	token      []byte
 	tokenSum   [sha256.Size]byte
@@ -86,6 +87,7 @@ func New(opts Options) (*Server, error) {
 		log:        opts.Logger,
 		scheme:     "http",
 		forwards:   make(chan struct{}, opts.MaxForwards),
+		scans:      make(chan struct{}, max(1, opts.MaxForwards/2)),
 		retryAfter: strconv.Itoa(max(1, int((opts.RetryAfter+time.Second-1)/time.Second))),
 	}
 	names := make([]string, 0, len(opts.Stores))
