@@ -107,7 +107,10 @@
 // A scan asks each instance once for all the tasks it answers for (a
 // bitmap of task ids when they are many), merges their pages in key order
 // and continues strictly after the page's last key, so that every key is
-// returned exactly once across pages.
+// returned exactly once across pages. That key travels to peers in a
+// cursor, never in from: a stored key may be longer than a request's
+// bounds may be (MaxKeyBytes). A scan a peer refuses as it is (400), or
+// one too long to forward, is a 400: it can never succeed.
 //
 // /v1/metadata is assignor.Metadata, the document's one definition: the
 // placement of the current generation, the same on every instance, and a
