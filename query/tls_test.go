@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rackstream/rackstream/internal/boundedread/boundedreadtest"
+	"github.com/rackstream/rackstream/harness/badfiles"
 )
 
 // testCA is a certificate authority made in the test.
@@ -207,7 +207,7 @@ func TestLoadTLSReadsEachFileWithABound(t *testing.T) {
 		{"http.tls.ca", func(f *TLSFiles, p string) { f.CA = p }},
 		{"http.tls.client.ca", func(f *TLSFiles, p string) { f.ClientCA = p }},
 	} {
-		for _, bad := range boundedreadtest.CredentialFiles(t) {
+		for _, bad := range badfiles.CredentialFiles(t) {
 			files := valid()
 			f.set(&files, bad.Path)
 			bad.Check(t, f.key, func() error {

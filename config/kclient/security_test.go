@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/rackstream/rackstream/harness/badfiles"
 	"github.com/rackstream/rackstream/harness/kafkatest"
-	"github.com/rackstream/rackstream/internal/boundedread/boundedreadtest"
 )
 
 // TestTLSFilesAreCheckedAtStartup pins New's errors for unusable TLS files:
@@ -76,7 +76,7 @@ func TestSecurityFilesAreReadWithABound(t *testing.T) {
 			return []string{"ssl.ca.location=" + ca.caFile, "ssl.keystore.type=PEM", "ssl.keystore.location=" + p}
 		}},
 	} {
-		for _, bad := range boundedreadtest.CredentialFiles(t) {
+		for _, bad := range badfiles.CredentialFiles(t) {
 			cfg := load(t, []string{"127.0.0.1:1"}, append([]string{"security.protocol=SSL"}, f.sets(bad.Path)...)...)
 			bad.Check(t, f.key, func() error {
 				_, err := New(cfg, nil)

@@ -1,6 +1,7 @@
-// Package boundedreadtest makes the files a bounded reader must refuse, for
-// the tests of every package that reads a file a configuration names.
-package boundedreadtest
+// Package badfiles makes the files internal/boundedread must refuse (a FIFO,
+// a device, a file over the limit), for the tests of every package that
+// reads a file a configuration names.
+package badfiles
 
 import (
 	"os"
