@@ -9,7 +9,6 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
@@ -32,6 +31,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -133,23 +133,12 @@ public final class Main {
                     rec.put("timestamp", o.timestamp());
                 }
                 final ArrayNode store = node.putArray("store");
-                final List<Windowed<String>> windows = new ArrayList<>();
-                final List<Long> values = new ArrayList<>();
-                readStore(driver, s, keys, windows, values);
-                final Integer[] order = new Integer[windows.size()];
-                for (int i = 0; i < order.length; i++) {
-                    order[i] = i;
-                }
-                java.util.Arrays.sort(order, Comparator
-                    .<Integer, String>comparing(i -> windows.get(i).key())
-                    .thenComparingLong(i -> windows.get(i).window().start())
-                    .thenComparingLong(i -> windows.get(i).window().end()));
-                for (final int i : order) {
-                    final ObjectNode w = store.addObject();
-                    w.put("key", windows.get(i).key());
-                    w.put("start", windows.get(i).window().start());
-                    w.put("end", windows.get(i).window().end());
-                    w.put("value", values.get(i));
+                for (final Stored w : readStore(driver, s, keys)) {
+                    final ObjectNode rec = store.addObject();
+                    rec.put("key", w.key());
+                    rec.put("start", w.start());
+                    rec.put("end", w.end());
+                    rec.put("value", w.value());
                 }
                 node.put("dropped_records", droppedRecords(driver.metrics()));
             }
@@ -157,33 +146,38 @@ public final class Main {
         return partitions;
     }
 
-    /** Reads every window (or session) of the store that the store still returns. */
-    private static void readStore(final TopologyTestDriver driver,
-                                  final Scenario s,
-                                  final TreeSet<String> keys,
-                                  final List<Windowed<String>> windows,
-                                  final List<Long> values) {
+    /** One window of the store. */
+    record Stored(String key, long start, long end, long value) {}
+
+    /**
+     * Reads every window (or session) the store still returns, sorted by key
+     * (as UTF-8 bytes), start and end.
+     */
+    private static List<Stored> readStore(final TopologyTestDriver driver, final Scenario s, final TreeSet<String> keys) {
+        final List<Stored> out = new ArrayList<>();
         if (s.type.equals("session")) {
             final SessionStore<String, Long> store = driver.getSessionStore(Aggregation.STORE);
             for (final String key : keys) {
                 try (KeyValueIterator<Windowed<String>, Long> it = store.fetch(key)) {
-                    while (it.hasNext()) {
-                        final KeyValue<Windowed<String>, Long> kv = it.next();
-                        windows.add(kv.key);
-                        values.add(kv.value);
-                    }
+                    it.forEachRemaining(kv -> out.add(stored(kv.key, kv.value)));
                 }
             }
-            return;
-        }
-        final WindowStore<String, ValueAndTimestamp<Long>> store = driver.getTimestampedWindowStore(Aggregation.STORE);
-        try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> it = store.fetchAll(0L, Long.MAX_VALUE)) {
-            while (it.hasNext()) {
-                final KeyValue<Windowed<String>, ValueAndTimestamp<Long>> kv = it.next();
-                windows.add(kv.key);
-                values.add(kv.value.value());
+        } else {
+            final WindowStore<String, ValueAndTimestamp<Long>> store =
+                driver.getTimestampedWindowStore(Aggregation.STORE);
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> it = store.fetchAll(0L, Long.MAX_VALUE)) {
+                it.forEachRemaining(kv -> out.add(stored(kv.key, kv.value.value())));
             }
         }
+        out.sort(Comparator
+            .<Stored, byte[]>comparing(w -> w.key().getBytes(StandardCharsets.UTF_8), Arrays::compareUnsigned)
+            .thenComparingLong(Stored::start)
+            .thenComparingLong(Stored::end));
+        return out;
+    }
+
+    private static Stored stored(final Windowed<String> w, final long value) {
+        return new Stored(w.key(), w.window().start(), w.window().end(), value);
     }
 
     /** The task's dropped-records-total: records skipped for a null key or a closed window. */
