@@ -207,9 +207,9 @@ func TestReferenceIsKafkaStreams(t *testing.T) {
 			want:    []Output{out("a", 0, 10, 1, 3), out("a", 4, 14, 1, 5), out("a", 0, 10, 2, 5)},
 		},
 		{
-			name:   "sliding: a record is dropped when its left window ends before stream time minus grace; at the edge it updates only the open windows",
+			name:   "sliding: a record is dropped when the last window that could hold it, ending at t+d, ends before stream time minus grace; at the edge it updates only the open windows",
 			window: sliding, aggregation: Count, emit: Update,
-			// a@25: left window [15,25] is closed at stream time 40. a@30:
+			// a@25: every window holding it ends by 35, before 40. a@30:
 			// [30,40] is open (end = close time), the new windows [21,31] and
 			// [20,30] are closed (two drops), its right window [31,41] opens.
 			records: []Record{in("a", 20), in("a", 40), in("a", 25), in("a", 30)},
@@ -262,9 +262,13 @@ func TestReferenceIsKafkaStreams(t *testing.T) {
 		{
 			name:   "session, emit final: closed sessions by end, start, then key; a later record can merge a session already emitted, which is emitted again",
 			window: session, aggregation: Sum, emit: Final,
-			records: []Record{inv("b", 1, 1), inv("c", 2, 1), inv("a", 2, 1), inv("d", 1, 1), inv("d", 10, 2), inv("d", 5, 4), inv("z", 100, 1)},
+			records: []Record{
+				inv("b", 1, 1), inv("c", 2, 1), inv("a", 2, 1), inv("e", 0, 1), inv("e", 2, 1),
+				inv("d", 1, 1), inv("d", 10, 2), inv("d", 5, 4), inv("z", 100, 1),
+			},
 			want: []Output{
-				out("b", 1, 1, 1, 1), out("d", 1, 1, 1, 1), out("a", 2, 2, 1, 2), out("c", 2, 2, 1, 2), // at d@10
+				out("b", 1, 1, 1, 1), out("d", 1, 1, 1, 1), // at d@10
+				out("e", 0, 2, 2, 2), out("a", 2, 2, 1, 2), out("c", 2, 2, 1, 2),
 				out("d", 1, 10, 7, 10), // at z@100: d's [1,1] merged into [1,10]
 			},
 		},
