@@ -24,10 +24,10 @@ const (
 // timestamps move forward with out-of-order ones within grace, late ones past
 // grace, repeated timestamps, and records that bridge two sessions.
 //
-// Each partition's input ends with a closing record: a key of its own, far
-// enough in the future to close every window of the partition, so emit-final
-// emits every window of the real keys while the closing key's own windows
-// stay open. The store's retention keeps every window to the end, so the
+// Each partition's input ends with a closing record: a key of its own
+// (starting with [ClosingKeyPrefix]), far enough in the future to close
+// every window of the partition, so emit-final emits every window of the
+// real keys while the closing key's own windows stay open. The store's retention keeps every window to the end, so the
 // final store holds every window the input made.
 func GenerateScenarios(seed uint64, n int) []Scenario {
 	rng := rand.New(rand.NewPCG(seed, 0x6b73747265616d73)) // "kstreams"
@@ -132,11 +132,15 @@ func generateScenario(rng *rand.Rand, i int) Scenario {
 	return s
 }
 
+// ClosingKeyPrefix starts the keys of the closing records, and no other
+// key of a generated scenario.
+const ClosingKeyPrefix = "close-"
+
 // closingKey returns the first key "close-p<p>-<n>" that place puts in
 // partition p.
 func closingKey(place func(string) int32, p int32) string {
 	for n := 0; ; n++ {
-		key := fmt.Sprintf("close-p%d-%d", p, n)
+		key := fmt.Sprintf("%sp%d-%d", ClosingKeyPrefix, p, n)
 		if place(key) == p {
 			return key
 		}

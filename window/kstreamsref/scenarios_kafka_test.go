@@ -47,7 +47,7 @@ func TestKafkasResultsOnTheScenarioList(t *testing.T) {
 			dropped[s.Window.Type] += pr.DroppedRecords
 			store := map[windowKey]int64{}
 			for _, w := range pr.Store {
-				if !strings.HasPrefix(w.Key, "close-") {
+				if !strings.HasPrefix(w.Key, ClosingKeyPrefix) {
 					store[windowKey{w.Key, w.Start, w.End}] = w.Value
 				}
 			}
@@ -58,7 +58,7 @@ func TestKafkasResultsOnTheScenarioList(t *testing.T) {
 				}
 				k := windowKey{o.Key, o.Start, o.End}
 				switch {
-				case strings.HasPrefix(o.Key, "close-"):
+				case strings.HasPrefix(o.Key, ClosingKeyPrefix):
 					if s.Emit == Final {
 						t.Errorf("%s p%d: %v: the closing key's window was emitted final", s.Name, pr.Partition, o)
 					}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rackstream/rackstream/partition"
@@ -61,10 +62,13 @@ func TestGeneratedScenariosAreWellFormedAndCoverTheCases(t *testing.T) {
 				t.Fatalf("%s: partition %d has no records", s.Name, p)
 			}
 			closing := recs[len(recs)-1]
+			if !strings.HasPrefix(closing.Key, ClosingKeyPrefix) {
+				t.Fatalf("%s: partition %d ends with %q, not a closing key", s.Name, p, closing.Key)
+			}
 			var maxTS, seen int64 = 0, -1
 			for _, r := range recs[:len(recs)-1] {
-				if r.Key == closing.Key {
-					t.Fatalf("%s: partition %d: closing key %q also used by the input", s.Name, p, r.Key)
+				if strings.HasPrefix(r.Key, ClosingKeyPrefix) {
+					t.Fatalf("%s: partition %d: input key %q looks like a closing key", s.Name, p, r.Key)
 				}
 				if r.Timestamp < seen {
 					outOfOrder++
