@@ -121,8 +121,9 @@ type Result struct {
 type PartitionResult struct {
 	Partition int32 `json:"partition"`
 	// Output is every record of the windowed table's stream, in the order
-	// Kafka Streams forwarded them. Under Final, the windows closed by one
-	// input record come in order of window start, then key.
+	// Kafka Streams forwarded them. Under Final, the windows one input
+	// record closes come by start, then key (time windows), or by end,
+	// start, then key (sessions).
 	Output []Output `json:"output"`
 	// Store is every window the store returns at the end, sorted by key,
 	// start and end.
