@@ -67,7 +67,7 @@ func Logger(l *slog.Logger) Opt {
 	return opt(func(c *config) { c.logger = l })
 }
 
-// Registerer receives the restore and lag metrics of package state
+// Registerer receives the Mirror's restore and lag metrics
 // (rackstream_state_*, labelled by partition as "task") [none].
 func Registerer(r prometheus.Registerer) Opt {
 	return opt(func(c *config) { c.registerer = r })
