@@ -6,6 +6,8 @@ import (
 	"maps"
 	"os/exec"
 	"testing"
+
+	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestDisplayNamesInTheBrowsersRule runs the page's names.js under Node:
@@ -14,7 +16,7 @@ import (
 func TestDisplayNamesInTheBrowsersRule(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("no node on PATH: the placement page's browser test (e2e) checks the names in Chromium")
+		kafkatest.SkipOrFail(t, "no node on PATH: the placement page's browser test (e2e) checks the names in Chromium")
 	}
 	const (
 		u1 = "704b5293-1c8e-4f7a-9a43-2d0c51e0a001"
