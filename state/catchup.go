@@ -138,7 +138,6 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 		}
 		s.end.Store(hwm[s])
 		if ck >= target[s] {
-			r.m.met.lag.WithLabelValues(s.labels()...).Set(float64(s.Lag()))
 			continue
 		}
 		w := make(chan error, 1)
@@ -148,7 +147,7 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 		s.rep.started, s.rep.lastLog = time.Now(), time.Now()
 		s.rep.startNext, s.rep.applied = from, 0
 		s.rep.remaining = target[s] - from
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(float64(target[s] - from))
+		s.stats.remaining.Store(target[s] - from)
 		r.mu.Lock()
 		s.rep.target = target[s]
 		s.rep.waiter = w

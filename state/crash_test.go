@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 )
 
@@ -183,7 +182,7 @@ func reopenAfterKill(t *testing.T, e *env, dir string) (ck int64, torn float64) 
 	must(t, err)
 	s := task.Store("s")
 	ck = s.Checkpoint()
-	if n := testutil.CollectAndCount(m.met.corrupted); n != 0 {
+	if n := len(managerSeries(t, m, "rackstream_state_corrupted_stores_total")); n != 0 {
 		t.Fatalf("the killed store was rebuilt (%d rebuild series)", n)
 	}
 	if aside, _ := filepath.Glob(s.Path() + ".corrupt-*"); len(aside) != 0 {
@@ -194,11 +193,11 @@ func reopenAfterKill(t *testing.T, e *env, dir string) (ck int64, torn float64) 
 		t.Fatalf("checkpoint after the kill = %d, want in (0, %d]", ck, end)
 	}
 	must(t, task.Restore(e.ctx()))
-	if n := testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")); n != float64(end-ck) {
+	if n := managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"]; n != float64(end-ck) {
 		t.Fatalf("restore applied %v records, want the %d after checkpoint %d (end %d)", n, end-ck, ck, end)
 	}
 	if got := viewContent(t, s.View()); !maps.Equal(got, want) {
 		t.Fatalf("restored store (%d keys) differs from the changelog (%d keys)", len(got), len(want))
 	}
-	return ck, testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s"))
+	return ck, managerSeries(t, m, "rackstream_state_torn_journal_tails_total")["0/s"]
 }

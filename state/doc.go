@@ -87,6 +87,14 @@
 // CleanupDelay after their last use (Manager.CleanupUnassigned, also run in
 // the background).
 //
+// # Metrics
+//
+// The package's series (rackstream_state_*) are labelled by task and store,
+// and only open stores have them. They are read from the live stores at each
+// scrape, so a task that closes or moves to another instance leaves no
+// series behind. Counters count from the store's open, carry it as their
+// created timestamp, and start again from zero when the task reopens here.
+//
 // # Data integrity
 //
 // The changelog is the durable copy of every store; LevelDB is a cache of

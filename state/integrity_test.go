@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/syndtr/goleveldb/leveldb/journal"
 )
@@ -72,7 +71,7 @@ func assertRebuilt(t *testing.T, e *env, m *Manager, task *Task, path, reason st
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
 		t.Fatalf("moved-aside copies = %v, want one", aside)
 	}
-	if n := testutil.ToFloat64(m.met.corrupted.WithLabelValues("0", "s", reason)); n != 1 {
+	if n := rebuilds(t, m, reason); n != 1 {
 		t.Fatalf("rebuilds with reason %s = %v, want 1", reason, n)
 	}
 	if ck := s.Checkpoint(); ck != 0 {
@@ -89,8 +88,8 @@ func assertRebuilt(t *testing.T, e *env, m *Manager, task *Task, path, reason st
 	if len(missing) > 0 || !maps.Equal(got, want) {
 		t.Fatalf("after the rebuild: %d keys, %d of %d missing (e.g. %v); want every key", len(got), len(missing), len(want), missing[:min(5, len(missing))])
 	}
-	if _, records, _ := e.readChangelog(s.Changelog(), 0); testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")) != float64(records) {
-		t.Fatalf("restored records = %v, want all %d of the changelog: the rebuild starts at offset 0", testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")), records)
+	if _, records, _ := e.readChangelog(s.Changelog(), 0); managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"] != float64(records) {
+		t.Fatalf("restored records = %v, want all %d of the changelog: the rebuild starts at offset 0", managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"], records)
 	}
 }
 
@@ -167,7 +166,7 @@ func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 
 	logs := new(kafkatest.LogBuffer)
 	m, task := reopen(t, e, dir, logTo(logs))
-	if n := testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s")); n != 0 {
+	if n := managerSeries(t, m, "rackstream_state_torn_journal_tails_total")["0/s"]; n != 0 {
 		t.Fatalf("damage with intact batches after it was taken for a torn tail (%v)", n)
 	}
 	assertLogged(t, logs, "DAMAGED STORE moved aside", filepath.Base(log), reasonJournal)

@@ -29,7 +29,7 @@ type Manager struct {
 	root string // Dir/ApplicationID
 	lock *dirLock
 	log  *slog.Logger
-	met  *metrics
+	met  *storeCollector
 	rep  *replicator
 	pid  string
 	// progressEvery is how often a running restore logs its progress.
@@ -88,7 +88,7 @@ func Open(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m.rep = newReplicator(m)
-	m.met.levelDB.add(m)
+	m.met.add(m)
 	if opts.CleanupInterval > 0 {
 		m.stopCleanup, m.cleanupDone = make(chan struct{}), make(chan struct{})
 		go m.cleanupLoop(opts.CleanupInterval)
@@ -233,7 +233,7 @@ func (m *Manager) Close() error {
 		<-m.cleanupDone
 	}
 	m.rep.close()
-	m.met.levelDB.remove(m)
+	m.met.remove(m)
 	errs = append(errs, m.lock.unlock())
 	return errors.Join(errs...)
 }
@@ -334,6 +334,7 @@ func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*DB, error) {
 		}
 		s.ldb = *spec.LevelDB
 	}
+	s.stats.opened = time.Now()
 	s.view.s = s
 	s.promise = s.onProduced
 	s.end.Store(-1)
@@ -365,7 +366,7 @@ func (m *Manager) rebuild(s *DB, d *damageError) error {
 	if err := os.Rename(s.path, aside); err != nil {
 		return fmt.Errorf("store is damaged (%v) and could not be moved aside: %w", d, err)
 	}
-	m.met.corrupted.WithLabelValues(append(s.labels(), d.Reason)...).Inc()
+	s.stats.rebuild(d.Reason)
 	m.log.Error("state: DAMAGED STORE moved aside; rebuilding it from the changelog from the start",
 		"task", s.partition, "store", s.name, "file", d.File, "reason", d.Reason, "path", s.path,
 		"moved_to", aside, "changelog", s.changelog, "err", d.Detail)
@@ -428,7 +429,7 @@ func (s *DB) open(wrap func(string, storage.Storage) storage.Storage) error {
 
 // reportTornTail reports a journal tail torn by a crash that s's open dropped.
 func (m *Manager) reportTornTail(s *DB, scan *journalScan, ck int64) {
-	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
+	s.stats.tornTails.Add(1)
 	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
 		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)
 }

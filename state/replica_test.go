@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -57,7 +56,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 			t.Fatalf("standby store %s (%d keys) differs from the active's (%d keys)", name, len(got), len(want))
 		}
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1500 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1500 {
 		t.Fatalf("standby applied %v records of store s, want 1500", n)
 	}
 
@@ -79,7 +78,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("promoted store (%d keys) differs from the old active's (%d keys)", len(got), len(want))
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1510 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1510 {
 		t.Fatalf("records applied to store s through promotion = %v, want 1510: promotion replays only the lag", n)
 	}
 	must(t, st.Store("s").Put([]byte("after"), []byte("promotion")))

@@ -234,7 +234,7 @@ func (r *replicator) unsubscribe(t *Task) {
 			r.flush(s)
 		}
 		s.rep.batch = nil // a left store holds no batch memory
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+		s.stats.endRestore()
 	}
 	r.applyMu.Unlock()
 	r.cl.RemoveConsumePartitions(rm)
@@ -459,7 +459,7 @@ func (r *replicator) flush(s *DB) bool {
 			r.finish(s, err)
 			return false
 		}
-		r.m.met.restored.WithLabelValues(s.labels()...).Add(float64(s.rep.pending))
+		s.stats.restored.Add(s.rep.pending)
 		s.count.add(s.rep.pending, 0) // deletes counted as puts: approximate
 		s.rep.pending = 0
 	}
@@ -492,7 +492,7 @@ func (r *replicator) finish(s *DB, err error) {
 		go r.cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.partition}})
 	}
 	if w != nil {
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+		s.stats.endRestore()
 		w <- err
 	}
 }
@@ -500,12 +500,6 @@ func (r *replicator) finish(s *DB, err error) {
 // progress updates the store's metrics and logs a running restore's
 // progress every progressEvery.
 func (r *replicator) progress(s *DB) {
-	lbl := s.labels()
-	lag := s.Lag()
-	if lag >= 0 {
-		r.m.met.lag.WithLabelValues(lbl...).Set(float64(lag))
-	}
-	r.m.met.checkpoint.WithLabelValues(lbl...).Set(float64(s.Checkpoint()))
 	r.mu.Lock()
 	target := s.rep.target
 	r.mu.Unlock()
@@ -517,7 +511,7 @@ func (r *replicator) progress(s *DB) {
 	}
 	if left := max(0, target-s.Checkpoint()); left < s.rep.remaining {
 		s.rep.remaining = left
-		r.m.met.remaining.WithLabelValues(lbl...).Set(float64(left))
+		s.stats.remaining.Store(left)
 	}
 	el := time.Since(s.rep.started).Seconds()
 	rate := float64(s.rep.applied) / max(el, 1e-9)
@@ -525,8 +519,8 @@ func (r *replicator) progress(s *DB) {
 	if rate > 0 {
 		eta = float64(s.rep.remaining) / rate
 	}
-	r.m.met.rate.WithLabelValues(lbl...).Set(rate)
-	r.m.met.eta.WithLabelValues(lbl...).Set(eta)
+	s.stats.rate.Store(rate)
+	s.stats.eta.Store(eta)
 	if time.Since(s.rep.lastLog) >= r.m.progressEvery {
 		s.rep.lastLog = time.Now()
 		r.m.log.Info("state: restore progress", "task", s.partition, "store", s.name,

@@ -103,6 +103,8 @@ type DB struct {
 	// Apply path state, owned by the replicator goroutine while the store
 	// is subscribed there (see replicator.go).
 	rep replicaState
+	// stats are the values of the store's series (metrics.go).
+	stats storeStats
 
 	count approxCount
 	// damaged is set once damage was found while the store is open (see

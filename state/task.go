@@ -110,7 +110,7 @@ func (t *Task) fail(s *DB, err error) {
 	if t.err.CompareAndSwap(nil, &err) {
 		t.m.log.Error("state: task unhealthy", "task", t.id, "store", s.name, "err", err)
 	}
-	t.m.met.storeErrors.WithLabelValues(s.labels()...).Inc()
+	s.stats.errors.Add(1)
 }
 
 // storageErr wraps a LevelDB error of store s with context and marks the
