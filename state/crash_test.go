@@ -59,9 +59,9 @@ func writeBatches(ctx context.Context, m *Manager, gate *journalGate) error {
 	}
 }
 
-// journalGate stops a process inside a journal write: once armed, the
-// second write to a journal file prints "MIDBATCH" and blocks forever, so
-// the first part of the batch is in the file and the rest never will be.
+// journalGate stops a process inside a journal write. Once armed, the
+// second write to a journal file prints "MIDBATCH" and blocks forever. The
+// first part of the batch is then in the file, and the rest never will be.
 type journalGate struct {
 	armed  atomic.Bool
 	writes atomic.Int64
@@ -135,8 +135,8 @@ func TestKilledMidBatchIsNotRebuilt(t *testing.T) {
 }
 
 // TestKilledAnywhereIsNotRebuilt kills the batch-writing child at whatever
-// point it has reached, a few times over on one state directory: no kill
-// causes a rebuild, and each restore applies exactly the records after the
+// point it has reached, a few times over on one state directory. No kill
+// causes a rebuild. Each restore applies exactly the records after the
 // checkpoint the store kept.
 func TestKilledAnywhereIsNotRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")

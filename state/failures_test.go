@@ -16,9 +16,9 @@ import (
 )
 
 // TestFullDiskFailsTheTaskAndLosesNothing injects ENOSPC through a
-// goleveldb storage wrapper: the commit fails with an error naming the
-// store, the task and the instance turn unhealthy, and after the disk has
-// room again a reopened task restores everything from the changelog.
+// goleveldb storage wrapper. The commit fails with an error naming the
+// store, and the task and the instance turn unhealthy. After the disk has
+// room again, a reopened task restores everything from the changelog.
 func TestFullDiskFailsTheTaskAndLosesNothing(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()

@@ -145,11 +145,11 @@ func onlyFile(t *testing.T, path, pattern string) string {
 	return files[0]
 }
 
-// TestByteFlipMidJournalRebuildsEveryKey is issue 13's reproduction: 64
-// bytes flipped in the middle of a store's journal, with intact batches
-// after them. goleveldb without StrictJournal drops the damaged block
-// while the later batches' checkpoint survives, and ~230 of 3,000 keys
-// were lost for good; now the store is rebuilt and every key is there.
+// TestByteFlipMidJournalRebuildsEveryKey: 64 bytes flipped in the middle
+// of a store's journal, with intact batches after them, make the store
+// rebuilt, and every key is there. Without StrictJournal, goleveldb would
+// drop the damaged block while the later batches' checkpoint survives:
+// keys lost for good.
 func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
@@ -217,9 +217,9 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 }
 
 // TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: the task keeps
-// committing over the key range of a damaged table until goleveldb's
-// compaction merges that table and meets the damage; goleveldb then halts
-// the database's writes with the corruption, the task's commit fails with
+// committing over the key range of a damaged table, until goleveldb's
+// compaction merges that table and meets the damage. goleveldb then halts
+// the database's writes with the corruption. The task's commit fails with
 // it, and the next open rebuilds.
 func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
@@ -257,10 +257,10 @@ func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 }
 
 // TestTruncatedManifestIsRebuilt cuts the last record of a store's
-// MANIFEST short. Without StrictManifest goleveldb drops that record and
-// opens an older version of the database, deleting the table the record
-// added as unreferenced, while the journal after it (and its checkpoint)
-// is replayed: keys lost for good. Now the store is rebuilt.
+// MANIFEST short: the store is rebuilt. Without StrictManifest, goleveldb
+// would drop that record and open an older version of the database. It
+// would delete the table the record added as unreferenced, and replay the
+// journal after it with its checkpoint: keys lost for good.
 func TestTruncatedManifestIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()

@@ -107,9 +107,10 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 }
 
 // TestRestoreAcrossCompactedGaps compacts the changelog so that it has
-// holes (kfake: Cluster.Compact; the real broker: its log cleaner, with a
-// changelog configured to roll segments quickly), then restores a fresh
-// store from it, and an old store from a checkpoint taken before compaction.
+// holes. kfake compacts with Cluster.Compact; the real broker with its log
+// cleaner, on a changelog configured to roll segments quickly. Then it
+// restores a fresh store from it, and an old store from a checkpoint taken
+// before compaction.
 func TestRestoreAcrossCompactedGaps(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	topic := ChangelogTopic(e.app, "s")
@@ -424,10 +425,10 @@ func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 }
 
 // TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne: a changelog
-// created with replication factor n gets min.insync.replicas n-1 where that
-// is at least 1 (losing one zone's broker loses no acknowledged write);
-// with -1 the broker's default factor decides. kfake runs three brokers
-// here; the real test broker has one.
+// created with replication factor n gets min.insync.replicas n-1, where
+// that is at least 1. Losing one zone's broker then loses no acknowledged
+// write. With -1 the broker's default factor decides. kfake runs three
+// brokers here; the real test broker has one.
 func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 	c := kafkatest.New(t, kfake.NumBrokers(3))
 	adm := kadm.NewClient(c.Client(kgo.MetadataMinAge(100 * time.Millisecond)))
