@@ -1,0 +1,139 @@
+package assignor
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// shuffledRacks is shuffled, also reordering the rack awareness' tasks.
+func shuffledRacks(r *rand.Rand, in Input) Input {
+	out := shuffled(r, in)
+	ra := *in.RackAwareness
+	ra.Tasks = append([]TaskRacks(nil), ra.Tasks...)
+	r.Shuffle(len(ra.Tasks), func(i, j int) { ra.Tasks[i], ra.Tasks[j] = ra.Tasks[j], ra.Tasks[i] })
+	out.RackAwareness = &ra
+	return out
+}
+
+// checkRackAware asserts what min_traffic promises against none on the same
+// input: today's plan exactly under none; never a higher cost; every
+// client's active count unchanged; no task's spread worse, and on small
+// scenarios optimal by brute force; no task moved to a client that is not
+// caught up while one that is lives; tasks without racks and clients
+// without a rack keep today's actives.
+func checkRackAware(t *testing.T, in Input) (p, none *Plan) {
+	t.Helper()
+	p = mustAssign(t, in)
+	none = mustAssign(t, withStrategy(in, StrategyNone))
+	plain := in
+	plain.RackAwareness = nil
+	today := mustAssign(t, plain)
+	stripped := *none
+	stripped.CrossZone = nil
+	if a, b := planJSON(t, &stripped), planJSON(t, today); a != b {
+		t.Fatalf("none with racks differs from today:\n%s\n%s", a, b)
+	}
+	if a, b := objective(t, in, p), objective(t, in, none); a > b {
+		t.Fatalf("min_traffic costs %d, none %d:\n%s\n%s", a, b, describe(p), describe(none))
+	}
+	for i := range p.Clients {
+		if a, b := len(p.Clients[i].Active), len(none.Clients[i].Active); a != b {
+			t.Fatalf("client %s: %d actives, none gives it %d", p.Clients[i].ID, a, b)
+		}
+	}
+	rackless := map[string]bool{}
+	for _, c := range in.Clients {
+		if v, ok := c.Tags[in.RackAwareness.ClientRackTag]; !ok || v == "" {
+			rackless[c.ID] = true
+		}
+	}
+	unknownTask := map[int]bool{}
+	listed := map[int]bool{}
+	for _, tr := range in.RackAwareness.Tasks {
+		listed[tr.Task] = true
+		for _, pr := range tr.Partitions {
+			unknownTask[tr.Task] = unknownTask[tr.Task] || partitionRackUnknown(&pr)
+		}
+	}
+	prevActive := map[int]string{}
+	for _, c := range in.Clients {
+		for _, task := range c.PreviousActive {
+			prevActive[task] = c.ID
+		}
+	}
+	for i, tp := range p.Tasks {
+		was := none.Tasks[i]
+		if (unknownTask[i] || !listed[i] || rackless[was.Active] || rackless[tp.Active]) && tp.Active != was.Active {
+			t.Fatalf("task %d moved from %s to %s although a rack is unknown", i, was.Active, tp.Active)
+		}
+		a, _ := Spread(in, tp)
+		b, _ := Spread(in, was)
+		if CompareSpread(a, b) < 0 {
+			t.Fatalf("task %d: spread %v, none %v", i, a, b)
+		}
+		if len(in.Clients) <= 9 {
+			if best := bruteBestSpread(in, tp.Active); CompareSpread(a, best) != 0 {
+				t.Fatalf("task %d: spread %v, brute force finds %v (%s)", i, a, best, describe(p))
+			}
+		}
+		if tp.Active != was.Active && tp.Active != prevActive[i] && !caughtUpOn(in, tp.Active, i) {
+			for _, c := range in.Clients {
+				if caughtUpOn(in, c.ID, i) {
+					t.Fatalf("task %d went to cold %s although %s is caught up (%s)", i, tp.Active, c.ID, describe(p))
+				}
+			}
+		}
+	}
+	return p, none
+}
+
+func TestRackAwarePropertiesOverRandomScenarios(t *testing.T) {
+	r := rand.New(rand.NewSource(20261206))
+	for i := 0; i < 300; i++ {
+		maxClients, maxTasks := 8, 12
+		if i%4 == 3 {
+			maxClients, maxTasks = 30, 60
+		}
+		in := randomRacks(r, randomInput(r, maxClients, maxTasks), StrategyMinTraffic)
+		t.Run(fmt.Sprintf("scenario%03d", i), func(t *testing.T) {
+			p, _ := checkRackAware(t, in)
+			want := planJSON(t, p)
+			for j := 0; j < 2; j++ {
+				if got := planJSON(t, mustAssign(t, shuffledRacks(r, in))); got != want {
+					t.Fatalf("plan depends on input order:\n%s\n%s", want, got)
+				}
+			}
+			// Settled (fed back, every replica caught up, until the plan
+			// stops changing: clients that catch up open trades), the plan
+			// keeps today's balance: actives within one per unit of
+			// capacity, no standby that a lighter eligible client could
+			// take.
+			cur, cp, _ := settle(t, in, p, 2*in.Tasks+4)
+			if lo, hi := activeLoads(cur, cp); hi-lo > 1 {
+				t.Fatalf("settled plan unbalanced: active load %v..%v: %s", lo, hi, describe(cp))
+			}
+			if mv := evenerMove(cur, cp); mv != "" {
+				t.Fatalf("settled plan leaves standby load uneven: %s (%s)", mv, describe(cp))
+			}
+			checkRackAware(t, cur)
+		})
+	}
+}
+
+// FuzzAssignRacks plans the random rack-aware scenario a fuzzed seed
+// generates: no panic, every invariant, and what checkRackAware asserts.
+func FuzzAssignRacks(f *testing.F) {
+	for _, seed := range []int64{1, 36, 20261206} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed int64) {
+		r := rand.New(rand.NewSource(seed))
+		strategy := []string{StrategyMinTraffic, StrategyBalanceSubtopology}[r.Intn(2)]
+		in := randomRacks(r, randomInput(r, 8, 16), strategy)
+		p, _ := checkRackAware(t, in)
+		if a, b := planJSON(t, p), planJSON(t, mustAssign(t, shuffledRacks(r, in))); a != b {
+			t.Fatalf("plan depends on input order:\n%s\n%s", a, b)
+		}
+	})
+}
