@@ -1,11 +1,9 @@
 package kafkaref
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,23 +17,8 @@ const rackScenarioFile = "testdata/rack_scenarios.jsonl"
 // The committed rack-aware scenario list is exactly the seeded generator's
 // output (-regenerate rewrites it with the other list).
 func TestRackScenarioFileIsTheGeneratorsOutput(t *testing.T) {
-	var want bytes.Buffer
-	if err := WriteScenarios(&want, GenerateRackScenarios(RackScenarioSeed, RackScenarioCount)); err != nil {
-		t.Fatal(err)
-	}
-	if *regenerate {
-		if err := os.WriteFile(rackScenarioFile, want.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(rackScenarioFile)
-	if err != nil {
-		t.Fatalf("read %s: %v (create it with -regenerate)", rackScenarioFile, err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("%s differs from GenerateRackScenarios(%d, %d); regenerate it (go test ./assignor/kafkaref/ -run %s -regenerate) and commit both",
-			rackScenarioFile, RackScenarioSeed, RackScenarioCount, t.Name())
-	}
+	checkScenarioFile(t, rackScenarioFile, GenerateRackScenarios(RackScenarioSeed, RackScenarioCount),
+		fmt.Sprintf("GenerateRackScenarios(%d, %d)", RackScenarioSeed, RackScenarioCount))
 }
 
 // TestRackAwareNeverCostsMoreThanKafkas runs every committed rack-aware
@@ -54,15 +37,7 @@ func TestRackScenarioFileIsTheGeneratorsOutput(t *testing.T) {
 //
 // The rest is logged: totals, and how often each comparison applied.
 func TestRackAwareNeverCostsMoreThanKafkas(t *testing.T) {
-	f, err := os.Open(rackScenarioFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scenarios, lines, err := ReadScenarios(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scenarios, lines := readScenarioFile(t, rackScenarioFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ref := startReference(t, ctx)
