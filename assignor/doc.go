@@ -116,8 +116,8 @@
 // placement; CrossZone.Unknown names both, and their flows count as
 // crossing.
 //
-// The passes cost O(tasks x allowed clients x actives per client) per round
-// of swaps (at most four rounds), O(moves x (cells^3 + cells x log tasks))
+// The passes cost O(tasks x (racks x log tasks + allowed clients x 64)) per
+// round of swaps (at most four rounds), O(moves x (cells^3 + cells x log tasks))
 // for the cycles, with a cell per rack and spread rank, and O(standbys x
 // racks^2) spread checks for the rotations, each standby looking at a
 // bounded number of partners; plus today's placement once more.

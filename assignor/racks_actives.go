@@ -1,5 +1,10 @@
 package assignor
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Task kinds for the rack-aware pass over actives.
 const (
 	kindFixed      = iota // pinned, or on a client without a rack
@@ -26,7 +31,9 @@ const maxCells = 32
 // Two passes alternate until neither improves (at most four rounds). Swaps:
 // each restricted task trades places with the task, on one of its allowed
 // clients, whose swap saves the most, when both may go and the sum falls;
-// O(sum over tasks of allowed clients x actives per client). Cycles: free
+// partners are looked at best bound first, at most swapScan per client:
+// O(tasks x groups x log tasks + sum over tasks of allowed clients x
+// swapScan) per pass. Cycles: free
 // tasks' cost depends only on their client's cell (rack group and spread
 // rank), so with the rest fixed they form a transportation problem over
 // cells, solved exactly by cancelling negative cycles found by
@@ -162,28 +169,80 @@ func (ro *rackOpt) swapActives(t, u int) {
 	ro.pos[t], ro.pos[u] = pu, pt
 }
 
+// swapScan bounds the partners one swap looks at on one client.
+const swapScan = 64
+
+// partner is a task u on client b with key cost(u, b) - actCost(u, g): an
+// upper bound of what u saves by moving to a client of group g.
+type partner struct {
+	key int64
+	u   int32
+}
+
+// partners lists, for every client b and group g at b*G+g, the movable
+// tasks on b by key, greatest first (smallest task on ties), as of the start
+// of a pass of swaps.
+func (ro *rackOpt) partners() [][]partner {
+	m := ro.pl.m
+	rm := m.racks
+	G := rm.G
+	idx := make([][]partner, len(m.ids)*G)
+	flat := make([]partner, 0, m.numTasks*(G-1))
+	for b := range m.ids {
+		for g := 0; g < G; g++ {
+			if int32(g) == rm.unknownGroup {
+				continue
+			}
+			at := len(flat)
+			for _, u := range ro.tasksOf[b] {
+				if ro.kind[u] != kindFixed {
+					flat = append(flat, partner{ro.cost(int(u), int32(b)) - rm.actCost[int(u)*G+g], u})
+				}
+			}
+			l := flat[at:len(flat):len(flat)]
+			slices.SortFunc(l, func(x, y partner) int {
+				if x.key != y.key {
+					return cmp.Compare(y.key, x.key)
+				}
+				return cmp.Compare(x.u, y.u)
+			})
+			idx[b*G+g] = l
+		}
+	}
+	return idx
+}
+
 // swaps runs one pass of swaps over the restricted tasks; it reports
-// whether any was made.
+// whether any was made. Each restricted task t on client a tries each
+// client b it may go to, and on b the partners by key, stopping at the
+// first whose key cannot beat the best swap so far, or after swapScan.
 func (ro *rackOpt) swaps() bool {
 	pl, m := ro.pl, ro.pl.m
+	G := m.racks.G
+	idx := ro.partners()
 	any := false
 	for t := 0; t < m.numTasks; t++ {
 		if ro.kind[t] != kindRestricted {
 			continue
 		}
 		a := pl.active[t]
+		ga := int(m.racks.grp[a])
 		bestGain, bestU := int64(0), -1
 		try := func(b int32) {
 			if b < 0 || b == a || !ro.allowed(t, b) {
 				return
 			}
 			d := ro.cost(t, a) - ro.cost(t, b)
-			for _, u := range ro.tasksOf[b] {
-				if !ro.allowed(int(u), a) {
-					continue
+			for i, e := range idx[int(b)*G+ga] {
+				if i == swapScan || d+e.key <= bestGain {
+					return
 				}
-				if g := d + ro.cost(int(u), b) - ro.cost(int(u), a); g > bestGain {
-					bestGain, bestU = g, int(u)
+				u := int(e.u)
+				if pl.active[u] != b || !ro.allowed(u, a) {
+					continue // moved since the index was built, or may not go to a
+				}
+				if g := d + ro.cost(u, b) - ro.cost(u, a); g > bestGain {
+					bestGain, bestU = g, u
 				}
 			}
 		}

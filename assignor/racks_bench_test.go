@@ -62,3 +62,30 @@ func BenchmarkAssignRacks1000x10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAssignRacksFewClients plans 10,000 tasks on 3 clients (one per
+// zone) with partition racks under min_traffic, from scratch and steady:
+// thousands of actives per client, the swaps' worst case.
+func BenchmarkAssignRacksFewClients(b *testing.B) {
+	in := benchInput(layered)
+	in.Clients = in.Clients[:3]
+	fresh := benchRacks(in, StrategyMinTraffic)
+	p, err := Assign(fresh)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		in   Input
+	}{{"fresh", fresh}, {"steady", feedBack(fresh, p)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := Assign(bc.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
