@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -134,6 +135,40 @@ func FuzzAssignRacks(f *testing.F) {
 		p, _ := checkRackAware(t, in)
 		if a, b := planJSON(t, p), planJSON(t, mustAssign(t, shuffledRacks(r, in))); a != b {
 			t.Fatalf("plan depends on input order:\n%s\n%s", a, b)
+		}
+	})
+}
+
+// FuzzAssignRacksDocument decodes arbitrary bytes as a rack-aware scenario
+// document and plans it: no panic, a rejected one is a *FieldError or a
+// decoding error, an accepted one keeps every invariant and reports a
+// cross-zone entry per task.
+func FuzzAssignRacksDocument(f *testing.F) {
+	f.Add([]byte(`{"tasks": 2, "num_standby_replicas": 1, "rack_aware_assignment_tags": ["zone"],
+	 "clients": [{"id": "a", "tags": {"zone": "a"}}, {"id": "b", "tags": {"zone": "b"}}, {"id": "c", "tags": {"zone": "c"}}],
+	 "rack_awareness": {"strategy": "min_traffic", "client_rack_tag": "zone",
+	  "tasks": [{"task": 0, "rates": {"input": 5, "changelog": 2, "output": 1}, "partitions": [
+	    {"topic": "in", "partition": 0, "role": "input", "replicas": ["b", "c"], "leader": "b"},
+	    {"topic": "cl", "partition": 0, "role": "changelog", "replicas": ["c"], "leader": "c"},
+	    {"topic": "out", "partition": 0, "role": "output", "replicas": ["a", ""], "leader": "a"}]},
+	   {"task": 1, "partitions": [{"topic": "in", "partition": 1, "role": "input", "replicas": ["a"], "leader": "a"}]}]}}`))
+	f.Add([]byte(`{"tasks": 1, "clients": [{"id": "x", "tags": {}}], "rack_awareness": {"strategy": "balance_subtopology", "traffic_cost": 0, "non_overlap_cost": 0, "client_rack_tag": "zone", "tasks": []}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := DecodeInput(data)
+		if err != nil || in.Tasks > 200 || len(in.Clients) > 40 || len(in.RackAwareAssignmentTags) > 6 {
+			return
+		}
+		p, err := Assign(in)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Assign error is not a *FieldError: %v", err)
+			}
+			return
+		}
+		checkInvariants(t, in, p)
+		if in.RackAwareness != nil && len(p.CrossZone.Tasks) != in.Tasks {
+			t.Fatalf("%d cross-zone entries for %d tasks", len(p.CrossZone.Tasks), in.Tasks)
 		}
 	})
 }
