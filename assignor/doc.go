@@ -82,7 +82,8 @@
 // assumed on. A task's rate of a role is split evenly over its partitions
 // of that role; a task without rates takes the mean flow weight of those
 // with rates, and without any rates every flow weighs 1, so the total counts
-// partition flows.
+// partition flows. CrossZoneOf computes the same for any placement, as
+// Measure does its quality.
 //
 // The strategies are Kafka Streams' rack.aware.assignment.strategy. none,
 // the zero value and the default, is today's placement exactly; the plan

@@ -382,3 +382,22 @@ func (pl *placement) rackCost() int64 {
 	}
 	return sum
 }
+
+// CrossZoneOf computes the cross-zone traffic of the placement p.Tasks for
+// the clients and rack awareness of in, as Measure computes its quality: of
+// a plan read back, of Kafka's placement, of a plan after a loss. in must
+// have RackAwareness.
+func CrossZoneOf(in Input, p *Plan) (*CrossZone, error) {
+	if in.RackAwareness == nil {
+		return nil, fieldErr("rack_awareness", "required to measure cross-zone traffic")
+	}
+	m, err := newModel(&in)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := placementOf(m, p)
+	if err != nil {
+		return nil, err
+	}
+	return pl.crossZone(), nil
+}

@@ -191,6 +191,9 @@ func TestRackAwarePlacement(t *testing.T) {
 			if tc.wantNoneTotal != 0 && none.CrossZone.Total != tc.wantNoneTotal {
 				t.Fatalf("none's total %v, want %v (%s)", none.CrossZone.Total, tc.wantNoneTotal, describe(none))
 			}
+			if got, err := CrossZoneOf(tc.in, p); err != nil || planJSON(t, &Plan{CrossZone: got}) != planJSON(t, &Plan{CrossZone: cz}) {
+				t.Fatalf("CrossZoneOf(plan) = %+v, %v; the plan says %+v", got, err, cz)
+			}
 			if objective(t, tc.in, p) > objective(t, tc.in, none) {
 				t.Fatalf("min_traffic costs %d, none %d", objective(t, tc.in, p), objective(t, tc.in, none))
 			}
@@ -228,6 +231,9 @@ func TestRackAwareNoneIsToday(t *testing.T) {
 	p = mustAssign(t, in)
 	if p.CrossZone.Strategy != StrategyNone {
 		t.Fatalf(`strategy "" reported as %q`, p.CrossZone.Strategy)
+	}
+	if _, err := CrossZoneOf(base, p); err == nil {
+		t.Fatal("CrossZoneOf without rack awareness: no error")
 	}
 }
 
