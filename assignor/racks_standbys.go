@@ -12,8 +12,10 @@ const (
 // rackStandbys lowers the cost of the standbys (cross-zone changelog
 // fetches, scaled by traffic_cost, plus non_overlap_cost for a standby on a
 // client holding none of the task's state) by rotating standbys of two or
-// three tasks between their clients: each goes to the next one's client.
-// Counts per client do not change. A rotation is made only when it lowers
+// three tasks between their clients: each goes to the next one's client, so
+// counts per client do not change; or by moving one standby from a most
+// loaded client to a least loaded one that stays no heavier than the first
+// was, which keeps every load within the evenness rule. A change is made only when it lowers
 // the sum, no task's spread gets worse (so each stays optimal), no task
 // touches a partition without racks nor leaves or reaches a client without
 // one, and afterwards no standby of a task moved could go to a lighter
@@ -22,7 +24,7 @@ const (
 // tasks active in one zone often all keep their standby in one other zone.
 //
 // Two passes over the standbys; each looks at up to standbyScan partners per
-// cheaper group, and for up to rotationMids of them at rotationThird third
+// cheaper group (their clients also being the candidates of a move), and for up to rotationMids of them at rotationThird third
 // standbys per group: O(standbys x groups^2 x rotationMids x rotationThird)
 // checks of a task's spread.
 func (sp *standbyPlacer) rackStandbys() {
@@ -40,6 +42,7 @@ func (sp *standbyPlacer) rackStandbys() {
 			r.lists[g] = append(r.lists[g], int32(s))
 		}
 	}
+	r.loads()
 	for pass := 0; pass < 2; pass++ {
 		any := false
 		for s := range pl.standby {
@@ -60,6 +63,52 @@ type rotator struct {
 	lists [][]int32
 	pos   []int32
 	sc    spreadScratch
+	// hi is a most loaded client (replicas per unit of capacity), light
+	// the three clients that are lightest after taking one more replica.
+	hi    int32
+	light [3]int32
+}
+
+// loads finds hi and light.
+func (r *rotator) loads() {
+	pl, m := r.sp.pl, r.sp.pl.m
+	after := func(a, b int32) bool { // a lighter than b after one more each
+		return lessLoad(pl.replicas[a]+1, m.capa[a], pl.replicas[b]+1, m.capa[b])
+	}
+	r.hi, r.light = 0, [3]int32{-1, -1, -1}
+	for c := int32(0); c < int32(len(m.ids)); c++ {
+		if lessLoad(pl.replicas[r.hi], m.capa[r.hi], pl.replicas[c], m.capa[c]) {
+			r.hi = c
+		}
+		x := c
+		for i := range r.light {
+			if r.light[i] < 0 {
+				r.light[i] = x
+				break
+			}
+			if after(x, r.light[i]) {
+				r.light[i], x = x, r.light[i]
+			}
+		}
+	}
+}
+
+// movable reports whether one standby may move from client c to client v
+// with every load kept within the evenness rule: c is a most loaded client,
+// and v after taking it is no heavier than c was, nor than any other client
+// would be after taking one more.
+func (r *rotator) movable(c, v int32) bool {
+	pl, m := r.sp.pl, r.sp.pl.m
+	rc, rv := pl.replicas[c], pl.replicas[v]+1
+	if lessLoad(rc, m.capa[c], pl.replicas[r.hi], m.capa[r.hi]) || lessLoad(rc, m.capa[c], rv, m.capa[v]) {
+		return false
+	}
+	for _, x := range r.light {
+		if x >= 0 && x != c && x != v {
+			return !lessLoad(pl.replicas[x]+1, m.capa[x], rv, m.capa[v])
+		}
+	}
+	return true
 }
 
 // cost is a standby of task t on client c.
@@ -95,7 +144,7 @@ func (r *rotator) improve(s int32) bool {
 	}
 	here := r.cost(t, c)
 	var best [3]int32
-	bestN, bestGain := 0, int64(0)
+	bestN, bestGain, moveTo := 0, int64(0), int32(-1)
 	for g := int32(0); g < int32(rm.G); g++ {
 		L := r.lists[g]
 		if g == rm.grp[c] || g == rm.unknownGroup || len(L) == 0 || rm.sbCost[t*rm.G+int(g)] >= here {
@@ -108,6 +157,9 @@ func (r *rotator) improve(s int32) bool {
 			u, v := int(s2)/k, pl.standby[s2]
 			if u == t || !r.fits(s, v) {
 				continue
+			}
+			if gain := here - r.cost(t, v); gain > bestGain && r.movable(c, v) {
+				best, bestN, bestGain, moveTo = [3]int32{s}, 1, gain, v
 			}
 			base := here + r.cost(u, v) - r.cost(t, v)
 			if gain := base - r.cost(u, c); gain > bestGain && r.fits(s2, c) {
@@ -137,10 +189,43 @@ func (r *rotator) improve(s int32) bool {
 			}
 		}
 	}
-	if bestN == 0 {
+	switch bestN {
+	case 0:
 		return false
+	case 1:
+		return r.move(s, moveTo)
 	}
 	return r.rotate(best[:bestN])
+}
+
+// move moves slot s to client v, unless that leaves a standby load uneven;
+// it reports whether it did.
+func (r *rotator) move(s, v int32) bool {
+	sp, pl := r.sp, r.sp.pl
+	rm := pl.m.racks
+	c := pl.standby[s]
+	pl.standby[s] = v
+	if !sp.evenAfterMove(int(s) / pl.k) {
+		pl.standby[s] = c
+		return false
+	}
+	pl.standbyN[c]--
+	pl.replicas[c]--
+	pl.standbyN[v]++
+	pl.replicas[v]++
+	sp.heaps.raised(v)
+	sp.heaps.lowered(c)
+	// s leaves c's group list (the last entry takes its place) for v's.
+	gc, gv := rm.grp[c], rm.grp[v]
+	l := r.lists[gc]
+	last := l[len(l)-1]
+	l[r.pos[s]] = last
+	r.pos[last] = r.pos[s]
+	r.lists[gc] = l[:len(l)-1]
+	r.pos[s] = int32(len(r.lists[gv]))
+	r.lists[gv] = append(r.lists[gv], s)
+	r.loads()
+	return true
 }
 
 // rotate moves each slot of ss to the client of the next (the last to the

@@ -45,6 +45,7 @@ func TestRackAwareNeverCostsMoreThanKafkas(t *testing.T) {
 
 	var (
 		ours, kafka, today              [2]int // whole plan, actives
+		sameWhole                       [2]int // whole plans where the spread is the same: ours, Kafka's
 		sameSpread, sameLoad            int    // scenarios where the comparisons applied
 		activesCheaper, wholeCheaper    int
 		tasksBetter, tasksWorse, traded int
@@ -119,6 +120,7 @@ func TestRackAwareNeverCostsMoreThanKafkas(t *testing.T) {
 			continue
 		}
 		sameSpread++
+		sameWhole[0], sameWhole[1] = sameWhole[0]+whole[0], sameWhole[1]+whole[1]
 		if act[0] > act[1] {
 			t.Errorf("%s: our actives cost %d by Kafka's function, Kafka's %d:\nours  %s\nkafka %s", s.Name, act[0], act[1], placements(op), placements(&kp))
 		}
@@ -139,10 +141,10 @@ func TestRackAwareNeverCostsMoreThanKafkas(t *testing.T) {
 	t.Logf("%d rack-aware scenarios scored by Kafka's cost function (traffic_cost 10, non_overlap_cost 0), "+
 		"whole plans / actives: ours %d / %d, Kafka Streams 4.4.0 %d / %d, today's (strategy none) %d / %d. "+
 		"Tasks whose spread is better than in Kafka's plan: %d, worse: %d (Kafka traded spread in %d scenarios). "+
-		"Same spread on every task in %d scenarios: our actives cheaper in %d, never dearer; "+
+		"Same spread on every task in %d scenarios (whole plans: ours %d, Kafka's %d): our actives cheaper in %d, never dearer; "+
 		"of those, the same standby count on every client in %d: our plan cheaper in %d, never dearer.",
 		len(scenarios), ours[0], ours[1], kafka[0], kafka[1], today[0], today[1],
-		tasksBetter, tasksWorse, traded, sameSpread, activesCheaper, sameLoad, wholeCheaper)
+		tasksBetter, tasksWorse, traded, sameSpread, sameWhole[0], sameWhole[1], activesCheaper, sameLoad, wholeCheaper)
 }
 
 // counts renders every client's active count, or standby count.
