@@ -106,21 +106,23 @@
 // for tasks some client holds state of (each goes only to its previous
 // client or one caught up on it), and for tasks no client holds state of, an
 // exact min-cost transportation over rack cells, cancelling negative cycles
-// found by Bellman-Ford; a task goes only to a client whose class reaches a
-// standby spread as good as its previous one's. Standbys are then placed as
-// above, optimal spread first, and rotated in twos and threes between
-// clients of different racks where every spread and the evenness rule hold.
-// The plan with rack-aware passes is kept only when its cost is below that
-// of today's plan on the same input, computed beside it. A client without
-// the rack tag keeps its replicas and gets no new ones from these passes; a
-// task with a partition whose replica or leader has no rack keeps its
-// placement; CrossZone.Unknown names both, and their flows count as
-// crossing.
+// found by Bellman-Ford. A task goes only to a client whose class reaches a
+// standby spread as good as that of the client balance chose. Standbys are
+// then placed as above, optimal spread first, and rotated in twos and
+// threes between clients of different racks, or moved from a most loaded
+// client to a least loaded one, where every spread and the evenness rule
+// hold. The plan with rack-aware passes is kept only when its cost is below
+// that of today's plan on the same input, computed beside it. A move for
+// bytes alone waits for its client to catch up: it places no warmup and
+// asks for no probing rebalance. A client without the rack tag keeps its
+// replicas and gets no new ones from these passes; a task with a partition
+// whose replica or leader has no rack keeps its placement; CrossZone.Unknown
+// names both, and their flows count as crossing.
 //
-// The passes cost O(tasks x (racks x log tasks + allowed clients x 64)) per
-// round of swaps (at most four rounds), O(moves x (cells^3 + cells x log tasks))
-// for the cycles, with a cell per rack and spread rank, and O(standbys x
-// racks^2) spread checks for the rotations, each standby looking at a
-// bounded number of partners; plus today's placement once more.
-// BenchmarkAssignRacks measures them at 1,000 clients x 10,000 tasks.
+// A round of swaps costs O(tasks x (racks x log tasks + allowed clients x
+// 64)), at most four rounds; the cycles O(moves x (cells^3 + cells x log
+// tasks)), a cell per rack and spread rank; the standby pass O(standbys x
+// racks^2) spread checks, each standby looking at a bounded number of
+// partners; and today's placement runs once more. BenchmarkAssignRacks
+// measures them at 1,000 clients x 10,000 tasks.
 package assignor

@@ -24,21 +24,23 @@ const maxCells = 32
 // (every task keeps its optimal spread, placed after), and:
 //   - a task touching a partition without racks, or on a client without a
 //     rack, stays;
-//   - a task some client holds state of goes only to its previous client or
-//     a client caught up on it;
+//   - a task some client holds state of goes only to its previous client, a
+//     client caught up on it, or back to where balanceActives put it;
 //   - a task no client holds any state of may go anywhere.
 //
-// Two passes alternate until neither improves (at most four rounds). Swaps:
-// each restricted task trades places with the task, on one of its allowed
-// clients, whose swap saves the most, when both may go and the sum falls;
-// partners are looked at best bound first, at most swapScan per client:
-// O(tasks x groups x log tasks + sum over tasks of allowed clients x
-// swapScan) per pass. Cycles: free
-// tasks' cost depends only on their client's cell (rack group and spread
-// rank), so with the rest fixed they form a transportation problem over
-// cells, solved exactly by cancelling negative cycles found by
-// Bellman-Ford over the cells, each edge the best task of a heap; O(moves x
-// (cells^3 + cells x log tasks)).
+// Two passes alternate until neither improves (at most four rounds).
+//
+// Swaps: each restricted task trades places with the task, on one of its
+// allowed clients, whose swap saves the most, when both may go and the sum
+// falls; partners are looked at best bound first, at most swapScan per
+// client: O(tasks x groups x log tasks + sum over tasks of allowed clients x
+// swapScan) per pass.
+//
+// Cycles: a free task's cost depends only on its client's cell (rack group
+// and spread rank), so with the rest fixed the free tasks form a
+// transportation problem over cells, solved exactly by cancelling negative
+// cycles found by Bellman-Ford over the cells, each edge the best task of a
+// heap: O(moves x (cells^3 + cells x log tasks)).
 func (pl *placement) rackActives() {
 	m := pl.m
 	if !pl.rackAware || m.numTasks == 0 || len(m.ids) < 2 {
