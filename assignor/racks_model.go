@@ -50,7 +50,6 @@ func newRackModel(m *model) (*rackModel, error) {
 	if ra == nil {
 		return nil, nil
 	}
-	const f = "rack_awareness"
 	rm := &rackModel{strategy: ra.RackAwareStrategy}
 	switch ra.RackAwareStrategy {
 	case "", StrategyNone:
@@ -58,18 +57,30 @@ func newRackModel(m *model) (*rackModel, error) {
 	case StrategyMinTraffic, StrategyBalanceSubtopology:
 		rm.optimise = true
 	default:
-		return nil, fieldErr(f+".strategy", "must be %s, %s or %s, got %q",
+		return nil, fieldErr("rack_awareness.strategy", "must be %s, %s or %s, got %q",
 			StrategyNone, StrategyMinTraffic, StrategyBalanceSubtopology, ra.RackAwareStrategy)
 	}
+	byTask, err := checkRackTasks(ra, m.numTasks)
+	if err != nil {
+		return nil, err
+	}
+	names := rm.groupClients(m, ra)
+	rm.pinTasks(ra, byTask)
+	rm.costs(m, ra, byTask, names)
+	return rm, nil
+}
+
+// checkRackTasks checks the costs and the tasks of ra and returns, per
+// task, 1 + its index in ra.Tasks (0 when not listed).
+func checkRackTasks(ra *RackAwareness, T int) ([]int32, error) {
+	const f = "rack_awareness"
 	if ra.TrafficCost < 0 {
 		return nil, fieldErr(f+".traffic_cost", "must be at least 0, got %d", ra.TrafficCost)
 	}
 	if ra.NonOverlapCost < 0 {
 		return nil, fieldErr(f+".non_overlap_cost", "must be at least 0, got %d", ra.NonOverlapCost)
 	}
-	T := m.numTasks
-	byTask := make([]int32, T) // 1 + index in ra.Tasks
-	racks := make(map[string]struct{})
+	byTask := make([]int32, T)
 	for i := range ra.Tasks {
 		tr := &ra.Tasks[i]
 		ft := f + ".tasks[" + strconv.Itoa(i) + "]"
@@ -90,26 +101,32 @@ func newRackModel(m *model) (*rackModel, error) {
 				}
 			}
 		}
-		for j := range tr.Partitions {
-			p := &tr.Partitions[j]
+		for j, p := range tr.Partitions {
 			switch p.Role {
 			case RoleInput, RoleChangelog, RoleOutput:
 			default:
 				return nil, fieldErr(fmt.Sprintf("%s.partitions[%d].role", ft, j), "must be %s, %s or %s, got %q",
 					RoleInput, RoleChangelog, RoleOutput, p.Role)
 			}
-			for _, r := range p.Replicas {
-				if r != "" {
-					racks[r] = struct{}{}
-				}
-			}
-			if p.Leader != "" {
-				racks[p.Leader] = struct{}{}
-			}
 		}
 	}
+	return byTask, nil
+}
 
-	// Groups: the racks by name, then other, then unknown.
+// groupClients numbers the groups (the racks of some replica or leader by
+// name, then other, then unknown), puts every client in one, names the
+// clients without a rack, and returns the racks' names.
+func (rm *rackModel) groupClients(m *model, ra *RackAwareness) []string {
+	racks := make(map[string]struct{})
+	for _, tr := range ra.Tasks {
+		for _, p := range tr.Partitions {
+			for _, r := range p.Replicas {
+				racks[r] = struct{}{}
+			}
+			racks[p.Leader] = struct{}{}
+		}
+	}
+	delete(racks, "")
 	names := sortedKeys(racks)
 	index := make(map[string]int32, len(names))
 	for i, r := range names {
@@ -117,10 +134,9 @@ func newRackModel(m *model) (*rackModel, error) {
 	}
 	rm.other, rm.unknownGroup = int32(len(names)), int32(len(names))+1
 	rm.G = len(names) + 2
-	n := len(m.ids)
-	rm.grp = make([]int32, n)
+	rm.grp = make([]int32, len(m.ids))
 	var rackless []string
-	for c := 0; c < n; c++ {
+	for c := range m.ids {
 		v, ok := m.tags[c][ra.ClientRackTag]
 		switch g, known := index[v]; {
 		case ra.ClientRackTag == "" || !ok || v == "":
@@ -140,20 +156,24 @@ func newRackModel(m *model) (*rackModel, error) {
 		rm.unknown = append(rm.unknown, fmt.Sprintf("%d clients without a rack, by %s: rack-aware placement moves no replica to or from them: %s",
 			len(rackless), what, listSome(rackless)))
 	}
+	return names
+}
 
-	// Tasks without racks are pinned.
-	rm.pinned = make([]bool, T)
-	var unlisted, rackless2 []string
-	for t := 0; t < T; t++ {
-		if byTask[t] == 0 {
+// pinTasks pins the tasks without partition racks and those with a
+// partition whose replica or leader has no rack, naming them.
+func (rm *rackModel) pinTasks(ra *RackAwareness, byTask []int32) {
+	rm.pinned = make([]bool, len(byTask))
+	var unlisted, brokerless []string
+	for t, i := range byTask {
+		if i == 0 {
 			rm.pinned[t] = true
 			unlisted = append(unlisted, strconv.Itoa(t))
 			continue
 		}
-		for _, p := range ra.Tasks[byTask[t]-1].Partitions {
+		for _, p := range ra.Tasks[i-1].Partitions {
 			if partitionRackUnknown(&p) {
 				rm.pinned[t] = true
-				rackless2 = append(rackless2, fmt.Sprintf("%d (%s-%d)", t, p.Topic, p.Partition))
+				brokerless = append(brokerless, fmt.Sprintf("%d (%s-%d)", t, p.Topic, p.Partition))
 				break
 			}
 		}
@@ -162,13 +182,10 @@ func newRackModel(m *model) (*rackModel, error) {
 		rm.unknown = append(rm.unknown, fmt.Sprintf("%d tasks without partition racks: they stay where placed: %s",
 			len(unlisted), listSome(unlisted)))
 	}
-	if len(rackless2) > 0 {
+	if len(brokerless) > 0 {
 		rm.unknown = append(rm.unknown, fmt.Sprintf("%d tasks with a partition whose replica or leader has no broker.rack: they stay where placed: %s",
-			len(rackless2), listSome(rackless2)))
+			len(brokerless), listSome(brokerless)))
 	}
-
-	rm.costs(m, ra, byTask, names)
-	return rm, nil
 }
 
 // partitionRackUnknown reports whether a partition has no replica, a
