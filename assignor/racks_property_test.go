@@ -172,3 +172,74 @@ func FuzzAssignRacksDocument(f *testing.F) {
 		}
 	})
 }
+
+// TestMinTrafficActivesOptimalWhenFresh checks the exactness of the cycles
+// over rack cells: in a fresh group (no client holds any state) without
+// standbys or rack-aware keys, min_traffic's actives cost exactly the
+// least any placement with the same active count per client costs, by
+// brute force over every such placement.
+func TestMinTrafficActivesOptimalWhenFresh(t *testing.T) {
+	r := rand.New(rand.NewSource(925))
+	checked := 0
+	for i := 0; i < 150; i++ {
+		n, T := 2+r.Intn(3), 1+r.Intn(7)
+		var cs []Client
+		for c := 0; c < n; c++ {
+			cl := client(fmt.Sprintf("c%d", c), fmt.Sprintf("zone=z%d", r.Intn(4)))
+			if r.Intn(4) == 0 {
+				cl.Capacity = 2
+			}
+			cs = append(cs, cl)
+		}
+		in := randomRacks(r, input(T, 0, nil, cs...), StrategyMinTraffic)
+		for j := range in.Clients {
+			if _, ok := in.Clients[j].Tags["zone"]; !ok { // every client has a rack here
+				in.Clients[j].Tags["zone"] = "z0"
+			}
+		}
+		in.RackAwareness.NonOverlapCost = 0
+		p := mustAssign(t, in)
+		got := objective(t, in, p)
+		m, err := newModel(&in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rm := m.racks
+		pinned := false
+		for _, x := range rm.pinned {
+			pinned = pinned || x
+		}
+		if pinned {
+			continue // a pinned task stays where today's placement put it
+		}
+		left := make([]int, n)
+		for _, cp := range p.Clients {
+			left[m.byID[cp.ID]] = len(cp.Active)
+		}
+		best := int64(-1)
+		var rec func(task int, sum int64)
+		rec = func(task int, sum int64) {
+			if task == T {
+				if best < 0 || sum < best {
+					best = sum
+				}
+				return
+			}
+			for c := 0; c < n; c++ {
+				if left[c] > 0 {
+					left[c]--
+					rec(task+1, sum+rm.actCost[task*rm.G+int(rm.grp[c])])
+					left[c]++
+				}
+			}
+		}
+		rec(0, 0)
+		if got != best {
+			t.Fatalf("scenario %d: min_traffic costs %d, the best placement %d (%s)", i, got, best, describe(p))
+		}
+		checked++
+	}
+	if checked < 100 {
+		t.Fatalf("only %d of 150 scenarios without pinned tasks", checked)
+	}
+}
