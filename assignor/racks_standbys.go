@@ -204,17 +204,20 @@ func (r *rotator) move(s, v int32) bool {
 	sp, pl := r.sp, r.sp.pl
 	rm := pl.m.racks
 	c := pl.standby[s]
-	pl.standby[s] = v
+	shift := func(from, to int32) {
+		pl.standby[s] = to
+		pl.standbyN[from]--
+		pl.replicas[from]--
+		pl.standbyN[to]++
+		pl.replicas[to]++
+		sp.heaps.raised(to)
+		sp.heaps.lowered(from)
+	}
+	shift(c, v)
 	if !sp.evenAfterMove(int(s) / pl.k) {
-		pl.standby[s] = c
+		shift(v, c)
 		return false
 	}
-	pl.standbyN[c]--
-	pl.replicas[c]--
-	pl.standbyN[v]++
-	pl.replicas[v]++
-	sp.heaps.raised(v)
-	sp.heaps.lowered(c)
 	// s leaves c's group list (the last entry takes its place) for v's.
 	gc, gv := rm.grp[c], rm.grp[v]
 	l := r.lists[gc]
