@@ -39,10 +39,11 @@
 //
 // Under EmitOnClose an aggregation emits nothing per record; after each
 // record the caller asks FinalsDue(lastClose, streamTime) which windows
-// just closed, emits them from its store in time order then key order, and
-// records the returned Close with its state. Consecutive ranges never
-// overlap, so a window is emitted once, and a new owner that restores
-// lastClose emits neither a duplicate nor a gap.
+// just closed, emits them from its store in time order then key order
+// (sessions by end, then start, then key), and records the returned Close
+// with its state. Consecutive ranges never overlap, so a window is emitted
+// once, and a new owner that restores lastClose emits neither a duplicate
+// nor a gap.
 //
 // # Aggregations as store operations
 //
