@@ -88,13 +88,17 @@
 //     (__emit.interval.ms.kstreams.windowed.aggregation__); the same finals
 //     come out, at most one record later there.
 //
-// Two behaviours of Kafka Streams a caller matches by the order of its
-// calls, not through this package. Kafka Streams measures retention
-// against the store's own time (the largest window start, or session end,
-// written), not stream time; Segments takes that time as an argument. And
-// it writes a record's windows before it reads the final results, so a
-// record that moves the store's time more than a retention past a window
-// that just closed hides that window before it is emitted.
+// Retention is the store's, and a caller matches Kafka Streams by what it
+// reads through Segments and by the order of its calls. Retention is
+// measured against the store's own time (the largest window start, or
+// session end, written), not stream time; Segments takes that time as an
+// argument. A write is skipped only when its segment is no longer Kept.
+// The aggregations read the windows that are Live; final results of time
+// and sliding windows are read LiveForFinals, final sessions from every
+// Kept segment. And a record's windows are written before the final
+// results are read, so a record that moves the store's time more than a
+// retention past a window that just closed hides that window before it is
+// emitted; a session stays readable as final until its segment is dropped.
 //
 // As in Kafka Streams, a session already emitted as final can still be
 // merged into a later session by a record within gap of it that is not
