@@ -1,9 +1,10 @@
 package kstreamsref
 
 import (
-	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rackstream/rackstream/window"
 )
@@ -19,10 +20,16 @@ import (
 // counts one per window a record was too late for ([window.Result.Late]),
 // as Kafka's dropped-records-total does.
 //
-// The store keeps every window: RunCore models no retention, so it answers
-// Kafka's only for scenarios whose retention keeps every window to the end,
-// as the generated ones do. EmitIntervalMs is ignored (it is 0 in a
-// deterministic run).
+// The store applies the scenario's retention (Kafka's default when 0) as a
+// segmented store does, by [window.Segments]: its store time is the largest
+// segment time written (a window's start, a session's end); a write whose
+// segment is not Kept is skipped; the aggregation's reads see the windows
+// Live at the store time; final results are read LiveForFinals (time and
+// sliding windows) or Kept (sessions). The record's writes come before the
+// final results are read, as in Kafka. The final store is what Kafka's
+// queries return: the Live windows, or under emit-final, whose time and
+// sliding windows live in a time-ordered store, the LiveForFinals ones.
+// EmitIntervalMs is ignored: Rackstream has no emit throttle.
 func RunCore(s Scenario) (*Result, error) {
 	res := &Result{Name: s.Name, Partitions: make([]PartitionResult, s.Partitions)}
 	for p := range s.Partitions {
@@ -49,6 +56,10 @@ type coreTask struct {
 	last    int64
 	wins    window.MemWindows[int64]
 	sess    window.MemSessions[int64]
+	// seg is the store's retention and storeTime its own time: the
+	// largest segment time written, NoTimestamp before the first write.
+	seg       window.Segments
+	storeTime int64
 	// process folds one record into the store and returns the ops.
 	aggregate func(t *coreTask, r Record, st int64) (window.Result[int64], error)
 	due       func(lastClose, st int64) (window.Finals, bool)
@@ -57,7 +68,7 @@ type coreTask struct {
 }
 
 func newCoreTask(s Scenario) (*coreTask, error) {
-	c := &coreTask{last: window.NoTimestamp, emit: window.EmitOnUpdate}
+	c := &coreTask{last: window.NoTimestamp, storeTime: window.NoTimestamp, emit: window.EmitOnUpdate}
 	switch s.Emit {
 	case Update:
 	case Final:
@@ -80,7 +91,10 @@ func newCoreTask(s Scenario) (*coreTask, error) {
 		}
 	}
 	w := s.Window
-	var def interface{ Validate() error }
+	var def interface {
+		Validate() error
+		MinRetention() int64
+	}
 	switch w.Type {
 	case Tumbling, Hopping:
 		adv := w.SizeMs
@@ -90,19 +104,19 @@ func newCoreTask(s Scenario) (*coreTask, error) {
 		d := window.Hopping(w.SizeMs, adv).WithGrace(w.GraceMs)
 		def, c.due = d, d.FinalsDue
 		c.aggregate = func(t *coreTask, r Record, st int64) (window.Result[int64], error) {
-			return window.TimeAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(&t.wins, []byte(r.Key), r.Timestamp, st)
+			return window.TimeAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(liveWindows{t}, []byte(r.Key), r.Timestamp, st)
 		}
 	case Sliding:
 		d := window.Sliding(w.TimeDifferenceMs).WithGrace(w.GraceMs)
 		def, c.due = d, d.FinalsDue
 		c.aggregate = func(t *coreTask, r Record, st int64) (window.Result[int64], error) {
-			return window.SlidingAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(&t.wins, []byte(r.Key), r.Timestamp, st)
+			return window.SlidingAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(liveWindows{t}, []byte(r.Key), r.Timestamp, st)
 		}
 	case Session:
 		d := window.Session(w.GapMs).WithGrace(w.GraceMs)
 		def, c.due, c.session = d, d.FinalsDue, true
 		c.aggregate = func(t *coreTask, r Record, st int64) (window.Result[int64], error) {
-			return window.SessionAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(&t.sess, []byte(r.Key), r.Timestamp, st)
+			return window.SessionAggregation[int64]{Windows: d, Agg: agg(r), Emit: t.emit}.Process(liveSessions{t}, []byte(r.Key), r.Timestamp, st)
 		}
 	default:
 		return nil, fmt.Errorf("window type %q: want tumbling, hopping, sliding or session", w.Type)
@@ -110,7 +124,89 @@ func newCoreTask(s Scenario) (*coreTask, error) {
 	if err := def.Validate(); err != nil {
 		return nil, fmt.Errorf("window %+v: %w", w, err)
 	}
+	retention := w.RetentionMs
+	if retention == 0 {
+		retention = def.MinRetention()
+	}
+	if err := window.ValidateRetention(retention, def.MinRetention()); err != nil {
+		return nil, fmt.Errorf("window %+v: %w", w, err)
+	}
+	c.seg = window.NewSegments(retention)
 	return c, nil
+}
+
+// segmentTime is the time a window's segment and liveness go by: a
+// session's end, another window's start.
+func (c *coreTask) segmentTime(w window.Window) int64 {
+	if c.session {
+		return w.End
+	}
+	return w.Start
+}
+
+// live keeps the windows of ks that are visible at the store's time, by
+// the rule live (Segments.Live, LiveForFinals or Kept).
+func (c *coreTask) live(ks []window.Keyed[int64], live func(t, now int64) bool) []window.Keyed[int64] {
+	var out []window.Keyed[int64]
+	for _, k := range ks {
+		if live(c.segmentTime(k.Window), c.storeTime) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// liveWindows is the aggregation's view of the window store: the windows
+// live at the store's time.
+type liveWindows struct{ c *coreTask }
+
+func (v liveWindows) Windows(key []byte, from, to int64) ([]window.Entry[int64], error) {
+	es, err := v.c.wins.Windows(key, from, to)
+	return v.c.liveEntries(es), err
+}
+
+// liveSessions is the aggregation's view of the session store: the
+// sessions live at the store's time.
+type liveSessions struct{ c *coreTask }
+
+func (v liveSessions) Sessions(key []byte, earliestEnd, latestStart int64) ([]window.Entry[int64], error) {
+	es, err := v.c.sess.Sessions(key, earliestEnd, latestStart)
+	return v.c.liveEntries(es), err
+}
+
+func (c *coreTask) liveEntries(es []window.Entry[int64]) []window.Entry[int64] {
+	var out []window.Entry[int64]
+	for _, e := range es {
+		if c.seg.Live(c.segmentTime(e.Window), c.storeTime) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// apply writes ops to the store one by one: each write moves the store's
+// time first, and a window whose segment is not kept at it is not written.
+func (c *coreTask) apply(key []byte, ops []window.Op[int64]) error {
+	for i, op := range ops {
+		if op.Kind != window.OpPut && op.Kind != window.OpDelete {
+			continue
+		}
+		t := c.segmentTime(op.Window)
+		c.storeTime = max(c.storeTime, t)
+		if op.Kind == window.OpPut && !c.seg.Kept(t, c.storeTime) {
+			continue
+		}
+		var err error
+		if c.session {
+			err = c.sess.Apply(key, ops[i:i+1])
+		} else {
+			err = c.wins.Apply(key, ops[i:i+1])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *coreTask) process(r Record) error {
@@ -119,13 +215,7 @@ func (c *coreTask) process(r Record) error {
 	if err != nil {
 		return err
 	}
-	key := []byte(r.Key)
-	if c.session {
-		err = c.sess.Apply(key, res.Ops)
-	} else {
-		err = c.wins.Apply(key, res.Ops)
-	}
-	if err != nil {
+	if err := c.apply([]byte(r.Key), res.Ops); err != nil {
 		return err
 	}
 	for _, op := range res.Ops {
@@ -152,7 +242,11 @@ func (c *coreTask) process(r Record) error {
 	} else {
 		finals = c.wins.Finals(f)
 	}
-	for _, k := range finals {
+	live := c.seg.LiveForFinals
+	if c.session {
+		live = c.seg.Kept
+	}
+	for _, k := range c.live(finals, live) {
 		ts := k.Timestamp
 		if c.session {
 			ts = k.Window.End
@@ -173,18 +267,16 @@ func (c *coreTask) result(p int32) PartitionResult {
 	} else {
 		all = c.wins.All()
 	}
-	store := make([]StoredWindow, len(all))
-	for i, k := range all {
-		store[i] = StoredWindow{Key: string(k.Key), Start: k.Window.Start, End: k.Window.End, Value: k.Value}
+	live := c.seg.Live
+	if c.emit == window.EmitOnClose && !c.session {
+		live = c.seg.LiveForFinals
+	}
+	var store []StoredWindow
+	for _, k := range c.live(all, live) {
+		store = append(store, StoredWindow{Key: string(k.Key), Start: k.Window.Start, End: k.Window.End, Value: k.Value})
 	}
 	slices.SortFunc(store, func(a, b StoredWindow) int {
-		if c := bytes.Compare([]byte(a.Key), []byte(b.Key)); c != 0 {
-			return c
-		}
-		if a.Start != b.Start {
-			return int(a.Start - b.Start)
-		}
-		return int(a.End - b.End)
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End))
 	})
 	return PartitionResult{Partition: p, Output: c.out, Store: store, DroppedRecords: c.dropped}
 }

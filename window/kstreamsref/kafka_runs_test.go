@@ -13,8 +13,8 @@ import (
 )
 
 // kafkaRuns is Kafka's answer to every scenario the tests need, computed
-// once per test binary by one JVM: the hand-computed cases and the
-// committed list. The Kafka-only checks and the differential test read
+// once per test binary by one JVM: the hand-computed cases, the committed
+// list, and part of the list again with Kafka's default retention. The Kafka-only checks and the differential test read
 // the same results, so no scenario runs twice except where a test repeats
 // one on purpose.
 type kafkaRuns struct {
@@ -25,6 +25,28 @@ type kafkaRuns struct {
 	// list is testdata/scenarios.jsonl and results Kafka's answer to each.
 	list    []Scenario
 	results []*Result
+	// defaulted is the start of the list with Kafka's default retention
+	// (see withDefaultRetention), and defaultedResults Kafka's answers.
+	defaulted        []Scenario
+	defaultedResults []*Result
+}
+
+// defaultedCount is how many scenarios of the list run again with Kafka's
+// default retention: four of each combination of window type, aggregation
+// and emit, since the generator takes the 16 combinations in turn.
+const defaultedCount = 64
+
+// withDefaultRetention returns the first n scenarios of list with the
+// retention left to Kafka's default (the window's length plus grace), under
+// which windows expire while records still arrive, and renamed.
+func withDefaultRetention(list []Scenario, n int) []Scenario {
+	out := make([]Scenario, 0, n)
+	for _, s := range list[:min(n, len(list))] {
+		s.Name += "-default-retention"
+		s.Window.RetentionMs = 0
+		out = append(out, s)
+	}
+	return out
 }
 
 var (
@@ -82,16 +104,23 @@ func runKafka(ctx context.Context) (*kafkaRuns, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaRuns{ref: ref, list: list, results: make([]*Result, len(list))}
+	k := &kafkaRuns{ref: ref, list: list, defaulted: withDefaultRetention(list, defaultedCount)}
 	for i, c := range referenceCases() {
 		res, err := ref.Run(c.scenario(i))
 		k.cases = append(k.cases, res)
 		k.caseErrs = append(k.caseErrs, err)
 	}
-	for i, s := range list {
-		if k.results[i], err = ref.Run(s); err != nil {
-			ref.Close()
-			return nil, err
+	for _, run := range []struct {
+		in  []Scenario
+		out *[]*Result
+	}{{k.list, &k.results}, {k.defaulted, &k.defaultedResults}} {
+		for _, s := range run.in {
+			res, err := ref.Run(s)
+			if err != nil {
+				ref.Close()
+				return nil, err
+			}
+			*run.out = append(*run.out, res)
 		}
 	}
 	return k, nil
