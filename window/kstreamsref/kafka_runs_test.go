@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,25 +26,36 @@ type kafkaRuns struct {
 	// list is testdata/scenarios.jsonl and results Kafka's answer to each.
 	list    []Scenario
 	results []*Result
-	// defaulted is the start of the list with Kafka's default retention
-	// (see withDefaultRetention), and defaultedResults Kafka's answers.
+	// defaulted is part of the list again with Kafka's default retention
+	// (see defaultRetentionList), and defaultedResults Kafka's answers.
 	defaulted        []Scenario
 	defaultedResults []*Result
 }
 
-// defaultedCount is how many scenarios of the list run again with Kafka's
-// default retention: four of each combination of window type, aggregation
-// and emit, since the generator takes the 16 combinations in turn.
-const defaultedCount = 64
-
-// withDefaultRetention returns the first n scenarios of list with the
-// retention left to Kafka's default (the window's length plus grace), under
-// which windows expire while records still arrive, and renamed.
-func withDefaultRetention(list []Scenario, n int) []Scenario {
-	out := make([]Scenario, 0, n)
-	for _, s := range list[:min(n, len(list))] {
+// defaultRetentionList returns scenarios of list again with the retention
+// left to Kafka's default (the window's length plus grace), under which
+// windows expire while records still arrive: the first 64 as they are,
+// four of each combination of window type, aggregation and emit (the
+// generator takes the 16 in turn), and the next 32 with every time and
+// duration in seconds rather than milliseconds. Segments are a minute at
+// least, so only the latter span several and drop whole ones.
+func defaultRetentionList(list []Scenario) []Scenario {
+	var out []Scenario
+	for i, s := range list[:min(96, len(list))] {
+		scale := int64(1)
 		s.Name += "-default-retention"
-		s.Window.RetentionMs = 0
+		if i >= 64 {
+			scale = 1000
+			s.Name += "-seconds"
+		}
+		w := &s.Window
+		w.RetentionMs = 0
+		w.SizeMs, w.AdvanceMs, w.TimeDifferenceMs, w.GapMs, w.GraceMs =
+			w.SizeMs*scale, w.AdvanceMs*scale, w.TimeDifferenceMs*scale, w.GapMs*scale, w.GraceMs*scale
+		s.Records = slices.Clone(s.Records)
+		for j := range s.Records {
+			s.Records[j].Timestamp *= scale
+		}
 		out = append(out, s)
 	}
 	return out
@@ -104,7 +116,7 @@ func runKafka(ctx context.Context) (*kafkaRuns, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaRuns{ref: ref, list: list, defaulted: withDefaultRetention(list, defaultedCount)}
+	k := &kafkaRuns{ref: ref, list: list, defaulted: defaultRetentionList(list)}
 	for i, c := range referenceCases() {
 		res, err := ref.Run(c.scenario(i))
 		k.cases = append(k.cases, res)
