@@ -60,7 +60,8 @@ type coreTask struct {
 	// largest segment time written, NoTimestamp before the first write.
 	seg       window.Segments
 	storeTime int64
-	// process folds one record into the store and returns the ops.
+	// aggregate folds one record into the store's view and returns the
+	// ops; due is the definition's FinalsDue.
 	aggregate func(t *coreTask, r Record, st int64) (window.Result[int64], error)
 	due       func(lastClose, st int64) (window.Finals, bool)
 	out       []Output
