@@ -8,7 +8,7 @@
 #   deploy/local/kafka.sh start       fetch (once), format, start, wait until it answers
 #   deploy/local/kafka.sh stop [N]    SIGTERM, wait, SIGKILL after a deadline
 #   deploy/local/kafka.sh kill [N]    SIGKILL (a crash), wait until the process is gone
-#   deploy/local/kafka.sh restart     stop, then start afresh
+#   deploy/local/kafka.sh restart     stop, then start afresh (the same shape)
 #   deploy/local/kafka.sh resume [N]  start again on the data an earlier start left (after
 #                                     a stop or a kill): no wipe, no format
 #   deploy/local/kafka.sh status [N]  exit 0 when it runs
@@ -438,7 +438,7 @@ wait_ready() {
 					PINGS+="$out"$'\n'
 					continue
 				fi
-				out="it lists ${seen:-0} of $want brokers: $out"
+				out+=$'\n'"it lists ${seen:-0} of the $want brokers"
 			fi
 			last[$n]=$out
 			left+=("$n")
@@ -734,10 +734,14 @@ kill)
 	kill_nodes "${NODES[@]}"
 	;;
 restart)
+	# The same shape again, unless RACKSTREAM_KAFKA_BROKERS names another.
 	lock 8 "$RUN_DIR.lock"
 	layout run
 	nodes ""
 	stop_nodes "${NODES[@]}"
+	if [[ -z $REQ_BROKERS || $REQ_BROKERS == "$BROKERS" ]]; then
+		REQ_BROKERS=$BROKERS REQ_RF=${REQ_RF:-$RF} REQ_MIN_ISR=${REQ_MIN_ISR:-$MIN_ISR}
+	fi
 	layout start
 	start fresh
 	;;
