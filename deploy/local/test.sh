@@ -129,6 +129,12 @@ if ((rc == 0)); then
 	# it has the machine to itself; only when every package is tested.
 	if [[ ${PKGS[*]} == ./... ]]; then
 		suite "chaos (short)" "$HERE/chaos.sh" short
+		# Under CI, or with RACKSTREAM_THREE_BROKERS=1: three brokers in
+		# three racks of their own, the leader of most partitions killed
+		# (harness/cluster; about a minute and a half).
+		if [[ -n ${CI:-} || -n ${RACKSTREAM_THREE_BROKERS:-} ]]; then
+			suite "three brokers" env RACKSTREAM_THREE_BROKERS=1 "$GO" test -count=1 -timeout "$TIMEOUT" -run '^TestThreeBrokers' ./harness/cluster/
+		fi
 	fi
 else
 	why=$(tail -n1 "$broker_err") # kafka.sh's one-line reason
