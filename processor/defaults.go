@@ -36,24 +36,23 @@ const DefaultCommitIntervalExactlyOnce = 100 * time.Millisecond
 func DefaultOptions() Options {
 	st, bal := state.DefaultOptions(), balancer.DefaultSettings()
 	return Options{
-		LevelDB:               st.LevelDB,
-		MemoryBytes:           st.MemoryBytes,
-		CleanupDelay:          st.CleanupDelay,
-		Capacity:              runtime.NumCPU(),
-		AcceptableRecoveryLag: bal.AcceptableRecoveryLag,
-		MaxWarmups:            bal.MaxWarmups,
-		ProbingInterval:       bal.ProbingInterval,
-		Partitioner:           partition.Murmur2(),
-		CacheMaxBytes:         10 << 20,
-		CommitInterval:        30 * time.Second,
-		Guarantee:             AtLeastOnce,
-		ErrorPolicy:           PolicyDeadLetter,
-		Retry:                 DefaultRetry(),
-		ReplicationFactor:     -1,
-		SessionTimeout:        10 * time.Second,
-		HeartbeatInterval:     bal.HeartbeatInterval,
-		ShutdownTimeout:       30 * time.Second,
-		RebuildBackoff:        time.Second,
+		LevelDB:           st.LevelDB,
+		MemoryBytes:       st.MemoryBytes,
+		CleanupDelay:      st.CleanupDelay,
+		Capacity:          runtime.NumCPU(),
+		Placement:         bal.Placement,
+		ProbingInterval:   bal.ProbingInterval,
+		Partitioner:       partition.Murmur2(),
+		CacheMaxBytes:     10 << 20,
+		CommitInterval:    30 * time.Second,
+		Guarantee:         AtLeastOnce,
+		ErrorPolicy:       PolicyDeadLetter,
+		Retry:             DefaultRetry(),
+		ReplicationFactor: -1,
+		SessionTimeout:    10 * time.Second,
+		HeartbeatInterval: bal.HeartbeatInterval,
+		ShutdownTimeout:   30 * time.Second,
+		RebuildBackoff:    time.Second,
 		// 5 s, not longer: a broker back from an outage finds every
 		// instance's next rebuild at most this far away (the fault
 		// suite's broker kill under exactly-once waited out 16 s
@@ -94,17 +93,11 @@ func (o *Options) check(appID string) error {
 	if o.CleanupDelay < 0 {
 		bad("CleanupDelay (state.cleanup.delay.ms) %v: must be at least 0", o.CleanupDelay)
 	}
-	if o.NumStandbys < 0 {
-		bad("NumStandbys (num.standby.replicas) %d: must be at least 0", o.NumStandbys)
+	if err := o.Placement.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("processor: %w", err))
 	}
 	if o.Capacity < 1 {
 		bad("Capacity (num.stream.threads) %d: must be at least 1", o.Capacity)
-	}
-	if o.AcceptableRecoveryLag < 0 {
-		bad("AcceptableRecoveryLag (acceptable.recovery.lag) %d: must be at least 0", o.AcceptableRecoveryLag)
-	}
-	if o.MaxWarmups < 1 {
-		bad("MaxWarmups (max.warmup.replicas) %d: must be at least 1", o.MaxWarmups)
 	}
 	if o.ProbingInterval < balancer.MinProbingInterval {
 		bad("ProbingInterval (probing.rebalance.interval.ms) %v: must be at least %v", o.ProbingInterval, balancer.MinProbingInterval)

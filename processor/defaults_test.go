@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -28,12 +29,12 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		{"CleanupDelay", func(o *Options) { o.CleanupDelay = 0 }, "", func(r *Runtime) string {
 			return unless(r.opts.CleanupDelay == 0, "a zero cleanup delay (delete at the next cleanup) became a default")
 		}},
-		{"NumStandbys", func(o *Options) { o.NumStandbys = 0 }, "", nil},
+		{"NumStandbyReplicas", func(o *Options) { o.Placement.NumStandbyReplicas = 0 }, "", nil},
 		{"Capacity", func(o *Options) { o.Capacity = 0 }, "Capacity (num.stream.threads) 0: must be at least 1", nil},
-		{"AcceptableRecoveryLag", func(o *Options) { o.AcceptableRecoveryLag = 0 }, "", func(r *Runtime) string {
-			return unless(r.opts.AcceptableRecoveryLag == 0, "acceptable.recovery.lag=0 (only caught-up replicas) became a default")
+		{"AcceptableRecoveryLag", func(o *Options) { o.Placement.AcceptableRecoveryLag = 0 }, "", func(r *Runtime) string {
+			return unless(r.opts.Placement.AcceptableRecoveryLag == 0, "acceptable.recovery.lag=0 (only caught-up replicas) became a default")
 		}},
-		{"MaxWarmups", func(o *Options) { o.MaxWarmups = 0 }, "MaxWarmups (max.warmup.replicas) 0: must be at least 1", nil},
+		{"MaxWarmupReplicas", func(o *Options) { o.Placement.MaxWarmupReplicas = 0 }, "max.warmup.replicas: must be at least 1, got 0", nil},
 		{"ProbingInterval", func(o *Options) { o.ProbingInterval = 0 }, "ProbingInterval (probing.rebalance.interval.ms) 0s: must be at least 1m0s", nil},
 		{"Partitioner", func(o *Options) { o.Partitioner = nil }, "no Partitioner (partitioner)", nil},
 		{"CacheMaxBytes", func(o *Options) { o.CacheMaxBytes = 0 }, "", func(r *Runtime) string {
@@ -101,7 +102,7 @@ func TestDefaultOptionsTakeTheLibrariesDefaults(t *testing.T) {
 	if o.LevelDB != st.LevelDB || o.CleanupDelay != st.CleanupDelay || o.MemoryBytes != st.MemoryBytes {
 		t.Errorf("state defaults %+v %v, state's %+v %v", o.LevelDB, o.CleanupDelay, st.LevelDB, st.CleanupDelay)
 	}
-	if o.AcceptableRecoveryLag != bal.AcceptableRecoveryLag || o.MaxWarmups != bal.MaxWarmups ||
+	if !reflect.DeepEqual(o.Placement, bal.Placement) ||
 		o.ProbingInterval != bal.ProbingInterval || o.HeartbeatInterval != bal.HeartbeatInterval {
 		t.Errorf("balancer defaults differ from the balancer's: %+v", o)
 	}

@@ -193,7 +193,7 @@ func TestRunFailsAtOnceOnSettingsARebuildCannotCure(t *testing.T) {
 	a := newCountApp(t, c, 2)
 	topo, _ := a.topology()
 	o := a.options(t, "solo", "a")
-	o.RackAwareTags = append(o.RackAwareTags, "cluster") // not one of the instance's tags
+	o.Placement.RackAwareAssignmentTags = append(o.Placement.RackAwareAssignmentTags, "cluster") // not one of the instance's tags
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/state"
@@ -64,19 +65,14 @@ type Options struct {
 	Endpoint string
 	// Tags are the client tags (client.tag.<key>).
 	Tags tags.Set
-	// RackAwareTags are the tag keys standbys spread over, in priority
-	// order (rack.aware.assignment.tags).
-	RackAwareTags tags.Keys
-	// NumStandbys is num.standby.replicas; 0 for none.
-	NumStandbys int
+	// Placement are the settings that shape the group's plan
+	// (num.standby.replicas, rack.aware.assignment.tags,
+	// acceptable.recovery.lag, max.warmup.replicas); every key of
+	// RackAwareAssignmentTags must be one of Tags.
+	Placement assignor.Settings
 	// Capacity is the instance's weight in placement (num.stream.threads);
 	// at least 1. Tasks always run in parallel, one goroutine each.
 	Capacity int
-	// AcceptableRecoveryLag is acceptable.recovery.lag; 0 accepts only
-	// fully caught-up replicas.
-	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas; at least 1.
-	MaxWarmups int
 	// ProbingInterval is probing.rebalance.interval.ms; at least a minute.
 	ProbingInterval time.Duration
 
@@ -436,7 +432,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.mu.Unlock()
 	}()
 	r.log.Info("starting", "inputs", r.topo.InputTopics(), "tasks", n, "endpoint", r.opts.Endpoint,
-		"tags", r.opts.Tags.String(), "standbys", r.opts.NumStandbys)
+		"tags", r.opts.Tags.String(), "standbys", r.opts.Placement.NumStandbyReplicas)
 
 	done := make(chan error, 1)
 	go func() {

@@ -165,7 +165,7 @@ type instance struct {
 func (a *countApp) options(t *testing.T, name string, zone string) processor.Options {
 	o := testOptions(t, a.c.Brokers, name)
 	o.Endpoint = name + ".test:8080"
-	o.Tags, o.RackAwareTags = mustTags(t, "zone", zone), tags.Keys{"zone"}
+	o.Tags, o.Placement.RackAwareAssignmentTags = mustTags(t, "zone", zone), tags.Keys{"zone"}
 	o.Capacity = 1
 	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
 	o.ShutdownTimeout = 20 * time.Second

@@ -105,8 +105,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs.ApplicationID, bs.ProcessID, bs.Endpoint, bs.Tags = r.topo.appID, mgr.ProcessID(), r.opts.Endpoint, r.opts.Tags
 	bs.Capacity = r.opts.Capacity
 	bs.InputTopics, bs.ChangelogTopics = r.topo.InputTopics(), r.topo.ChangelogTopics()
-	bs.NumStandbys, bs.RackAwareTags = r.opts.NumStandbys, r.opts.RackAwareTags
-	bs.AcceptableRecoveryLag, bs.MaxWarmups, bs.ProbingInterval = r.opts.AcceptableRecoveryLag, r.opts.MaxWarmups, r.opts.ProbingInterval
+	bs.Placement, bs.ProbingInterval = r.opts.Placement, r.opts.ProbingInterval
 	bs.Checkpoints, bs.ClientOpts = checkpoints(mgr, r.log), r.clientOpts()
 	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.HeartbeatInterval
 	bs.Logger = r.opts.Logger

@@ -303,7 +303,7 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 	var ins []*instance
 	for _, name := range []string{"a", "b"} {
 		o := testOptions(t, c.Brokers, name)
-		o.NumStandbys = 1
+		o.Placement.NumStandbyReplicas = 1
 		o.SessionTimeout, o.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
 		ins = append(ins, a.start(t, name, o))
 	}

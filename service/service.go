@@ -226,11 +226,8 @@ func New(opts Options) (*Instance, error) {
 	}
 	ro.Endpoint = endpoint
 	ro.Tags = cfg.ClientTags
-	ro.RackAwareTags = cfg.RackAwareAssignmentTags
-	ro.NumStandbys = cfg.NumStandbyReplicas
+	ro.Placement = cfg.Placement
 	ro.Capacity = cfg.NumStreamThreads
-	ro.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
-	ro.MaxWarmups = cfg.MaxWarmupReplicas
 	ro.ProbingInterval = cfg.ProbingRebalanceInterval
 	ro.Partitioner = part
 	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
@@ -256,7 +253,7 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
-	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
+	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.Placement.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
 	if err := registerBalancerMetrics(reg, rt.BalancerStats); err != nil {
@@ -458,6 +455,6 @@ func (in *Instance) watch(ctx context.Context) {
 			"group", in.cfg.ApplicationID,
 			"http", in.ln.Addr().String(),
 			"processor", string(in.cfg.Processor.Type),
-			"standbys", in.cfg.NumStandbyReplicas)
+			"standbys", in.cfg.Placement.NumStandbyReplicas)
 	}
 }
