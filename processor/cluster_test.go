@@ -205,13 +205,13 @@ func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
 func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
-	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.Placement.AcceptableRecoveryLag = 0 })
+	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.Placement.AcceptableRecoveryLag = processor.Zero })
 	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
 	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
 	a.waitCommitted(t, 3*time.Minute)
 
 	o := a.options(t, "i2", zones[2])
-	o.Placement.NumStandbyReplicas, o.Placement.AcceptableRecoveryLag = 1, 0
+	o.Placement.NumStandbyReplicas, o.Placement.AcceptableRecoveryLag = 1, processor.Zero
 	ins = append(ins, a.start(t, "i2", o))
 	kafkatest.Eventually(t, 2*time.Minute, "the new instance runs tasks", func() bool {
 		for task := int32(0); task < clusterParts; task++ {

@@ -88,9 +88,8 @@ func main() {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	topo, _ := Topology("clickstats", "clicks", "click-stats")
-	opts := processor.DefaultOptions()
-	opts.Brokers, opts.StateDir = strings.Split(*brokers, ","), *stateDir
-	opts.Placement.NumStandbyReplicas, opts.Logger = *standbys, log
+	opts := processor.Options{Brokers: strings.Split(*brokers, ","), StateDir: *stateDir, Logger: log}
+	opts.Placement.NumStandbyReplicas = *standbys
 	if *zone != "" {
 		t, err := tags.FromMap(map[string]string{"zone": *zone})
 		if err != nil {
