@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,4 +56,26 @@ func TestTheMinimalOptionsRunOnABroker(t *testing.T) {
 	c.Produce(&kgo.Record{Topic: input, Key: []byte("a"), Value: []byte("x")},
 		&kgo.Record{Topic: input, Key: []byte("b"), Value: []byte("y")})
 	kafkatest.Eventually(t, 60*time.Second, "both records processed", func() bool { return seen.Load() == 2 })
+}
+
+// The brokers and a state directory are all a runtime needs; every other
+// option left at its zero value takes its default, and Zero asks for zero
+// where zero is a setting (here: no record cache).
+func ExampleNewRuntime() {
+	brokers, dir := []string{"localhost:9092"}, "/tmp/rackstream"
+	topo := processor.New("click-counter")
+	processor.NewInput(topo, "clicks", codec.String(), codec.String(),
+		func(ctx *processor.Context, user, page string) error { return nil })
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:       brokers,
+		StateDir:      dir,
+		Placement:     assignor.Settings{NumStandbyReplicas: 1},
+		CacheMaxBytes: processor.Zero,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rt.Topology().InputTopics())
+	// Output: [clicks]
 }
