@@ -89,9 +89,7 @@ func orZero[T ~int | ~int16 | ~int32 | ~int64](v, def T) T {
 // the result.
 func (o *Options) resolve(appID string) error {
 	d := DefaultOptions()
-	o.LevelDB.BlockCacheBytes = orZero(o.LevelDB.BlockCacheBytes, d.LevelDB.BlockCacheBytes)
-	o.LevelDB.WriteBufferBytes = orDefault(o.LevelDB.WriteBufferBytes, d.LevelDB.WriteBufferBytes)
-	o.LevelDB.BloomBits = orZero(o.LevelDB.BloomBits, d.LevelDB.BloomBits)
+	o.LevelDB = o.LevelDB.OrDefaults()
 	o.MemoryBytes = orZero(o.MemoryBytes, d.MemoryBytes)
 	o.CleanupDelay = orZero(o.CleanupDelay, d.CleanupDelay)
 	p := &o.Placement

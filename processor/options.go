@@ -16,8 +16,9 @@ import (
 
 // Zero asks for zero in an option whose zero value means its default:
 // CacheMaxBytes: Zero turns the record cache off, ShutdownTimeout: Zero does
-// not wait. Each field that accepts it says what zero does there.
-const Zero = -1
+// not wait. Each field that accepts it says what zero does there. It is
+// state.Zero, which LevelDBOptions accept too.
+const Zero = state.Zero
 
 // Exactly returns v as an option: v itself, or Zero for 0. It is how a
 // caller holding a value as used (a parsed configuration, a flag) sets an
@@ -56,9 +57,10 @@ type Options struct {
 	// application's stores live in StateDir/<application.id>, its global
 	// tables in GlobalDir(StateDir, application.id).
 	StateDir string
-	// LevelDB are the stores' LevelDB options (state.leveldb.*): each zero
-	// field takes state.DefaultLevelDBOptions' value. Zero asks for no
-	// block cache (BlockCacheBytes) or no bloom filter (BloomBits).
+	// LevelDB are the stores' LevelDB options (state.leveldb.*), read by
+	// LevelDBOptions.OrDefaults: each zero field takes
+	// state.DefaultLevelDBOptions' value, and Zero asks for no block cache
+	// (BlockCacheBytes) or no bloom filter (BloomBits).
 	LevelDB state.LevelDBOptions
 	// MemoryBytes is state.memory.bytes (state.DefaultMemoryBytes): one
 	// memory budget for the stores and the record cache that overrides
