@@ -13,7 +13,8 @@ import (
 // (balancer.Placement), the ones /v1/metadata shows (MetadataSettings),
 // and the ones an instance is configured with (processor.Options,
 // config.Config, balancer.Settings) all embed or hold this type. Each field
-// holds the value the plan is made with: 0 means 0.
+// holds the value the plan is made with: 0 means 0 (processor.Options,
+// whose zero fields take their defaults, says how it reads them).
 type Settings struct {
 	// NumStandbyReplicas is num.standby.replicas: standbys per task (0 = none).
 	NumStandbyReplicas int `json:"num_standby_replicas"`
