@@ -51,7 +51,7 @@
 // standbys and warmups per unit of capacity), then the smallest id. Every
 // task's first standby is placed before any second one; then standbys move
 // to lighter clients where the task's spread stays optimal. Kafka Streams'
-// greedy pick (design §3) can miss the optimum; this cannot, which the
+// greedy pick (docs/design.md §3) can miss the optimum; this cannot, which the
 // property tests check by brute force.
 //
 // Stickiness is bounded by balance, as for actives: a client keeps a

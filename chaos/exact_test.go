@@ -54,7 +54,7 @@ func (r *run) waitStore(n int) map[string]string {
 // predecessor's open transaction (an instance killed, frozen or cut
 // mid-transaction) pins the changelog's last stable offset until it ends,
 // and the new active's restore must wait for that to read committed state
-// (design §7). A predecessor that comes back under its process id fences
+// (docs/design.md §7). A predecessor that comes back under its process id fences
 // and aborts it at once; one that does not (killed for good, or restarted
 // with its state directory, and so its process id, gone) leaves it to the
 // transaction coordinator, which aborts a transaction past its timeout

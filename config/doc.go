@@ -8,8 +8,8 @@
 // Streams' where Kafka has one), default, type and allowed range, meaning,
 // and whether it is secret. Parsing, validation, the printed effective
 // configuration ([Config.WriteEffective], `rackstream validate`) and the
-// configuration reference in README.md ([Reference]; a test fails when the
-// README drifts) are all derived from it. The client.tag.<key> family is the
+// configuration reference in docs/configuration.md ([Reference]; a test
+// fails when the page drifts) are all derived from it. The client.tag.<key> family is the
 // one key outside the table; the tags package owns its rules.
 //
 // # Sources

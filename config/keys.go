@@ -16,7 +16,7 @@ import (
 
 // keyDef defines one configuration key. The table of them, keys, is the one
 // place a key is described: parsing, validation, the printed effective
-// configuration and the README reference are all derived from it.
+// configuration and the reference in docs/configuration.md are all derived from it.
 type keyDef struct {
 	name string
 	doc  string
@@ -141,7 +141,7 @@ var keys = []*keyDef{
 		doc:   "What happens to a record that fails to decode or whose handler fails after retries: `dlq` sends it to the dead-letter topic, `skip` (alias `continue`) logs and counts it, `fail` stops the task and marks the instance not ready. Kafka Streams' `org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler` and `LogAndFailProcessingExceptionHandler` mean `skip` and `fail`.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingExceptionHandler) }},
 	{name: "processing.guarantee", def: "at_least_once", enum: []string{"at_least_once", "exactly_once_v2", "at_most_once"},
-		doc:   "`at_least_once` (a crash may process records again), `exactly_once_v2` (each commit interval's changelog records, outputs, dead letters and input offsets in one Kafka transaction; inputs, restore and standbys read committed), or `at_most_once` (ours: a batch's offsets are committed before its records are processed, so a crash may skip records but never repeats one). See the README's Delivery guarantees.",
+		doc:   "`at_least_once` (a crash may process records again), `exactly_once_v2` (each commit interval's changelog records, outputs, dead letters and input offsets in one Kafka transaction; inputs, restore and standbys read committed), or `at_most_once` (ours: a batch's offsets are committed before its records are processed, so a crash may skip records but never repeats one). See docs/delivery.md.",
 		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
 	{name: "processor.changelog.topic", doc: "The built-in processor's store changelog topic; empty for the default `<application.id>-<store>-changelog`.",
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},

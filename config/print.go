@@ -85,7 +85,7 @@ func (c Config) LogValue() slog.Value {
 
 // Reference returns the configuration reference in Markdown: how the
 // sources combine, then one table row per key with its default and meaning.
-// README.md's configuration section is this text (a test keeps it so).
+// docs/configuration.md's reference is this text (a test keeps it so).
 func Reference() string {
 	var b strings.Builder
 	b.WriteString(`Rackstream reads its configuration from a Java properties file (` + "`--config FILE`" + `), then the

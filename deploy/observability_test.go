@@ -175,6 +175,40 @@ func observabilityFiles(t *testing.T) []string {
 	return append(files, gj...)
 }
 
+// userDocs are the pages that name metrics for users beside the deploy
+// files: README.md and the pages under docs/.
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(pages, "../README.md")
+}
+
+// TestDocsNameDeclaredMetrics: every rackstream_* name README.md and the
+// pages under docs/ mention is a metric the code declares, or a series of
+// one, so a page cannot send an operator after a name nothing exports.
+func TestDocsNameDeclaredMetrics(t *testing.T) {
+	series := exportedSeries(declaredMetrics(t))
+	names := 0
+	for _, f := range userDocs(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metricRef.FindAllString(string(b), -1) {
+			names++
+			if _, ok := series[m]; !ok && !definedInSource(t, m) {
+				t.Errorf("%s names %s, which no code declares", f, m)
+			}
+		}
+	}
+	if names == 0 {
+		t.Fatal("no rackstream_ metric name in README.md or docs/: the scan is broken")
+	}
+}
+
 // TestRatesAreTakenOfCounters pins PromQL that reads right: rate, irate and
 // increase over counters (or a histogram's cumulative series), never gauges.
 func TestRatesAreTakenOfCounters(t *testing.T) {

@@ -24,8 +24,8 @@ import (
 // same way): the next record of that key, typically a read and a write
 // back, finds it here instead of in the write buffer or LevelDB. With a
 // commit interval short enough that most keys change once or twice
-// between commits, emptying the cache at each commit sent nearly every
-// read to LevelDB's memtable, a tenth of a count's CPU (bench/freshness.md).
+// between commits, emptying the cache at each commit would send nearly
+// every read to LevelDB's memtable.
 // A clean entry holds the value the store has: every write of the task
 // goes through the cache (making the entry dirty again), and work that is
 // dropped (an abort, a restart) drops the task and its cache with it.

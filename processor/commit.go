@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The commit path (design §7), at-least-once: each task in turn pauses
+// The commit path (docs/design.md §7), at-least-once: each task in turn pauses
 // between two records for its cut (its record cache written through, its
 // stores' write buffers frozen, the offsets after its last processed
 // records taken) and goes on; the commit waits until the producer has
@@ -23,9 +23,9 @@ import (
 // writes with their checkpoints in one LevelDB batch per store, and
 // commits the offsets it took. A crash between any two steps loses
 // nothing: what was processed after the last commit is processed again.
-// A task pauses only for its own cut, so a commit no longer holds every
+// A task pauses only for its own cut, so a commit does not hold every
 // task while the producer's round trips and the LevelDB writes take
-// their time (the freshness of latest reads, bench/freshness.md).
+// their time, and latest reads stay fresh.
 //
 // commits holds what that needs, explicitly: the producer, the
 // committer, and the first failed produce of an output or dead letter.
@@ -88,7 +88,7 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 // of the cuts: the cut writes a task's whole cache, pausing it for longer
 // (tens of milliseconds under load), but the commit does not wait up to
 // aheadWait for the tasks to get to it. A moved task's first commit is
-// one (its latency is the failover's, bench/profile-count.md "Failover").
+// one: its latency is the failover's.
 func (c *commits) commitPromptly(ctx context.Context, tasks []*task) error {
 	return c.commitTasks(ctx, tasks, false)
 }
@@ -195,25 +195,22 @@ const cutChunk = 256
 // writeCacheAhead has t write its record cache through ahead of its cut,
 // cutChunk entries between two of its batches (task.writeAhead), and waits
 // until at most a chunk is left for the cut: a commit interval's merged
-// writes reach the stores and the changelog in one burst at the commit,
-// which held the task for tens of milliseconds (bench/freshness.md); in
+// writes would otherwise reach the stores and the changelog in one burst
+// at the commit, holding the task for tens of milliseconds; in
 // chunks the task processes records between them. The task adds entries
 // between chunks, so the rounds are bounded, to twice the chunks the cache
 // held at the start: a task that writes new keys as fast as the chunks go
 // would otherwise keep the commit chasing it.
 //
 // The tasks of a commit write ahead in turn, each just before its cut, so
-// that an instance's tasks do not all write through at once (asked
-// together, they did, and the probes of all of them waited: freshness p99
-// at 1 s in interleaved runs on kfake 126 and 176 ms against 96 and 109
-// ms, bench/freshness.md). They share one deadline, ahead
+// that an instance's tasks do not all write through at once and delay
+// the reads of all of them together. They share one deadline, ahead
 // (aheadWait from the commit's start): a task that does not get to it (a
 // handler retrying, a table task waiting for its tables, a backlog) holds
 // the commit at most that long in all, and the tasks after the deadline
-// are not asked (their cuts write their caches whole). Asked one at a time
-// with a deadline each, a commit of six tasks took up to six times
-// aheadWait, 1.9 s at 1 s commits, and a moved task's first commit waited
-// behind it (bench/profile-count.md, "Failover").
+// are not asked (their cuts write their caches whole). A deadline per
+// task would let a commit of n tasks take n times aheadWait, with a moved
+// task's first commit waiting behind it.
 func (c *commits) writeCacheAhead(ctx, ahead context.Context, t *task) error {
 	if t.cache == nil || !t.running.Load() || ahead.Err() != nil {
 		return nil

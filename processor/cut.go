@@ -58,10 +58,9 @@ type cacheAskRequest struct {
 // request, when there is one, and reports whether the request wants more.
 // The task goroutine calls it between batches: the commit's pauses of the
 // task are each one chunk, and the task's records get their turn between
-// them. (A commit that took the task's lock for each chunk itself got it
-// back after one record: the lock went to it, waiting, at every release,
-// so the task processed one record per chunk and in effect stood still for
-// the whole write-through, up to 200 ms at 1 s commits, bench/freshness.md.)
+// them. (A commit that took the task's lock for each chunk itself would
+// get it back after one record, since the lock goes to a waiter at every
+// release: the task would stand still for the whole write-through.)
 func (t *task) writeAhead() bool {
 	r := t.cacheAsk.Load()
 	if r == nil {

@@ -119,48 +119,16 @@
 // ShutdownTimeout: Zero does not wait, CacheMaxBytes: Zero turns the record
 // cache off. NewRuntime rejects a value out of range, naming its key.
 //
-// # Inside the runtime: one way from a fetched record to a committed offset
+// # Reads
 //
-// The runtime's files each hold one idea, and data flows through them in
-// one direction:
-//
-//   - session.go: one Kafka client's life. Its poll loop (poll.go) fetches
-//     and hands each partition's batch to its task's queue (queue.go),
-//     pausing a partition whose task falls behind.
-//   - task.go: a task is one partition slot on its own goroutine. It sees
-//     only a taskEnv: its stores, its producer, its partitions' fetch
-//     control, a clock. Its per-record path (task.work, record.go)
-//     decodes, calls the handler, and applies the staged writes and emits
-//     through the task's backend (backend.go; the record cache, cache.go,
-//     may merge them within a commit
-//     interval); the offset after the record becomes the task's processed
-//     watermark.
-//   - commit.go: a commit, every commit.interval.ms (after every batch when
-//     it is 0), on revoke and on shutdown, cuts each task between two
-//     records, waits for the records produced before the cut (acks.go),
-//     writes each task's cut with its checkpoints while the tasks go on,
-//     and commits the watermarks: plain functions of explicit state (a
-//     producer, a committer, the tasks). It waits for acknowledgements
-//     without flushing the producer, so the last records of an idle task
-//     reach the broker after the producer's linger (20 ms, session.go):
-//     under load a batch fills first; idle, a commit takes that long more.
-//   - txn.go and txnclient.go: the exactly-once commit, a transaction;
-//     rewind.go: restarting the tasks of an aborted one; restart.go: the
-//     same for a task stopped by an error under the other guarantees (a
-//     changelog record the broker refused), after a backoff.
-//   - rebalance.go: what the group's callbacks do with tasks (assign,
-//     revoke, lose), again with no Kafka client of its own; replicas.go:
-//     the standby and warmup replicas an assignment gives, opened after
-//     its callback returns (the client fetches a moved task's offsets
-//     only then).
-//   - metrics.go: series collected from the live tasks at scrape time.
-//
-// A query answer reads the same stores, through Runtime.Replica
-// (replica.go) and package query: the committed LevelDB state
-// (isolation=committed), or under at-least-once the task's latest
-// processed state (isolation=latest, FreshView): the record cache over the
-// write buffer over LevelDB, read without blocking the task (cache.go and
-// state/latest.go say how).
+// A query reads a task's stores through Runtime.Replica's read-only
+// views: StoreView, the committed LevelDB state (isolation=committed), or
+// under at-least-once FreshView, the task's latest processed state
+// (isolation=latest): the record cache over the write buffer over LevelDB,
+// read without blocking the task. Runtime.GlobalTable hands out a global
+// table's GlobalView. No view writes: a store changes only through a
+// handler of its running task, which produces each write to the store's
+// changelog. docs/architecture.md maps the runtime's files.
 //
 // # Poison records
 //

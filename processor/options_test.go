@@ -61,7 +61,7 @@ func TestTheMinimalOptionsRunOnABroker(t *testing.T) {
 // The brokers and a state directory are all a runtime needs; every other
 // option left at its zero value takes its default, and Zero asks for zero
 // where zero is a setting (here: no record cache).
-func ExampleNewRuntime() {
+func ExampleOptions() {
 	brokers, dir := []string{"localhost:9092"}, "/tmp/rackstream"
 	topo := processor.New("click-counter")
 	processor.NewInput(topo, "clicks", codec.String(), codec.String(),

@@ -331,7 +331,7 @@ func (s *session) failure() error {
 // for run on a goroutine of their own (promptCommits), beside the regular
 // ones: a moved task's commit then waits only for an earlier commit of its
 // own, not for a regular commit of every task that may take most of an
-// interval under load (bench/profile-count.md, "Failover").
+// interval under load.
 func (s *session) commitLoop() {
 	var due <-chan time.Time // never, with a zero interval
 	var rephase func()
@@ -376,9 +376,8 @@ func (s *session) commitLoop() {
 // Each ask's tasks commit on a goroutine of their own, beside a prompt
 // commit still in flight (their tasks' locks keep two commits of one task
 // apart): after a kill -9 a survivor takes several tasks, whose first
-// records arrive apart, and one at a time the second waited for the
-// first's whole commit (0.32 s of a kfake failover's 11.57 s,
-// bench/profile-count.md). A commit that fails the session fails it
+// records arrive apart, and one at a time the second would wait for the
+// first's whole commit. A commit that fails the session fails it
 // (commitNow); the loop then ends, after the commits in flight.
 func (s *session) promptCommits() {
 	var inFlight sync.WaitGroup
@@ -566,10 +565,9 @@ func (s *session) updateTaskGauges() {
 // commitPhase is how long the first periodic commit waits: a random part
 // of the interval (at least a nanosecond: a ticker's period must be
 // positive), so that instances started together do not commit together
-// for the rest of their lives. Aligned, three instances of the cluster
-// benchmark wrote their record caches through at the same moment every
-// interval, on the same cores and the same broker, and every task of the
-// cluster fell behind at once (bench/freshness.md).
+// for the rest of their lives. Aligned, instances sharing cores and a
+// broker write their record caches through at the same moment every
+// interval, and every task of the cluster falls behind at once.
 func commitPhase(every time.Duration) time.Duration {
 	return 1 + rand.N(every)
 }

@@ -288,8 +288,8 @@ func (t *task) work(records []*kgo.Record) bool {
 		}
 		// The latency histogram times one record in latencyEvery, from
 		// its lock to its staged effects: two clock reads per record
-		// were 0.1 µs of the count's 4 (bench/profile-count.md), and
-		// quantiles need a sample, not every record.
+		// are a measurable share of a record's cost, and quantiles need
+		// a sample, not every record.
 		var began time.Time
 		timed := t.untimed == 0
 		if timed {

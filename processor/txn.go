@@ -12,7 +12,7 @@ import (
 )
 
 // The exactly-once commit path (processing.guarantee=exactly_once_v2,
-// design §7): each commit interval is one Kafka transaction of the
+// docs/design.md §7): each commit interval is one Kafka transaction of the
 // instance's one transactional producer, holding every task's changelog
 // records, outputs and dead letters and, through TxnOffsetCommit, their
 // input offsets. Local state follows the transaction: a task's store

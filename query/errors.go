@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// What clients see of errors (design §10): one JSON shape, words a person
+// What clients see of errors (docs/design.md §10): one JSON shape, words a person
 // reads and a code a program switches on, naming the instance that
 // answered. Peer URLs, dial errors and storage errors are logged where
 // they happen and never reach this shape.

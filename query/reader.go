@@ -39,7 +39,7 @@ type Reader interface {
 }
 
 // Isolation is what a read may see of a task's writes: the `isolation`
-// query parameter (design §7).
+// query parameter (docs/design.md §7).
 type Isolation string
 
 const (

@@ -9,7 +9,7 @@ import (
 // balancerCollector exports the group balancer's counters (balancer.Stats),
 // read at scrape time. Most count what this instance saw while it led the
 // group: in particular the members whose join metadata it could not trust
-// (design §10): a store checkpoint claimed beyond the changelog's end, an
+// (docs/design.md §10): a store checkpoint claimed beyond the changelog's end, an
 // endpoint that is not host:port. Each is a counter of this instance's:
 // sum over instances for the group's.
 type balancerCollector struct {

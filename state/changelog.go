@@ -33,7 +33,7 @@ func (e *ChangelogError) Error() string {
 	return fmt.Sprintf("changelog topic %s has cleanup.policy=%s: a changelog must be compacted (cleanup.policy=compact)", e.Topic, e.CleanupPolicy)
 }
 
-// EnsureChangelogs creates the missing changelog topics with partitions
+// ensureChangelogs creates the missing changelog topics with partitions
 // partitions, cleanup.policy=compact and replicationFactor (-1: the broker's
 // default), setting min.insync.replicas to the replication factor - 1 where
 // that is at least 1 (so that losing one zone's broker loses no acknowledged
@@ -41,7 +41,7 @@ func (e *ChangelogError) Error() string {
 // *ChangelogError, joined. Metadata of a topic created a moment ago may be
 // unknown for the client's metadata min age (kgo's default is 5 s): that is
 // retried for up to 15 s.
-func EnsureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
+func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)
 	}
@@ -194,9 +194,9 @@ func validateChangelogs(ctx context.Context, adm *kadm.Client, partitions int32,
 	return errors.Join(errs...)
 }
 
-// ChangelogTopics returns the changelog topics of specs under appID, in
+// changelogTopics returns the changelog topics of specs under appID, in
 // order, defaults filled in.
-func ChangelogTopics(appID string, specs []StoreSpec) []string {
+func changelogTopics(appID string, specs []StoreSpec) []string {
 	out := make([]string, len(specs))
 	for i, s := range specs {
 		out[i] = s.Changelog

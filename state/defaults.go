@@ -35,15 +35,15 @@ func DefaultOptions() Options {
 // DefaultMemoryBytes is the default memory budget of an instance's stores
 // and record cache (state.memory.bytes): 128 MiB. On the count benchmark
 // (1M records, 100k keys, 12 stores) it holds peak RSS well below goka's
-// without slowing the count (bench/results.md; the measurements that chose
-// it, 0, 64, 128 and 256 MiB beside goka, are in bench/profile-count.md).
+// without slowing the count (docs/lab/profile-count.md has the
+// measurements that chose it).
 // With 12 stores each gets a 2 MiB memtable and a 4 MiB block cache, and
 // the record cache 32 MiB when it is on.
 const DefaultMemoryBytes = 128 << 20
 
 // DefaultLevelDBOptions returns the stores' default LevelDB options: an
 // 8 MiB block cache, a 16 MiB memtable (larger memtables restore faster, at
-// the cost of memory per open store: bench/state.md), a 10-bit bloom
+// the cost of memory per open store), a 10-bit bloom
 // filter and snappy blocks.
 func DefaultLevelDBOptions() LevelDBOptions {
 	return LevelDBOptions{

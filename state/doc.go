@@ -3,6 +3,15 @@
 // store, checkpoints written atomically with the data, restore from the
 // changelog, standby tailing, and the state directory that holds it all.
 //
+// It is the storage engine beneath packages processor and table, not a
+// library for applications. A Task's lifecycle calls (Activate, Freeze,
+// WriteFrozen, Commit, Promote, Demote, ...) and a DB's writes belong to
+// the runtime that owns the task: its record loop, or the apply path of a
+// restoring or standby task. That owner alone keeps a store and its
+// changelog in step. Applications read stores through processor.Replica's
+// read-only views and through table.Mirror, which hand out no handle into
+// this package.
+//
 // # Layout
 //
 // A Manager owns one application's state directory,
@@ -68,7 +77,7 @@
 //
 // # Changelogs and cleanup
 //
-// EnsureChangelogs creates missing changelogs (compacted, one partition per
+// Manager.EnsureChangelogs creates missing changelogs (compacted, one partition per
 // task, min.insync.replicas = replication factor - 1 where that is at least
 // 1) and refuses existing ones with another partition count or without
 // compaction, naming the topic and both counts. ScanCheckpoints lists the

@@ -516,11 +516,14 @@ func writeFileAtomic(path string, b []byte) error {
 	return err
 }
 
-// EnsureChangelogs creates or validates the changelog topics of specs
-// (see the function EnsureChangelogs) with the Manager's Kafka client.
+// EnsureChangelogs creates the missing changelog topics of specs with
+// partitions partitions, cleanup.policy=compact, replicationFactor (-1: the
+// broker's default) and min.insync.replicas one less where that is at
+// least 1, and validates the existing ones: every mismatch is returned as a
+// *ChangelogError, joined.
 func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replicationFactor int16, specs []StoreSpec) error {
 	if err := m.rep.start(); err != nil {
 		return err
 	}
-	return EnsureChangelogs(ctx, m.rep.adm, partitions, replicationFactor, ChangelogTopics(m.opts.ApplicationID, specs)...)
+	return ensureChangelogs(ctx, m.rep.adm, partitions, replicationFactor, changelogTopics(m.opts.ApplicationID, specs)...)
 }

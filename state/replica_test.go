@@ -248,7 +248,7 @@ func TestChangelogValidation(t *testing.T) {
 	c.CreateTopic(wrong, 3, map[string]*string{"cleanup.policy": ptr("compact")})
 	c.CreateTopic(deleting, 4, map[string]*string{"cleanup.policy": ptr("delete")})
 
-	must(t, EnsureChangelogs(ctx, adm, 4, -1, good))
+	must(t, ensureChangelogs(ctx, adm, 4, -1, good))
 	var policy string
 	kafkatest.Eventually(t, 30*time.Second, "created changelog's configs are described", func() bool {
 		cfgs, err := adm.DescribeTopicConfigs(ctx, good)
@@ -269,9 +269,9 @@ func TestChangelogValidation(t *testing.T) {
 	if policy != "compact" {
 		t.Fatalf("created changelog has cleanup.policy=%q, want compact", policy)
 	}
-	must(t, EnsureChangelogs(ctx, adm, 4, -1, good)) // idempotent
+	must(t, ensureChangelogs(ctx, adm, 4, -1, good)) // idempotent
 
-	err := EnsureChangelogs(ctx, adm, 4, -1, wrong)
+	err := ensureChangelogs(ctx, adm, 4, -1, wrong)
 	var ce *ChangelogError
 	if !errors.As(err, &ce) || ce.Partitions != 3 || ce.Want != 4 {
 		t.Fatalf("wrong partition count: err = %v, want *ChangelogError 3 vs 4", err)
@@ -281,7 +281,7 @@ func TestChangelogValidation(t *testing.T) {
 			t.Fatalf("error %q does not contain %q", err, want)
 		}
 	}
-	err = EnsureChangelogs(ctx, adm, 4, -1, deleting)
+	err = ensureChangelogs(ctx, adm, 4, -1, deleting)
 	if !errors.As(err, &ce) || ce.CleanupPolicy != "delete" || !strings.Contains(err.Error(), deleting) || !strings.Contains(err.Error(), "compact") {
 		t.Fatalf("not compacted: err = %v", err)
 	}
@@ -439,7 +439,7 @@ func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 	}
 	for _, rf := range rfs {
 		topic := c.Name("rf-changelog")
-		must(t, EnsureChangelogs(ctx, adm, 2, rf, topic))
+		must(t, ensureChangelogs(ctx, adm, 2, rf, topic))
 		var replicas int
 		var minISR string
 		kafkatest.Eventually(t, 30*time.Second, "changelog described", func() bool {

@@ -49,9 +49,8 @@ type replicator struct {
 	// sortersMu guards sorters, the flushes' idle batchSorters: flushes of
 	// several stores run at once (applyAll), each with its own. Not a
 	// sync.Pool: the collector emptied it every few cycles, and a tailing
-	// standby's flushes then grew a sorter's index and output batch anew
-	// (with the apply batches grown from nothing, 8% of an instance's CPU
-	// at 1 s commits: bench/freshness.md, "The standbys' tail").
+	// standby's flushes then grew a sorter's index and output batch anew,
+	// a noticeable share of a standby's CPU.
 	// At most GOMAXPROCS are out at once; one whose output batch outgrew
 	// keepSorterBytes (a restore's) is left to the collector once no
 	// restore runs (putSorter).

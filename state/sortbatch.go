@@ -19,9 +19,10 @@ import (
 // order, consecutive inserts walk the same nodes, which are still in the
 // CPU's cache: about a third less per record in isolation (sort included),
 // more where the cores are shared and caches are cold (a standby's
-// memtable, touched only by its replicator). The memtable inserts were the
-// largest single cost of a cluster at half load on the count benchmark
-// (bench/freshness.md). A key written twice in a batch, common in a
+// memtable, touched only by its replicator). The memtable inserts are
+// among the largest costs of an instance under load, a standby's flush
+// most of all (docs/lab/freshness.md, "The standbys' tail"). A key
+// written twice in a batch, common in a
 // changelog that is not yet compacted, becomes one insert: a batch is
 // applied atomically, so only its last write of a key is ever visible.
 //

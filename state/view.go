@@ -48,12 +48,6 @@ func (v *CommittedView) Scan(start, end []byte, fn func(key, value []byte) bool)
 	return v.scanIter(it, fn)
 }
 
-// ScanPrefix calls fn for each committed key starting with prefix, in key
-// order, until fn returns false.
-func (v *CommittedView) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
-	return v.Scan(prefix, prefixEnd(prefix), fn)
-}
-
 func (v *CommittedView) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
 	for it.Next() {
 		if !fn(it.Key()[1:], it.Value()) {

@@ -1,15 +1,14 @@
 // Package table reads a compacted Kafka topic as a local key-value table,
 // from any Go program: a Rackstream group's store changelog
-// (<application.id>-<store>-changelog, state.ChangelogTopic), a goka group
-// table (<group>-table), or any compacted topic whose records are
-// key -> latest value, a nil value deleting the key.
+// (<application.id>-<store>-changelog unless the store names its own), a
+// goka group table (<group>-table), or any compacted topic whose records
+// are key -> latest value, a nil value deleting the key.
 //
 // A Mirror is goka's View and Kafka Streams' read-only KTable outside the
 // application that writes it: it restores every partition of the topic into
-// LevelDB, one database per partition, with package state's restore path
-// (large batches, each carrying its checkpoint, the next offset to read),
-// and then tails the topic in the background with the same apply path that
-// keeps a Rackstream standby warm. Nothing is ever written to Kafka: the
+// LevelDB, one database per partition, as a Rackstream standby restores a
+// store (large batches, each carrying its checkpoint, the next offset to
+// read), and then tails the topic in the background as a standby does. Nothing is ever written to Kafka: the
 // Mirror joins no group and commits nothing. A processor's global tables
 // (processor.NewGlobalTable) are Mirrors the runtime opens for itself.
 //

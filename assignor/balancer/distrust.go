@@ -7,7 +7,7 @@ import (
 	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
-// A member's join metadata is untrusted input (design §10): Kafka's ACLs
+// A member's join metadata is untrusted input (docs/design.md §10): Kafka's ACLs
 // decide who may join the group, not what a member may claim. This file
 // holds the leader's rules for two claims it cannot verify but must not
 // believe blindly, and the once-per-member warnings they raise.

@@ -65,7 +65,7 @@
 // # Large groups
 //
 // The broker stores a generation's subscriptions and assignments in one
-// record of about 1 MiB (bench/balancer.md calibrates it). While the whole
+// record of about 1 MiB (the broker's default limit). While the whole
 // placement fits in every assignment with margin ([Settings.MaxInlineBytes]),
 // it travels inline; beyond, the leader writes it once, DEFLATE-compressed,
 // to the compacted topic <application.id>-placement and every assignment

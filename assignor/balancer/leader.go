@@ -19,7 +19,7 @@ const memberOverheadBytes = 256
 
 // brokerGroupRecordBytes is the broker's default limit on one generation's
 // group-metadata record: __consumer_offsets' max.message.bytes, 1048588
-// (calibrated in bench/balancer.md).
+// (calibrated in docs/lab/balancer.md).
 const brokerGroupRecordBytes = 1048588
 
 // memberState is the leader's reading of one member's join metadata.

@@ -160,9 +160,9 @@ func (g *groupBalancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32, 
 		// notice at their next heartbeat (up to heartbeat.interval.ms).
 		// kgo cancels a revoking member's offset fetch for the tasks it
 		// gained in this round (a failover's, after a clean leave) when
-		// it rejoins, so they wait for that second round too: 1 s of a
-		// 2.2 s failover after SIGTERM (bench/profile-count.md,
-		// "Failover"). Every member rejoins at once instead.
+		// it rejoins, so they would wait for that second round too, a
+		// large part of a failover after SIGTERM. Every member rejoins at
+		// once instead.
 		a.Rejoin = len(held) > 0
 		if deadline > 0 {
 			a.ProbeTriggers = triggers[st.sub.ProcessID]

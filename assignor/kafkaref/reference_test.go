@@ -11,7 +11,7 @@ import (
 	"github.com/rackstream/rackstream/assignor"
 )
 
-// The design's example of Kafka's greedy pick losing: active at (z1,c1),
+// The example of Kafka's greedy pick losing (docs/design.md §3.3): active at (z1,c1),
 // candidates (z2,c2), (z2,c3), (z3,c2), two standbys.
 const greedyLoses = `{"name":"greedy","tasks":1,"num_standby_replicas":2,"rack_aware_assignment_tags":["zone","cluster"],"clients":[` +
 	`{"id":"a","tags":{"zone":"z1","cluster":"c1"},"previous_active":[0],"lags":{"0":0}},` +

@@ -43,7 +43,7 @@ func (d *driver) freshness(ctx context.Context, sec *section, g *group, cl *kgo.
 	// windows of dur, one after another: its figure is the median of their
 	// p99s (results.md's rule for every figure, and one window's p99, its
 	// eleventh-slowest probe, moved 54-119 ms at one fixed load, run to
-	// run: bench/freshness.md).
+	// run: docs/lab/freshness.md).
 	windows := 1
 	if row == freshRow {
 		windows = max(1, d.cfg.freshWindows)
@@ -391,7 +391,7 @@ type probe struct {
 // slowest describes the n probes whose answers took longest, slowest
 // first: when each was sent, its freshness, its acknowledgement and its
 // partition. Probes slow together at one moment on every partition point at
-// the cluster (the instances' commits aligned, say: bench/freshness.md);
+// the cluster (the instances' commits aligned, say);
 // apart, at a task.
 func slowest(probes []*probe, n int) string {
 	sorted := slices.Clone(probes)

@@ -9,26 +9,26 @@ import "fmt"
 const (
 	// inTheWayCount is the count's CPU per record: against the fair pipe,
 	// goka and Kafka Streams.
-	inTheWayCount = "bench/profile-count.md (\"Where the time goes\", \"Changes\"): beyond the fetch and the produces, " +
+	inTheWayCount = "docs/lab/profile-count.md (\"Where the time goes\", \"Changes\"): beyond the fetch and the produces, " +
 		"which the fair pipe pays too, the count's CPU per record is its store (a write-buffer lookup and insert per " +
 		"record, the commit's LevelDB batch) and the record path (decoding, the handler's staging, the task's lock); " +
 		"where the machine's CPU is short, records/s follow CPU per record."
 	// inTheWayGokaRate adds that goka's rounds are the noisiest figures.
 	inTheWayGokaRate = inTheWayCount + " goka's own records/s moves the most between rounds (bench/README.md, \"goka\")."
 	// inTheWayRestore is the restore against goleveldb's batch load.
-	inTheWayRestore = "bench/profile-count.md (\"Restore\"): the restore's CPU per record is about the goleveldb " +
+	inTheWayRestore = "docs/lab/profile-count.md (\"Restore\"): the restore's CPU per record is about the goleveldb " +
 		"ceiling's own (the sorted memtable inserts and level-0 flushes, since 4f33684), and it fetches the next batch " +
 		"while it writes one (since 7b32852); but the ceiling alone keeps about 1.7 of the two cores busy, and the " +
 		"restore adds the fetch, the decode and, on the real broker, the broker serving it on the same cores."
 	// inTheWayKill is a kill -9's failover.
-	inTheWayKill = "bench/profile-count.md (\"Failover\"): the session timeout passes before the group notices the " +
+	inTheWayKill = "docs/lab/profile-count.md (\"Failover\"): the session timeout passes before the group notices the " +
 		"owner is gone; the rest is the rebalance (one cooperative round or two, and where the survivors' heartbeats " +
 		"are in their interval) and the moved task's first record and commit. Across runs it moves by more than a second."
 	// inTheWaySIGTERM is a clean shutdown's handover.
-	inTheWaySIGTERM = "bench/profile-count.md (\"Failover\"): the stopped owner's shutdown commit under the load, then " +
+	inTheWaySIGTERM = "docs/lab/profile-count.md (\"Failover\"): the stopped owner's shutdown commit under the load, then " +
 		"the survivors' rebalance and the moved task's first commit."
 	// inTheWayFreshness is the freshness tail at a short commit interval.
-	inTheWayFreshness = "bench/freshness.md (last sections): under the same load the p99 is 15-20 ms at the default 30 s; " +
+	inTheWayFreshness = "docs/lab/freshness.md (last sections): under the same load the p99 is 15-20 ms at the default 30 s; " +
 		"what 1 s adds is the commit's work every second in each instance (the record cache written through, its changelog " +
 		"and output records, the standbys applying them, the stores' LevelDB batches) on the two cores the broker and the " +
 		"driver share: without the record cache the instances fall behind. Execution traces of the instances (-trace-dir, " +
@@ -38,12 +38,12 @@ const (
 		"says when): a lighter cluster leaves the driver more CPU and raises it. The driver's log lists the slowest probes, " +
 		"with when each was sent, its acknowledgement and its partition."
 	// inTheWayLookups is the query path against a bare handler.
-	inTheWayLookups = "bench/query.md: the lookup's routing, the store read and " +
+	inTheWayLookups = "docs/lab/query.md: the lookup's routing, the store read and " +
 		"(forwarded) the second HTTP hop, on cores shared with the load."
 	// inTheWayEOS is exactly-once's transactions.
 	inTheWayEOS = "the transaction's commit markers and the gate that holds every task for the commit (processor/txn.go)."
 	// inTheWayRSS is the count's memory against goka's.
-	inTheWayRSS = "bench/profile-count.md (\"The memory budget's default\"): state.memory.bytes sizes the " +
+	inTheWayRSS = "docs/lab/profile-count.md (\"The memory budget's default\"): state.memory.bytes sizes the " +
 		"memtables, block caches and the record cache."
 )
 

@@ -48,7 +48,7 @@ type target struct {
 	want     string
 	measured string
 	met      string // "yes", "no", or "-" when not measured
-	// inTheWay says what the profiles (bench/*.md) show stands between
+	// inTheWay says what the profiles (docs/lab/*.md) show stands between
 	// the figure and the target: printed when the target is missed.
 	inTheWay string
 }

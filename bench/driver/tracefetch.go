@@ -16,8 +16,7 @@ import (
 // -trace-dir: the instances serve their runtime profiles (http.pprof) and,
 // during the freshness row at the section's commit interval, the driver
 // takes an execution trace of every instance and of itself at once, for
-// `go tool trace` or bench/tracegaps (what the tasks waited for:
-// bench/freshness.md).
+// `go tool trace` or bench/tracegaps (what the tasks waited for).
 // traceInstances takes a cfg.traceFor execution trace of every instance
 // of g, starting cfg.traceAfter from now (a few seconds into the probes:
 // the steady state), into dir as <row>-<instance>.trace, and returns what

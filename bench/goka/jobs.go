@@ -18,7 +18,7 @@
 // both encode counts as decimal text (goka's codec.Int64 and Rackstream's
 // codec.Int64 agree byte for byte), so one table topic can be restored by
 // either. The benchmarks and the correctness test that keeps them honest are
-// in the package's tests; bench/goka.md has the figures.
+// in the package's tests; docs/lab/goka.md has the figures.
 package gokabench
 
 import (

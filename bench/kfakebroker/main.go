@@ -9,7 +9,7 @@
 // producer: every collection the load's allocations set off stopped the
 // broker too and marked its log of several hundred megabytes, and the two
 // shared one Go scheduler. A real broker is a process of its own; so is
-// this one (bench/freshness.md).
+// this one (docs/lab/freshness.md).
 //
 // It prints one line to stdout once it listens,
 //
@@ -39,7 +39,7 @@ import (
 )
 
 func main() {
-	segment := flag.Int("segment-bytes", 8<<20, "log.segment.bytes: kfake keeps each segment in memory in one byte slice it doubles as it grows, from its one request loop (its default 100 MiB stalled that loop for up to 396 ms: bench/freshness.md)")
+	segment := flag.Int("segment-bytes", 8<<20, "log.segment.bytes: kfake keeps each segment in memory in one byte slice it doubles as it grows, from its one request loop (its default 100 MiB stalled that loop for up to 396 ms: docs/lab/freshness.md)")
 	prof := flag.Bool("pprof", false, "serve the runtime's profiles and execution trace under /debug/pprof/ on a loopback port of its own")
 	flag.Parse()
 	if err := run(*segment, *prof, os.Stdin, os.Stdout); err != nil {

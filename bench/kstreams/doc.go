@@ -15,7 +15,7 @@
 // a fresh application id until its group's committed offsets reach the
 // input's end, and then times a restore: a new instance on an empty state
 // directory rebuilding the store from the changelog until it is running. It
-// reports medians and the ratios between the two; bench/kstreams.md records
+// reports medians and the ratios between the two; docs/lab/kstreams.md records
 // a run and reads it.
 //
 //	deploy/local/kafka.sh status   # the real broker must be running

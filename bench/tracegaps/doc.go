@@ -13,7 +13,7 @@
 //
 //	go run ./bench/tracegaps [-min 20ms] trace...
 //
-// bench/freshness.md ("What the tasks wait for at 1 s") has what it
+// docs/lab/freshness.md ("What the tasks wait for at 1 s") has what it
 // showed. The goroutines and the idle wait are recognised by their stack
 // frames (-worker, -idle): if the runtime's function names change, the
 // command finds no task and says so rather than printing zeros.

@@ -244,20 +244,21 @@ func TestAssignHelp(t *testing.T) {
 	}
 }
 
-// TestREADMEPlacementExamplesAreRealOutput runs every `$ rackstream assign`
-// example of the README's placement section and compares its output.
-func TestREADMEPlacementExamplesAreRealOutput(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+// TestPlacementDocExamplesAreRealOutput runs every `$ rackstream assign`
+// example of docs/placement.md's placement section and compares its output.
+func TestPlacementDocExamplesAreRealOutput(t *testing.T) {
+	const page = "../../docs/placement.md"
+	data, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(data)
-	begin, end := strings.Index(readme, "<!-- BEGIN PLACEMENT"), strings.Index(readme, "<!-- END PLACEMENT -->")
+	doc := string(data)
+	begin, end := strings.Index(doc, "<!-- BEGIN PLACEMENT"), strings.Index(doc, "<!-- END PLACEMENT -->")
 	if begin < 0 || end < begin {
-		t.Fatal("README has no placement section")
+		t.Fatalf("%s has no placement section", page)
 	}
 	examples := 0
-	for _, block := range strings.Split(readme[begin:end], "```console\n")[1:] {
+	for _, block := range strings.Split(doc[begin:end], "```console\n")[1:] {
 		block = block[:strings.Index(block, "```")]
 		cmdLine, want, _ := strings.Cut(block, "\n")
 		args, ok := strings.CutPrefix(cmdLine, "$ rackstream assign ")
@@ -275,12 +276,12 @@ func TestREADMEPlacementExamplesAreRealOutput(t *testing.T) {
 			t.Fatalf("%s: exit %d: %s", cmdLine, code, errs)
 		}
 		if out != want {
-			t.Errorf("README example %q is stale:\n--- README\n%s--- actual\n%s", cmdLine, want, out)
+			t.Errorf("%s: example %q is stale:\n--- %s\n%s--- actual\n%s", page, cmdLine, page, want, out)
 		}
 		examples++
 	}
 	if examples == 0 {
-		t.Fatal("no `$ rackstream assign` example found in the README's placement section")
+		t.Fatalf("no `$ rackstream assign` example found in %s's placement section", page)
 	}
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kafka.sh runs one Apache Kafka broker on loopback for Rackstream's tests:
-# KRaft, combined broker and controller, node 1, fast-test settings (design
-# §9). See deploy/local/README.md.
+# KRaft, combined broker and controller, node 1, fast-test settings
+# (docs/design.md §9). See deploy/local/README.md.
 #
 #   deploy/local/kafka.sh start    fetch (once), format, start, wait until it answers
 #   deploy/local/kafka.sh stop     SIGTERM, wait, SIGKILL after a deadline
@@ -226,7 +226,7 @@ transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 
-# Fast tests (design §9): short sessions allowed, no join delay, and a log
+# Fast tests (docs/design.md §9): short sessions allowed, no join delay, and a log
 # cleaner that looks for work often so compaction tests need not wait.
 group.min.session.timeout.ms=500
 group.initial.rebalance.delay.ms=0

@@ -58,8 +58,9 @@ suite() {
 unset_broker_env() { env "${BROKER_VARS[@]/#/-u}" "$@"; }
 
 suite "go vet" "$GO" vet "${PKGS[@]}"
-# Issue 20's bar: the commit and rebalance paths covered >= 90% by their
-# broker-free unit tests alone (~10 s).
+# The runtime's commit, cut, acknowledgement, transaction and rebalance paths
+# covered by their broker-free unit tests alone, each at its bar
+# (deploy/local/cover-runtime.sh; ~10 s).
 suite "runtime coverage" "$HERE/cover-runtime.sh"
 suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
 

@@ -95,7 +95,7 @@ func TestEveryCICheckUsesTheHelper(t *testing.T) {
 		}
 		kind := ""
 		switch {
-		case filepath.Dir(rel) == filepath.Join("internal", "kafkatest") && strings.HasPrefix(d.Name(), "ci"):
+		case filepath.Dir(rel) == filepath.Join("harness", "kafkatest") && strings.HasPrefix(d.Name(), "ci"):
 			return nil // the helper, and this test's own examples
 		case strings.HasSuffix(path, ".go"):
 			kind = "go"

@@ -1,7 +1,7 @@
 // Package kafkatest hands a test a Kafka cluster: the real broker named by
 // RACKSTREAM_TEST_BROKERS when it is set (started by deploy/local/kafka.sh),
 // otherwise a fresh in-process kfake cluster configured like that broker
-// (fast group settings of design §9), closed when the test ends.
+// (fast group settings of docs/design.md §9), closed when the test ends.
 //
 //	c := kafkatest.New(t)
 //	topic := c.Name("orders")

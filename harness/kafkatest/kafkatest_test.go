@@ -183,7 +183,7 @@ func TestProduceToMissingTopicFails(t *testing.T) {
 	}
 }
 
-// Design §9: tests use 1-3 s session timeouts, which brokers reject unless
+// Tests use 1-3 s session timeouts (docs/design.md §9), which brokers reject unless
 // group.min.session.timeout.ms is lowered (Kafka's default is 6 s).
 func TestGroupAcceptsShortSessionTimeout(t *testing.T) {
 	t.Parallel()
@@ -221,7 +221,7 @@ func TestGroupAcceptsShortSessionTimeout(t *testing.T) {
 	cancel()
 }
 
-// The real broker runs with the settings of design §9; kafka.sh writes
+// The real broker runs with the settings of docs/design.md §9; kafka.sh writes
 // them and this pins them.
 func TestRealBrokerRunsWithTestSettings(t *testing.T) {
 	t.Parallel()

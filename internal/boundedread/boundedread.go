@@ -1,6 +1,6 @@
 // Package boundedread reads a whole input from outside the process (a file
 // named on the command line, stdin) with a size limit and a way out: every
-// read is bounded (design §10, "every read from outside is bounded") and
+// read is bounded (docs/design.md §10, "every read from outside is bounded") and
 // ends when its context does, so that `rackstream assign </dev/zero` fails
 // at once naming the limit instead of eating memory, and a read from a pipe
 // whose writer has gone silent ends on SIGINT or SIGTERM.
@@ -31,6 +31,10 @@ const (
 	PlacementDocument = 64 << 20
 	// PropertiesFile bounds a configuration file (`--config`).
 	PropertiesFile = 1 << 20
+	// CredentialFile bounds a file of TLS material a configuration names:
+	// a certificate, a private key, a CA bundle, a key or trust store. A
+	// system's whole CA bundle is about 200 KiB.
+	CredentialFile = 4 << 20
 )
 
 // TooLargeError is an input longer than its limit.

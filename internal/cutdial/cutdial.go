@@ -1,5 +1,5 @@
 // Package cutdial is the dialer that "kills" a Kafka client the way the
-// tests and `rackstream dev` need (design §9: killed means killed): until
+// tests and `rackstream dev` need (docs/design.md §9: killed means killed): until
 // Cut it dials as net.Dialer does; Cut closes every connection it made and
 // refuses new ones, so that nothing the client sends afterwards (no
 // commit, no LeaveGroup) reaches a broker, as if its process had died.

@@ -3,7 +3,7 @@
 // other instances dial when they forward a query to it.
 //
 // The announcement comes from any group member, so it is untrusted input
-// (design §10): it must name a host and a port and nothing else. A value
+// (docs/design.md §10): it must name a host and a port and nothing else. A value
 // with a path, a query, user information or a fragment would let a member
 // steer the forwarded request's URL; Validate refuses all of them. The
 // balancer checks at decode time and the query server again before it dials,

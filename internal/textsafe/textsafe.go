@@ -1,5 +1,5 @@
 // Package textsafe renders untrusted text for terminals and logs: process
-// ids, tags and endpoints that any group member can announce (design §10),
+// ids, tags and endpoints that any group member can announce (docs/design.md §10),
 // and whatever a scenario file holds. A value printed as is could carry a
 // terminal escape sequence (ESC [ ... to move the cursor, recolour or
 // rewrite earlier lines, OSC 8 to plant a link, a C1 control such as U+009B
