@@ -91,8 +91,8 @@ func mirrorCounts(ctx context.Context, brokers []string) error {
 }
 
 func askTheCluster(ctx context.Context, token string, pool *x509.CertPool) error {
-	c, err := client.New(client.Endpoints("rackstream-0:8080", "rackstream-1:8080"),
-		client.AuthToken(token), client.RootCAs(pool), client.MaxLag(1000))
+	c, err := client.New(client.Options{Endpoints: []string{"rackstream-0:8080", "rackstream-1:8080"},
+		AuthToken: token, RootCAs: pool, MaxLag: 1000})
 	if err != nil {
 		return err
 	}
