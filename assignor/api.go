@@ -14,9 +14,7 @@ func Assign(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := newPlacement(m)
-	pl.run()
-	return pl.plan(), nil
+	return place(m).plan(), nil
 }
 
 // Validate reports why Assign would reject in, naming the field at fault

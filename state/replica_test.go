@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -57,7 +56,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 			t.Fatalf("standby store %s (%d keys) differs from the active's (%d keys)", name, len(got), len(want))
 		}
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1500 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1500 {
 		t.Fatalf("standby applied %v records of store s, want 1500", n)
 	}
 
@@ -79,7 +78,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("promoted store (%d keys) differs from the old active's (%d keys)", len(got), len(want))
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1510 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1510 {
 		t.Fatalf("records applied to store s through promotion = %v, want 1510: promotion replays only the lag", n)
 	}
 	must(t, st.Store("s").Put([]byte("after"), []byte("promotion")))
@@ -108,9 +107,10 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 }
 
 // TestRestoreAcrossCompactedGaps compacts the changelog so that it has
-// holes (kfake: Cluster.Compact; the real broker: its log cleaner, with a
-// changelog configured to roll segments quickly), then restores a fresh
-// store from it, and an old store from a checkpoint taken before compaction.
+// holes. kfake compacts with Cluster.Compact; the real broker with its log
+// cleaner, on a changelog configured to roll segments quickly. Then it
+// restores a fresh store from it, and an old store from a checkpoint taken
+// before compaction.
 func TestRestoreAcrossCompactedGaps(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	topic := ChangelogTopic(e.app, "s")
@@ -425,10 +425,10 @@ func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 }
 
 // TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne: a changelog
-// created with replication factor n gets min.insync.replicas n-1 where that
-// is at least 1 (losing one zone's broker loses no acknowledged write);
-// with -1 the broker's default factor decides. kfake runs three brokers
-// here; the real test broker has one.
+// created with replication factor n gets min.insync.replicas n-1, where
+// that is at least 1. Losing one zone's broker then loses no acknowledged
+// write. With -1 the broker's default factor decides. kfake runs three
+// brokers here; the real test broker has one.
 func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 	c := kafkatest.New(t, kfake.NumBrokers(3))
 	adm := kadm.NewClient(c.Client(kgo.MetadataMinAge(100 * time.Millisecond)))

@@ -11,20 +11,20 @@ import (
 )
 
 // Options configure a Mirror. Every field left at its zero value takes its
-// default, in brackets; the seed brokers, in Brokers or in KafkaOpts, are
+// default, in brackets. The seed brokers, in Brokers or in KafkaOpts, are
 // the one thing to set.
 type Options struct {
 	// Brokers are the brokers to bootstrap from (bootstrap.servers).
 	Brokers []string
 	// KafkaOpts are added to the Kafka clients the Mirror makes: TLS
 	// (kgo.DialTLSConfig), SASL (kgo.SASL), a client id, a dialer, the seed
-	// brokers. The Mirror sets its own fetch options (isolation, offsets,
-	// sizes) after them.
+	// brokers. The Mirror sets its own fetch options after them: isolation,
+	// offsets and sizes.
 	KafkaOpts []kgo.Opt
-	// StateDir keeps the Mirror's databases under it (in
-	// StateDir/table-<topic>) across restarts, so that a Mirror opened
-	// again restores only what it missed [a temporary directory that Close
-	// removes: every Open restores the whole topic].
+	// StateDir keeps the Mirror's databases in StateDir/table-<topic>
+	// across restarts, so that a Mirror opened again restores only what it
+	// missed. The default is a temporary directory that Close removes:
+	// every Open restores the whole topic.
 	StateDir string
 	// Partitioner is how the topic's writer mapped keys to partitions
 	// [murmur2]. A Rackstream application's changelogs use its partitioner
@@ -36,11 +36,12 @@ type Options struct {
 	// state.DefaultLevelDBOptions' value, and state.Zero asks for no block
 	// cache or no bloom filter.
 	LevelDB state.LevelDBOptions
-	// Logger receives the Mirror's logs (restore progress, fetch errors)
-	// [slog.Default()].
+	// Logger receives the Mirror's logs, such as restore progress and fetch
+	// errors [slog.Default()].
 	Logger *slog.Logger
-	// Registerer receives the Mirror's restore and lag metrics
-	// (rackstream_state_*, labelled by partition as "task") [none].
+	// Registerer receives the Mirror's restore and lag metrics [none]. They
+	// are the rackstream_state_* series, with the partition as their "task"
+	// label, and they leave with the Mirror's Close.
 	Registerer prometheus.Registerer
 }
 

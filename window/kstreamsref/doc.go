@@ -12,6 +12,13 @@
 // stores. One JVM answers a stream of scenarios, JSON lines in and [Result]
 // lines out; see [Start] and [Reference.Run].
 //
+// [RunCore] answers the same scenarios with Rackstream's pure core, package
+// window, driven as a task drives it, in the same [Result] shape.
+// TestWindowCoreEqualsKafkaStreams compares the two on every generated
+// scenario, on part of them again with Kafka's default retention, and on
+// the hand-computed cases: output record for record in both emit modes, the
+// final store, and dropped-records-total per partition.
+//
 // The output depends on the input alone. The record cache is off, so every
 // update is emitted. The emit-final throttle
 // (__emit.interval.ms.kstreams.windowed.aggregation__, 1000 ms of wall

@@ -1,34 +1,11 @@
 package kstreamsref
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/rackstream/rackstream/harness/kafkatest"
 )
-
-// startReference builds and starts the Java reference, skipping the test
-// when Java or Maven is missing, except under CI, where that fails it.
-func startReference(t testing.TB, ctx context.Context) *Reference {
-	t.Helper()
-	jar, err := Build(ctx, ".")
-	if errors.Is(err, ErrNoToolchain) {
-		kafkatest.SkipOrFail(t, "the Kafka Streams reference needs Java and Maven: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := Start(ctx, jar)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ref
-}
 
 // bigRetention keeps every window of a hand-written case in the store.
 const bigRetention = 100_000
@@ -78,22 +55,25 @@ type kafkaCase struct {
 	wantByPartition [][]Output
 }
 
-// These cases pin Kafka Streams 4.4.0's windowed aggregations on inputs
+// scenario is the case as the i-th scenario sent to the reference.
+func (c kafkaCase) scenario(i int) Scenario {
+	return Scenario{
+		Name: fmt.Sprintf("case%02d", i), Window: c.window, Aggregation: c.aggregation, Emit: c.emit,
+		Partitions: max(1, c.partitions), EmitIntervalMs: c.interval, Records: c.records,
+	}
+}
+
+// referenceCases pin Kafka Streams 4.4.0's windowed aggregations on inputs
 // small enough to follow by hand: they are the semantics Rackstream's
 // windows match, including the surprising ones.
-func TestReferenceIsKafkaStreams(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ref := startReference(t, ctx)
-	defer ref.Close()
-
+func referenceCases() []kafkaCase {
 	tumbling := Window{Type: Tumbling, SizeMs: 10, RetentionMs: bigRetention}
 	hopping := Window{Type: Hopping, SizeMs: 10, AdvanceMs: 5, RetentionMs: bigRetention}
 	sliding := Window{Type: Sliding, TimeDifferenceMs: 10, RetentionMs: bigRetention}
 	session := Window{Type: Session, GapMs: 5, RetentionMs: bigRetention}
 	with := func(w Window, f func(*Window)) Window { f(&w); return w }
 
-	cases := []kafkaCase{
+	return []kafkaCase{
 		{
 			name:   "tumbling: a record counts in the window [start, start+size) that holds it; the output timestamp is the window's latest record time",
 			window: tumbling, aggregation: Count, emit: Update,
@@ -283,13 +263,14 @@ func TestReferenceIsKafkaStreams(t *testing.T) {
 			wantDropped: 1,
 		},
 	}
-	for i, c := range cases {
+}
+
+// Kafka's answers to the hand-computed cases are the ones the cases pin.
+func TestReferenceIsKafkaStreams(t *testing.T) {
+	k := kafkaResults(t)
+	for i, c := range referenceCases() {
 		t.Run(c.name, func(t *testing.T) {
-			s := Scenario{
-				Name: fmt.Sprintf("case%02d", i), Window: c.window, Aggregation: c.aggregation, Emit: c.emit,
-				Partitions: max(1, c.partitions), EmitIntervalMs: c.interval, Records: c.records,
-			}
-			res, err := ref.Run(s)
+			res, err := k.cases[i], k.caseErrs[i]
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,11 +295,12 @@ func TestReferenceIsKafkaStreams(t *testing.T) {
 	}
 
 	t.Run("a scenario Kafka cannot run is an error naming it, and the next still runs", func(t *testing.T) {
-		_, err := ref.Run(Scenario{Name: "bad", Window: Window{Type: "weekly"}, Aggregation: Count, Emit: Update, Partitions: 1})
+		_, err := k.ref.Run(Scenario{Name: "bad", Window: Window{Type: "weekly"}, Aggregation: Count, Emit: Update, Partitions: 1})
 		if err == nil || !strings.Contains(err.Error(), "bad") || !strings.Contains(err.Error(), "weekly") {
 			t.Fatalf("error %v, want one naming the scenario and the window type", err)
 		}
-		if _, err := ref.Run(Scenario{Name: "good", Window: tumbling, Aggregation: Count, Emit: Update, Partitions: 1,
+		tumbling := Window{Type: Tumbling, SizeMs: 10, RetentionMs: bigRetention}
+		if _, err := k.ref.Run(Scenario{Name: "good", Window: tumbling, Aggregation: Count, Emit: Update, Partitions: 1,
 			Records: []Record{in("a", 1)}}); err != nil {
 			t.Fatalf("after an error: %v", err)
 		}

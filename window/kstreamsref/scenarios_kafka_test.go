@@ -1,12 +1,9 @@
 package kstreamsref
 
 import (
-	"context"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 type windowKey struct {
@@ -19,29 +16,13 @@ type windowKey struct {
 // session merges, late records for every window type, final results.
 // Running a scenario twice gives the same result.
 func TestKafkasResultsOnTheScenarioList(t *testing.T) {
-	f, err := os.Open(scenarioFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scenarios, err := ReadScenarios(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	ref := startReference(t, ctx)
-	defer ref.Close()
+	runs := kafkaResults(t)
+	scenarios, results := runs.list, runs.results
 
 	tombstones, superseded := 0, 0
 	dropped := map[WindowType]int64{}
-	results := make([]*Result, len(scenarios))
 	for i, s := range scenarios {
-		res, err := ref.Run(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		results[i] = res
+		res := results[i]
 		emittedFinal := 0
 		for _, pr := range res.Partitions {
 			dropped[s.Window.Type] += pr.DroppedRecords
@@ -114,7 +95,7 @@ func TestKafkasResultsOnTheScenarioList(t *testing.T) {
 		len(scenarios), tombstones, superseded, dropped)
 
 	for i := range 8 {
-		again, err := ref.Run(scenarios[i])
+		again, err := runs.ref.Run(scenarios[i])
 		if err != nil {
 			t.Fatal(err)
 		}
