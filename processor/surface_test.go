@@ -35,7 +35,7 @@ var roots = []any{
 	processor.StoreInfo{}, processor.StoreOption(nil), (*processor.StoreView)(nil),
 	(*processor.Table[string, string])(nil), (*processor.TestDriver)(nil), processor.TestDriverOptions{},
 	processor.TopicCount{}, (*processor.Topology)(nil),
-	(*table.Mirror)(nil), (*table.Opt)(nil), table.Typed[string, string]{},
+	(*table.Mirror)(nil), table.Options{}, table.Typed[string, string]{},
 }
 
 // TestRootsNameEveryExportedType keeps roots whole: a type added to
