@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/assignor"
@@ -182,15 +183,16 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 	c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2()))).ProduceSync(t.Context(), recs...)
 
 	// A settled placement (every task with an active and a standby, no
-	// probing rebalance pending), every key's count committed by its
-	// active, and every standby holding what its active committed.
+	// probing rebalance pending), every input record and every key's
+	// count committed, and every standby holding what its active committed.
+	adm := c.Admin()
 	var md *assignor.Metadata
 	kafkatest.Eventually(t, 2*time.Minute, "a settled placement with caught-up standbys and every count", func() bool {
 		var err error
 		if md, err = cl.Metadata(t.Context()); err != nil || !settled(t, seed, token, md, partitions) {
 			return false
 		}
-		return caughtUp(t, c, app, token, md, ins, want) && cl.Generation() == md.Generation
+		return caughtUp(t, c, adm, app, input, token, md, ins, want) && cl.Generation() == md.Generation
 	})
 	checkScan(t, cl, want, "before the kill")
 	if _, err := cl.Get(t.Context(), "count", []byte("nobody")); !errors.Is(err, client.ErrNotFound) {
@@ -286,15 +288,28 @@ func settled(t *testing.T, endpoint, token string, md *assignor.Metadata, tasks 
 	return getJSON(t, endpoint, token, "/v1/metadata", &doc) && !doc.Probing && doc.Generation == md.Generation
 }
 
-// caughtUp reports whether, at md's placement, every key's count is
-// committed by its task's active and every task's standby holds what its
-// active committed. A standby's reported lag cannot say that: it counts
-// from the last changelog end the standby has seen, stale until its next
-// fetch. Positions can: a commit waits for its changelog records to be
-// acknowledged, so once every count reads committed, the changelog's end
-// covers them all, and a standby whose own /v1/status reports a position
-// (its checkpoint) at that end has applied them.
-func caughtUp(t *testing.T, c *kafkatest.Cluster, app, token string, md *assignor.Metadata, ins []*proc, want map[string]int64) bool {
+// caughtUp reports whether, at md's placement, every input record is
+// committed, every key's count is committed by its task's active, and
+// every task's standby holds what its active committed. The input offsets
+// first: under at-least-once a commit writes the stores before it commits
+// them, and an active killed in between would have its records counted
+// again by the next. A standby's reported lag cannot say it holds the
+// counts: it counts from the last changelog end the standby has seen,
+// stale until its next fetch. Positions can: a commit waits for its
+// changelog records to be acknowledged, so once every count reads
+// committed, the changelog's end covers them all, and a standby whose own
+// /v1/status reports a position (its checkpoint) at that end has applied
+// them.
+func caughtUp(t *testing.T, c *kafkatest.Cluster, adm *kadm.Client, app, input, token string, md *assignor.Metadata, ins []*proc, want map[string]int64) bool {
+	offsets, err := adm.FetchOffsets(t.Context(), app)
+	if err != nil || offsets.Error() != nil {
+		return false
+	}
+	for p, end := range c.EndOffsets(input) {
+		if o, ok := offsets.Lookup(input, p); !ok || o.At < end {
+			return false
+		}
+	}
 	_, seed := ins[0].started()
 	for key, n := range want {
 		var a struct {
