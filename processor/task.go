@@ -130,6 +130,11 @@ type task struct {
 	outs      recarena.Arena
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
+	// wall wakes the task for what is due on the wall clock, set to
+	// wallAt (ms; math.MaxInt64: stopped); nil when its topology has
+	// nothing on the wall clock (wallclock.go). The task goroutine's.
+	wall   *time.Timer
+	wallAt int64
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign
@@ -205,7 +210,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		}
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
-		env.log.With("task", id), taskBackend{t})
+		env.log.With("task", id), taskBackend{t}, env.now)
 	return t
 }
 
@@ -218,6 +223,9 @@ func (t *task) run() {
 		if n := t.q.close(); n > 0 {
 			t.env.taken(n)
 		}
+		if t.wall != nil {
+			t.wall.Stop()
+		}
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
 		}
@@ -227,6 +235,9 @@ func (t *task) run() {
 		if t.ctx.Err() == nil {
 			t.setErr(fmt.Errorf("task %d: start: %w", t.id, err))
 		}
+		return
+	}
+	if !t.startClock() {
 		return
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
@@ -244,6 +255,11 @@ func (t *task) run() {
 			case <-t.q.ready:
 				continue
 			case <-t.cacheWake:
+				continue
+			case <-t.wallC():
+				if !t.fireWall() {
+					return
+				}
 				continue
 			}
 		}
@@ -276,6 +292,9 @@ func (t *task) run() {
 		t.env.worked(t, promoted)
 		promoted = false
 		t.writeAhead() // a chunk of the cache between two batches, when a commit asks
+		if !t.wallTick() {
+			return
+		}
 	}
 }
 
