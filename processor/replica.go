@@ -1,6 +1,8 @@
 package processor
 
 import (
+	"time"
+
 	"github.com/rackstream/rackstream/state"
 )
 
@@ -13,6 +15,9 @@ type Replica struct {
 	// Stores are the task's stores by name; read them through View
 	// (committed state) or through Replica.Fresh (latest state).
 	Stores map[string]*state.DB
+	// StreamTime is the active task's stream time; the zero Time when the
+	// task is not active here or has seen no record yet.
+	StreamTime time.Time
 
 	// cache is the active task's record cache, nil when the task is not
 	// active here or runs without one; targets maps a store's name to
@@ -41,6 +46,11 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 		rep.Stores[s.Name()] = s
 	}
 	if sess != nil && rep.Role == state.RoleActive {
+		if t := sess.m.task(task); t != nil {
+			if ms := t.proc.tt.pub.Load(); ms >= 0 {
+				rep.StreamTime = time.UnixMilli(ms).UTC()
+			}
+		}
 		if c, ok := sess.m.env.caches.Load(task); ok {
 			rep.cache = c.(*recordCache)
 			rep.targets = make(map[string]int, len(r.topo.stores))

@@ -54,7 +54,12 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 			continue
 		}
 		for _, s := range rep.Stores {
-			out = append(out, storeReplica{role: rep.Role, s: s}.Status())
+			st := storeReplica{role: rep.Role, s: s}.Status()
+			if !rep.StreamTime.IsZero() {
+				ms := rep.StreamTime.UnixMilli()
+				st.StreamTime = &ms
+			}
+			out = append(out, st)
 		}
 	}
 	return out
