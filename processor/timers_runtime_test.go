@@ -19,9 +19,16 @@ import (
 // sets a stream-time and a wall-clock timer and commits, then is cut off
 // from the brokers with no further commit; once the wall-clock timer is
 // due, another instance, which held no standby, takes the task over,
-// continues from its stream time and fires each timer once.
+// continues from its stream time and fires each timer once, under either
+// guarantee.
 func TestRuntimeDurableTimersAndStreamTimeMoveToANewOwnerAfterACrash(t *testing.T) {
 	c := kafkatest.New(t)
+	for _, g := range []processor.Guarantee{processor.AtLeastOnce, processor.ExactlyOnceV2} {
+		t.Run(string(g), func(t *testing.T) { timersMoveAfterACrash(t, c, g) })
+	}
+}
+
+func timersMoveAfterACrash(t *testing.T, c *kafkatest.Cluster, g processor.Guarantee) {
 	a := &countApp{c: c, appID: c.Name("timers"), input: c.Name("timers-in"), output: c.Name("timers-out")}
 	c.CreateTopic(a.input, 1, nil)
 	c.CreateTopic(a.output, 1, nil)
@@ -46,6 +53,7 @@ func TestRuntimeDurableTimersAndStreamTimeMoveToANewOwnerAfterACrash(t *testing.
 	}
 	start := func(name string, tweak func(*processor.Options)) *instance {
 		o := a.options(t, name, "zone-a")
+		o.Guarantee = g
 		tweak(&o)
 		return startInstance(t, name, topology(), o)
 	}
