@@ -51,8 +51,9 @@
 // timestamp is before the epoch, goes to the error policy with stage
 // StageTimestamp. Records that do not decode, and co-partitioned tables'
 // records, do not move stream time. A task with several inputs takes
-// their records in the order they are fetched, not in timestamp order
-// across inputs as Kafka Streams does.
+// the records it has fetched in timestamp order across them, and waits up
+// to MaxTaskIdle for an input that has none (Kafka Streams waits longer
+// for an input known to lag; see input_align.go).
 //
 // Schedule runs a punctuator in every task on stream time (after the
 // record that reaches the next multiple of its interval) or on the wall

@@ -138,6 +138,9 @@ type task struct {
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign
+	// inputs is the timestamp order across several inputs
+	// (input_align.go), made at the first batch; the task goroutine's.
+	inputs *inputAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
