@@ -10,7 +10,7 @@ import (
 // timestamp order (input_align.go): several inputs, no co-partitioned
 // table (whose alignment orders the records then), MaxTaskIdle >= 0.
 func (t *task) alignsInputs() bool {
-	return len(t.env.topo.inputs) > 1 && t.env.opts.MaxTaskIdle >= 0
+	return len(t.env.topo.inputs) > 1 && t.env.opts.MaxTaskIdle >= 0 && !t.env.topo.hasTables()
 }
 
 // takeInputs takes an input batch into the records waiting in the task and

@@ -266,7 +266,10 @@ func (t *task) run() {
 				continue
 			}
 		}
-		if promoted && len(p.Records) > 1 {
+		// Not split for an input alignment (input_task.go), which takes
+		// the batches queued behind this one in before the rest of it:
+		// that would break the partition's offset order.
+		if promoted && len(p.Records) > 1 && !t.alignsInputs() {
 			// A moved task asks for its first commit after its first
 			// record, not its whole first batch: after a failover the
 			// first fetch holds up to a partition's fetch size of
