@@ -229,11 +229,10 @@ func (p *recordProcessor) run(ctx context.Context, task int32, ts time.Time, u u
 	for attempt := 0; ; attempt++ {
 		stage, err := p.call(ctx, task, ts, u, attempt)
 		if err == nil {
-			ws := p.c.writes
 			if p.keepsTime() {
-				ws = append(ws, p.streamTimeWrite())
+				p.c.writes = append(p.c.writes, p.streamTimeWrite())
 			}
-			if err := p.apply(task, ts, ws); err != nil {
+			if err := p.apply(task, ts, p.c.writes); err != nil {
 				p.clear()
 				return failure{}, p.applyErr(u, err)
 			}
