@@ -81,9 +81,10 @@ func OnTimer[K any](t *Topology, name string, key codec.Codec[K], h TimerHandler
 
 // Set sets key's timer on clock to fire at due, replacing its earlier one
 // on that clock, when the calling handler succeeds. A due time already
-// reached fires after this record (StreamTime) or before the next one
-// (WallClock). The timer belongs to the running task, whichever partition
-// key maps to.
+// reached fires after this record (StreamTime), or after the batch the
+// task is working through (WallClock; in a TestDriver, at its next
+// AdvanceWallClockTime). The timer belongs to the running task, whichever
+// partition key maps to.
 func (tm *Timers[K]) Set(ctx *Context, key K, clock Clock, due time.Time) error {
 	kb, err := tm.timerKey(ctx, key, clock)
 	if err != nil {
