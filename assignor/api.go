@@ -14,9 +14,14 @@ func Assign(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := newPlacement(m)
-	pl.run()
-	return pl.plan(), nil
+	return place(m).plan(), nil
+}
+
+// Validate reports why Assign would reject in, naming the field at fault
+// (a *FieldError), or nil.
+func (in *Input) Validate() error {
+	_, err := newModel(in)
+	return err
 }
 
 // Measure computes the quality of the placement p.Tasks for the live clients

@@ -164,7 +164,7 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 		))
 	}
 	_, seed := ins[0].started()
-	cl, err := client.New(client.Endpoints(seed), client.AuthToken(token))
+	cl, err := client.New(client.Options{Endpoints: []string{seed}, AuthToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,9 +57,9 @@ type keyDef struct {
 // keys is the table of every configuration key but the client.tag.<key>
 // family, sorted by name (a test keeps it sorted).
 var keys = []*keyDef{
-	{name: "acceptable.recovery.lag", def: num(procDefaults.AcceptableRecoveryLag), min: 0, hasMin: true,
+	{name: "acceptable.recovery.lag", def: num(procDefaults.Placement.AcceptableRecoveryLag), min: 0, hasMin: true,
 		doc:   "The largest lag (in changelog records) at which a replica counts as caught up and may take over a task as active without a warmup (KIP-441).",
-		field: func(c *Config) any { return &c.AcceptableRecoveryLag }},
+		field: func(c *Config) any { return &c.Placement.AcceptableRecoveryLag }},
 	{name: "application.id", required: true, check: checkTopicChars,
 		doc:   "Identifies the application: the consumer group id and the prefix of internal topics (`<application.id>-<store>-changelog`, `<application.id>-dlq`). Letters, digits, `.`, `_` and `-`.",
 		field: func(c *Config) any { return &c.ApplicationID }},
@@ -119,12 +121,12 @@ var keys = []*keyDef{
 	{name: "max.task.idle.ms", def: ms(procDefaults.MaxTaskIdle), min: -1, hasMin: true,
 		doc:   "With co-partitioned tables: how long, in milliseconds, a task waits for new table records, when its table partition is caught up, before it processes an input record stamped later than everything the table has (Kafka Streams' name and default). 0 waits only for table records known to be on the broker; -1 turns the timestamp alignment off (each record sees the table as of everything fetched).",
 		field: func(c *Config) any { return &c.MaxTaskIdle }},
-	{name: "max.warmup.replicas", def: num(procDefaults.MaxWarmups), min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
+	{name: "max.warmup.replicas", def: num(procDefaults.Placement.MaxWarmupReplicas), min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "The most warmup replicas (extra standbys that restore a task before it moves to a caught-up owner) the group may have at once (KIP-441).",
-		field: func(c *Config) any { return &c.MaxWarmupReplicas }},
-	{name: "num.standby.replicas", def: num(procDefaults.NumStandbys), min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
+		field: func(c *Config) any { return &c.Placement.MaxWarmupReplicas }},
+	{name: "num.standby.replicas", def: num(procDefaults.Placement.NumStandbyReplicas), min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "Standby replicas per task, spread over the `rack.aware.assignment.tags` dimensions. 0 means none.",
-		field: func(c *Config) any { return &c.NumStandbyReplicas }},
+		field: func(c *Config) any { return &c.Placement.NumStandbyReplicas }},
 	{name: "num.stream.threads", def: "the number of CPUs", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "Tasks processed in parallel, and this instance's capacity weight in placement. Differs from Kafka Streams: there it is the number of threads that share the tasks; here every task has its own goroutine, and the value weighs this instance's share of tasks against the others'.",
 		field: func(c *Config) any { return &c.NumStreamThreads },
@@ -166,7 +168,7 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
-		field: func(c *Config) any { return &c.RackAwareAssignmentTags }},
+		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTags }},
 	{name: "replication.factor", def: num(procDefaults.ReplicationFactor), min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
 		doc:       "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
 		rangeText: "-1, or from 1 to 32767.",
@@ -248,9 +250,10 @@ var keys = []*keyDef{
 	{name: "state.cleanup.delay.ms", def: ms(stateDefaults.CleanupDelay), min: 0, hasMin: true,
 		doc:   "How long, in milliseconds, the local state of a task this instance no longer holds is kept before it is deleted.",
 		field: func(c *Config) any { return &c.StateCleanupDelay }},
-	{name: "state.dir", def: "/var/lib/rackstream", nonEmpty: true,
-		doc:   "Directory of the local state: the process id and one LevelDB per task and store.",
-		field: func(c *Config) any { return &c.StateDir }},
+	{name: "state.dir", def: "`<user cache directory>/rackstream`", nonEmpty: true,
+		doc:     "Directory of the local state: the process id and one LevelDB per task and store. Instances on one machine need one each. The default is per user, so that `rackstream run` works without root: `$XDG_CACHE_HOME/rackstream` or `~/.cache/rackstream` on Linux, `~/Library/Caches/rackstream` on macOS (Go's `os.UserCacheDir`), `rackstream-state` in the working directory when there is no home directory. The container images set `XDG_CACHE_HOME=/var/lib`, so theirs is `/var/lib/rackstream`.",
+		field:   func(c *Config) any { return &c.StateDir },
+		derived: func(*Config) (string, string) { return defaultStateDir() }},
 	{name: "state.leveldb.block.cache.bytes", def: num(stateDefaults.LevelDB.BlockCacheBytes), min: 0, hasMin: true,
 		doc:   "LevelDB block cache per store, in bytes; 0 for none.",
 		field: func(c *Config) any { return &c.LevelDB.BlockCacheBytes }},
@@ -269,6 +272,15 @@ var keys = []*keyDef{
 	{name: "statestore.cache.max.bytes", def: num(procDefaults.CacheMaxBytes), min: 0, hasMin: true,
 		doc:   "Record cache per instance, in bytes, divided among the tasks active on it: writes to one key within a commit interval may be merged before they reach the changelog and outputs, and a store's entries stay cached (clean) after a commit for the next reads; when it is full, clean entries go first, then the least recently written key is written through. 0 turns merging off.",
 		field: func(c *Config) any { return &c.StatestoreCacheMaxBytes }},
+}
+
+// defaultStateDir is state.dir's default and where it comes from: the
+// user's cache directory, which a user without root can write.
+func defaultStateDir() (dir, note string) {
+	if base, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(base, "rackstream"), "the user's cache directory"
+	}
+	return "rackstream-state", "no home directory: the working directory"
 }
 
 // clientTagDoc describes the client.tag.<key> family in the reference.

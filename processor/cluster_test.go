@@ -18,7 +18,6 @@ import (
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -39,7 +38,7 @@ func (a *countApp) startCluster(t *testing.T, n int, standbys int, tweak func(i 
 	for i := 0; i < n; i++ {
 		name := "i" + strconv.Itoa(i)
 		o := a.options(t, name, zones[i%len(zones)])
-		o.NumStandbys = standbys
+		o.Placement.NumStandbyReplicas = standbys
 		if tweak != nil {
 			tweak(i, &o)
 		}
@@ -146,7 +145,7 @@ func replicasMatchPlacement(t *testing.T, ins ...*instance) string {
 			}
 			got := "none"
 			if r, ok := in.rt.Replica(int32(task)); ok {
-				got = r.Role.String()
+				got = string(r.Role)
 			}
 			if got != want {
 				return fmt.Sprintf("%s: task %d is %s, the placement (generation %d) says %s", in.name, task, got, p.Generation, want)
@@ -205,17 +204,17 @@ func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
 func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
-	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.AcceptableRecoveryLag = 0 })
+	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.Placement.AcceptableRecoveryLag = processor.Zero })
 	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
 	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
 	a.waitCommitted(t, 3*time.Minute)
 
 	o := a.options(t, "i2", zones[2])
-	o.NumStandbys, o.AcceptableRecoveryLag = 1, 0
+	o.Placement.NumStandbyReplicas, o.Placement.AcceptableRecoveryLag = 1, processor.Zero
 	ins = append(ins, a.start(t, "i2", o))
 	kafkatest.Eventually(t, 2*time.Minute, "the new instance runs tasks", func() bool {
 		for task := int32(0); task < clusterParts; task++ {
-			if r, ok := ins[2].rt.Replica(task); ok && r.Role == state.RoleActive {
+			if r, ok := ins[2].rt.Replica(task); ok && r.Role == processor.RoleActive {
 				return allReady(ins...)
 			}
 		}
@@ -272,7 +271,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		// checkpoint 0, about 8,000 records behind at the cut) is caught
 		// up too, and the plan may rightly prefer it to the standby for
 		// balance; this test is about the standby's promotion.
-		o.AcceptableRecoveryLag = 100
+		o.Placement.AcceptableRecoveryLag = 100
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second
@@ -286,7 +285,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	// caught up with some of it: that is what is promoted.
 	var victimTasks []int32
 	for task := int32(0); task < clusterParts; task++ {
-		if r, ok := ins[0].rt.Replica(task); ok && r.Role == state.RoleActive {
+		if r, ok := ins[0].rt.Replica(task); ok && r.Role == processor.RoleActive {
 			victimTasks = append(victimTasks, task)
 		}
 	}
@@ -302,7 +301,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		for _, task := range victimTasks {
 			ok := false
 			for _, in := range ins[1:] {
-				if r, has := in.rt.Replica(task); has && r.Role == state.RoleStandby && r.Stores["counts"].Lag() == 0 {
+				if r, has := in.rt.Replica(task); has && r.Role == processor.RoleStandby && r.Store("counts").Lag() == 0 {
 					ok = true
 				}
 			}
@@ -346,7 +345,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		before[task] = map[int]replicaAt{}
 		for i, in := range ins[1:] {
 			if r, has := in.rt.Replica(task); has {
-				before[task][i+1] = replicaAt{r.Stores["counts"].Checkpoint(), restoredRecords(t, in.reg, task)}
+				before[task][i+1] = replicaAt{r.Store("counts").Checkpoint(), restoredRecords(t, in.reg, task)}
 			}
 		}
 	}
@@ -369,7 +368,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	for _, task := range victimTasks {
 		owner := -1
 		for i, in := range ins[1:] {
-			if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+			if r, ok := in.rt.Replica(task); ok && r.Role == processor.RoleActive {
 				owner = i + 1
 			}
 		}
@@ -415,8 +414,8 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 		name := "i" + strconv.Itoa(i)
 		o := a.options(t, name, zones[i%3])
 		o.Tags = mustTags(t, "zone", zones[i%3], "cluster", "k"+strconv.Itoa(i/3))
-		o.RackAwareTags = tags.Keys{"zone", "cluster"}
-		o.NumStandbys = 2
+		o.Placement.RackAwareAssignmentTags = tags.Keys{"zone", "cluster"}
+		o.Placement.NumStandbyReplicas = 2
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second
@@ -480,7 +479,7 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 func activeTasks(in *instance) []int32 {
 	var out []int32
 	for task := int32(0); task < in.rt.Tasks(); task++ {
-		if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+		if r, ok := in.rt.Replica(task); ok && r.Role == processor.RoleActive {
 			out = append(out, task)
 		}
 	}

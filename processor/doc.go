@@ -103,8 +103,8 @@
 // interval, so that instances started together do not all commit at once
 // ever after.
 //
-// With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
-// cache merges the writes to one key of a store, and the emits of one key to
+// With Options.CacheMaxBytes (statestore.cache.max.bytes), a record cache
+// merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. A commit writes it through and keeps
 // a store's entries, clean, for the next reads, and an output's keys, spent,
@@ -112,9 +112,9 @@
 // before stores), then writes through the least recently written key, one at
 // a time, so hot keys keep merging while a flood of cold keys passes
 // through. The budget is divided among the tasks active on the instance;
-// zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
-// above 0 sizes the stores and bounds the cache from one budget; 0 leaves
-// each its own size.
+// Zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
+// sizes the stores and bounds the cache from one budget; Zero leaves each
+// its own size.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
@@ -141,19 +141,24 @@
 //
 // # Zero values and defaults
 //
-// DefaultOptions holds every default (the configuration's key table takes
-// its own from it); a zero field means zero, never "the default":
-// CommitInterval 0 commits after every batch a task works through,
-// ShutdownTimeout 0 does not wait, CacheMaxBytes 0 turns the record cache
-// off. NewRuntime rejects a zero that makes no sense, naming its key.
+// A field of Options left at its zero value takes its default, which
+// DefaultOptions holds (the configuration's key table shows its own from
+// it): Options{Brokers: brokers, StateDir: dir} is a complete
+// configuration. Where zero is a setting of its own, Zero asks for it:
+// CommitInterval: Zero commits after every batch a task works through,
+// ShutdownTimeout: Zero does not wait, CacheMaxBytes: Zero turns the record
+// cache off. NewRuntime rejects a value out of range, naming its key.
 //
 // # Reads
 //
-// A query reads a task's stores through Runtime.Replica, a read-only
-// view: the committed LevelDB state (isolation=committed), or under
-// at-least-once the task's latest processed state (isolation=latest): the
-// record cache over the write buffer over LevelDB, read without blocking
-// the task. docs/architecture.md maps the runtime's files.
+// A query reads a task's stores through Runtime.Replica's read-only
+// views: StoreView, the committed LevelDB state (isolation=committed), or
+// under at-least-once FreshView, the task's latest processed state
+// (isolation=latest): the record cache over the write buffer over LevelDB,
+// read without blocking the task. Runtime.GlobalTable hands out a global
+// table's GlobalView. No view writes: a store changes only through a
+// handler of its running task, which produces each write to the store's
+// changelog. docs/architecture.md maps the runtime's files.
 //
 // # Poison records
 //

@@ -256,12 +256,13 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 		r.gmet.restoreStarted(s.topic)
 		// No Registerer: the stores' metrics (rackstream_state_*) are the
 		// runtime Manager's, and a second registration would collide.
-		rd, err := table.Open(ctx, s.topic,
-			table.KafkaOpts(r.clientOpts()...),
-			table.StateDir(GlobalDir(r.opts.StateDir, r.topo.appID)),
-			table.Partitioner(part),
-			table.LevelDB(r.opts.LevelDB),
-			table.Logger(r.log))
+		rd, err := table.Open(ctx, s.topic, table.Options{
+			KafkaOpts:   r.clientOpts(),
+			StateDir:    GlobalDir(r.opts.StateDir, r.topo.appID),
+			Partitioner: part,
+			LevelDB:     r.opts.LevelDB.Exactly(), // resolved: 0 means 0
+			Logger:      r.log,
+		})
 		r.gmet.restoreEnded(s.topic, time.Since(began))
 		if err != nil {
 			return nil, fmt.Errorf("processor %s: global table: %w", r.topo.appID, err)
@@ -296,10 +297,10 @@ func (g *globals) close(log *slog.Logger) {
 	}
 }
 
-// GlobalTable returns this instance's copy of the global table of topic,
-// nil before Run has restored it or for a topic not declared global. It
-// serves the query server (read-only: Get, Scan, Lags, Positions, Err).
-func (r *Runtime) GlobalTable(topic string) *table.Mirror {
+// GlobalTable returns a read-only view of this instance's copy of the
+// global table of topic, nil before Run has restored it or for a topic not
+// declared global.
+func (r *Runtime) GlobalTable(topic string) *GlobalView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -307,7 +308,7 @@ func (r *Runtime) GlobalTable(topic string) *table.Mirror {
 	}
 	for s, rd := range r.globals.readersMap() {
 		if s.topic == topic {
-			return rd
+			return &GlobalView{m: rd}
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ func (t *task) queueInput(a *inputAlign, p kgo.FetchTopicPartition) bool {
 // batch.
 func (t *task) inputAlign() *inputAlign {
 	if t.inputs == nil {
-		t.inputs = &inputAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.TaskQueue}
+		t.inputs = &inputAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.taskQueue}
 		for _, in := range t.env.topo.inputs {
 			t.inputs.inputs = append(t.inputs.inputs, &inputQueue{topic: in.topic})
 		}
@@ -77,7 +77,7 @@ func (t *task) waitIdle(until time.Time) bool {
 	}
 	// The batches taken from the queue may have brought it below the
 	// mark where its partitions resume.
-	t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+	t.q.resume(t.env.opts.taskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 	timer := time.NewTimer(until.Sub(t.env.now()))
 	defer timer.Stop()
 	select {

@@ -14,15 +14,17 @@ import (
 )
 
 // Clock is the time a punctuator or a durable timer follows.
-type Clock = window.Clock
+type Clock uint8
 
 const (
 	// StreamTime is the task's stream time: the largest record timestamp
 	// it has seen. It moves only with records.
-	StreamTime = window.StreamClock
+	StreamTime = Clock(window.StreamClock)
 	// WallClock is the instance's clock. It moves without records.
-	WallClock = window.WallClock
+	WallClock = Clock(window.WallClock)
 )
+
+func (c Clock) String() string { return window.Clock(c).String() }
 
 // StageTimestamp is the stage of a record without a valid timestamp: its
 // input's extractor failed, or the timestamp is negative.

@@ -89,7 +89,7 @@ func (t *task) tableAlign() *tableAlign {
 	if t.align != nil {
 		return t.align
 	}
-	a := &tableAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.TaskQueue}
+	a := &tableAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.taskQueue}
 	for _, s := range t.env.topo.stores {
 		if !s.table {
 			continue
@@ -155,7 +155,7 @@ func (t *task) waitTables(a *tableAlign) bool {
 	if t.ctx.Err() != nil {
 		return false
 	}
-	t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+	t.q.resume(t.env.opts.taskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 	var timeout <-chan time.Time
 	if !a.until.IsZero() {
 		timer := time.NewTimer(a.until.Sub(t.env.now()))

@@ -13,7 +13,6 @@ import (
 	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/state"
 )
 
 // shopApp joins orders (key: item, value: order id) with a co-partitioned
@@ -110,10 +109,10 @@ func (a *shopApp) tableHas(in *instance, from, to int, version string) bool {
 		var v []byte
 		for task := range in.rt.Tasks() {
 			rep, ok := in.rt.Replica(task)
-			if !ok || rep.Role != state.RoleActive || rep.Stores[a.prices] == nil {
+			if !ok || rep.Role != processor.RoleActive || rep.Store(a.prices) == nil {
 				continue
 			}
-			val, ok, err := rep.Stores[a.prices].View().Get(key)
+			val, ok, err := rep.Store(a.prices).Get(key)
 			if err != nil {
 				return false
 			}
@@ -193,7 +192,8 @@ func testTableJoin(t *testing.T, g processor.Guarantee) {
 	a.setPrices(0, 15, "v1") // items 15..19 have no price
 	opts := testOptions(t, c.Brokers, "shop")
 	opts.Guarantee = g
-	opts.SessionTimeout, opts.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+	opts.SessionTimeout = 6 * time.Second
+	processor.SetHeartbeatInterval(&opts, 200*time.Millisecond)
 	in := a.start(t, "a", opts)
 	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
 	if !a.tableHas(in, 0, 15, "v1") || !a.tableHas(in, 15, items, "") {
@@ -303,8 +303,9 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 	var ins []*instance
 	for _, name := range []string{"a", "b"} {
 		o := testOptions(t, c.Brokers, name)
-		o.NumStandbys = 1
-		o.SessionTimeout, o.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+		o.Placement.NumStandbyReplicas = 1
+		o.SessionTimeout = 6 * time.Second
+		processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
 		ins = append(ins, a.start(t, name, o))
 	}
 	// standbysHave reports whether the standby replicas, together, hold
@@ -314,13 +315,13 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 		for _, in := range ins {
 			for task := range int32(4) {
 				rep, ok := in.rt.Replica(task)
-				if !ok || rep.Role != state.RoleStandby || rep.Stores[a.prices] == nil {
+				if !ok || rep.Role != processor.RoleStandby || rep.Store(a.prices) == nil {
 					continue
 				}
 				tasks[task] = true
 				for i := range items {
 					key := "item-" + strconv.Itoa(i)
-					if v, found, err := rep.Stores[a.prices].View().Get([]byte(key)); err == nil && found && string(v) == version+"-"+strconv.Itoa(i) {
+					if v, found, err := rep.Store(a.prices).Get([]byte(key)); err == nil && found && string(v) == version+"-"+strconv.Itoa(i) {
 						seen[key] = true
 					}
 				}
@@ -346,7 +347,7 @@ func TestTableJoinWithASmallTaskQueueProcessesEverything(t *testing.T) {
 	const items, rounds = 10, 40
 	a.setPrices(0, items, "v0")
 	opts := testOptions(t, c.Brokers, "small")
-	opts.TaskQueue, opts.MaxPollRecords = 8, 8
+	processor.SetQueues(&opts, 8, 8)
 	in := a.start(t, "small", opts)
 	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
 	for r := range rounds {

@@ -212,7 +212,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 			t.acks.acked(e)
 		}
 	}
-	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
+	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.retry, env.opts.DLQTopic,
 		env.log.With("task", id), taskBackend{t}, env.now)
 	return t
 }
@@ -293,7 +293,7 @@ func (t *task) run() {
 			return
 		}
 		if t.ctx.Err() == nil {
-			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+			t.q.resume(t.env.opts.taskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 		}
 		t.env.worked(t, promoted)
 		promoted = false
@@ -368,7 +368,7 @@ func (t *task) push(p kgo.FetchTopicPartition) bool {
 	if _, ok := t.first[p.Topic]; !ok && len(p.Records) > 0 {
 		t.first[p.Topic] = p.Records[0].Offset
 	}
-	return t.q.push(p, t.env.opts.TaskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
+	return t.q.push(p, t.env.opts.taskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
 }
 
 // start opens the task's stores: a standby (or warmup) replica held here is

@@ -94,7 +94,7 @@ func (tm *Timers[K]) Set(ctx *Context, key K, clock Clock, due time.Time) error 
 	if ms < 0 {
 		return fmt.Errorf("timers %s: due time %v is before the epoch", tm.spec.name, due)
 	}
-	ws, err := window.SetTimer(ctxTimers{ctx, tm.topo}, window.Timer{Clock: clock, Due: ms, Key: kb})
+	ws, err := window.SetTimer(ctxTimers{ctx, tm.topo}, window.Timer{Clock: window.Clock(clock), Due: ms, Key: kb})
 	if err != nil {
 		return fmt.Errorf("timers %s: %w", tm.spec.name, err)
 	}
@@ -117,7 +117,7 @@ func (tm *Timers[K]) Cancel(ctx *Context, key K, clock Clock) error {
 	if err != nil {
 		return err
 	}
-	ws, err := window.CancelTimer(ctxTimers{ctx, tm.topo}, clock, kb)
+	ws, err := window.CancelTimer(ctxTimers{ctx, tm.topo}, window.Clock(clock), kb)
 	if err != nil {
 		return fmt.Errorf("timers %s: %w", tm.spec.name, err)
 	}
@@ -165,7 +165,7 @@ type ctxTimers struct {
 	topo *Topology
 }
 
-func (r ctxTimers) TimerDue(clock Clock, key []byte) (int64, bool, error) {
+func (r ctxTimers) TimerDue(clock window.Clock, key []byte) (int64, bool, error) {
 	b, found, err := r.c.get(r.topo, r.topo.timeStore, window.TimerIndexKey(clock, key))
 	if err != nil || !found {
 		return 0, false, err
@@ -178,7 +178,7 @@ func (r ctxTimers) TimerDue(clock Clock, key []byte) (int64, bool, error) {
 // one is due.
 func (p *recordProcessor) fireTimers(ctx context.Context, task int32, clock Clock, now int64) error {
 	s := p.topo.timeStore
-	lo, hi := window.DueRange(clock, now)
+	lo, hi := window.DueRange(window.Clock(clock), now)
 	var due []window.Timer
 	var perr error
 	err := p.c.be.scan(task, s, lo, hi, func(k, _ []byte) bool {
@@ -198,7 +198,7 @@ func (p *recordProcessor) fireTimers(ctx context.Context, task int32, clock Cloc
 	}
 	for _, t := range due {
 		// A handler fired before may have cancelled or moved this one.
-		cur, ok, err := p.timerDue(task, t.Clock, t.Key)
+		cur, ok, err := p.timerDue(task, Clock(t.Clock), t.Key)
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (p *recordProcessor) fireTimers(ctx context.Context, task int32, clock Cloc
 // timerDue reads the due time of clock's timer for key in the task's time
 // store.
 func (p *recordProcessor) timerDue(task int32, clock Clock, key []byte) (int64, bool, error) {
-	b, found, err := p.c.be.get(task, p.topo.timeStore, window.TimerIndexKey(clock, key))
+	b, found, err := p.c.be.get(task, p.topo.timeStore, window.TimerIndexKey(window.Clock(clock), key))
 	if err != nil || !found {
 		return 0, false, err
 	}
@@ -240,7 +240,7 @@ func (p *recordProcessor) timerDue(task int32, clock Clock, key []byte) (int64, 
 // firstDue returns the due time of clock's earliest timer in the task's
 // time store, math.MaxInt64 when it has none.
 func (p *recordProcessor) firstDue(task int32, clock Clock) (int64, error) {
-	lo, hi := window.DueRange(clock, math.MaxInt64)
+	lo, hi := window.DueRange(window.Clock(clock), math.MaxInt64)
 	next := int64(math.MaxInt64)
 	var perr error
 	err := p.c.be.scan(task, p.topo.timeStore, lo, hi, func(k, _ []byte) bool {

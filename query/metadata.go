@@ -12,6 +12,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/tags"
 )
 
 // instanceStatus is GET /v1/status: this instance's readiness and its
@@ -100,16 +101,11 @@ func (s *Server) settings(p *balancer.Placement) *assignor.MetadataSettings {
 		}
 		st := *own
 		st.Source = assignor.SettingsFromInstance
-		st.RackAwareAssignmentTags = append([]string{}, own.RackAwareAssignmentTags...)
+		st.RackAwareAssignmentTags = append(tags.Keys{}, own.RackAwareAssignmentTags...)
 		return &st
 	}
-	st := &assignor.MetadataSettings{
-		Source:                  assignor.SettingsFromLeader,
-		NumStandbyReplicas:      p.Settings.NumStandbys,
-		AcceptableRecoveryLag:   p.Settings.AcceptableRecoveryLag,
-		MaxWarmupReplicas:       p.Settings.MaxWarmups,
-		RackAwareAssignmentTags: append([]string{}, p.Settings.RackAwareTags...),
-	}
+	st := &assignor.MetadataSettings{Source: assignor.SettingsFromLeader, Settings: *p.Settings}
+	st.RackAwareAssignmentTags = append(tags.Keys{}, p.Settings.RackAwareAssignmentTags...)
 	if own != nil {
 		st.ProbingRebalanceIntervalMs = own.ProbingRebalanceIntervalMs
 	}

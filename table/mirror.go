@@ -36,25 +36,28 @@ type Mirror struct {
 	closeErr  error
 }
 
-// pollEvery is how often WaitCaughtUp looks at the checkpoints: the apply
+// pollEvery is how often WaitCaughtUp looks at the checkpoints. The apply
 // path has no notification for "passed offset N", and checkpoints are
 // atomic loads.
 const pollEvery = 10 * time.Millisecond
 
-// Open restores every partition of topic into local LevelDB databases,
+// Open restores every partition of topic into local LevelDB databases. It
 // returns once all are caught up with the end offsets as they were when it
-// started (or ctx is done), and keeps them current in the background until
-// Close. The topic must exist.
-func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error) {
-	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+// started, or when ctx is done. The Mirror then keeps them current in the
+// background until Close. The topic must exist.
+func Open(ctx context.Context, topic string, o Options) (_ *Mirror, err error) {
 	if topic == "" {
 		return nil, errors.New("table: open: empty topic name")
 	}
-	r := &Mirror{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
-	dir := c.dir
+	if o.Partitioner == nil {
+		o.Partitioner = partition.Murmur2()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	kafka := o.kafkaOpts()
+	r := &Mirror{topic: topic, part: o.Partitioner, log: o.Logger.With("table", topic), closed: make(chan struct{})}
+	dir := o.StateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "rackstream-table-"); err != nil {
 			return nil, fmt.Errorf("table %s: temporary state directory: %w", topic, err)
@@ -66,7 +69,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error)
 			r.shutdown() // r, not the nil returned with err
 		}
 	}()
-	if r.cl, err = kgo.NewClient(append(c.kafka, kgo.MetadataMinAge(time.Second))...); err != nil {
+	if r.cl, err = kgo.NewClient(append(kafka, kgo.MetadataMinAge(time.Second))...); err != nil {
 		return nil, fmt.Errorf("table %s: kafka client: %w", topic, err)
 	}
 	r.adm = kadm.NewClient(r.cl)
@@ -76,12 +79,12 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error)
 	}
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID = dir, "table-"+topic
-	so.LevelDB = c.leveldb
-	so.ClientOpts = c.kafka
+	so.LevelDB = o.LevelDB.OrDefaults()
+	so.ClientOpts = kafka
 	// The last stable offset: an exactly-once writer's aborted records are
-	// never applied; without transactions it is the high watermark.
+	// never applied. Without transactions it is the high watermark.
 	so.ReadCommitted = true
-	so.Logger, so.Registerer = r.log, c.registerer
+	so.Logger, so.Registerer = r.log, o.Registerer
 	r.mgr, err = state.Open(so)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", topic, err)
@@ -134,7 +137,7 @@ func (r *Mirror) partitions(ctx context.Context) (int32, error) {
 	return n, nil
 }
 
-// retry runs fn until it succeeds, a few times over a few seconds: a
+// retry runs fn until it succeeds, a few times over a few seconds. A
 // broker that just started may not know its topics yet.
 func retry(ctx context.Context, fn func() error) error {
 	var err error
@@ -174,11 +177,11 @@ func (r *Mirror) Get(key []byte) (value []byte, found bool, err error) {
 	return value, found, nil
 }
 
-// Scan calls fn for each key in [start, end) (nil bounds are open) in key
-// order across all partitions, until fn returns false. Each partition is
-// read from a consistent snapshot of its own; the partitions' snapshots are
-// taken at slightly different moments. The slices are valid only during the
-// call.
+// Scan calls fn for each key in [start, end) in key order across all
+// partitions, until fn returns false; nil bounds are open. Each partition
+// is read from a consistent snapshot of its own, and the partitions'
+// snapshots are taken at slightly different moments. The slices are valid
+// only during the call.
 func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	type cursor struct {
 		next func() ([]byte, []byte, bool)
@@ -196,7 +199,7 @@ func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error 
 		}
 	}()
 	for p, v := range r.views {
-		// Each partition's scan runs as a pull iterator (a coroutine), so
+		// Each partition's scan runs as a pull iterator, a coroutine, so
 		// that the partitions are merged without copying them.
 		next, stop := iter.Pull2(iter.Seq2[[]byte, []byte](func(yield func(k, v []byte) bool) {
 			if err := v.Scan(start, end, yield); err != nil {
@@ -242,7 +245,7 @@ func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error 
 // Lag returns the offsets the Mirror is behind the end offsets last seen,
 // summed over partitions, or -1 while some partition's end is not known.
 // It is as fresh as the last fetch: records written since then are not
-// counted until fetched (WaitCaughtUp asks the brokers instead).
+// counted until fetched. WaitCaughtUp asks the brokers instead.
 func (r *Mirror) Lag() int64 {
 	var sum int64
 	for _, l := range r.Lags() {
@@ -254,7 +257,7 @@ func (r *Mirror) Lag() int64 {
 	return sum
 }
 
-// Lags returns each partition's lag, by partition (-1: not known yet).
+// Lags returns each partition's lag, by partition; -1 when not known yet.
 func (r *Mirror) Lags() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
@@ -273,9 +276,10 @@ func (r *Mirror) Positions() []int64 {
 	return out
 }
 
-// Err returns why a partition stopped following the topic (a storage
-// error, or the topic recreated or truncated under it), nil while every
-// partition follows it. Reads still answer from what was applied.
+// Err returns why a partition stopped following the topic, nil while
+// every partition follows it. A storage error stops a partition, and so
+// does the topic recreated or truncated under it. Reads still answer from
+// what was applied.
 func (r *Mirror) Err() error {
 	for p, t := range r.tasks {
 		if err := t.Err(); err != nil {
@@ -285,11 +289,11 @@ func (r *Mirror) Err() error {
 	return nil
 }
 
-// WaitCaughtUp asks the brokers for every partition's end offset (the
-// last stable offset) as it is now and returns once the Mirror has applied
-// up to it, so that every record acknowledged before the call is visible
-// after it. It fails when ctx is done first, a partition stops following
-// the topic, or the Mirror is closed.
+// WaitCaughtUp asks the brokers for every partition's end offset as it is
+// now, the last stable offset, and returns once the Mirror has applied up
+// to it. Every record acknowledged before the call is then visible after
+// it. It fails when ctx is done first, a partition stops following the
+// topic, or the Mirror is closed.
 func (r *Mirror) WaitCaughtUp(ctx context.Context) error {
 	var ends kadm.ListedOffsets
 	err := retry(ctx, func() error {
@@ -337,10 +341,10 @@ func (r *Mirror) WaitCaughtUp(ctx context.Context) error {
 	}
 }
 
-// Close stops following the topic, closes the databases (removing them
-// unless StateDir was given) and the Kafka clients. It returns ctx's error
-// if ctx is done first; the closing then finishes in the background. Reads
-// after Close fail.
+// Close stops following the topic, and closes the databases and the
+// Kafka clients. It removes the databases unless StateDir was given. It
+// returns ctx's error if ctx is done first; the closing then finishes in
+// the background. Reads after Close fail.
 func (r *Mirror) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {

@@ -49,7 +49,7 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 	// The record cache merges emits of one key within a commit interval:
 	// right for table updates, wrong for a loop of events, each of which
 	// must arrive. A loopback runs without it.
-	o.CacheMaxBytes = 0
+	o.CacheMaxBytes = processor.Zero
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 		if !ok {
 			t.Fatalf("no replica of task %d", task)
 		}
-		b, found, err := rep.Stores["table"].Get([]byte(page))
+		b, found, err := rep.Store("table").Get([]byte(page))
 		if got, _ := strconv.ParseInt(string(b), 10, 64); err != nil || !found || got != n {
 			t.Errorf("%s: %s (found %v, err %v), want %d", page, b, found, err, n)
 		}
