@@ -123,4 +123,7 @@ type MetadataLag struct {
 	// the replica's own role for one the placement does not list.
 	Role string `json:"role"`
 	Lag  int64  `json:"lag"`
+	// StreamTime is the task's stream time in epoch ms on its active
+	// replica, once it has seen a record.
+	StreamTime *int64 `json:"stream_time,omitempty"`
 }

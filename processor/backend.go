@@ -34,7 +34,7 @@ func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error
 	return b.t.stores[s.index].Get(key)
 }
 
-func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
+func (b taskBackend) apply(_ int32, ts time.Time, ws []write) error {
 	t := b.t
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
@@ -67,10 +67,6 @@ func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	// Written through, every record is stamped with the input record's
 	// timestamp (Kafka Streams' default for what a record makes); merged
 	// in the cache above, with the time it is flushed.
-	var ts time.Time
-	if in != nil {
-		ts = in.Timestamp
-	}
 	for i := range ws {
 		w := &ws[i]
 		if w.store != nil {

@@ -42,6 +42,36 @@
 // Table). InnerJoin and LeftJoin (and InnerJoinBy, LeftJoinBy for a key
 // taken from the record) build the usual stream-table join handlers.
 //
+// # Time
+//
+// Each task has a stream time (Context.StreamTime): the largest timestamp
+// of the records it has handled, never going back, as Kafka Streams
+// defines it. A record's timestamp is its own unless its input has an
+// extractor (WithTimestamp); a record whose extractor fails, or whose
+// timestamp is before the epoch, goes to the error policy with stage
+// StageTimestamp. Records that do not decode, and co-partitioned tables'
+// records, do not move stream time. A task with several inputs takes
+// the records it has fetched in timestamp order across them, and waits up
+// to MaxTaskIdle for an input that has none (Kafka Streams waits longer
+// for an input known to lag; see input_align.go).
+//
+// Schedule runs a punctuator in every task on stream time (after the
+// record that reaches the next multiple of its interval) or on the wall
+// clock (between two records). OnTimer declares durable per-key timers: a
+// handler sets or cancels a key's timer on either clock (Timers.Set,
+// Timers.Cancel), and the timer handler runs once it is due, after the
+// record that moves stream time to it, or when the wall clock passes it.
+// Stream time and timers live in the task's store __time, declared by the
+// first stream-time punctuator, timer handler or KeepStreamTime, and are
+// written with the task's other writes. So they move with the task to any
+// instance, standby or not; a fired timer's removal commits with its
+// handler's writes (at least once under at-least-once, exactly once under
+// exactly-once); and a wall-clock timer that came due while its task had
+// no owner fires once the task resumes. Kafka Streams keeps a
+// partition's time in its committed offsets, but restarts the stream time
+// each windowed processor observes after a move; here one stream time per
+// task moves with its state. docs/time-and-windows.md has an example.
+//
 // # Tasks and the mapping contract
 //
 // Task i owns partition i of every input topic, of every co-partitioned

@@ -208,6 +208,12 @@ func testLogger(_ testing.TB, name string) *slog.Logger {
 func (a *countApp) start(t *testing.T, name string, opts processor.Options) *instance {
 	t.Helper()
 	topo, _ := a.topologyFor(name)
+	return startInstance(t, name, topo, opts)
+}
+
+// startInstance runs topo as instance name, stopped when the test ends.
+func startInstance(t *testing.T, name string, topo *processor.Topology, opts processor.Options) *instance {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	rt, err := processor.NewRuntime(topo, opts)

@@ -15,6 +15,9 @@ import (
 // time (table_align.go). It reports false when the task must end.
 func (t *task) take(p kgo.FetchTopicPartition) bool {
 	if !t.env.topo.hasTables() {
+		if t.alignsInputs() { // input_task.go
+			return t.takeInputs(p)
+		}
 		return t.takeOne(p)
 	}
 	a := t.tableAlign()

@@ -130,9 +130,17 @@ type task struct {
 	outs      recarena.Arena
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
+	// wall wakes the task for what is due on the wall clock, set to
+	// wallAt (ms; math.MaxInt64: stopped); nil when its topology has
+	// nothing on the wall clock (wallclock.go). The task goroutine's.
+	wall   *time.Timer
+	wallAt int64
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign
+	// inputs is the timestamp order across several inputs
+	// (input_align.go), made at the first batch; the task goroutine's.
+	inputs *inputAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
@@ -205,7 +213,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		}
 	}
 	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.retry, env.opts.DLQTopic,
-		env.log.With("task", id), taskBackend{t})
+		env.log.With("task", id), taskBackend{t}, env.now)
 	return t
 }
 
@@ -218,6 +226,9 @@ func (t *task) run() {
 		if n := t.q.close(); n > 0 {
 			t.env.taken(n)
 		}
+		if t.wall != nil {
+			t.wall.Stop()
+		}
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
 		}
@@ -227,6 +238,9 @@ func (t *task) run() {
 		if t.ctx.Err() == nil {
 			t.setErr(fmt.Errorf("task %d: start: %w", t.id, err))
 		}
+		return
+	}
+	if !t.startClock() {
 		return
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
@@ -245,9 +259,17 @@ func (t *task) run() {
 				continue
 			case <-t.cacheWake:
 				continue
+			case <-t.wallC():
+				if !t.fireWall() {
+					return
+				}
+				continue
 			}
 		}
-		if promoted && len(p.Records) > 1 {
+		// Not split for an input alignment (input_task.go), which takes
+		// the batches queued behind this one in before the rest of it:
+		// that would break the partition's offset order.
+		if promoted && len(p.Records) > 1 && !t.alignsInputs() {
 			// A moved task asks for its first commit after its first
 			// record, not its whole first batch: after a failover the
 			// first fetch holds up to a partition's fetch size of
@@ -276,6 +298,9 @@ func (t *task) run() {
 		t.env.worked(t, promoted)
 		promoted = false
 		t.writeAhead() // a chunk of the cache between two batches, when a commit asks
+		if !t.wallTick() {
+			return
+		}
 	}
 }
 

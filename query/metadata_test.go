@@ -62,7 +62,8 @@ func TestMetadataPlacementIsIdenticalOnEveryInstance(t *testing.T) {
 
 func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.StatusTimeout = 500 * time.Millisecond }})
-	c.nodes[0].rt.replica(storeCounts, 2).set(func(s *ReplicaStatus) { s.Lag = 12 })
+	streamTime := int64(42_000)
+	c.nodes[0].rt.replica(storeCounts, 2).set(func(s *ReplicaStatus) { s.Lag, s.StreamTime = 12, &streamTime })
 	c.nodes[0].rt.replica(storeDocs, 2).set(func(s *ReplicaStatus) { s.Lag = 30 })
 	c.nodes[1].rt.mu.Lock()
 	c.nodes[1].rt.err = &NotReady{Condition: "task 1 is restoring"}
@@ -118,6 +119,9 @@ func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 			found = true
 			if l.Role != "standby" || l.Lag != 30 {
 				t.Errorf("lag of n1 on task 2: %+v, want standby 30 (the most of its stores')", l)
+			}
+			if l.StreamTime == nil || *l.StreamTime != streamTime {
+				t.Errorf("stream time of n1 on task 2: %v, want %d", l.StreamTime, streamTime)
 			}
 		}
 		if l.Client == "n3" || l.Client == "n4" {

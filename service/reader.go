@@ -58,7 +58,12 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 			continue
 		}
 		for _, name := range rep.Stores() {
-			out = append(out, storeReplica{role: rep.Role, s: rep.Store(name)}.Status())
+			st := storeReplica{role: rep.Role, s: rep.Store(name)}.Status()
+			if !rep.StreamTime.IsZero() {
+				ms := rep.StreamTime.UnixMilli()
+				st.StreamTime = &ms
+			}
+			out = append(out, st)
 		}
 	}
 	return out
