@@ -119,7 +119,7 @@ var keys = []*keyDef{
 		doc:   "The lowest level logged.",
 		field: func(c *Config) any { return &c.LogLevel }},
 	{name: "max.task.idle.ms", def: ms(procDefaults.MaxTaskIdle), min: -1, hasMin: true,
-		doc:   "With co-partitioned tables: how long, in milliseconds, a task waits for new table records, when its table partition is caught up, before it processes an input record stamped later than everything the table has (Kafka Streams' name and default). 0 waits only for table records known to be on the broker; -1 turns the timestamp alignment off (each record sees the table as of everything fetched).",
+		doc:   "How long, in milliseconds, a task that takes its records in timestamp order waits for an input with nothing fetched: with co-partitioned tables, for new table records when its table partition is caught up; with several stream inputs, for the input that has nothing waiting (Kafka Streams' name and default). 0 waits only for records known to be on the broker; -1 turns the timestamp alignment off (records in fetch order).",
 		field: func(c *Config) any { return &c.MaxTaskIdle }},
 	{name: "max.warmup.replicas", def: num(procDefaults.Placement.MaxWarmupReplicas), min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "The most warmup replicas (extra standbys that restore a task before it moves to a caught-up owner) the group may have at once (KIP-441).",

@@ -131,13 +131,13 @@ type Options struct {
 	// waited for and processed again by the next owner. Zero does not
 	// wait: in-flight records are abandoned uncommitted.
 	ShutdownTimeout time.Duration
-	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
-	// tables: how long a task waits for new table records, when its table
-	// partition is caught up, before it processes an input record stamped
-	// later than everything the table has. The default, 0, waits only for
-	// table records known to be on the broker (Kafka Streams' default); a
-	// negative value turns the timestamp alignment off (tables as of
-	// everything fetched).
+	// MaxTaskIdle is max.task.idle.ms: how long a task whose records are
+	// taken in timestamp order waits for an input with nothing fetched.
+	// With co-partitioned tables, it waits for new table records when the
+	// table partition is caught up; with several stream inputs, for the
+	// input that has nothing waiting. The default, 0, waits only for
+	// records known to be on the broker (Kafka Streams' default); a
+	// negative value turns the alignment off (records in fetch order).
 	MaxTaskIdle time.Duration
 
 	// OnPlacement, when set, is called once with every new placement of
