@@ -24,7 +24,7 @@ const (
 	gauge     metricKind = "gauge"
 	histogram metricKind = "histogram"
 	summary   metricKind = "summary"
-	untyped   metricKind = "untyped" // a prometheus.NewDesc of a custom collector
+	untyped   metricKind = "untyped" // a prometheus.NewDesc of a custom collector, not named _total
 )
 
 // declaredMetrics reads every non-test Go file of the module and returns the
@@ -94,7 +94,13 @@ func declaredMetrics(t *testing.T) map[string]metricKind {
 					return true
 				}
 				name, _ = stringLit(x.Args[0])
+				// A collector's type is known only at scrape time: a name
+				// ending in _total is a counter by Prometheus' convention
+				// (TestMetricsOnALiveInstance checks the scraped types).
 				kind = untyped
+				if strings.HasSuffix(name, "_total") {
+					kind = counter
+				}
 			default:
 				return true
 			}
