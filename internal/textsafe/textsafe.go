@@ -6,6 +6,11 @@
 // that some terminals read as ESC [) or a bidirectional override that makes
 // the text read differently than it is. These functions escape every
 // character that is not printable, as Go's %q does, and keep the rest.
+//
+// [Short] is the one way a value reaches a person: command output,
+// configuration errors and warnings, the dev console, HTTP error messages.
+// It escapes and shortens, so that a value can neither rewrite a terminal
+// nor bury the message around it.
 package textsafe
 
 import (
@@ -53,13 +58,36 @@ func Lines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// Bounded escapes at most max bytes of s and says how many more there were:
-// for a value of unbounded length in a log line.
+// MaxShown is how many bytes of one value [Short] shows: enough for any
+// sensible host name, tag or topic, little enough that a message stays
+// readable around a value of any length.
+const MaxShown = 256
+
+// Short returns s escaped as [Escape] does and cut to its first
+// [MaxShown] bytes, saying how many more there were. Use it for every value
+// that a user, a file or another group member supplied, wherever a person
+// reads it.
+func Short(s string) string { return Bounded(s, MaxShown) }
+
+// Printable reports whether [Escape] keeps s as it is: s is valid UTF-8
+// and holds no control, format or unassigned character.
+func Printable(s string) bool { return safe(s, false) || Escape(s) == s }
+
+// Bounded escapes at most max bytes of s, cut at a character boundary, and
+// says how many more there were: for a value of unbounded length in a log
+// line.
 func Bounded(s string, max int) string {
 	if len(s) <= max {
 		return Escape(s)
 	}
-	return Escape(s[:max]) + fmt.Sprintf("... (%d more bytes)", len(s)-max)
+	cut := max
+	for cut > 0 && cut > max-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if cut == 0 || !utf8.RuneStart(s[cut]) {
+		cut = max // not UTF-8 here: cut anywhere, the bytes show as \xNN
+	}
+	return Escape(s[:cut]) + fmt.Sprintf("... (%d more bytes)", len(s)-cut)
 }
 
 // JSON escapes, in JSON text that encoding/json wrote, the non-printable

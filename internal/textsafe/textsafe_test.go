@@ -89,3 +89,33 @@ func TestJSONStaysTheSameValueWithNoRawControl(t *testing.T) {
 		t.Errorf("plain JSON changed: %s", got)
 	}
 }
+
+func TestShortEscapesAndCutsAtARuneBoundary(t *testing.T) {
+	if got := Short("a\r\nb"); got != `a\r\nb` {
+		t.Errorf("Short = %q", got)
+	}
+	long := strings.Repeat("€", MaxShown) // 3 bytes a rune
+	got := Short(long)
+	if strings.Contains(got, `\x`) {
+		t.Errorf("Short splits a rune: %q", got[len(got)-40:])
+	}
+	if len(got) > MaxShown+32 {
+		t.Errorf("Short keeps %d bytes of %d", len(got), len(long))
+	}
+	if !strings.HasSuffix(got, " more bytes)") {
+		t.Errorf("Short does not say how much it left out: %q", got[len(got)-40:])
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for name, s := range hostile {
+		if Printable(s) {
+			t.Errorf("%s: Printable(%q) = true", name, s)
+		}
+	}
+	for _, s := range []string{"", "eu-central-1a", "k8s €", `back\slash "q"`} {
+		if !Printable(s) {
+			t.Errorf("Printable(%q) = false", s)
+		}
+	}
+}
