@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rackstream/rackstream/internal/boundedread"
+	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -243,13 +244,23 @@ func build(settings []setting) (*Config, Errors) {
 	}
 
 	// Client tags, checked with rack.aware.assignment.tags against Kafka's limits.
-	ts := make([]tags.Tag, len(tagKeys))
-	for i, k := range tagKeys {
+	// A tag value is announced to the whole group and printed on its
+	// operators' terminals: a control character in it is refused here,
+	// where it enters, rather than escaped on every screen.
+	ts := make([]tags.Tag, 0, len(tagKeys))
+	for _, k := range tagKeys {
 		s := settings[last[k]]
 		c.sources[k] = s.src
-		ts[i] = tags.Tag{Key: strings.TrimPrefix(k, tags.Prefix), Value: strings.TrimSpace(s.value)}
+		v := strings.TrimSpace(s.value)
+		if !textsafe.Printable(v) {
+			fail(k, s.src, "Invalid value %s for configuration %s: Value must not contain control, format or invalid UTF-8 characters (a tag is announced to the group and shown on terminals)", showValue(k, v), textsafe.Short(k))
+			continue
+		}
+		ts = append(ts, tags.Tag{Key: strings.TrimPrefix(k, tags.Prefix), Value: v})
 	}
-	if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
+	if len(ts) < len(tagKeys) {
+		// Reported above; the other tag checks wait for a clean set.
+	} else if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
 		for _, e := range terrs {
 			msg := e.Msg
 			if v := settings[last[e.Config]].value; IsSecret(e.Config) && strings.TrimSpace(v) != "" {
