@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 )
@@ -351,9 +352,9 @@ type Source struct {
 func (s Source) String() string {
 	switch s.Kind {
 	case FromFile:
-		return fmt.Sprintf("%s:%d", s.File, s.Line)
+		return fmt.Sprintf("%s:%d", textsafe.Short(s.File), s.Line)
 	case FromEnv:
-		return "env " + s.Env
+		return "env " + textsafe.Short(s.Env)
 	case FromFlag:
 		return "flag --set"
 	}
@@ -374,13 +375,19 @@ type Error struct {
 }
 
 // Error returns "FILE:LINE: message", "env NAME: message", "flag --set:
-// message", or the message alone for a key that was not set.
+// message", or the message alone for a key that was not set: one line,
+// escaped and at most maxMessage bytes of message (Msg shortens the values
+// it quotes; this bounds what it could not).
 func (e *Error) Error() string {
+	msg := textsafe.Bounded(e.Msg, maxMessage)
 	if e.Source.Kind == FromDefault {
-		return e.Msg
+		return msg
 	}
-	return e.Source.String() + ": " + e.Msg
+	return e.Source.String() + ": " + msg
 }
+
+// maxMessage bounds one error's message as Error prints it.
+const maxMessage = 1 << 10
 
 // Errors is every problem [Load] found, in the order a reader meets them:
 // file lines top to bottom, then environment variables, flags, and last the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 // Secure by default: an HTTP server that other hosts can reach answers only
@@ -51,5 +53,5 @@ func (h HTTP) CheckExposure() error {
 	}
 	return fmt.Errorf("http.listen=%s accepts connections from other hosts and http.auth.token is not set, so anyone who can reach it could read every store: "+
 		"set http.auth.token (clients then send \"Authorization: Bearer <token>\") or require client certificates (http.tls.client.auth=require), "+
-		"listen on loopback only (http.listen=127.0.0.1:PORT), or set http.auth=none to serve without authentication on purpose", h.Listen)
+		"listen on loopback only (http.listen=127.0.0.1:PORT), or set http.auth=none to serve without authentication on purpose", textsafe.Short(h.Listen))
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -473,10 +474,10 @@ func checkServers(v string) string {
 			continue
 		}
 		if checkHostPort(s) != "" {
-			return "Invalid url in bootstrap.servers: " + s
+			return "Invalid url in bootstrap.servers: " + textsafe.Short(s)
 		}
 		if host, _, _ := net.SplitHostPort(s); host == "" {
-			return "Invalid url in bootstrap.servers: " + s
+			return "Invalid url in bootstrap.servers: " + textsafe.Short(s)
 		}
 	}
 	return ""

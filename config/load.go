@@ -116,7 +116,7 @@ func load(src Sources, data []byte) (*Config, error) {
 		firstLine := make(map[string]int, len(props))
 		for _, p := range props {
 			if l, dup := firstLine[p.Key]; dup {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: %s is also set on line %d; the later line wins", src.File, p.Line, p.Key, l))
+				warnings = append(warnings, fmt.Sprintf("%s: %s is also set on line %d; the later line wins", Source{Kind: FromFile, File: src.File, Line: p.Line}, textsafe.Short(p.Key), l))
 			} else {
 				firstLine[p.Key] = p.Line
 			}
@@ -129,7 +129,7 @@ func load(src Sources, data []byte) (*Config, error) {
 		key, ok := KeyForEnv(name)
 		if !ok {
 			if near := nearestEnv(name); near != "" {
-				warnings = append(warnings, fmt.Sprintf("env %s: not a configuration variable; did you mean %s?", name, near))
+				warnings = append(warnings, fmt.Sprintf("%s: not a configuration variable; did you mean %s?", Source{Kind: FromEnv, Env: name}, near))
 			}
 			continue
 		}
@@ -263,8 +263,8 @@ func build(settings []setting) (*Config, Errors) {
 	} else if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
 		for _, e := range terrs {
 			msg := e.Msg
-			if v := settings[last[e.Config]].value; IsSecret(e.Config) && strings.TrimSpace(v) != "" {
-				msg = strings.ReplaceAll(msg, strings.TrimSpace(v), masked) // Kafka's messages quote the value
+			if v := strings.TrimSpace(settings[last[e.Config]].value); v != "" {
+				msg = strings.ReplaceAll(msg, v, showValue(e.Config, v)) // Kafka's messages quote the value
 			}
 			fail(e.Config, c.Source(e.Config), "%s", msg)
 		}
@@ -365,17 +365,21 @@ func sortedKeys(m map[string]string) []string {
 	return ks
 }
 
-// showValue renders a value for a message: quoted when empty or padded,
-// masked when secret.
+// showValue renders a value for a message: escaped and shortened
+// (textsafe.Short), quoted when empty or padded, masked when secret.
 func showValue(key, v string) string {
 	if IsSecret(key) {
 		return masked
 	}
 	if v == "" || strings.TrimSpace(v) != v {
-		return fmt.Sprintf("%q", v)
+		return quoted(v)
 	}
-	return v
+	return textsafe.Short(v)
 }
+
+// quoted renders a value or key for a message between double quotes,
+// escaped and shortened.
+func quoted(s string) string { return `"` + textsafe.Short(s) + `"` }
 
 // badSet explains the i-th (from 0) --set argument kv, which has no '='.
 // Such an argument is often a key and its value with the wrong separator
@@ -390,11 +394,11 @@ func badSet(i int, kv string) string {
 	}
 	switch d := lookup(key); {
 	case d != nil && !d.secret, d == nil && strings.HasPrefix(key, tags.Prefix) && !looksSecret(key):
-		return fmt.Sprintf("--set %q: %s", kv, want)
+		return fmt.Sprintf("--set %s: %s", quoted(kv), want)
 	case d != nil && key == kv:
-		return fmt.Sprintf("--set %q: %s", key, want)
+		return fmt.Sprintf("--set %s: %s", quoted(key), want)
 	case d != nil:
-		return fmt.Sprintf("--set %q followed by a value not shown (a secret): %s", key, want)
+		return fmt.Sprintf("--set %s followed by a value not shown (a secret): %s", quoted(key), want)
 	}
 	return fmt.Sprintf("--set argument %d (not shown: it may hold a secret): %s", i+1, want)
 }
@@ -402,18 +406,22 @@ func badSet(i int, kv string) string {
 // unknownKey explains an unknown key, suggesting the nearest known one.
 func unknownKey(key string) string {
 	if slices.Contains(draftNames, key) {
-		return fmt.Sprintf("unknown configuration key %q: it is a draft name from KIP-708 that Kafka never shipped; use rack.aware.assignment.tags (the comma-separated client.tag. keys to spread standbys over)", key)
+		return fmt.Sprintf("unknown configuration key %s: it is a draft name from KIP-708 that Kafka never shipped; use rack.aware.assignment.tags (the comma-separated client.tag. keys to spread standbys over)", quoted(key))
 	}
 	if near := nearestKey(key); near != "" {
-		return fmt.Sprintf("unknown configuration key %q; did you mean %q?", key, near)
+		return fmt.Sprintf("unknown configuration key %s; did you mean %q?", quoted(key), near)
 	}
-	return fmt.Sprintf("unknown configuration key %q", key)
+	return fmt.Sprintf("unknown configuration key %s", quoted(key))
 }
 
 // nearestKey returns the known key closest to key in edit distance, or ""
 // when none is close enough to be a plausible typo. A misspelt client.tag.
-// prefix is suggested with the tag key kept.
+// prefix is suggested with the tag key kept. A key longer than
+// textsafe.MaxShown is no typo and gets no suggestion.
 func nearestKey(key string) string {
+	if len(key) > textsafe.MaxShown {
+		return ""
+	}
 	best, bestD := "", maxTypo(key)+1
 	for _, d := range keys {
 		if dist := levenshtein(key, d.name); dist < bestD {
