@@ -285,7 +285,7 @@ func defaultStateDir() (dir, note string) {
 }
 
 // clientTagDoc describes the client.tag.<key> family in the reference.
-const clientTagDoc = "A client tag: where this instance runs, e.g. `client.tag.zone=eu-central-1a`. At most 5; key at most 20 characters, value at most 30 (counted in characters), neither empty; no control or format characters in a value (it is announced to the group and shown on terminals)."
+const clientTagDoc = "A client tag: where this instance runs, e.g. `client.tag.zone=eu-central-1a`. At most 5; key at most 20 characters, value at most 30 (counted in characters), neither empty; no control or format characters (a tag is announced to the group and shown on terminals)."
 
 // draftNames are KIP-708's draft names for rack.aware.assignment.tags.
 var draftNames = []string{"task.assignment.rack.awareness", "taskrack.aware.assignment.rack.awarenesstags"}

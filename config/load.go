@@ -244,15 +244,19 @@ func build(settings []setting) (*Config, Errors) {
 	}
 
 	// Client tags, checked with rack.aware.assignment.tags against Kafka's limits.
-	// A tag value is announced to the whole group and printed on its
-	// operators' terminals: a control character in it is refused here,
+	// A tag is announced to the whole group and printed on its operators'
+	// terminals: a control character in its key or value is refused here,
 	// where it enters, rather than escaped on every screen.
 	ts := make([]tags.Tag, 0, len(tagKeys))
 	for _, k := range tagKeys {
 		s := settings[last[k]]
 		c.sources[k] = s.src
 		v := strings.TrimSpace(s.value)
-		if !textsafe.Printable(v) {
+		switch {
+		case !textsafe.Printable(k):
+			fail(k, s.src, "Invalid client tag key %s: it must not contain control, format or invalid UTF-8 characters (a tag is announced to the group and shown on terminals)", quoted(k))
+			continue
+		case !textsafe.Printable(v):
 			fail(k, s.src, "Invalid value %s for configuration %s: Value must not contain control, format or invalid UTF-8 characters (a tag is announced to the group and shown on terminals)", showValue(k, v), textsafe.Short(k))
 			continue
 		}

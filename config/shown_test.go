@@ -29,6 +29,12 @@ func TestATagValueWithAControlCharacterIsRefusedNamingTheKey(t *testing.T) {
 			}
 		})
 	}
+	// The same holds for a tag key: it is announced with the value.
+	_, err := Load(Sources{Set: append(required[:2:2], "client.tag.z\x1b[2J=eu")})
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || es[0].Key != "client.tag.z\x1b[2J" {
+		t.Errorf("a tag key with an ESC is not refused by name: %v", err)
+	}
 	// Printable text of any script stays a valid tag value.
 	c := mustLoad(t, Sources{Set: append(required[:2:2], "client.tag.zone=zürich-1 €")})
 	if got := c.ClientTags.Value("zone"); got != "zürich-1 €" {
