@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -44,17 +45,18 @@ func (c *Config) Entries() []Entry {
 }
 
 // WriteEffective writes the effective configuration as a table of key,
-// value and source, one key a line, sorted, secrets masked. An empty value
-// shows as "".
+// value and source, one key a line, sorted, secrets masked. Values are
+// escaped and shortened (textsafe.Short); an empty or padded value shows
+// between double quotes.
 func (c *Config) WriteEffective(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
 	for _, e := range c.Entries() {
-		v := e.Value
-		if v == "" || strings.TrimSpace(v) != v || strings.ContainsAny(v, "\t\n") {
-			v = fmt.Sprintf("%q", v)
+		v := textsafe.Short(e.Value)
+		if v == "" || strings.TrimSpace(v) != v {
+			v = `"` + v + `"`
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, v, e.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", textsafe.Short(e.Key), v, e.Source)
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/config/kclient"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 const validateUsage = `Usage: rackstream validate [--config FILE] [--set key=value]...
@@ -135,11 +136,12 @@ func (cf *configFlags) loadClients(ctx context.Context, env []string, command st
 	return cfg, clients.Opts(purpose), true
 }
 
-// printConfigErrors prints every configuration error, one a line.
+// printConfigErrors prints every configuration error, one a line (each
+// escapes what it quotes).
 func printConfigErrors(w io.Writer, cmd string, err error) {
 	var errs config.Errors
 	if !errors.As(err, &errs) {
-		fmt.Fprintf(w, "rackstream %s: %v\n", cmd, err)
+		fmt.Fprintf(w, "rackstream %s: %s\n", cmd, textsafe.Escape(err.Error())) // a path, as the user typed it
 		return
 	}
 	noun := "errors"
