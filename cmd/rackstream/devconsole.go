@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 // placed notes that an instance learned a new placement, for watch; it
@@ -130,8 +131,10 @@ func (d *devCluster) memberNames(p *balancer.Placement) map[string]string {
 	return names
 }
 
+// describe names a member with its zone and cluster, escaped and
+// shortened: a member run elsewhere may announce anything.
 func describe(names map[string]string, m balancer.Member) string {
-	return fmt.Sprintf("%s (%s, %s)", names[m.ProcessID], m.Tags.Value(devZoneTag), m.Tags.Value(devClusterT))
+	return fmt.Sprintf("%s (%s, %s)", textsafe.Short(names[m.ProcessID]), textsafe.Short(m.Tags.Value(devZoneTag)), textsafe.Short(m.Tags.Value(devClusterT)))
 }
 
 func (d *devCluster) printPlacement(p *balancer.Placement) {
@@ -168,7 +171,7 @@ func (d *devCluster) printPlacement(p *balancer.Placement) {
 	tw.Flush()
 	fmt.Fprintf(&b, "generation %d; quality:", p.Generation)
 	for _, q := range p.Quality.Dimensions {
-		fmt.Fprintf(&b, " %s %d values, %d tasks repeating;", q.Tag, q.Values, q.TasksRepeating)
+		fmt.Fprintf(&b, " %s %d values, %d tasks repeating;", textsafe.Short(q.Tag), q.Values, q.TasksRepeating)
 	}
 	fmt.Fprintf(&b, " standby shortfall %d\n\n", p.Quality.StandbyShortfall)
 	d.writeStatus(&b)
@@ -183,13 +186,13 @@ func (d *devCluster) writeStatus(w io.Writer) {
 		st := "stopped"
 		in.mu.Lock()
 		if in.err != nil {
-			st = "stopped: " + in.err.Error()
+			st = "stopped: " + textsafe.Short(in.err.Error())
 		}
 		in.mu.Unlock()
 		if svc := in.running(); svc != nil {
 			st = "ready"
 			if ok, why := svc.Ready(); !ok {
-				st = "not ready: " + why
+				st = "not ready: " + textsafe.Short(why)
 			}
 		}
 		fmt.Fprintf(tw, "%s\thttp://%s\t%s\t%s\t%s\t%s\n", in.name, in.addr, in.zone, in.cluster, in.processID(), st)
@@ -268,7 +271,7 @@ func (d *devCluster) command(f []string) string {
 		}
 		return f[0] + " " + f[1] + ": done"
 	}
-	return fmt.Sprintf("unknown command %q: try help", f[0])
+	return fmt.Sprintf("unknown command \"%s\": try help", textsafe.Short(f[0]))
 }
 
 func (d *devCluster) names() string {
@@ -284,7 +287,7 @@ var errNoInstance = errors.New("no such instance")
 func (d *devCluster) act(action, id string) error {
 	in := d.instance(id)
 	if in == nil {
-		return fmt.Errorf("%w %q (ids: %s)", errNoInstance, id, d.names())
+		return fmt.Errorf("%w \"%s\" (ids: %s)", errNoInstance, textsafe.Short(id), d.names())
 	}
 	switch action {
 	case "kill":

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/tags"
 )
@@ -48,5 +49,44 @@ func TestDevPlacementNamesEveryMember(t *testing.T) {
 	}
 	if table, _, _ := strings.Cut(got, "generation"); strings.Contains(table, external) {
 		t.Errorf("the member run elsewhere is shown by its process id, not its endpoint:\n%s", got)
+	}
+}
+
+func TestDevConsolePrintsGroupMembersEscaped(t *testing.T) {
+	const (
+		pid1    = "704b5293-1c8e-4f7a-9a43-2d0c51e0a001"
+		hostile = "c0ffee00-5b6a-47c8-8e0f-3a2b1c0d9e03"
+	)
+	var out strings.Builder
+	d := &devCluster{out: &lockedWriter{w: &out}}
+	d.insts = []*devInstance{{d: d, name: "i1", addr: "127.0.0.1:8080", pid: pid1}}
+	set := func(zone, cluster string) tags.Set {
+		s, err := tags.NewSet(tags.Tag{Key: devZoneTag, Value: zone}, tags.Tag{Key: devClusterT, Value: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	p := &balancer.Placement{Generation: 2,
+		Members: []balancer.Member{
+			{ProcessID: pid1, Endpoint: "127.0.0.1:8080", Tags: set("eu-central-1a", "k8s-cluster1")},
+			// A member run elsewhere may announce anything.
+			{ProcessID: hostile, Endpoint: "evil\x1b[2J" + strings.Repeat("x", 1000) + ":80", Tags: set("\x1b]0;pwned\x07\x1b[2J", "c\u009b31m\u202e")},
+		},
+		Tasks: []balancer.Replicas{{Active: 0, Standbys: []int{1}}, {Active: 1, Standbys: []int{0}}},
+	}
+	p.Quality.Dimensions = []assignor.DimensionQuality{{Tag: "zone\x1b[31m", Values: 2}}
+	d.printPlacement(p)
+	got := out.String()
+	if strings.ContainsFunc(got, func(r rune) bool {
+		return r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x202e)
+	}) {
+		t.Errorf("the placement table prints a member's control characters raw:\n%q", got)
+	}
+	if !strings.Contains(got, `\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("the hostile zone is not shown escaped:\n%s", got)
+	}
+	if len(got) > 4<<10 {
+		t.Errorf("the table is %d bytes: a 1 KB endpoint is shown whole", len(got))
 	}
 }
