@@ -214,35 +214,90 @@ Console: kill <id>, stop <id>, start <id>, placement, status, help. Ctrl-C stops
 `, a)
 }
 
-// console reads commands from stdin until it ends or ctx is cancelled.
+// maxConsoleLine bounds one console command line: a longer line is
+// reported, skipped and not kept in memory.
+const maxConsoleLine = 64 << 10
+
+// errLineTooLong is readLine's answer to a line over its bound.
+var errLineTooLong = errors.New("line too long")
+
+// consoleLine is one line of stdin, or the size of one too long to keep.
+type consoleLine struct {
+	text    string
+	tooLong int
+}
+
+// console reads commands from stdin until it ends or ctx is cancelled. A
+// line over maxConsoleLine bytes is reported and skipped; reading goes on.
 func (d *devCluster) console(ctx context.Context, stdin io.Reader) {
 	if stdin == nil {
 		return
 	}
-	lines := make(chan string)
+	lines := make(chan consoleLine)
 	go func() {
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
+		defer close(lines)
+		r := bufio.NewReader(stdin)
+		for {
+			text, size, err := readLine(r, maxConsoleLine)
+			l := consoleLine{text: text}
+			switch {
+			case errors.Is(err, errLineTooLong):
+				l = consoleLine{tooLong: size}
+			case err != nil:
+				return
+			}
 			select {
-			case lines <- sc.Text():
+			case lines <- l:
 			case <-ctx.Done():
 				return
 			}
 		}
-		close(lines)
 	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case line, ok := <-lines:
+		case l, ok := <-lines:
 			if !ok {
 				return
 			}
-			if msg := d.command(strings.Fields(line)); msg != "" {
+			if l.tooLong > 0 {
+				fmt.Fprintf(d.out, "console: line too long (%d bytes, at most %d): ignored\n", l.tooLong, maxConsoleLine)
+				continue
+			}
+			if msg := d.command(strings.Fields(l.text)); msg != "" {
 				fmt.Fprintln(d.out, msg)
 			}
 		}
+	}
+}
+
+// readLine returns the next line of r without its line break and its size
+// in bytes. A line of more than limit bytes is read to its end but not
+// kept: readLine returns its size and errLineTooLong. At the end of r it
+// returns r's error (io.EOF) once the last line is returned.
+func readLine(r *bufio.Reader, limit int) (string, int, error) {
+	var line []byte
+	size := 0
+	for {
+		chunk, err := r.ReadSlice('\n')
+		size += len(chunk)
+		if size <= limit+1 { // the line and its line break
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && size == 0 {
+			return "", 0, err
+		}
+		if n := len(chunk); n > 0 && chunk[n-1] == '\n' {
+			size--
+		}
+		if size > limit {
+			return "", size, errLineTooLong
+		}
+		return string(line[:size]), size, nil
 	}
 }
 
