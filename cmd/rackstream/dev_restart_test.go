@@ -15,18 +15,7 @@ import (
 // Run released the stores and the directory before returning, so there
 // is no lock to wait for or retry on. Twice, to also restart a restart.
 func TestDevRestartsAKilledInstanceAtOnce(t *testing.T) {
-	c := kafkatest.New(t)
-	var out cluster.Lines
-	d, err := startDev(t.Context(), devOptions{instances: 2, partitions: 4, standbys: 1, brokers: strings.Join(c.Brokers, ","),
-		app: c.Name("dev-restart"), logLevel: "info"}, slog.LevelInfo, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	d, out := startTestDev(t, "dev-restart")
 	in := d.instance("i1")
 	ready := func(what string) {
 		t.Helper()
@@ -70,4 +59,23 @@ func TestDevRestartsAKilledInstanceAtOnce(t *testing.T) {
 			return strings.Count(out.String(), "rackstream dev: new placement") > tables
 		})
 	}
+}
+
+// startTestDev starts a dev cluster of two instances on a test Kafka, closed
+// when the test ends, and returns it with its console output.
+func startTestDev(t *testing.T, app string) (*devCluster, *cluster.Lines) {
+	t.Helper()
+	c := kafkatest.New(t)
+	out := new(cluster.Lines)
+	d, err := startDev(t.Context(), devOptions{instances: 2, partitions: 4, standbys: 1, brokers: strings.Join(c.Brokers, ","),
+		app: c.Name(app), logLevel: "info"}, slog.LevelInfo, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return d, out
 }

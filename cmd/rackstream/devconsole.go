@@ -64,20 +64,42 @@ func (d *devCluster) watch(ctx context.Context) {
 	}
 }
 
-// settled reports whether p is a placement at rest: every running
-// instance is a member and every task has an active (none in transit).
+// settled reports whether p is a placement at rest (settledFor) for dev's
+// instances as they are now.
 func (d *devCluster) settled(p *balancer.Placement) bool {
+	var running, stopped []string
+	for _, in := range d.insts {
+		switch pid := in.processID(); {
+		case in.running() != nil:
+			running = append(running, pid)
+		case pid != "":
+			stopped = append(stopped, pid)
+		}
+	}
+	return settledFor(p, running, stopped)
+}
+
+// settledFor reports whether p is a placement at rest: every running dev
+// instance (by process id) is a member, no stopped one still is, and every
+// task has an active (none in transit). Members run elsewhere (a
+// `rackstream run` joining the group) may come and go as they like.
+func settledFor(p *balancer.Placement, running, stopped []string) bool {
 	if p == nil {
 		return false
 	}
-	running := 0
-	for _, in := range d.insts {
-		if in.running() != nil {
-			running++
+	member := make(map[string]bool, len(p.Members))
+	for _, m := range p.Members {
+		member[m.ProcessID] = true
+	}
+	for _, pid := range running {
+		if !member[pid] {
+			return false
 		}
 	}
-	if len(p.Members) != running {
-		return false
+	for _, pid := range stopped {
+		if member[pid] {
+			return false
+		}
 	}
 	for _, t := range p.Tasks {
 		if t.Active == balancer.NoMember {
