@@ -211,24 +211,24 @@ func printInstances(w io.Writer, p *assignor.Plan, names map[string]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tPROCESS ID")
 	for _, c := range p.Clients {
-		fmt.Fprintf(tw, "%s\t%s\n", textsafe.Escape(names[c.ID]), textsafe.Escape(c.ID))
+		fmt.Fprintf(tw, "%s\t%s\n", textsafe.Short(names[c.ID]), textsafe.Short(c.ID))
 	}
 	tw.Flush()
 }
 
-// nameOf returns id's name for people, escaped (textsafe).
+// nameOf returns id's name for people, escaped and shortened (textsafe).
 func nameOf(names map[string]string, id string) string {
 	if n, ok := names[id]; ok {
-		return textsafe.Escape(n)
+		return textsafe.Short(n)
 	}
-	return textsafe.Escape(id)
+	return textsafe.Short(id)
 }
 
 // printWhatIf prints a what-if result under the plan's table.
 func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult, names map[string]string) {
 	what := make([]string, len(res.Lose))
 	for i, sel := range res.Lose {
-		what[i] = textsafe.Escape(sel.String())
+		what[i] = textsafe.Short(sel.String())
 	}
 	lost := make([]string, len(res.ClientsLost))
 	for i, id := range res.ClientsLost {
@@ -322,14 +322,14 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[
 	q := p.Quality
 	fmt.Fprintln(w)
 	for _, d := range q.Dimensions {
-		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", textsafe.Escape(d.Tag), d.Values, d.TasksRepeating)
+		fmt.Fprintf(w, "spread  %s: %d values, %d tasks repeating a value\n", textsafe.Short(d.Tag), d.Values, d.TasksRepeating)
 	}
 	fmt.Fprintf(w, "standby shortfall: %d\n", q.StandbyShortfall)
 	fmt.Fprintf(w, "load per unit of capacity: actives %g..%g, replicas %g..%g\n", q.ActiveLoad.Min, q.ActiveLoad.Max, q.ReplicaLoad.Min, q.ReplicaLoad.Max)
 	exposed := 0
 	for _, e := range q.Exposure {
 		if len(e.TasksWithoutReplica) > 0 {
-			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", textsafe.Escape(e.Tag), textsafe.Escape(e.Value), joinInts(e.TasksWithoutReplica))
+			fmt.Fprintf(w, "exposure: losing %s=%s leaves tasks %s without a replica\n", textsafe.Short(e.Tag), textsafe.Short(e.Value), joinInts(e.TasksWithoutReplica))
 			exposed++
 		}
 	}
@@ -342,13 +342,13 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[
 }
 
 // formatTags renders tags as k=v, the rack-aware keys first in priority
-// order, then the others by name, escaped (textsafe).
+// order, then the others by name, escaped and shortened (textsafe).
 func formatTags(tags map[string]string, first []string) string {
 	var parts []string
 	seen := make(map[string]bool, len(first))
 	for _, k := range first {
 		if v, ok := tags[k]; ok {
-			parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(v))
+			parts = append(parts, textsafe.Short(k)+"="+textsafe.Short(v))
 			seen[k] = true
 		}
 	}
@@ -360,7 +360,7 @@ func formatTags(tags map[string]string, first []string) string {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		parts = append(parts, textsafe.Escape(k)+"="+textsafe.Escape(tags[k]))
+		parts = append(parts, textsafe.Short(k)+"="+textsafe.Short(tags[k]))
 	}
 	return strings.Join(parts, ",")
 }
