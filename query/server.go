@@ -270,7 +270,7 @@ func (s *Server) store(w *statusWriter, name string) (ServedStore, bool) {
 		if known == "" {
 			known = "none"
 		}
-		s.failCode(w, http.StatusNotFound, codeUnknownStore, fmt.Sprintf("unknown store %q (stores: %s)", name, known))
+		s.failCode(w, http.StatusNotFound, codeUnknownStore, fmt.Sprintf("unknown store %q (stores: %s)", truncate(name), known))
 	}
 	return st, ok
 }
