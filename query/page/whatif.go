@@ -11,11 +11,17 @@ import (
 	"strings"
 
 	"github.com/rackstream/rackstream/assignor"
+	"github.com/rackstream/rackstream/internal/textsafe"
 )
 
 // HeaderGeneration carries the placement generation a what-if answer was
 // computed for (the same header name the query server uses between peers).
 const HeaderGeneration = "Rackstream-Generation"
+
+// maxSelectorBytes bounds one lose= selector: longer than any tag
+// (KEY=VALUE, 51 characters at most) or instance id (255 bytes), so that
+// an error never echoes more.
+const maxSelectorBytes = 512
 
 // whatIf answers GET /v1/whatif?lose=SEL[&lose=SEL...]: assignor.WhatIf on
 // this instance's /v1/metadata document, as `rackstream assign --lose`
@@ -28,7 +34,7 @@ func (h *Handler) whatIf(w http.ResponseWriter, r *http.Request) {
 	}
 	for k := range q {
 		if k != "lose" {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter %q: /v1/whatif takes lose=KEY=VALUE (a tag value) or lose=ID (an instance), repeatable", k))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter \"%s\": /v1/whatif takes lose=KEY=VALUE (a tag value) or lose=ID (an instance), repeatable", textsafe.Short(k)))
 			return
 		}
 	}
@@ -38,6 +44,10 @@ func (h *Handler) whatIf(w http.ResponseWriter, r *http.Request) {
 	}
 	lose := make([]assignor.Selector, 0, len(q["lose"]))
 	for _, s := range q["lose"] {
+		if len(s) > maxSelectorBytes {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("lose \"%s\" is %d bytes; the limit is %d (no tag or instance id is that long)", textsafe.Short(s), len(s), maxSelectorBytes))
+			return
+		}
 		sel, err := assignor.ParseSelector(s)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "lose: "+err.Error())
