@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -28,6 +29,22 @@ func num[T ~int | ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatI
 // minProbingMs is probing.rebalance.interval.ms's lower bound, as the
 // balancer enforces it.
 var minProbingMs = balancer.MinProbingInterval.Milliseconds()
+
+// session.timeout.ms's bounds, as the group client (franz-go) enforces them
+// when run starts: at least 100 ms and at least the balancer's heartbeat
+// interval, at most the protocol's int32 milliseconds.
+var (
+	minSessionMs = max(100*time.Millisecond, balancer.DefaultHeartbeatInterval).Milliseconds()
+	maxSessionMs = int64(math.MaxInt32)
+)
+
+// The balancer's bounds on what every member announces: num.stream.threads
+// (its capacity) and application.server (its endpoint, in bytes). A test
+// checks them against the balancer's own check.
+const (
+	maxCapacity      = 1 << 16
+	maxEndpointBytes = 1024
+)
 
 // commit.interval.ms's default under exactly_once_v2, the dead-letter
 // topic's name, and the exactly-once transaction timeout (which a commit

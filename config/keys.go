@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/tags"
@@ -128,7 +129,7 @@ var keys = []*keyDef{
 	{name: "num.standby.replicas", def: num(procDefaults.Placement.NumStandbyReplicas), min: 0, hasMin: true, max: math.MaxInt32, hasMax: true,
 		doc:   "Standby replicas per task, spread over the `rack.aware.assignment.tags` dimensions. 0 means none.",
 		field: func(c *Config) any { return &c.Placement.NumStandbyReplicas }},
-	{name: "num.stream.threads", def: "the number of CPUs", min: 1, hasMin: true, max: math.MaxInt32, hasMax: true,
+	{name: "num.stream.threads", def: "the number of CPUs", min: 1, hasMin: true, max: maxCapacity, hasMax: true,
 		doc:   "Tasks processed in parallel, and this instance's capacity weight in placement. Differs from Kafka Streams: there it is the number of threads that share the tasks; here every task has its own goroutine, and the value weighs this instance's share of tasks against the others'.",
 		field: func(c *Config) any { return &c.NumStreamThreads },
 		derived: func(*Config) (string, string) {
@@ -205,7 +206,7 @@ var keys = []*keyDef{
 	{name: "security.protocol", def: "PLAINTEXT", enum: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, fold: true,
 		doc:   "How the Kafka clients talk to the brokers.",
 		field: func(c *Config) any { return (*string)(&c.Security.Protocol) }},
-	{name: "session.timeout.ms", def: ms(procDefaults.SessionTimeout), min: 1, hasMin: true,
+	{name: "session.timeout.ms", def: ms(procDefaults.SessionTimeout), min: minSessionMs, hasMin: true, max: maxSessionMs, hasMax: true,
 		doc:   "The consumer group session timeout in milliseconds: how long until a silent instance is considered gone.",
 		field: func(c *Config) any { return &c.SessionTimeout }},
 	{name: "shutdown.timeout.ms", def: ms(procDefaults.ShutdownTimeout), min: 0, hasMin: true,
@@ -457,6 +458,9 @@ func (d *keyDef) rangeDoc() string {
 }
 
 func checkHostPort(v string) string {
+	if len(v) > maxEndpointBytes || !utf8.ValidString(v) {
+		return fmt.Sprintf("Value must be host:port, at most %d bytes of UTF-8", maxEndpointBytes)
+	}
 	host, port, err := net.SplitHostPort(v)
 	if err != nil || port == "" || strings.ContainsAny(host, " /") {
 		return "Value must be host:port"

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/service"
 )
@@ -61,12 +62,10 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if cfg.Processor.Type == "" {
-		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (one of the built-in processors: see the configuration reference) and processor.input.topic")
-		return 2
-	}
-	if err := cfg.HTTP.CheckExposure(); err != nil {
-		fmt.Fprintf(stderr, "rackstream run: %v\n", err)
+	if refusals := runRefusals(cfg); len(refusals) > 0 {
+		for _, err := range refusals {
+			fmt.Fprintf(stderr, "rackstream run: %v\n", err)
+		}
 		return 2
 	}
 	log := service.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -103,6 +102,21 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// runRefusals returns why run refuses cfg, which config.Load accepted: no
+// processor to run, an HTTP server open to other hosts without
+// authentication. validate reports the same as warnings: such a
+// configuration may still serve a program that brings its own topology.
+func runRefusals(cfg *config.Config) []error {
+	var errs []error
+	if cfg.Processor.Type == "" {
+		errs = append(errs, errors.New("no processor to run: set processor.type (one of the built-in processors: see the configuration reference) and processor.input.topic"))
+	}
+	if err := cfg.HTTP.CheckExposure(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // topicsMissing reports whether err is the start-up check finding an

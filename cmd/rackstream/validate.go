@@ -23,6 +23,9 @@ and dashes as underscores; RACKSTREAM_CLIENT_TAG_<KEY> sets client.tag.<key>),
 then each --set. Prints every key of the effective configuration, sorted,
 with its value (secrets masked) and where it came from, and exits 0. On any
 error it prints every error, with its file and line, to stderr and exits 2.
+It applies every bound 'rackstream run' applies, and warns of what run alone
+requires: processor.type, and authentication on an HTTP server open to
+other hosts.
 
 Flags:
 `
@@ -47,7 +50,7 @@ func runValidate(ctx context.Context, args, env []string, stdout, stderr io.Writ
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stderr, "rackstream validate: warning: %s\n", w)
 	}
-	if err := cfg.HTTP.CheckExposure(); err != nil {
+	for _, err := range runRefusals(cfg) {
 		fmt.Fprintf(stderr, "rackstream validate: warning: 'rackstream run' would refuse this configuration: %v\n", err)
 	}
 	if err := cfg.WriteEffective(stdout); err != nil {
