@@ -262,9 +262,12 @@ func build(settings []setting) (*Config, Errors) {
 		}
 		ts = append(ts, tags.Tag{Key: strings.TrimPrefix(k, tags.Prefix), Value: v})
 	}
+	// Kafka's limits are checked once every tag is clean: a refused one
+	// would also be reported as missing from rack.aware.assignment.tags.
 	if len(ts) < len(tagKeys) {
-		// Reported above; the other tag checks wait for a clean set.
-	} else if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
+		return c, append(errs, c.crossCheck()...)
+	}
+	if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
 		for _, e := range terrs {
 			msg := e.Msg
 			if v := strings.TrimSpace(settings[last[e.Config]].value); v != "" {
