@@ -7,10 +7,10 @@
 // the text read differently than it is. These functions escape every
 // character that is not printable, as Go's %q does, and keep the rest.
 //
-// [Short] is the one way a value reaches a person: command output,
-// configuration errors and warnings, the dev console, HTTP error messages.
-// It escapes and shortens, so that a value can neither rewrite a terminal
-// nor bury the message around it.
+// [Short] is for a value that a person reads: command output, configuration
+// errors and warnings, the dev console, the what-if's errors. It escapes
+// and shortens, so that a value can neither rewrite a terminal nor bury the
+// message around it.
 package textsafe
 
 import (
