@@ -44,10 +44,26 @@ func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	if err := t.stoppedInTransaction(); err != nil {
 		return err
 	}
+	var ts time.Time
+	if in != nil {
+		ts = in.Timestamp
+	}
 	if c := t.cache; c != nil {
+		// Writes the cache must not merge go past it, before it is locked:
+		// producing may block.
+		for i := range ws {
+			if w := &ws[i]; w.uncached() {
+				if err := t.writeOne(w, ts); err != nil {
+					return err
+				}
+			}
+		}
 		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
+			if w.uncached() {
+				continue
+			}
 			target := len(t.stores) + w.outputIndex()
 			if w.store != nil {
 				target = w.store.index
@@ -67,21 +83,34 @@ func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	// Written through, every record is stamped with the input record's
 	// timestamp (Kafka Streams' default for what a record makes); merged
 	// in the cache above, with the time it is flushed.
-	var ts time.Time
-	if in != nil {
-		ts = in.Timestamp
-	}
 	for i := range ws {
-		w := &ws[i]
-		if w.store != nil {
-			if err := t.write(w.store.index, w.key, w.value, w.del, ts); err != nil {
-				return err
-			}
-			continue
+		if err := t.writeOne(&ws[i], ts); err != nil {
+			return err
 		}
-		t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	}
 	return nil
+}
+
+// writeOne writes w through, past the record cache: a store write or an
+// emit stamped ts.
+func (t *task) writeOne(w *write, ts time.Time) error {
+	if w.store != nil {
+		return t.write(w.store.index, w.key, w.value, w.del, ts)
+	}
+	t.emit(w.output.topic, w.key, w.value, w.headers, ts)
+	return nil
+}
+
+// scan reads a range of a store the record cache never holds (an
+// uncached store: a window or session store), seeing the task's writes
+// since the last commit.
+func (b taskBackend) scan(_ int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error {
+	b.t.closeMu.RLock()
+	defer b.t.closeMu.RUnlock()
+	if b.t.closed.Load() {
+		return fmt.Errorf("task %d: scan store %s: %w", b.t.id, s.name, ErrTaskClosed)
+	}
+	return b.t.stores[s.index].Scan(start, end, fn)
 }
 
 // write applies one store write: the write buffer and the changelog.

@@ -19,6 +19,10 @@ type Context struct {
 	attempt int
 	be      backend
 	writes  []write
+	// late is the windowed store a record came too late for (windowed.go),
+	// nil when it was not late: the record processor counts it and, under
+	// the error policy dlq, dead-letters it once its effects are applied.
+	late *storeSpec
 	// arena holds the encoded keys and values of this call's writes; it is
 	// reused for the next record once they are applied (the backend copies
 	// what it keeps).
@@ -116,6 +120,16 @@ func (c *Context) stage(t *Topology, w write) error {
 	}
 	c.writes = append(c.writes, w)
 	return nil
+}
+
+// uncached reports whether w goes past the record cache: a write to a
+// window or session store, or an emit to a stream output (doc.go, "Record
+// cache and streams").
+func (w *write) uncached() bool {
+	if w.store != nil {
+		return w.store.uncached
+	}
+	return w.output.stream
 }
 
 func (w *write) outputIndex() int {

@@ -93,6 +93,10 @@ func (e *PoisonError) Unwrap() error { return e.Err }
 type backend interface {
 	// get reads a store of task, seeing the task's uncommitted writes.
 	get(task int32, s *storeSpec, key []byte) ([]byte, bool, error)
+	// scan reads the keys in [start, end) of an uncached store of task
+	// (storeSpec.uncached), in key order, seeing the task's uncommitted
+	// writes, until fn returns false; the slices are valid during fn.
+	scan(task int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error
 	// apply makes the effects of one successfully handled record.
 	apply(task int32, src *kgo.Record, ws []write) error
 	// deadLetter sends a poison record to the dead-letter topic.
@@ -106,6 +110,10 @@ const (
 	outcomeProcessed outcome = iota
 	outcomeDeadLettered
 	outcomeSkipped
+	// outcomeLate: a windowed aggregation dropped the record, too late for
+	// its windows; outcomeLateDeadLettered: and dead-lettered it.
+	outcomeLate
+	outcomeLateDeadLettered
 )
 
 // recordProcessor runs records of one task through decoding, the handler,
@@ -117,7 +125,8 @@ type recordProcessor struct {
 	dlqTopic string
 	log      *slog.Logger
 	c        Context
-	// lastStage is the stage of the last poison record, for metrics.
+	// lastStage is the stage of the last poison record, or the store of
+	// the last late record, for metrics.
 	lastStage string
 	// A burst of poison records (a producer writing garbage) is logged at
 	// most once a second per task; the metrics count every one.
@@ -167,7 +176,11 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			if err := p.c.be.apply(r.Partition, r, p.c.writes); err != nil {
 				return 0, fmt.Errorf("apply %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
+			late := p.c.late
 			p.clear()
+			if late != nil {
+				return p.lateRecord(r, late)
+			}
 			return outcomeProcessed, nil
 		}
 		if ctx.Err() != nil {
@@ -194,7 +207,7 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 
 // call runs one handler attempt, turning a panic into a permanent error.
 func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record, attempt int) (stage string, err error) {
-	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0]
+	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena, p.c.late = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0], nil
 	defer func() {
 		if v := recover(); v != nil {
 			stage = StageHandler
@@ -207,10 +220,26 @@ func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record
 func (p *recordProcessor) clear() {
 	clear(p.c.writes) // drop references to keys and values
 	p.c.writes = p.c.writes[:0]
-	p.c.rec, p.c.ctx = nil, nil
+	p.c.rec, p.c.ctx, p.c.late = nil, nil, nil
 	if cap(p.c.arena) > 1<<20 {
 		p.c.arena = nil // one huge record should not pin its buffer
 	}
+}
+
+// lateRecord counts a record a windowed aggregation of store s dropped as
+// late, its effects (the aggregation's progress) applied, and dead-letters
+// it under the error policy dlq with stage StageLate. Kafka Streams only
+// drops and counts such records.
+func (p *recordProcessor) lateRecord(r *kgo.Record, s *storeSpec) (outcome, error) {
+	p.lastStage = s.name
+	if p.policy != PolicyDeadLetter {
+		return outcomeLate, nil
+	}
+	err := fmt.Errorf("record at %d ms is too late for the windows of store %s: they closed (grace passed)", r.Timestamp.UnixMilli(), s.name)
+	if err := p.c.be.deadLetter(p.deadLetterRecord(r, StageLate, err.Error(), 1)); err != nil {
+		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
+	}
+	return outcomeLateDeadLettered, nil
 }
 
 func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries int) (outcome, error) {
@@ -231,7 +260,17 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 	if isPermanent(err) && stage == StageHandler && len(msg) > 4096 {
 		msg = msg[:4096] // a panic's stack trace
 	}
-	dl := &kgo.Record{
+	if err := p.c.be.deadLetter(p.deadLetterRecord(r, stage, msg, tries)); err != nil {
+		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
+	}
+	p.logPoison(slog.LevelWarn, "poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
+	return outcomeDeadLettered, nil
+}
+
+// deadLetterRecord is r as the dead-letter topic receives it: as it arrived,
+// with headers naming its source, stage and error.
+func (p *recordProcessor) deadLetterRecord(r *kgo.Record, stage, msg string, tries int) *kgo.Record {
+	return &kgo.Record{
 		Topic:     p.dlqTopic,
 		Key:       r.Key,
 		Value:     r.Value,
@@ -246,9 +285,4 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 			kgo.RecordHeader{Key: HeaderDLQAppID, Value: []byte(p.topo.appID)},
 		),
 	}
-	if err := p.c.be.deadLetter(dl); err != nil {
-		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
-	}
-	p.logPoison(slog.LevelWarn, "poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
-	return outcomeDeadLettered, nil
 }

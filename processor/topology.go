@@ -105,6 +105,9 @@ const (
 	StageDecodeKey   = "decode-key"
 	StageDecodeValue = "decode-value"
 	StageHandler     = "handler"
+	// StageLate names a record a windowed aggregation dropped as too late
+	// (its windows closed), dead-lettered under the error policy dlq.
+	StageLate = "late"
 )
 
 type inputSpec struct {
@@ -143,6 +146,15 @@ type storeSpec struct {
 	// table: a co-partitioned table's store (table.go), read-only to
 	// handlers and fed by the task from its changelog, the table's topic.
 	table bool
+	// uncached: the record cache never holds the store's writes, and
+	// handlers read it by range (Context.scan): a window or session store
+	// (windowstore.go).
+	uncached bool
+	// window is a window or session store's layout (windowstore.go).
+	window *windowStore
+	// changelogConfigs are topic configs the changelog is created with
+	// beyond cleanup.policy=compact (a window store's retention).
+	changelogConfigs map[string]string
 	// render decodes a stored value for display (HTTP queries): the
 	// codec's T, which encoding/json renders as the store's type.
 	render func([]byte) (any, error)
@@ -245,13 +257,19 @@ type Output[K, V any] struct {
 type outputSpec struct {
 	index int
 	topic string
+	// stream: every emit reaches the topic, in order, past the record
+	// cache's merge per key (a windowed output).
+	stream bool
 }
 
 // NewOutput declares that handlers emit to topic, encoding with key and
 // value. Records are partitioned with the runtime's partitioner, so an
 // output keyed like the inputs is co-partitioned with them.
-func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V]) *Output[K, V] {
+func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V], opts ...OutputOption) *Output[K, V] {
 	spec := &outputSpec{topic: topic}
+	for _, o := range opts {
+		o(spec)
+	}
 	switch {
 	case checkTopicName(topic) != nil:
 		t.errs = append(t.errs, fmt.Errorf("output %q: %w", topic, checkTopicName(topic)))

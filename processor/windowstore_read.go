@@ -1,0 +1,96 @@
+package processor
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"github.com/rackstream/rackstream/window"
+)
+
+// windowStore is what reading a window or session store takes: its layout
+// and window length.
+type windowStore struct {
+	layout windowLayout
+	size   int64
+}
+
+// storeTime reads the store's time (its progress' storeTime) through scan.
+func (w *windowStore) storeTime(scan scanner) (int64, error) {
+	meta, found := emptyMeta, false
+	var err error
+	serr := scan(metaKey, []byte{prefixMeta, 0}, func(_, v []byte) bool {
+		meta, err = decodeMeta(v)
+		found = true
+		return false
+	})
+	if serr != nil {
+		return 0, serr
+	}
+	if found && err != nil {
+		return 0, err
+	}
+	return meta.storeTime, nil
+}
+
+// keyRange returns key's windows in a time range, oldest first, as a query
+// sees them (expired ones hidden): the windows starting in [from, to], or
+// the sessions that end at or after from and start at or before to (Kafka
+// Streams' fetch(key, earliestSessionEndTime, latestSessionStartTime)).
+func (w *windowStore) keyRange(scan scanner, key []byte, from, to int64) ([]rawWindow, error) {
+	now, err := w.storeTime(scan)
+	if err != nil {
+		return nil, err
+	}
+	if w.layout.kind != kindSession {
+		return w.layout.keyWindows(scan, w.size, key, from, to, now)
+	}
+	raw, err := w.layout.keyWindows(scan, 0, key, from, math.MaxInt64, now)
+	out := raw[:0]
+	for _, r := range raw {
+		if r.win.Start <= to {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// timeRange returns every key's windows in a time range (as keyRange
+// selects them), by time (sessions: end), then key, as a query sees them.
+func (w *windowStore) timeRange(scan scanner, from, to int64) ([]rawWindow, error) {
+	now, err := w.storeTime(scan)
+	if err != nil {
+		return nil, err
+	}
+	hi := to
+	if w.layout.kind == kindSession {
+		hi = math.MaxInt64
+	}
+	var out []rawWindow
+	visible := func(t int64) bool { return now == window.NoTimestamp || w.layout.segs.Live(t, now) }
+	err = w.layout.timeWindows(scan, w.size, from, hi, visible, func(r rawWindow) bool {
+		if w.layout.kind == kindSession && r.win.Start > to {
+			return true
+		}
+		out = append(out, rawWindow{key: bytes.Clone(r.key), win: r.win})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The index holds values only under emit-on-close: read each window.
+	for i := range out {
+		var v []byte
+		k := w.layout.dataKey(out[i].key, out[i].win)
+		if err := scan(k, append(bytes.Clone(k), 0), func(_, val []byte) bool {
+			v = bytes.Clone(val)
+			return false
+		}); err != nil {
+			return nil, err
+		}
+		if out[i].ts, out[i].agg, err = splitWindowValue(v); err != nil {
+			return nil, fmt.Errorf("window [%d,%d] of key %q: %w", out[i].win.Start, out[i].win.End, out[i].key, err)
+		}
+	}
+	return out, nil
+}
