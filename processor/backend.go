@@ -152,6 +152,20 @@ func (t *task) writeThrough(target int, key, value []byte, headers []kgo.RecordH
 	return nil
 }
 
+// setCommitted records the committed offset of the task's partition of
+// topic, for the commit (committed) and the record path (durable).
+func (t *task) setCommitted(topic string, offset int64) {
+	t.committed[topic] = offset
+	t.durable.Store(topic, offset)
+}
+
+func (b taskBackend) committedOffset(_ int32, topic string) int64 {
+	if v, ok := b.t.durable.Load(topic); ok {
+		return v.(int64)
+	}
+	return -1
+}
+
 func (b taskBackend) deadLetter(dl *kgo.Record) error {
 	b.t.env.prod.Produce(b.t.env.ctx, dl, b.t.deadLettered[b.t.acks.add()])
 	return nil

@@ -99,6 +99,9 @@ type backend interface {
 	scan(task int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error
 	// apply makes the effects of one successfully handled record.
 	apply(task int32, src *kgo.Record, ws []write) error
+	// committedOffset returns the task's last committed offset of topic
+	// (the next record a new owner reads), -1 when none is known.
+	committedOffset(task int32, topic string) int64
 	// deadLetter sends a poison record to the dead-letter topic.
 	deadLetter(dl *kgo.Record) error
 }

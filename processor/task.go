@@ -130,6 +130,9 @@ type task struct {
 	outs      recarena.Arena
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
+	// durable is committed as the record path reads it (Context's
+	// committedOffset): topic -> int64, stored by setCommitted.
+	durable sync.Map
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign

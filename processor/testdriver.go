@@ -248,6 +248,15 @@ func (d *TestDriver) apply(task int32, in *kgo.Record, ws []write) error {
 	return nil
 }
 
+// committedOffset is the next offset of topic's partition: the driver
+// commits every record as it is handled.
+func (d *TestDriver) committedOffset(task int32, topic string) int64 {
+	if offs := d.offsets[topic]; offs != nil {
+		return offs[task]
+	}
+	return -1
+}
+
 func (d *TestDriver) deadLetter(dl *kgo.Record) error {
 	dl.Offset = int64(len(d.dlq))
 	d.dlq = append(d.dlq, dl)

@@ -343,6 +343,10 @@ func (a *WindowedAggregation[K, V, A]) process(ctx *Context, key K, value V, emi
 		}
 	}
 	before := r.meta
+	before.marks = slices.Clone(r.meta.marks)
+	if len(r.meta.marks) > 0 {
+		r.meta.replayed(ctx.Topic(), ctx.Offset(), func(topic string) int64 { return ctx.be.committedOffset(ctx.Partition(), topic) })
+	}
 	ts := ctx.Timestamp().UnixMilli()
 	if ts < 0 || ts > window.MaxTimestamp {
 		ctx.late = a.spec // Kafka Streams drops such records before any processor
@@ -382,7 +386,7 @@ func (a *WindowedAggregation[K, V, A]) process(ctx *Context, key K, value V, emi
 			return err
 		}
 	}
-	if r.meta != before {
+	if !r.meta.equal(before) {
 		return ctx.stage(a.topo, write{store: a.spec, key: metaKey, value: r.meta.encode()})
 	}
 	return nil
@@ -471,6 +475,9 @@ func (a *WindowedAggregation[K, V, A]) emitFinals(r *windowed[K, V, A], st int64
 	})
 	if err != nil {
 		return fmt.Errorf("windowed aggregation %s: read final results: %w", a.spec.name, err)
+	}
+	if len(finals) > 0 {
+		r.meta.marks = append(r.meta.marks, closeMark{topic: r.ctx.Topic(), offset: r.ctx.Offset(), closeBefore: r.meta.lastClose})
 	}
 	r.meta.lastClose = f.Close
 	if emit == nil {

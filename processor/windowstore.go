@@ -71,6 +71,22 @@ type windowMeta struct {
 	// storeTime is the largest segment time written (window.NoTimestamp:
 	// none): retention is measured against it.
 	storeTime int64
+	// marks are the emissions of final results whose input records may
+	// not be committed yet, oldest first (see closeMark).
+	marks []closeMark
+}
+
+// closeMark is an emission of final results: the input record that made
+// it, and the last close before it. Under at-least-once the changelog may
+// hold progress whose final results never reached the output (a crash
+// between the two acknowledgements); when such a record is processed
+// again, lastClose goes back to the mark's, and those results are emitted
+// again rather than lost. A mark is dropped once its record's offset is
+// committed: from then on the outputs before it are acknowledged.
+type closeMark struct {
+	topic       string
+	offset      int64
+	closeBefore int64
 }
 
 var emptyMeta = windowMeta{streamTime: window.NoTimestamp, lastClose: window.NoTimestamp, storeTime: window.NoTimestamp}
@@ -79,18 +95,61 @@ func (m windowMeta) encode() []byte {
 	b := make([]byte, 0, 24)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.streamTime))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.lastClose))
-	return binary.BigEndian.AppendUint64(b, uint64(m.storeTime))
+	b = binary.BigEndian.AppendUint64(b, uint64(m.storeTime))
+	for _, c := range m.marks {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(c.topic)))
+		b = append(b, c.topic...)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.offset))
+		b = binary.BigEndian.AppendUint64(b, uint64(c.closeBefore))
+	}
+	return b
 }
 
 func decodeMeta(b []byte) (windowMeta, error) {
-	if len(b) != 24 {
-		return windowMeta{}, fmt.Errorf("window store progress: %d bytes, want 24", len(b))
+	if len(b) < 24 {
+		return windowMeta{}, fmt.Errorf("window store progress: %d bytes, want at least 24", len(b))
 	}
-	return windowMeta{
+	m := windowMeta{
 		streamTime: int64(binary.BigEndian.Uint64(b)),
 		lastClose:  int64(binary.BigEndian.Uint64(b[8:])),
 		storeTime:  int64(binary.BigEndian.Uint64(b[16:])),
-	}, nil
+	}
+	for rest := b[24:]; len(rest) > 0; {
+		if len(rest) < 2 || len(rest) < 2+int(binary.BigEndian.Uint16(rest))+16 {
+			return windowMeta{}, fmt.Errorf("window store progress: truncated close mark")
+		}
+		n := int(binary.BigEndian.Uint16(rest))
+		c := closeMark{topic: string(rest[2 : 2+n])}
+		rest = rest[2+n:]
+		c.offset, c.closeBefore = int64(binary.BigEndian.Uint64(rest)), int64(binary.BigEndian.Uint64(rest[8:]))
+		m.marks = append(m.marks, c)
+		rest = rest[16:]
+	}
+	return m, nil
+}
+
+// replayed rewinds lastClose when a record of topic at offset was
+// processed before (a mark of it or of a later record of topic is kept):
+// to the oldest mark's close, every mark dropped. It then drops the marks
+// whose records are committed (their offset below committed[topic]).
+func (m *windowMeta) replayed(topic string, offset int64, committed func(topic string) int64) {
+	for _, c := range m.marks {
+		if c.topic == topic && c.offset >= offset {
+			m.lastClose, m.marks = m.marks[0].closeBefore, nil
+			return
+		}
+	}
+	kept := m.marks[:0]
+	for _, c := range m.marks {
+		if c.offset >= committed(c.topic) {
+			kept = append(kept, c)
+		}
+	}
+	m.marks = kept
+}
+
+func (m windowMeta) equal(o windowMeta) bool {
+	return m.streamTime == o.streamTime && m.lastClose == o.lastClose && m.storeTime == o.storeTime && slices.Equal(m.marks, o.marks)
 }
 
 // prefixed returns p followed by b.
