@@ -19,6 +19,8 @@ type Replica struct {
 	// its index in the cache (its place in the topology).
 	cache   *recordCache
 	targets map[string]int
+	// topo is the running topology: which stores are window stores.
+	topo *Topology
 	// eos: the runtime runs exactly-once, where the latest writes belong
 	// to an open transaction and Fresh offers no view of them.
 	eos bool
@@ -36,7 +38,7 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 	if st == nil {
 		return Replica{}, false
 	}
-	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB), eos: r.opts.Guarantee == ExactlyOnceV2}
+	rep := Replica{Task: task, Role: st.Role(), Stores: make(map[string]*state.DB), eos: r.opts.Guarantee == ExactlyOnceV2, topo: r.topo}
 	for _, s := range st.Stores() {
 		rep.Stores[s.Name()] = s
 	}

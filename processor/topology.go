@@ -374,6 +374,11 @@ type StoreInfo struct {
 	// display: the result marshals with encoding/json as the store's type
 	// (a string as a string, []byte as base64, a JSON[T] value as itself).
 	Render func(value []byte) (any, error)
+	// Windows is "time" (tumbling, hopping), "sliding" or "session" for
+	// a windowed aggregation's store, read by Replica.Windows and
+	// Replica.AllWindows (whose values Render decodes); "" for a
+	// key-value store.
+	Windows string
 }
 
 // Stores returns the declared stores in declaration order.
@@ -381,6 +386,9 @@ func (t *Topology) Stores() []StoreInfo {
 	out := make([]StoreInfo, len(t.stores))
 	for i, s := range t.stores {
 		out[i] = StoreInfo{Name: s.name, Changelog: s.changelog, Render: s.render}
+		if s.window != nil {
+			out[i].Windows = s.window.layout.kind.String()
+		}
 	}
 	return out
 }

@@ -183,13 +183,7 @@ func NewWindowedAggregation[W WindowDefinition, K, V, A any](t *Topology, name s
 	var s *Store[[]byte, []byte]
 	if key != nil && agg != nil {
 		s = NewStore(t, name, codec.Bytes(), codec.Bytes(), opt)
-		s.spec.render = func(b []byte) (any, error) {
-			_, enc, err := splitWindowValue(b)
-			if err != nil {
-				return nil, err
-			}
-			return agg.Decode(enc)
-		}
+		s.spec.render = func(b []byte) (any, error) { return agg.Decode(b) }
 	} else {
 		errs = append(errs, errors.New("key and aggregate codecs are required"))
 		s = &Store[[]byte, []byte]{spec: &storeSpec{name: name}}

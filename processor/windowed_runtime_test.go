@@ -21,16 +21,16 @@ import (
 // windowApp counts each key's records in tumbling windows of a second,
 // emitting final results, on two partitions.
 type windowApp struct {
-	c              *kafkatest.Cluster
-	appID          string
-	input, output  string
-	parts          int32
-	windowSize     int64
-	recordsPerWin  int // per key and window
-	keys           []string
-	closers        []string // a key per partition, for the records that close every window
-	emitFinal      bool
-	windowedOutput bool
+	c             *kafkatest.Cluster
+	appID         string
+	input, output string
+	parts         int32
+	windowSize    int64
+	recordsPerWin int // per key and window
+	keys          []string
+	closers       []string // a key per partition, for the records that close every window
+	emitFinal     bool
+	retention     time.Duration // 0: the minimum
 }
 
 func newWindowApp(t *testing.T, c *kafkatest.Cluster, final bool) *windowApp {
@@ -59,6 +59,9 @@ func (a *windowApp) topology() *processor.Topology {
 	var opts []processor.WindowOption
 	if a.emitFinal {
 		opts = append(opts, processor.EmitFinal())
+	}
+	if a.retention > 0 {
+		opts = append(opts, processor.WindowRetention(a.retention))
 	}
 	counts := processor.NewWindowedAggregation(topo, "counts", window.Tumbling(a.windowSize), codec.String(), codec.Int64(),
 		processor.Count[string, string](), opts...)
@@ -286,4 +289,66 @@ func TestWindowedUpdatesGetPastTheRecordCacheWhole(t *testing.T) {
 	if r := c.TopicConfig(a.appID+"-counts-changelog", "retention.ms"); r != strconv.FormatInt(a.windowSize+processor.DefaultChangelogAdditionalRetention.Milliseconds(), 10) {
 		t.Errorf("window store changelog retention.ms=%s, want the window size plus a day", r)
 	}
+}
+
+// A replica's committed window store answers a key's windows in a time
+// range, and every key's windows in a time range, read-only.
+func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
+	c := kafkatest.New(t)
+	a := newWindowApp(t, c, false)
+	a.retention = time.Hour
+	in := a.start(t, "w0", processor.AtLeastOnce, nil)
+	kafkatest.Eventually(t, time.Minute, "w0 ready", func() bool { return allReady(in) })
+	a.produceWindows(t, 0, 4)
+	key := a.keys[0]
+	task := partition.Murmur2().Partition([]byte(key), a.parts)
+	var ws []processor.StoredWindow
+	kafkatest.Eventually(t, time.Minute, "the key's windows committed", func() bool {
+		rep, ok := in.rt.Replica(task)
+		if !ok {
+			return false
+		}
+		var err error
+		if ws, err = rep.Windows("counts", []byte(key), 1000, 2000); err != nil {
+			t.Fatal(err)
+		}
+		return len(ws) == 2 && string(ws[1].Value) == strconv.Itoa(a.recordsPerWin)
+	})
+	if ws[0].Start != 1000 || ws[0].End != 2000 || ws[1].Start != 2000 || string(ws[0].Value) != strconv.Itoa(a.recordsPerWin) {
+		t.Fatalf("windows of %s in [1000, 2000]: %+v", key, ws)
+	}
+	rep, _ := in.rt.Replica(task)
+	all, err := rep.AllWindows("counts", 3000, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onTask int
+	for _, k := range a.keys {
+		if partition.Murmur2().Partition([]byte(k), a.parts) == task {
+			onTask++
+		}
+	}
+	if len(all) != onTask {
+		t.Fatalf("every key's windows starting at 3000 on task %d: %d, want %d", task, len(all), onTask)
+	}
+	for i := 1; i < len(all); i++ {
+		if string(all[i-1].Key) >= string(all[i].Key) {
+			t.Fatalf("windows not in key order: %q before %q", all[i-1].Key, all[i].Key)
+		}
+	}
+	if _, err := rep.Windows("nope", []byte(key), 0, 1); err == nil {
+		t.Fatal("a window read of a missing store succeeded")
+	}
+	if info := topologyStore(a.topology(), "counts"); info.Windows != "time" {
+		t.Fatalf("StoreInfo.Windows = %q, want time", info.Windows)
+	}
+}
+
+func topologyStore(topo *processor.Topology, name string) processor.StoreInfo {
+	for _, s := range topo.Stores() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return processor.StoreInfo{}
 }

@@ -60,6 +60,18 @@ const (
 	kindSession
 )
 
+func (k windowKind) String() string {
+	switch k {
+	case kindTime:
+		return "time"
+	case kindSliding:
+		return "sliding"
+	case kindSession:
+		return "session"
+	}
+	return ""
+}
+
 // windowMeta is a windowed aggregation's progress, kept in its store.
 type windowMeta struct {
 	// streamTime is the largest record timestamp the aggregation has

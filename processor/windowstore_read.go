@@ -2,11 +2,82 @@ package processor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/rackstream/rackstream/window"
 )
+
+// StoredWindow is one window of a window or session store as a query reads
+// it.
+type StoredWindow struct {
+	// Key is the window's key as the aggregation's key codec encodes it.
+	Key []byte
+	// Start and End are the window's bounds in epoch milliseconds, End as
+	// Windowed's.
+	Start, End int64
+	// Value is the aggregate, encoded with the aggregation's codec: the
+	// store's StoreInfo.Render decodes it.
+	Value []byte
+}
+
+// ErrNotWindowStore is the error of a window read of a store that is not a
+// windowed aggregation's.
+var ErrNotWindowStore = errors.New("not a window or session store")
+
+// Windows returns key's windows in store, from the replica's committed
+// state, oldest first: those starting in [timeFrom, timeTo], or, in a
+// session store, the sessions that end at or after timeFrom and start at or
+// before timeTo (Kafka Streams' fetch of a key). Windows retention has
+// expired are not returned. It is read-only and safe for concurrent use.
+func (rep Replica) Windows(store string, key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	w, db, err := rep.windowStore(store)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := w.keyRange(db, key, timeFrom, timeTo)
+	if err != nil {
+		return nil, fmt.Errorf("store %s of task %d: windows of key %q: %w", store, rep.Task, key, err)
+	}
+	return storedWindows(raw), nil
+}
+
+// AllWindows returns every key's windows in store in a time range (as
+// Windows selects them), from the replica's committed state, by time (a
+// session's end), then key. It is read-only and safe for concurrent use.
+func (rep Replica) AllWindows(store string, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	w, db, err := rep.windowStore(store)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := w.timeRange(db, timeFrom, timeTo)
+	if err != nil {
+		return nil, fmt.Errorf("store %s of task %d: windows in [%d, %d]: %w", store, rep.Task, timeFrom, timeTo, err)
+	}
+	return storedWindows(raw), nil
+}
+
+func (rep Replica) windowStore(store string) (*windowStore, scanner, error) {
+	db := rep.Stores[store]
+	if db == nil || rep.topo == nil {
+		return nil, nil, fmt.Errorf("store %s: not on task %d's replica", store, rep.Task)
+	}
+	for _, s := range rep.topo.stores {
+		if s.name == store && s.window != nil {
+			return s.window, db.View().Scan, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("store %s: %w", store, ErrNotWindowStore)
+}
+
+func storedWindows(raw []rawWindow) []StoredWindow {
+	out := make([]StoredWindow, len(raw))
+	for i, r := range raw {
+		out[i] = StoredWindow{Key: r.key, Start: r.win.Start, End: r.win.End, Value: r.agg}
+	}
+	return out
+}
 
 // windowStore is what reading a window or session store takes: its layout
 // and window length.
