@@ -51,17 +51,19 @@ func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	if c := t.cache; c != nil {
 		// Writes the cache must not merge go past it, before it is locked:
 		// producing may block.
-		for i := range ws {
-			if w := &ws[i]; w.uncached() {
-				if err := t.writeOne(w, ts); err != nil {
-					return err
+		if t.uncached {
+			for i := range ws {
+				if w := &ws[i]; w.uncached() {
+					if err := t.writeOne(w, ts); err != nil {
+						return err
+					}
 				}
 			}
 		}
 		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
-			if w.uncached() {
+			if t.uncached && w.uncached() {
 				continue
 			}
 			target := len(t.stores) + w.outputIndex()

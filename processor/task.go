@@ -125,6 +125,9 @@ type task struct {
 	stores    []*state.DB // in topology order
 	activated bool
 	cache     *recordCache // nil when statestore.cache.max.bytes is 0
+	// uncached: the topology has writes the cache must not take (an
+	// AsStream output, a window store); set once, at creation.
+	uncached bool
 	// outs carves the output records the task emits (emit), two
 	// allocations per emit saved on the per-record path (recarena).
 	outs      recarena.Arena
@@ -189,6 +192,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		committed: make(map[string]int64),
 		first:     make(map[string]int64),
 	}
+	t.uncached = env.topo.hasUncached()
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; the member
 		// divides it among its active tasks (shareCache) as soon as this

@@ -3,6 +3,7 @@ package processor
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,13 @@ const (
 // (AsStream).
 func NewWindowedOutput[K, A any](t *Topology, topic string, key codec.Codec[K]) *Output[K, WindowValue[A]] {
 	return NewOutput(t, topic, key, codec.JSON[WindowValue[A]](), AsStream())
+}
+
+// hasUncached reports whether t has writes the record cache must not take:
+// a window or session store, or an AsStream output.
+func (t *Topology) hasUncached() bool {
+	return slices.ContainsFunc(t.stores, func(s *storeSpec) bool { return s.uncached }) ||
+		slices.ContainsFunc(t.outputs, func(o *outputSpec) bool { return o.stream })
 }
 
 func windowHeaders(start, end time.Time) []kgo.RecordHeader {

@@ -360,11 +360,14 @@ func (l windowLayout) expiredKeys(scan scanner, size, before, now int64) ([][]by
 // key order, seeing this call's staged writes over the store's.
 func (c *Context) scan(s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error {
 	var staged []int // indexes into c.writes: the last write of each key in range
-	seen := make(map[string]bool)
+	var seen map[string]bool
 	for i := len(c.writes) - 1; i >= 0; i-- {
 		w := &c.writes[i]
 		if w.store != s || bytes.Compare(w.key, start) < 0 || end != nil && bytes.Compare(w.key, end) >= 0 || seen[string(w.key)] {
 			continue
+		}
+		if seen == nil {
+			seen = make(map[string]bool)
 		}
 		seen[string(w.key)] = true
 		staged = append(staged, i)
