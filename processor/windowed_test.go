@@ -283,3 +283,45 @@ func headerOf(r *kgo.Record, key string) string {
 	}
 	return ""
 }
+
+func TestHoppingRecordLateForSomeWindowsStillUpdatesTheOthers(t *testing.T) {
+	w := newWindowedCount(t, window.Hopping(10, 5), processor.PolicyDeadLetter)
+	w.pipe(t, "a", 12)
+	w.pipe(t, "a", 7) // [0,10) closed at stream time 12, [5,15) open
+	wantResults(t, w.results(t),
+		"a [5,15]=1", "a [10,20]=1",
+		"a [5,15]=2")
+	if len(w.d.DeadLetters()) != 0 {
+		t.Fatal("a record that updated a window was dead-lettered")
+	}
+}
+
+func TestSlidingRecordPastGraceIsDroppedAndOneWithinGraceCounts(t *testing.T) {
+	w := newWindowedCount(t, window.Sliding(10).WithGrace(15), processor.PolicyDeadLetter)
+	w.pipe(t, "a", 30)
+	w.pipe(t, "a", 16) // its window [6,16] closes once stream time > 31
+	w.pipe(t, "a", 4)  // [4,14] closed at 30 > 29: late
+	wantResults(t, w.results(t),
+		"a [20,30]=1",
+		"a [6,16]=1")
+	if len(w.d.DeadLetters()) != 1 {
+		t.Fatalf("dead letters %d, want the late record", len(w.d.DeadLetters()))
+	}
+}
+
+func TestSessionOutOfOrderRecordWithinGraceExtendsItsSession(t *testing.T) {
+	w := newWindowedCount(t, window.Session(5).WithGrace(10), processor.PolicyDeadLetter)
+	w.pipe(t, "a", 10)
+	w.pipe(t, "a", 24) // a new session; [10,10] closes once stream time > 25
+	w.pipe(t, "a", 8)  // out of order, within gap of [10,10]: joins it
+	w.pipe(t, "a", 26) // joins [24,24]; [8,10] has closed
+	w.pipe(t, "a", 9)  // late: dropped
+	wantResults(t, w.results(t),
+		"a [10,10]=1",
+		"a [24,24]=1",
+		"a [10,10] retracted", "a [8,10]=2",
+		"a [24,24] retracted", "a [24,26]=2")
+	if len(w.d.DeadLetters()) != 1 {
+		t.Fatalf("dead letters %d, want the late record", len(w.d.DeadLetters()))
+	}
+}

@@ -1,8 +1,13 @@
 package processor
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/window"
 )
 
@@ -79,5 +84,33 @@ func TestExpiryDropsOnlySegmentsTheStoreTimeLeftBehind(t *testing.T) {
 	}
 	if again, _ := l.expiredKeys(scan, 1000, 150_000, 151_000); len(again) != 0 {
 		t.Fatalf("expired %d keys again with no new segment expired", len(again))
+	}
+}
+
+func TestExpiryDeletesExpiredWindowsFromTheStoreItself(t *testing.T) {
+	topo := New("windows")
+	agg := NewWindowedAggregation(topo, "counts", window.Tumbling(60_000), codec.String(), codec.Int64(), Count[string, string]())
+	in := NewInput(topo, "events", codec.String(), codec.String(), agg.Handler(nil))
+	d, err := NewTestDriver(topo, TestDriverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range []int64{1, 60_001, 120_001, 400_000} {
+		r := &kgo.Record{Topic: in.Topic(), Partition: -1, Key: []byte{'a' + byte(i)}, Value: []byte("x"), Timestamp: time.UnixMilli(ts)}
+		if err := d.PipeRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Store time 360,000 (the last window's start), retention 60,000 in
+	// segments of 60,000: segments 0 to 4 expired, with a's, b's and c's
+	// windows, data and index keys alike.
+	var windows []string
+	for k := range d.stores[0][agg.spec.index] {
+		if k[0] != prefixMeta {
+			windows = append(windows, fmt.Sprintf("%c%x", k[0], k[1:]))
+		}
+	}
+	if len(windows) != 2 {
+		t.Fatalf("store keys %v, want d's window and its index entry", windows)
 	}
 }
