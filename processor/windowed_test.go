@@ -325,3 +325,38 @@ func TestSessionOutOfOrderRecordWithinGraceExtendsItsSession(t *testing.T) {
 		t.Fatalf("dead letters %d, want the late record", len(w.d.DeadLetters()))
 	}
 }
+
+// HandlerFunc hands results over as Windowed keys, here to an output keyed
+// by key and window as Kafka Streams' windowed serdes key them.
+func TestHandlerFuncEmitsWindowedKeysThroughTheWindowedKeyCodec(t *testing.T) {
+	topo := processor.New("windows")
+	agg := processor.NewWindowedAggregation(topo, "counts", window.Tumbling(10), codec.String(), codec.Int64(), processor.Count[string, string]())
+	out := processor.NewOutput(topo, "counts", processor.WindowedKey(codec.String()), codec.Int64(), processor.AsStream())
+	in := processor.NewInput(topo, "events", codec.String(), codec.String(),
+		agg.HandlerFunc(func(ctx *processor.Context, w processor.Windowed[string], n int64, _ bool) error {
+			return out.Emit(ctx, w, n)
+		}))
+	d, err := processor.NewTestDriver(topo, processor.TestDriverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []int64{3, 14} {
+		if err := d.PipeRecord(&kgo.Record{Topic: in.Topic(), Partition: -1, Key: []byte("k\x00ey"), Value: []byte("x"), Timestamp: time.UnixMilli(ts)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := processor.ReadOutput(d, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []processor.Windowed[string]{
+		{Key: "k\x00ey", Start: time.UnixMilli(0).UTC(), End: time.UnixMilli(10).UTC()},
+		{Key: "k\x00ey", Start: time.UnixMilli(10).UTC(), End: time.UnixMilli(20).UTC()},
+	}
+	if len(got) != 2 || got[0].Key != want[0] || got[1].Key != want[1] || got[1].Value != 1 {
+		t.Fatalf("emitted %+v, want %+v", got, want)
+	}
+	if _, err := processor.WindowedKey(codec.String()).Decode([]byte("short")); err == nil {
+		t.Fatal("a windowed key shorter than its window decoded")
+	}
+}
