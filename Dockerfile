@@ -29,6 +29,10 @@ RUN mkdir -p /out/state
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/rackstream /usr/local/bin/rackstream
 COPY --from=build --chown=65532:65532 /out/state /var/lib/rackstream
+# state.dir's default is <user cache directory>/rackstream: this makes it
+# /var/lib/rackstream, the directory above. A state.dir in the properties
+# file or the environment still overrides it.
+ENV XDG_CACHE_HOME=/var/lib
 # nonroot (65532): never root, also where a manifest does not say so.
 USER 65532:65532
 # http.listen: queries, /metrics, /healthz, /readyz.

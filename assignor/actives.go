@@ -3,7 +3,9 @@ package assignor
 import "sort"
 
 // run computes the whole placement: actives, then standbys, then warmups
-// (warmups last, so that they avoid every client holding a replica).
+// (warmups last, so that they avoid every client holding a replica). With a
+// rack-aware strategy, actives and standbys are then traded between clients
+// for fewer cross-zone bytes (racks_actives.go, racks_standbys.go).
 //
 // A plan whose actives are still unbalanced asks for a probing rebalance:
 // the moves left wait for a receiver to catch up, on a warmup or on a
@@ -12,6 +14,7 @@ func (pl *placement) run() {
 	pl.placeActives()
 	pl.balanceActives()
 	pl.probing = pl.unbalanced()
+	pl.rackActives()
 	pl.placeStandbys()
 	pl.placeWarmups()
 }

@@ -14,9 +14,7 @@ func Assign(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := newPlacement(m)
-	pl.run()
-	return pl.plan(), nil
+	return place(m).plan(), nil
 }
 
 // Measure computes the quality of the placement p.Tasks for the live clients

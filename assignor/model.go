@@ -53,6 +53,8 @@ type model struct {
 
 	prevActive []int32 // per task: the live previous active, or -1
 	prevWarmup []int32 // per task: one live previous warmup (smallest id), or -1
+
+	racks *rackModel // nil without Input.RackAwareness
 }
 
 // lagOf returns client c's lag for task t: noState when it holds nothing.
@@ -147,6 +149,11 @@ func newModel(in *Input) (*model, error) {
 	if err := m.indexState(); err != nil {
 		return nil, err
 	}
+	racks, err := newRackModel(m)
+	if err != nil {
+		return nil, err
+	}
+	m.racks = racks
 	return m, nil
 }
 

@@ -15,6 +15,8 @@ type placement struct {
 	standby []int32 // task t's standbys are standby[t*k : t*k+k], -1 = none
 	warmup  []int32 // per task: one warmup client or -1
 	probing bool
+	// rackAware runs the rack-aware passes (a min_traffic strategy).
+	rackAware bool
 
 	actives  []int64 // per client
 	replicas []int64 // per client: actives + standbys + warmups
@@ -189,6 +191,9 @@ func (pl *placement) plan() *Plan {
 		tp.Warmup = ids[start:at:at]
 	}
 	p.Quality = pl.quality()
+	if m.racks != nil {
+		p.CrossZone = pl.crossZone()
+	}
 	return p
 }
 

@@ -69,6 +69,7 @@ func (pl *placement) placeStandbys() {
 	sp.rebalance(false)
 	sp.chains(false)
 	sp.repick()
+	sp.rackStandbys()
 }
 
 // standbyPlacer holds what placing standbys reuses across tasks.

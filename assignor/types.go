@@ -53,6 +53,10 @@ type Input struct {
 	MaxWarmupReplicas int `json:"max_warmup_replicas"`
 	// Clients are the live clients (instances).
 	Clients []Client `json:"clients"`
+	// RackAwareness, when set, is what rack-aware placement knows: the
+	// strategy, the partitions' racks and the tasks' byte rates. The plan
+	// then reports its cross-zone traffic.
+	RackAwareness *RackAwareness `json:"rack_awareness,omitempty"`
 }
 
 // Client is one live instance: its stable process id, its tags, its
@@ -92,6 +96,9 @@ type Plan struct {
 	// probing.rebalance.interval.ms.
 	ProbingRebalanceNeeded bool    `json:"probing_rebalance_needed"`
 	Quality                Quality `json:"quality"`
+	// CrossZone is the plan's expected cross-zone traffic, when the input
+	// has RackAwareness.
+	CrossZone *CrossZone `json:"cross_zone,omitempty"`
 }
 
 // TaskPlacement is where one task's replicas are: client ids.

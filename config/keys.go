@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,9 +250,10 @@ var keys = []*keyDef{
 	{name: "state.cleanup.delay.ms", def: ms(stateDefaults.CleanupDelay), min: 0, hasMin: true,
 		doc:   "How long, in milliseconds, the local state of a task this instance no longer holds is kept before it is deleted.",
 		field: func(c *Config) any { return &c.StateCleanupDelay }},
-	{name: "state.dir", def: "/var/lib/rackstream", nonEmpty: true,
-		doc:   "Directory of the local state: the process id and one LevelDB per task and store.",
-		field: func(c *Config) any { return &c.StateDir }},
+	{name: "state.dir", def: "`<user cache directory>/rackstream`", nonEmpty: true,
+		doc:     "Directory of the local state: the process id and one LevelDB per task and store. Instances on one machine need one each. The default is per user, so that `rackstream run` works without root: `$XDG_CACHE_HOME/rackstream` or `~/.cache/rackstream` on Linux, `~/Library/Caches/rackstream` on macOS (Go's `os.UserCacheDir`), `rackstream-state` in the working directory when there is no home directory. The container images set `XDG_CACHE_HOME=/var/lib`, so theirs is `/var/lib/rackstream`.",
+		field:   func(c *Config) any { return &c.StateDir },
+		derived: func(*Config) (string, string) { return defaultStateDir() }},
 	{name: "state.leveldb.block.cache.bytes", def: num(stateDefaults.LevelDB.BlockCacheBytes), min: 0, hasMin: true,
 		doc:   "LevelDB block cache per store, in bytes; 0 for none.",
 		field: func(c *Config) any { return &c.LevelDB.BlockCacheBytes }},
@@ -269,6 +272,15 @@ var keys = []*keyDef{
 	{name: "statestore.cache.max.bytes", def: num(procDefaults.CacheMaxBytes), min: 0, hasMin: true,
 		doc:   "Record cache per instance, in bytes, divided among the tasks active on it: writes to one key within a commit interval may be merged before they reach the changelog and outputs, and a store's entries stay cached (clean) after a commit for the next reads; when it is full, clean entries go first, then the least recently written key is written through. 0 turns merging off.",
 		field: func(c *Config) any { return &c.StatestoreCacheMaxBytes }},
+}
+
+// defaultStateDir is state.dir's default and where it comes from: the
+// user's cache directory, which a user without root can write.
+func defaultStateDir() (dir, note string) {
+	if base, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(base, "rackstream"), "the user's cache directory"
+	}
+	return "rackstream-state", "no home directory: the working directory"
 }
 
 // clientTagDoc describes the client.tag.<key> family in the reference.

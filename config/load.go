@@ -311,7 +311,7 @@ func (c *Config) crossCheck() Errors {
 		fail("http.tls.client.ca", "http.tls.client.ca is set but http.tls.client.auth is none: set it to request or require")
 	}
 	if c.HTTP.Auth == HTTPAuthNone && c.HTTP.AuthToken != "" {
-		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or http.auth=none to require it")
+		fail("http.auth", "http.auth=none but http.auth.token is set: remove the token to serve without authentication, or remove http.auth=none (the default is http.auth=token) to require it")
 	}
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)

@@ -102,6 +102,7 @@ func TestTheKeyTableIsSortedAndComplete(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := mustLoad(t, Sources{Set: required})
+	wantStateDir, _ := defaultStateDir()
 	checks := []struct {
 		name      string
 		got, want any
@@ -111,7 +112,7 @@ func TestDefaults(t *testing.T) {
 		{"max.warmup.replicas", c.MaxWarmupReplicas, 2},
 		{"probing.rebalance.interval.ms", c.ProbingRebalanceInterval, 10 * time.Minute},
 		{"num.stream.threads", c.NumStreamThreads, runtime.NumCPU()},
-		{"state.dir", c.StateDir, "/var/lib/rackstream"},
+		{"state.dir", c.StateDir, wantStateDir},
 		{"state.cleanup.delay.ms", c.StateCleanupDelay, 10 * time.Minute},
 		{"statestore.cache.max.bytes", c.StatestoreCacheMaxBytes, int64(10485760)},
 		{"commit.interval.ms", c.CommitInterval, 30 * time.Second},
@@ -208,6 +209,7 @@ func TestPrecedenceIsDefaultThenFileThenEnvThenFlags(t *testing.T) {
 	}
 	set := []string{"acceptable.recovery.lag=7", "acceptable.recovery.lag=8"}
 	c := mustLoad(t, Sources{File: file, Env: env, Set: set})
+	wantStateDir, wantStateNote := defaultStateDir()
 	tests := []struct {
 		key    string
 		got    any
@@ -218,7 +220,7 @@ func TestPrecedenceIsDefaultThenFileThenEnvThenFlags(t *testing.T) {
 		{"max.warmup.replicas", c.MaxWarmupReplicas, 4, "env RACKSTREAM_MAX_WARMUP_REPLICAS"},
 		{"acceptable.recovery.lag", c.AcceptableRecoveryLag, int64(8), "flag --set"},
 		{"client.tag.zone", c.ClientTags.Value("zone"), "eu-central-1c", "env RACKSTREAM_CLIENT_TAG_ZONE"},
-		{"state.dir", c.StateDir, "/var/lib/rackstream", "default"},
+		{"state.dir", c.StateDir, wantStateDir, "default (" + wantStateNote + ")"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want || c.Source(tt.key).String() != tt.source {

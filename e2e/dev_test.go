@@ -29,7 +29,7 @@ var (
 // instances on free ports.
 func TestDevComesUpPlacesAcrossZonesRoutesQueriesAndFailsOver(t *testing.T) {
 	app := fmt.Sprintf("e2e-dev-%d", time.Now().UnixNano())
-	args := []string{"dev", "--http-port", "0", "--rate", "20", "--app", app}
+	args := []string{"dev", "--http-port", "0", "--kafka-port", "0", "--rate", "20", "--app", app}
 	if brokers := os.Getenv(kafkatest.EnvBrokers); brokers != "" {
 		_ = os.Getenv(kafkatest.EnvBrokerRun)
 		args = append(args, "--brokers", brokers)

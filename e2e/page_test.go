@@ -61,6 +61,20 @@ const (
 	markupID   = "<i>node-07</i>"
 )
 
+// syntheticEndpoint is the endpoint of the client id of syntheticMetadata.
+func syntheticEndpoint(id string) string {
+	i := -1
+	switch id {
+	case hostileID:
+		i = 4
+	case markupID:
+		i = 7
+	default:
+		fmt.Sscanf(id, "node-%d", &i)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", 20000+i)
+}
+
 // syntheticMetadata is a /v1/metadata document of tasks tasks on n
 // instances in three zones and two clusters, two standbys per task, with
 // hostile names, a restoring active, a warmup and an instance not ready.
@@ -100,7 +114,7 @@ func syntheticMetadata(tasks, n int) []byte {
 		if i == 5 {
 			cluster = hostileTag
 		}
-		clients[i] = client{ID: id, Endpoint: fmt.Sprintf("127.0.0.1:%d", 20000+i), Capacity: 1,
+		clients[i] = client{ID: id, Endpoint: syntheticEndpoint(id), Capacity: 1,
 			Tags: map[string]string{"zone": zones[i%3], "cluster": cluster}, Active: []int{}, Standby: []int{}, Warmup: []int{}}
 		st := status{ID: id, Ready: true}
 		if i == 9 {
@@ -214,15 +228,16 @@ func testSyntheticPage(t *testing.T, b *browser) {
 			t.Errorf("column %d (%v) before column %d (%v): not grouped by zone then cluster", i-1, p, i, c)
 		}
 	}
+	// Instances are named by their endpoints (their ports differ: kept).
 	tagSeen := false
 	for _, c := range g.Columns {
 		tagSeen = tagSeen || c.Tags["cluster"] == hostileTag
-		if !strings.HasPrefix(c.ID, strings.TrimSuffix(c.Text, "…")) || len(c.Text) > len(c.ID) {
-			t.Errorf("column of %q is named %q: not a prefix of its id", c.ID, c.Text)
+		if c.Text != syntheticEndpoint(c.ID) {
+			t.Errorf("column of %q is named %q, want its endpoint %q", c.ID, c.Text, syntheticEndpoint(c.ID))
 		}
 	}
 	var listed []string
-	b.eval(`[...document.querySelectorAll('#instances tbody th')].map((th) => th.textContent)`, &listed)
+	b.eval(`[...document.querySelectorAll('#instances tbody td.pid')].map((td) => td.textContent)`, &listed)
 	if !slices.Contains(listed, hostileID) || !slices.Contains(listed, markupID) || !tagSeen {
 		t.Errorf("the hostile id %q, markup id %q and tag %q are not all shown as text: instances %q, columns %v", hostileID, markupID, hostileTag, listed, g.Columns)
 	}
@@ -232,7 +247,7 @@ func testSyntheticPage(t *testing.T, b *browser) {
 		Scripts  int    `json:"scripts"`
 	}
 	b.eval(`({pw: typeof window.pw, elements: document.querySelectorAll('main img, main i, main b, main script').length, scripts: document.scripts.length})`, &injected)
-	if injected.PW != "undefined" || injected.Elements != 0 || injected.Scripts != 1 {
+	if injected.PW != "undefined" || injected.Elements != 0 || injected.Scripts != 2 {
 		t.Errorf("hostile names became markup: window.pw is %s, %d img/i/b/script elements in the page, %d scripts", injected.PW, injected.Elements, injected.Scripts)
 	}
 	if ready := g.Rows[9].Cells; !slices.Contains(ready, "A 1234") {
@@ -250,8 +265,8 @@ func testSyntheticPage(t *testing.T, b *browser) {
 		b.eval(`(document.getElementById('whatif-lost') || {}).textContent || ''`, &lost)
 		return lost != ""
 	})
-	if lost != "node-05" {
-		t.Errorf("losing cluster=%s loses %q, want node-05", hostileTag, lost)
+	if want := syntheticEndpoint("node-05"); lost != want {
+		t.Errorf("losing cluster=%s loses %q, want node-05 named by its endpoint %s", hostileTag, lost, want)
 	}
 	var pendingSaid bool
 	b.eval(`document.getElementById('whatif').textContent.includes('A rebalance is pending')`, &pendingSaid)
@@ -365,7 +380,21 @@ func cliWhatIf(t *testing.T, doc []byte, lose string) (pageWhatIf, error) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		return pageWhatIf{}, fmt.Errorf("rackstream assign --lose %s: %v", lose, err)
 	}
-	w := pageWhatIf{Lost: strings.Join(rep.Loss.ClientsLost, ", "), Orphans: "none", Failover: [][]string{}}
+	// The page names dev's instances by their endpoints, whose ports all
+	// differ (kept whole).
+	var md assignor.Metadata
+	if err := json.Unmarshal(doc, &md); err != nil {
+		return pageWhatIf{}, err
+	}
+	name := map[string]string{}
+	for _, c := range md.Clients {
+		name[c.ID] = c.Endpoint
+	}
+	lost := make([]string, len(rep.Loss.ClientsLost))
+	for i, id := range rep.Loss.ClientsLost {
+		lost[i] = name[id]
+	}
+	w := pageWhatIf{Lost: strings.Join(lost, ", "), Orphans: "none", Failover: [][]string{}}
 	if len(rep.Loss.TasksWithoutReplica) > 0 {
 		s := make([]string, len(rep.Loss.TasksWithoutReplica))
 		for i, task := range rep.Loss.TasksWithoutReplica {
@@ -374,21 +403,21 @@ func cliWhatIf(t *testing.T, doc []byte, lose string) (pageWhatIf, error) {
 		w.Orphans = strings.Join(s, ", ")
 	}
 	for _, f := range rep.Loss.Failover {
-		to, how := f.To, "its standby takes over"
-		if to == "" {
+		to, how := name[f.To], "its standby takes over"
+		if f.To == "" {
 			to = "(nobody survives)"
 		}
 		if f.Restore {
 			how = "restores from the changelog"
 		}
-		w.Failover = append(w.Failover, []string{strconv.Itoa(f.Task), f.From, to, how})
+		w.Failover = append(w.Failover, []string{strconv.Itoa(f.Task), name[f.From], to, how})
 	}
 	return w, nil
 }
 
 func testDevPage(t *testing.T, b *browser) {
 	app := fmt.Sprintf("e2e-page-%d", time.Now().UnixNano())
-	args := []string{"dev", "--http-port", "0", "--rate", "20", "--app", app}
+	args := []string{"dev", "--http-port", "0", "--kafka-port", "0", "--rate", "20", "--app", app}
 	if brokers := os.Getenv(kafkatest.EnvBrokers); brokers != "" {
 		args = append(args, "--brokers", brokers)
 	}
@@ -512,8 +541,8 @@ func testDevPage(t *testing.T, b *browser) {
 	t.Logf("the page showed the new placement %v after the kill", time.Since(killed).Round(time.Millisecond))
 	var history []string
 	b.eval(`[...document.querySelectorAll('#history li')].map((li) => li.textContent)`, &history)
-	if !slices.ContainsFunc(history, func(h string) bool { return strings.Contains(h, "left "+victim) }) {
-		t.Errorf("the rebalance history does not show %s leaving: %q", victim, history)
+	if !slices.ContainsFunc(history, func(h string) bool { return strings.Contains(h, "left "+addrs["i2"]) }) {
+		t.Errorf("the rebalance history does not show i2 (%s, named by its endpoint %s) leaving: %q", victim, addrs["i2"], history)
 	}
 	b.noProblems("dev page after the kill")
 

@@ -18,7 +18,6 @@ import (
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/internal/cutdial"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -146,7 +145,7 @@ func replicasMatchPlacement(t *testing.T, ins ...*instance) string {
 			}
 			got := "none"
 			if r, ok := in.rt.Replica(int32(task)); ok {
-				got = r.Role.String()
+				got = string(r.Role)
 			}
 			if got != want {
 				return fmt.Sprintf("%s: task %d is %s, the placement (generation %d) says %s", in.name, task, got, p.Generation, want)
@@ -215,7 +214,7 @@ func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
 	ins = append(ins, a.start(t, "i2", o))
 	kafkatest.Eventually(t, 2*time.Minute, "the new instance runs tasks", func() bool {
 		for task := int32(0); task < clusterParts; task++ {
-			if r, ok := ins[2].rt.Replica(task); ok && r.Role == state.RoleActive {
+			if r, ok := ins[2].rt.Replica(task); ok && r.Role == processor.RoleActive {
 				return allReady(ins...)
 			}
 		}
@@ -286,7 +285,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	// caught up with some of it: that is what is promoted.
 	var victimTasks []int32
 	for task := int32(0); task < clusterParts; task++ {
-		if r, ok := ins[0].rt.Replica(task); ok && r.Role == state.RoleActive {
+		if r, ok := ins[0].rt.Replica(task); ok && r.Role == processor.RoleActive {
 			victimTasks = append(victimTasks, task)
 		}
 	}
@@ -302,7 +301,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		for _, task := range victimTasks {
 			ok := false
 			for _, in := range ins[1:] {
-				if r, has := in.rt.Replica(task); has && r.Role == state.RoleStandby && r.Stores["counts"].Lag() == 0 {
+				if r, has := in.rt.Replica(task); has && r.Role == processor.RoleStandby && r.Store("counts").Lag() == 0 {
 					ok = true
 				}
 			}
@@ -346,7 +345,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		before[task] = map[int]replicaAt{}
 		for i, in := range ins[1:] {
 			if r, has := in.rt.Replica(task); has {
-				before[task][i+1] = replicaAt{r.Stores["counts"].Checkpoint(), restoredRecords(t, in.reg, task)}
+				before[task][i+1] = replicaAt{r.Store("counts").Checkpoint(), restoredRecords(t, in.reg, task)}
 			}
 		}
 	}
@@ -369,7 +368,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	for _, task := range victimTasks {
 		owner := -1
 		for i, in := range ins[1:] {
-			if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+			if r, ok := in.rt.Replica(task); ok && r.Role == processor.RoleActive {
 				owner = i + 1
 			}
 		}
@@ -480,7 +479,7 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 func activeTasks(in *instance) []int32 {
 	var out []int32
 	for task := int32(0); task < in.rt.Tasks(); task++ {
-		if r, ok := in.rt.Replica(task); ok && r.Role == state.RoleActive {
+		if r, ok := in.rt.Replica(task); ok && r.Role == processor.RoleActive {
 			out = append(out, task)
 		}
 	}

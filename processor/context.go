@@ -95,7 +95,15 @@ func (c *Context) Tombstone() bool { return c.rec.Value == nil }
 // Attempt returns 0 on the first call for a record and n on its n-th retry.
 func (c *Context) Attempt() int { return c.attempt }
 
+// errOutsideCall is the error of a store or output used with a Context
+// that is not in a handler call: a zero Context, or one kept after its
+// call returned, seen while its task is between records.
+var errOutsideCall = errors.New("the Context is not in a handler call (a Context is valid only during the call that received it)")
+
 func (c *Context) get(t *Topology, s *storeSpec, key []byte) ([]byte, bool, error) {
+	if c.rec == nil {
+		return nil, false, fmt.Errorf("store %s: %w", s.name, errOutsideCall)
+	}
 	if t != c.topo {
 		return nil, false, fmt.Errorf("store %s belongs to topology %s, not to %s", s.name, t.appID, c.topo.appID)
 	}
@@ -114,6 +122,9 @@ func (c *Context) get(t *Topology, s *storeSpec, key []byte) ([]byte, bool, erro
 }
 
 func (c *Context) stage(t *Topology, w write) error {
+	if c.rec == nil {
+		return fmt.Errorf("%s: %w", w.output.topicOrStore(w.store), errOutsideCall)
+	}
 	if t != c.topo {
 		name := w.output.topicOrStore(w.store)
 		return fmt.Errorf("%s belongs to topology %s, not to %s", name, t.appID, c.topo.appID)

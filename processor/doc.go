@@ -146,11 +146,14 @@
 //
 // # Reads
 //
-// A query reads a task's stores through Runtime.Replica, a read-only
-// view: the committed LevelDB state (isolation=committed), or under
-// at-least-once the task's latest processed state (isolation=latest): the
-// record cache over the write buffer over LevelDB, read without blocking
-// the task. docs/architecture.md maps the runtime's files.
+// A query reads a task's stores through Runtime.Replica's read-only
+// views: StoreView, the committed LevelDB state (isolation=committed), or
+// under at-least-once FreshView, the task's latest processed state
+// (isolation=latest): the record cache over the write buffer over LevelDB,
+// read without blocking the task. Runtime.GlobalTable hands out a global
+// table's GlobalView. No view writes: a store changes only through a
+// handler of its running task, which produces each write to the store's
+// changelog. docs/architecture.md maps the runtime's files.
 //
 // # Poison records
 //

@@ -69,7 +69,7 @@ func TestRuntimeStopsAndIsNotReadyWhenAPartitionCountChanges(t *testing.T) {
 	}
 	kafkatest.Eventually(t, time.Minute, "every task stopped", func() bool {
 		for task := int32(0); task < 4; task++ {
-			if r, ok := in.rt.Replica(task); ok && r.Role.String() == "active" {
+			if r, ok := in.rt.Replica(task); ok && r.Role == processor.RoleActive {
 				return false
 			}
 		}

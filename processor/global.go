@@ -296,10 +296,10 @@ func (g *globals) close(log *slog.Logger) {
 	}
 }
 
-// GlobalTable returns this instance's copy of the global table of topic,
-// nil before Run has restored it or for a topic not declared global. It
-// serves the query server (read-only: Get, Scan, Lags, Positions, Err).
-func (r *Runtime) GlobalTable(topic string) *table.Mirror {
+// GlobalTable returns a read-only view of this instance's copy of the
+// global table of topic, nil before Run has restored it or for a topic not
+// declared global.
+func (r *Runtime) GlobalTable(topic string) *GlobalView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -307,7 +307,7 @@ func (r *Runtime) GlobalTable(topic string) *table.Mirror {
 	}
 	for s, rd := range r.globals.readersMap() {
 		if s.topic == topic {
-			return rd
+			return &GlobalView{m: rd}
 		}
 	}
 	return nil

@@ -23,7 +23,7 @@ func fresh(h *harness, tk *task) *FreshView {
 	if st == nil {
 		h.t.Fatalf("task %d has no stores open", tk.id)
 	}
-	rep := Replica{Task: tk.id, Role: st.Role(), Stores: map[string]*state.DB{harnessStore: st.Store(harnessStore)}}
+	rep := Replica{Task: tk.id, Role: roleOf(st.Role()), stores: map[string]*state.DB{harnessStore: st.Store(harnessStore)}}
 	if tk.cache != nil {
 		rep.cache, rep.targets = tk.cache, map[string]int{harnessStore: 0}
 	}
@@ -256,7 +256,7 @@ func TestFreshReadsOfAClosedTaskFail(t *testing.T) {
 // Under exactly-once the runtime offers no latest view: its writes belong
 // to an open transaction.
 func TestFreshViewIsRefusedUnderExactlyOnce(t *testing.T) {
-	rep := Replica{Stores: map[string]*state.DB{"s": new(state.DB)}, eos: true}
+	rep := Replica{stores: map[string]*state.DB{"s": new(state.DB)}, eos: true}
 	if rep.Fresh("s") != nil {
 		t.Fatal("Fresh under exactly-once returned a view")
 	}
@@ -279,7 +279,7 @@ func TestFreshReadsOfATaskRevokedToAStandby(t *testing.T) {
 	if st == nil || st.Role() != state.RoleStandby {
 		t.Fatalf("task 0 after the revoke: %v, want a standby", st)
 	}
-	now := Replica{Task: 0, Role: st.Role(), Stores: map[string]*state.DB{harnessStore: st.Store(harnessStore)}}.Fresh(harnessStore)
+	now := Replica{Task: 0, Role: roleOf(st.Role()), stores: map[string]*state.DB{harnessStore: st.Store(harnessStore)}}.Fresh(harnessStore)
 	for name, v := range map[string]*FreshView{"held view": held, "new view": now} {
 		if n, ok := freshCount(t, v, "a"); !ok || n != 2 {
 			t.Errorf("%s: latest count of a on the standby = %d (found %v), want the committed 2", name, n, ok)

@@ -23,7 +23,6 @@ import (
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -534,7 +533,7 @@ func TestCleanupDelayDeletesTheStoresOfTasksMovedAway(t *testing.T) {
 		}
 		return false
 	})
-	if r, ok := second.rt.Replica(gone); !ok || r.Role != state.RoleActive {
+	if r, ok := second.rt.Replica(gone); !ok || r.Role != processor.RoleActive {
 		t.Errorf("task %d, deleted on the first instance, is not active on the second", gone)
 	}
 	a.produce(t, 400, 40, 0)

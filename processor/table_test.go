@@ -13,7 +13,6 @@ import (
 	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/processor"
-	"github.com/rackstream/rackstream/state"
 )
 
 // shopApp joins orders (key: item, value: order id) with a co-partitioned
@@ -110,10 +109,10 @@ func (a *shopApp) tableHas(in *instance, from, to int, version string) bool {
 		var v []byte
 		for task := range in.rt.Tasks() {
 			rep, ok := in.rt.Replica(task)
-			if !ok || rep.Role != state.RoleActive || rep.Stores[a.prices] == nil {
+			if !ok || rep.Role != processor.RoleActive || rep.Store(a.prices) == nil {
 				continue
 			}
-			val, ok, err := rep.Stores[a.prices].View().Get(key)
+			val, ok, err := rep.Store(a.prices).Get(key)
 			if err != nil {
 				return false
 			}
@@ -314,13 +313,13 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 		for _, in := range ins {
 			for task := range int32(4) {
 				rep, ok := in.rt.Replica(task)
-				if !ok || rep.Role != state.RoleStandby || rep.Stores[a.prices] == nil {
+				if !ok || rep.Role != processor.RoleStandby || rep.Store(a.prices) == nil {
 					continue
 				}
 				tasks[task] = true
 				for i := range items {
 					key := "item-" + strconv.Itoa(i)
-					if v, found, err := rep.Stores[a.prices].View().Get([]byte(key)); err == nil && found && string(v) == version+"-"+strconv.Itoa(i) {
+					if v, found, err := rep.Store(a.prices).Get([]byte(key)); err == nil && found && string(v) == version+"-"+strconv.Itoa(i) {
 						seen[key] = true
 					}
 				}

@@ -59,7 +59,7 @@ func (rep Replica) AllWindows(store string, timeFrom, timeTo int64) ([]StoredWin
 }
 
 func (rep Replica) windowStore(store string) (*windowStore, scanner, error) {
-	db := rep.Stores[store]
+	db := rep.stores[store]
 	if db == nil || rep.topo == nil {
 		return nil, nil, fmt.Errorf("store %s: not on task %d's replica", store, rep.Task)
 	}

@@ -60,7 +60,8 @@
 // PeerFailureMemory (route.go). A lookup of actives only has no one else
 // to ask and waits up to ForwardTimeout.
 //
-// At most one hop: a forwarded request is answered from the receiver's own
+// At most one hop: a forwarded request (one marked Rackstream-Forwarded-By,
+// whatever the authentication) is answered from the receiver's own
 // replica or refused, never forwarded again. A response carries "position",
 // the store's checkpoint for that task (the next changelog offset), so that
 // a client switching replicas can pass min_position and never read
@@ -80,10 +81,10 @@
 // HMAC-SHA256 under a key derived from the token, over the method, path,
 // query, placement generation, signing time, sender and receiver (hop.go),
 // and the receiver accepts it within ±30 s of its own clock. Only a hop whose
-// signature verifies is a peer's: it is answered locally and its scan
-// bounds may be as long as stored keys. HeaderForwardedBy without a valid
-// signature is ignored, and with no token configured no hop is
-// authenticated: every request is then a client's. Over HTTPS peers are
+// signature verifies is a peer's: its scan bounds may be as long as stored
+// keys. HeaderForwardedBy without a valid signature grants nothing, and with
+// no token configured no hop is authenticated: every request is then a
+// client's. The marker still keeps the request local, as any hop. Over HTTPS peers are
 // verified with http.tls.ca, never skipped, and an instance presents its
 // own certificate to them.
 //
@@ -106,7 +107,10 @@
 // A scan asks each instance once for all the tasks it answers for (a
 // bitmap of task ids when they are many), merges their pages in key order
 // and continues strictly after the page's last key, so that every key is
-// returned exactly once across pages.
+// returned exactly once across pages. That key travels to peers in a
+// cursor, never in from: a stored key may be longer than a request's
+// bounds may be (MaxKeyBytes). A scan a peer refuses as it is (400), or
+// one too long to forward, is a 400: it can never succeed.
 //
 // /v1/metadata is assignor.Metadata, the document's one definition: the
 // placement of the current generation, the same on every instance, and a

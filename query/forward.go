@@ -76,9 +76,10 @@ func (e *forwardError) words() string {
 
 // forward sends a GET for escapedPath?rawQuery to member as a signed hop
 // (hop.go), within timeout. At most Options.MaxForwards forwards wait for
-// peers at once; beyond that it fails at once. A member whose endpoint is
-// not host:port (internal/endpoint) is never dialled: a member must not
-// steer the URL, nor receive a request it was not meant to.
+// peers at once, and of them at most half scans (takeSlot); beyond that it
+// fails at once. A member whose endpoint is not host:port
+// (internal/endpoint) is never dialled: a member must not steer the URL,
+// nor receive a request it was not meant to.
 func (s *Server) forward(ctx context.Context, route string, m balancer.Member, gen int32, escapedPath, rawQuery string, timeout time.Duration) (peerAnswer, error) {
 	if err := endpoint.Validate(m.Endpoint); err != nil {
 		s.met.forwards.WithLabelValues(route, resultBadEndpoint).Inc()
@@ -88,16 +89,14 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 		}
 		return peerAnswer{}, &forwardError{member: m.ProcessID, kind: forwardNoEndpoint, err: err, self: s.rt.Self()}
 	}
-	select {
-	case s.forwards <- struct{}{}:
-	default:
+	release, err := s.takeSlot(route)
+	if err != nil {
 		s.met.forwards.WithLabelValues(route, resultRejected).Inc()
-		return peerAnswer{}, &forwardError{member: m.ProcessID, kind: forwardBusy, self: s.rt.Self(),
-			err: fmt.Errorf("too many forwarded requests in flight (%d)", cap(s.forwards))}
+		return peerAnswer{}, &forwardError{member: m.ProcessID, kind: forwardBusy, self: s.rt.Self(), err: err}
 	}
 	s.met.inFlight.Inc()
 	defer func() {
-		<-s.forwards
+		release()
 		s.met.inFlight.Dec()
 	}()
 
@@ -150,6 +149,36 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 	}
 	s.met.forwards.WithLabelValues(route, resultOK).Inc()
 	return peerAnswer{code: resp.StatusCode, body: body, retryAfter: resp.Header.Get("Retry-After")}, nil
+}
+
+// takeSlot takes a forward slot for route without waiting, and returns
+// the func that gives it back. A scan takes one of the scan slots (half of
+// MaxForwards, at least one) as well: a scan's page can take a peer long
+// to read, and however many scans wait on peers, lookups and status
+// requests still find a slot.
+func (s *Server) takeSlot(route string) (release func(), err error) {
+	scan := route == routeScan
+	if scan {
+		select {
+		case s.scans <- struct{}{}:
+		default:
+			return nil, fmt.Errorf("too many forwarded scans in flight (%d)", cap(s.scans))
+		}
+	}
+	select {
+	case s.forwards <- struct{}{}:
+	default:
+		if scan {
+			<-s.scans
+		}
+		return nil, fmt.Errorf("too many forwarded requests in flight (%d)", cap(s.forwards))
+	}
+	return func() {
+		<-s.forwards
+		if scan {
+			<-s.scans
+		}
+	}, nil
 }
 
 // repeatLogEvery spaces the logged failures of one kind about one thing

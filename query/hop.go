@@ -18,12 +18,14 @@ import (
 // hopWindow: the key stays secret, and a replayed request is a read-only GET
 // that returns what the original did.
 //
-// Only a hop whose signature verifies gets peer treatment: it is answered
-// from the receiver's own replicas (never forwarded again) and its keys may
-// be as long as stored keys are (forwardedMaxKey). A request that merely
-// carries HeaderForwardedBy is a client's, whatever it claims. Without a
-// token there is no key, so no hop is authenticated and every request is a
-// client's.
+// Every request that carries HeaderForwardedBy, signed or not, is answered
+// from the receiver's own replicas, never forwarded again: the marker only
+// narrows what a request may do, so at most one hop holds under any
+// authentication, even with stale placements. Only a hop whose signature
+// verifies gets a peer's privilege: keys as long as stored keys are
+// (forwardedMaxKey). A request that merely carries the marker is otherwise
+// a client's, whatever it claims. Without a token there is no key, so no
+// hop is authenticated and every request is a client's.
 
 // Headers of a signed hop, besides HeaderForwardedBy and HeaderGeneration.
 const (

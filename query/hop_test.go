@@ -2,14 +2,17 @@ package query
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
@@ -154,8 +157,9 @@ func TestAMemberWithAnInvalidEndpointGetsNoForwardedRequests(t *testing.T) {
 }
 
 // A client's Rackstream-Forwarded-By header without a valid signature gets
-// no peer treatment: it is forwarded like any request, and its keys have the
-// client limit. With no token, no hop is authenticated at all.
+// no peer treatment: its keys have the client limit. The marker still
+// narrows what it may do: it is answered locally, never forwarded. With no
+// token, no hop is authenticated at all.
 func TestAClientPosingAsAPeerGetsNoPeerTreatment(t *testing.T) {
 	for _, token := range []string{"tok", ""} {
 		t.Run("token="+token, func(t *testing.T) {
@@ -170,8 +174,9 @@ func TestAClientPosingAsAPeerGetsNoPeerTreatment(t *testing.T) {
 				r.Header.Set(HeaderForwardedBy, "n9")
 				r.Header.Set(HeaderGeneration, "7")
 			}
-			// Forwarded to the owner, not answered locally.
-			if a := c.do(other, keyPath(storeCounts, key), pose); a.code != http.StatusOK || a.json["served_by"] != c.owner(key).id {
+			// Answered locally, not forwarded to the owner.
+			notHere := other.id + " holds no replica of task"
+			if a := c.do(other, keyPath(storeCounts, key), pose); a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), notHere) {
 				t.Errorf("lookup through a non-owner: %s", a)
 			}
 			// The client's key limit, not a peer's.
@@ -188,8 +193,11 @@ func TestAClientPosingAsAPeerGetsNoPeerTreatment(t *testing.T) {
 				r.Header.Set(HeaderForwardTime, "1700000000")
 				r.Header.Set(HeaderForwardSignature, "AAAA")
 			}
-			if a := c.do(other, keyPath(storeCounts, key), forged); a.code != http.StatusOK || a.json["served_by"] != c.owner(key).id {
+			if a := c.do(other, keyPath(storeCounts, key), forged); a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), notHere) {
 				t.Errorf("forged signature with the bearer token: %s", a)
+			}
+			if a := c.do(c.owner(key), "/v1/stores/counts/scan?from="+long, forged); a.code != http.StatusBadRequest || !strings.Contains(a.errMsg(), "the limit is 4096") {
+				t.Errorf("scan from a long key, forged signature: %s", a)
 			}
 		})
 	}
@@ -268,5 +276,75 @@ func TestHopMACSeparatesItsFields(t *testing.T) {
 	}
 	if !bytes.Equal(base.mac(key), base.mac(hopKey("tok"))) || hopKey("") != nil {
 		t.Error("the MAC is not a function of the token and the hop alone")
+	}
+}
+
+// staleLoop gives each of c's two nodes a placement in which the other
+// holds key's task, and neither a replica of it: placements as stale as
+// they get, where a request forwarded again would bounce between them.
+func (c *cluster) staleLoop(key []byte) {
+	task := c.task(key)
+	for i, n := range c.nodes {
+		p := *c.p
+		p.Tasks = slices.Clone(p.Tasks)
+		p.Tasks[task] = balancer.Replicas{Active: 1 - i}
+		n.rt.mu.Lock()
+		n.rt.p = &p
+		for _, reps := range n.rt.reps {
+			delete(reps, task)
+		}
+		n.rt.mu.Unlock()
+	}
+}
+
+// A request that arrived as a hop is answered locally or refused, never
+// forwarded again, whatever the authentication: with no token there is no
+// hop key, and the marker alone must still stop a second hop (it only
+// narrows what the request may do).
+func TestAHopIsNeverForwardedAgainWhateverTheAuthentication(t *testing.T) {
+	ca := newTestCA(t, "cluster")
+	leaf := ca.leaf(t, 60)
+	for _, tc := range []struct {
+		name string
+		co   clusterOpts
+	}{
+		{"http.auth=none", clusterOpts{}},
+		{"mTLS only", clusterOpts{
+			tls: func(i int) (*tls.Config, *tls.Config) {
+				certFile, keyFile, caFile := ca.WriteFiles(t, t.TempDir(), int64(10+i))
+				srv, peer, err := LoadTLS(TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: ClientAuthRequire, ClientCA: caFile})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return srv, peer
+			},
+			client: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{leaf}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.co.members = 2
+			tc.co.tweak = func(_ int, o *Options) { o.MaxForwards = 4 }
+			c := newCluster(t, tc.co)
+			key := []byte("stale")
+			c.staleLoop(key)
+			first, second := c.nodes[0], c.nodes[1]
+			for _, path := range []string{keyPath(storeCounts, key), fmt.Sprintf("/v1/stores/counts/scan?tasks=%d", c.task(key))} {
+				a := c.get(first, path)
+				if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), second.id+" holds no replica of task") {
+					t.Errorf("%s through %s: %s, want 503 from %s, which holds no replica", path, first.id, a, second.id)
+				}
+			}
+			for _, n := range c.nodes {
+				want := 0.0
+				if n == first {
+					want = 1
+				}
+				for _, route := range []string{routeKeys, routeScan} {
+					if got := forwards(t, n, route, resultOK) + forwards(t, n, route, resultError) + forwards(t, n, route, resultRejected); got != want {
+						t.Errorf("%s forwarded %v %s requests, want %v", n.id, got, route, want)
+					}
+				}
+			}
+		})
 	}
 }

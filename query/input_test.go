@@ -116,6 +116,21 @@ func TestTokenGuardsEveryRouteButHealthAndReadiness(t *testing.T) {
 	}
 }
 
+func TestTheBearerSchemeIsCaseInsensitive(t *testing.T) {
+	c := newCluster(t, clusterOpts{token: "s3cret"})
+	n := c.nodes[0]
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR s3cret", "Bearer  s3cret"} {
+		if a := c.do(n, "/v1/status", func(r *http.Request) { r.Header.Set("Authorization", auth) }); a.code != http.StatusOK {
+			t.Errorf("Authorization: %s: %s", auth, a)
+		}
+	}
+	for _, auth := range []string{"bearer S3cret", "Basic s3cret", "Bearers3cret", "Bearer", "bearer s3cret s3cret"} {
+		if a := c.do(n, "/v1/status", func(r *http.Request) { r.Header.Set("Authorization", auth) }); a.code != http.StatusUnauthorized {
+			t.Errorf("Authorization: %s: %s, want 401", auth, a)
+		}
+	}
+}
+
 func TestInstancesWithDifferentTokensSayso(t *testing.T) {
 	c := newCluster(t, clusterOpts{token: "one", tweak: func(i int, o *Options) {
 		if i == 1 {

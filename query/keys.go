@@ -41,7 +41,9 @@ func taskFailure(task int32, code int, msg string) failure {
 	return failure{code: code, msg: msg, task: task}
 }
 
-// failures accumulates the candidates' failures into the final answer.
+// failures accumulates the candidates' failures into the final answer: a
+// request that can never succeed (400) first, then a replica behind
+// min_position (409), then one that may answer later (503).
 type failures []failure
 
 func (fs failures) answer() (int, string) {
@@ -50,6 +52,9 @@ func (fs failures) answer() (int, string) {
 	for i, f := range fs {
 		msgs[i] = f.msg
 		switch {
+		case f.code == http.StatusBadRequest:
+			code = http.StatusBadRequest
+		case code == http.StatusBadRequest:
 		case f.code == http.StatusConflict:
 			code = http.StatusConflict
 		case f.code == http.StatusServiceUnavailable && code != http.StatusConflict:
@@ -95,10 +100,10 @@ func candidates(p *balancer.Placement, self int, task int32, standbys bool) []ca
 	return out
 }
 
-// key answers GET /v1/stores/{store}/keys/{key}; peer is set for an
-// authenticated hop, which is answered from the local replica only. A
-// global store's key is read locally, whoever asks.
-func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
+// key answers GET /v1/stores/{store}/keys/{key}. A request that arrived as
+// a hop is answered from the local replica only. A global store's key is
+// read locally, whoever asks.
+func (s *Server) key(w *statusWriter, r *http.Request, o origin) {
 	name, escapedKey, err := parseStorePath(w.path)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
@@ -133,7 +138,7 @@ func (s *Server) key(w *statusWriter, r *http.Request, peer bool) {
 	task := s.opts.Partitioner.Partition(req.key, int32(len(p.Tasks)))
 	self := p.MemberIndex(s.rt.Self())
 
-	if peer {
+	if o.hop {
 		// One hop only: answer from the local replica or refuse.
 		if f := s.answerLocal(w, st, &req, task, p.Generation); f != nil {
 			s.failure(w, *f)
@@ -437,6 +442,9 @@ func peerFailure(c candidate, id string, a peerAnswer) failure {
 	switch a.code {
 	case http.StatusConflict, http.StatusInternalServerError:
 		f.code = a.code
+	case http.StatusBadRequest, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+		// The peer refuses the request as it is: asking again cannot help.
+		f.code = http.StatusBadRequest
 	case http.StatusUnauthorized:
 		f.code = http.StatusBadGateway
 		if body.Code != codeHopSignature && body.Code != codeHopExpired {

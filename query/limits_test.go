@@ -1,9 +1,11 @@
 package query
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,73 @@ func TestForwardsBeyondTheLimitAre503(t *testing.T) {
 	c.put(storeCounts, local, []byte("1"))
 	if a := c.get(c.nodes[0], keyPath(storeCounts, local)); a.code != http.StatusOK {
 		t.Errorf("local read: %s", a)
+	}
+}
+
+// Forwarded scans hold at most half the forward slots: with every slot a
+// scan may take held by scans a peer has not answered, a lookup still
+// forwards.
+func TestForwardedScansCannotStarveLookups(t *testing.T) {
+	// A peer that holds every scan until released and answers lookups.
+	release := make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAll := sync.OnceFunc(func() { close(release) })
+	peer := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/scan") {
+			<-release
+			writeJSON(w, http.StatusOK, map[string]any{"items": []any{}, "generation": 7})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"served_by": "peer"})
+	})}
+	go peer.Serve(ln)
+	defer peer.Close()
+	defer releaseAll()
+
+	const slots = 4
+	c := newCluster(t, clusterOpts{members: 2, tweak: func(_ int, o *Options) { o.MaxForwards = slots }})
+	key := c.repoint(c.nodes[0], 1, ln.Addr().String())
+	scan := fmt.Sprintf("/v1/stores/counts/scan?tasks=%d", c.task(key))
+	// Scans until one is refused: each either waits on the peer (one more
+	// forward in flight) or comes back refused.
+	scans := make(chan answer, slots+1)
+	held := 0
+	for refused := false; !refused; {
+		if held == slots {
+			t.Fatalf("%d scans hold every forward slot", held)
+		}
+		go func() { scans <- c.get(c.nodes[0], scan) }()
+		kafkatest.Eventually(t, 10*time.Second, "a scan forwarded or refused", func() bool {
+			if counter(t, c.nodes[0], "rackstream_http_forwards_in_flight", nil) == float64(held+1) {
+				held++
+				return true
+			}
+			select {
+			case a := <-scans:
+				if a.code != http.StatusServiceUnavailable || !strings.Contains(a.errMsg(), "too many forwarded scans in flight") {
+					t.Errorf("refused scan: %s", a)
+				}
+				refused = true
+				return true
+			default:
+				return false
+			}
+		})
+	}
+	if held != slots/2 {
+		t.Errorf("%d scans in flight when one was refused, want %d", held, slots/2)
+	}
+	if a := c.get(c.nodes[0], keyPath(storeCounts, key)); a.code != http.StatusOK || a.json["served_by"] != "peer" {
+		t.Errorf("lookup while scans hold their slots: %s", a)
+	}
+	releaseAll()
+	for range held {
+		if a := <-scans; a.code != http.StatusOK {
+			t.Errorf("held scan: %s", a)
+		}
 	}
 }
 

@@ -83,7 +83,9 @@ type Options struct {
 	// MaxScanLimit bounds a scan's page size [1000].
 	MaxScanLimit int
 	// MaxForwards bounds the forwarded requests awaiting a peer at once;
-	// beyond it requests that need a peer get 503 [256].
+	// beyond it requests that need a peer get 503 [256]. Forwarded scans
+	// hold at most half of them (at least one), so that scans cannot
+	// starve lookups.
 	MaxForwards int
 	// ForwardTimeout bounds one forwarded request [5s].
 	ForwardTimeout time.Duration

@@ -83,6 +83,11 @@ type scanRequest struct {
 	hasAfter           bool
 	start, end         []byte // the effective range [start, end), nil = open
 	startSet, endEmpty bool   // endEmpty: the range is empty
+	// floor is the start that from and the prefix set, without the
+	// cursor: at most MaxKeyBytes long, where the cursor's key may be as
+	// long as a stored key.
+	floor    []byte
+	floorSet bool
 }
 
 const defaultScanLimit = 100
@@ -161,6 +166,7 @@ func (r *scanRequest) bounds() {
 	if len(r.prefix) > 0 {
 		raise(r.prefix)
 	}
+	r.floor, r.floorSet = r.start, r.startSet
 	if r.hasAfter {
 		raise(append(slices.Clip(r.after), 0)) // the smallest key after it
 	}

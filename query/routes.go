@@ -32,15 +32,15 @@ func (s *Server) routes() {
 	for _, rt := range []struct {
 		path, name string
 		open       bool
-		h          func(w *statusWriter, r *http.Request, peer bool)
+		h          func(w *statusWriter, r *http.Request, o origin)
 	}{
-		{"/healthz", routeHealthz, true, func(w *statusWriter, _ *http.Request, _ bool) {
+		{"/healthz", routeHealthz, true, func(w *statusWriter, _ *http.Request, _ origin) {
 			writeJSON(w, http.StatusOK, map[string]any{"alive": true})
 		}},
-		{"/readyz", routeReadyz, true, func(w *statusWriter, _ *http.Request, _ bool) { s.readyz(w) }},
-		{"/metrics", routeMetrics, false, func(w *statusWriter, r *http.Request, _ bool) { s.metricsH.ServeHTTP(w, r) }},
-		{"/v1/metadata", routeMetadata, false, func(w *statusWriter, r *http.Request, _ bool) { s.metadata(w, r) }},
-		{"/v1/status", routeStatus, false, func(w *statusWriter, _ *http.Request, _ bool) {
+		{"/readyz", routeReadyz, true, func(w *statusWriter, _ *http.Request, _ origin) { s.readyz(w) }},
+		{"/metrics", routeMetrics, false, func(w *statusWriter, r *http.Request, _ origin) { s.metricsH.ServeHTTP(w, r) }},
+		{"/v1/metadata", routeMetadata, false, func(w *statusWriter, r *http.Request, _ origin) { s.metadata(w, r) }},
+		{"/v1/status", routeStatus, false, func(w *statusWriter, _ *http.Request, _ origin) {
 			writeJSON(w, http.StatusOK, s.localStatus())
 		}},
 		{"/v1/stores/{store}/keys/{key...}", routeKeys, false, s.key},
@@ -52,7 +52,7 @@ func (s *Server) routes() {
 	if s.opts.Profiling {
 		s.profileRoutes()
 	}
-	s.mux.HandleFunc("/", s.handler(routeUnknown, false, func(w *statusWriter, r *http.Request, _ bool) {
+	s.mux.HandleFunc("/", s.handler(routeUnknown, false, func(w *statusWriter, r *http.Request, _ origin) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.methodNotAllowed(w, r) // answered after authentication: the path exists for no method
 			return
@@ -74,12 +74,12 @@ func (s *Server) routes() {
 // symbol, whose POST form the read-only API refuses: profiles carry their
 // symbols.
 func (s *Server) profileRoutes() {
-	serve := func(h http.HandlerFunc) func(w *statusWriter, r *http.Request, _ bool) {
-		return func(w *statusWriter, r *http.Request, _ bool) { h(w, r) }
+	serve := func(h http.HandlerFunc) func(w *statusWriter, r *http.Request, _ origin) {
+		return func(w *statusWriter, r *http.Request, _ origin) { h(w, r) }
 	}
 	s.mux.HandleFunc("GET /debug/pprof/profile", s.handler(routeProfile, false, serve(pprof.Profile)))
 	s.mux.HandleFunc("GET /debug/pprof/trace", s.handler(routeProfile, false, serve(pprof.Trace)))
-	s.mux.HandleFunc("GET /debug/pprof/cmdline", s.handler(routeProfile, false, func(w *statusWriter, _ *http.Request, _ bool) {
+	s.mux.HandleFunc("GET /debug/pprof/cmdline", s.handler(routeProfile, false, func(w *statusWriter, _ *http.Request, _ origin) {
 		s.failCode(w, http.StatusNotFound, codeNoRoute, "the command line is not served: it may hold a secret")
 	}))
 	s.mux.HandleFunc("GET /debug/pprof/", s.handler(routeProfile, false, serve(pprof.Index)))
@@ -98,18 +98,18 @@ func (s *Server) refuseMethods(name string) http.HandlerFunc {
 
 // handler wraps a route's handler: it names the route for the metrics and,
 // unless the route is open, authenticates the request first.
-func (s *Server) handler(name string, open bool, h func(w *statusWriter, r *http.Request, peer bool)) http.HandlerFunc {
+func (s *Server) handler(name string, open bool, h func(w *statusWriter, r *http.Request, o origin)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sw := w.(*statusWriter)
 		sw.route = name
-		peer := false
+		var o origin
 		if !open {
 			var ok bool
-			if peer, ok = s.authenticate(sw, r); !ok {
+			if o, ok = s.authenticate(sw, r); !ok {
 				return
 			}
 		}
-		h(sw, r, peer)
+		h(sw, r, o)
 	}
 }
 

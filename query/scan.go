@@ -49,10 +49,10 @@ const forwardedMaxKey = 1 << 20
 // active (or, with max_lag, a standby, a local one first); the instances'
 // pages are merged. A key lives in one task, and a page continues strictly
 // after the previous page's last key, so every key is returned once across
-// pages. peer is set for an authenticated hop, which is answered from local
-// replicas only and may carry keys as long as stored ones. A global store
-// is scanned locally, whoever asks.
-func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
+// pages. A request that arrived as a hop is answered from local replicas
+// only; an authenticated one may carry keys as long as stored ones. A
+// global store is scanned locally, whoever asks.
+func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 	name, _, err := parseStorePath(w.path)
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
@@ -63,7 +63,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 		return
 	}
 	maxKey := s.opts.MaxKeyBytes
-	if peer {
+	if o.peer {
 		maxKey = forwardedMaxKey
 	}
 	req, err := parseScanRequest(name, r.URL.RawQuery, maxKey, s.opts.MaxScanLimit)
@@ -99,7 +99,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, peer bool) {
 		return
 	}
 
-	if peer {
+	if o.hop {
 		items, more, fails := s.scanLocal(st, &req, tasks)
 		if len(fails) > 0 {
 			code, msg := fails.answer()
@@ -348,16 +348,24 @@ func mergeItems(dst, a, b []scanItem, keep int) []scanItem {
 }
 
 // scanPeer asks member for tasks' page over the effective range, keys in
-// base64url so that any key survives the trip.
+// base64url so that any key survives the trip. The range travels as a peer
+// accepts it from any client: from and to, which come from the client's
+// bounds and so are within the key limit, and the page's last key in a
+// cursor, which has no key limit because a stored key has none. A request
+// that would not fit a peer's request line is a 400: it can never succeed.
 func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, req *scanRequest, tasks []int32, c candidate) ([]scanItem, bool, *failure) {
 	q := url.Values{}
 	q.Set("key_encoding", encodingBase64URL)
 	q.Set("limit", strconv.Itoa(req.limit))
-	if req.startSet {
-		q.Set("from", base64.RawURLEncoding.EncodeToString(req.start))
+	fwd := scanRequest{store: req.store, from: req.floor, hasFrom: req.floorSet, to: req.end, hasTo: req.end != nil, tasks: tasks}
+	if fwd.hasFrom {
+		q.Set("from", base64.RawURLEncoding.EncodeToString(fwd.from))
 	}
-	if req.end != nil {
-		q.Set("to", base64.RawURLEncoding.EncodeToString(req.end))
+	if fwd.hasTo {
+		q.Set("to", base64.RawURLEncoding.EncodeToString(fwd.to))
+	}
+	if req.hasAfter {
+		q.Set("cursor", encodeCursor(fwd.identity(), req.after))
 	}
 	if req.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
@@ -367,7 +375,13 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	}
 	q.Set("tasks", formatTasks(tasks))
 	m := p.Members[member]
-	a, err := s.forward(r.Context(), routeScan, m, p.Generation, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode(), s.opts.ForwardTimeout)
+	path, rawQuery := "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode()
+	if n := len(path) + 1 + len(rawQuery); n > s.opts.MaxHeaderBytes {
+		return nil, false, &failure{code: http.StatusBadRequest, msg: fmt.Sprintf(
+			"the scan is too long to forward to %s %s: its bounds and cursor make a request line of %d bytes, over the limit of %d",
+			c.role, m.ProcessID, n, s.opts.MaxHeaderBytes)}
+	}
+	a, err := s.forward(r.Context(), routeScan, m, p.Generation, path, rawQuery, s.opts.ForwardTimeout)
 	if err != nil {
 		f := forwardFailure(c, err)
 		return nil, false, &f

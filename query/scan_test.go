@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -215,5 +216,69 @@ func TestScanOfAValueTheCodecCannotDecodeIs500NamingTheKey(t *testing.T) {
 	// A page that stops before the bad value is fine.
 	if a := c.get(c.nodes[0], "/v1/stores/counts/scan?to=g"); a.code != http.StatusOK {
 		t.Errorf("page before the bad value: %s", a)
+	}
+}
+
+// A stored key may be longer than a request's key limit (MaxKeyBytes): a
+// scan pages past it through every instance, whichever instance holds the
+// keys after it, and a cursor that names such a key is accepted.
+func TestScanPagesPastKeysLongerThanTheRequestLimit(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	var want []string
+	for i := range 12 {
+		k := fmt.Sprintf("k%02d", i)
+		if i%3 == 1 {
+			k += strings.Repeat("x", 5000+i)
+		}
+		c.put(storeCounts, []byte(k), []byte(fmt.Sprint(i)))
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	for _, n := range c.nodes {
+		for _, q := range []string{"limit=1", "limit=2", "limit=5&prefix=k", "limit=1&from=k01&to=k10", "limit=1&max_lag=0"} {
+			keys, _, _ := c.scanAll(n, storeCounts, q, false)
+			w := want
+			if strings.Contains(q, "from=") {
+				w = want[1:10]
+			}
+			if !slices.Equal(keys, w) {
+				t.Errorf("%s via %s: got %d keys, want %d", q, n.id, len(keys), len(w))
+			}
+		}
+	}
+	// A cursor past every key, naming a key longer than any bound a
+	// request may carry: an empty last page, not a 503.
+	cur := encodeCursor((&scanRequest{store: storeCounts}).identity(), []byte("k99"+strings.Repeat("z", 8000)))
+	if a := c.get(c.nodes[0], "/v1/stores/counts/scan?cursor="+cur); a.code != http.StatusOK || len(a.json["items"].([]any)) != 0 {
+		t.Errorf("cursor past every key: %s", a)
+	}
+}
+
+// A scan whose bounds and cursor, forwarded, would not fit a peer's request
+// line can never succeed: 400, not 503 with Retry-After.
+func TestAScanTooLongToForwardIs400(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	prefix := strings.Repeat("p", 4096)
+	cur := encodeCursor((&scanRequest{store: storeCounts, prefix: []byte(prefix)}).identity(), []byte(prefix+strings.Repeat("q", 3000)))
+	a := c.get(c.nodes[0], "/v1/stores/counts/scan?prefix="+prefix+"&cursor="+cur)
+	if a.code != http.StatusBadRequest || !strings.Contains(a.errMsg(), "too long to forward") || a.header.Get("Retry-After") != "" {
+		t.Errorf("%.300s", a)
+	}
+}
+
+// A peer that refuses a forwarded scan as it is (400, or a request line
+// too long) will refuse it again: 400, not 503 with Retry-After.
+func TestAScanAPeerRefusesIs400(t *testing.T) {
+	for _, code := range []int{http.StatusBadRequest, http.StatusRequestHeaderFieldsTooLarge} {
+		peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, code, errorBody{Error: "refused", Code: "bad_request"})
+		}))
+		defer peer.Close()
+		c := newCluster(t, clusterOpts{members: 2})
+		key := c.repoint(c.nodes[0], 1, peer.Listener.Addr().String())
+		a := c.get(c.nodes[0], fmt.Sprintf("/v1/stores/counts/scan?tasks=%d", c.task(key)))
+		if a.code != http.StatusBadRequest || !strings.Contains(a.errMsg(), fmt.Sprintf("answered %d", code)) || a.header.Get("Retry-After") != "" {
+			t.Errorf("peer answering %d: %s", code, a)
+		}
 	}
 }

@@ -24,9 +24,9 @@ import (
 // Headers between instances.
 const (
 	// HeaderForwardedBy marks a request forwarded by a peer (its process
-	// id). A forwarded request whose hop signature verifies (hop.go) is
-	// answered locally or refused, never forwarded again: at most one hop,
-	// no loops. Without a valid signature the header is ignored.
+	// id). A request that carries it, signed or not, is answered locally
+	// or refused, never forwarded again: at most one hop, no loops. Only a
+	// hop whose signature verifies (hop.go) gets a peer's key limits.
 	HeaderForwardedBy = "Rackstream-Forwarded-By"
 	// HeaderGeneration carries the forwarding instance's placement
 	// generation, for diagnostics; the hop signature covers it.
@@ -48,6 +48,7 @@ type Server struct {
 	peers      *http.Client
 	scheme     string
 	forwards   chan struct{} // a slot per forward in flight
+	scans      chan struct{} // a slot per forwarded scan in flight, which also holds one of forwards
 	retryAfter string
 	token      []byte
 	tokenSum   [sha256.Size]byte
@@ -86,6 +87,7 @@ func New(opts Options) (*Server, error) {
 		log:        opts.Logger,
 		scheme:     "http",
 		forwards:   make(chan struct{}, opts.MaxForwards),
+		scans:      make(chan struct{}, max(1, opts.MaxForwards/2)),
 		retryAfter: strconv.Itoa(max(1, int((opts.RetryAfter+time.Second-1)/time.Second))),
 	}
 	names := make([]string, 0, len(opts.Stores))
@@ -102,7 +104,7 @@ func New(opts Options) (*Server, error) {
 	slices.Sort(names)
 	s.storeNames = strings.Join(names, ", ")
 	if opts.AuthToken != "" {
-		s.token = []byte("Bearer " + opts.AuthToken)
+		s.token = []byte(opts.AuthToken)
 		s.tokenSum = sha256.Sum256(s.token)
 		s.hopKey = hopKey(opts.AuthToken)
 	}
@@ -183,17 +185,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.met.latency.WithLabelValues(rw.route).Observe(time.Since(start).Seconds())
 }
 
+// origin is where an authenticated request comes from, as far as
+// forwarding goes.
+type origin struct {
+	// hop: it arrived as a hop (HeaderForwardedBy, signed or not), and is
+	// answered from local replicas or refused, never forwarded again. A
+	// marker can only narrow what a request may do, so none is trusted for
+	// this.
+	hop bool
+	// peer: its hop signature verifies, and its scan bounds have a peer's
+	// limit (forwardedMaxKey). Implies hop.
+	peer bool
+}
+
 // authenticate answers 401 and returns false unless r carries the bearer
-// token or is an authenticated hop; peer is set for the latter. A peer is
-// a request whose hop signature verifies; anything else is a client's,
-// whatever its headers claim, and needs the bearer token.
-func (s *Server) authenticate(w *statusWriter, r *http.Request) (peer, ok bool) {
+// token or is an authenticated hop. A peer is a request whose hop
+// signature verifies; anything else is a client's, whatever its headers
+// claim, and needs the bearer token. Either may have arrived as a hop.
+func (s *Server) authenticate(w *statusWriter, r *http.Request) (origin, bool) {
 	hc := checkHop(r, s.hopKey, s.rt.Self(), time.Now())
 	if hc == hopValid {
-		return true, true
+		return origin{hop: true, peer: true}, true
 	}
 	if s.authorized(r) {
-		return false, true
+		return origin{hop: r.Header.Get(HeaderForwardedBy) != ""}, true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="rackstream"`)
 	switch {
@@ -206,18 +221,22 @@ func (s *Server) authenticate(w *statusWriter, r *http.Request) (peer, ok bool) 
 	default:
 		s.failCode(w, http.StatusUnauthorized, codeWrongToken, "wrong bearer token")
 	}
-	return false, false
+	return origin{}, false
 }
 
-// authorized compares the token in constant time. It compares digests:
+// authorized reports whether r carries the token in the Bearer scheme,
+// whose name is case-insensitive as every HTTP authentication scheme's
+// (RFC 9110 §11.1). It compares digests in constant time:
 // subtle.ConstantTimeCompare returns at once on a length mismatch, which
 // would reveal the token's length.
 func (s *Server) authorized(r *http.Request) bool {
 	if s.token == nil {
 		return true
 	}
-	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	ok := strings.EqualFold(scheme, "Bearer")
+	got := sha256.Sum256([]byte(strings.TrimLeft(token, " ")))
+	return subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) == 1 && ok
 }
 
 func (s *Server) readyz(w *statusWriter) {

@@ -1,11 +1,13 @@
 package query
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/rackstream/rackstream/internal/boundedread"
 )
 
 // Client certificate policies (http.tls.client.auth).
@@ -62,7 +64,15 @@ func LoadTLS(f TLSFiles) (server, peer *tls.Config, err error) {
 	case auth != tls.NoClientCert && f.ClientCA == "":
 		return nil, nil, fmt.Errorf("http.tls.client.auth=%s needs http.tls.client.ca, the CA that signs clients' certificates", f.ClientAuth)
 	}
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	certPEM, err := readFile("http.tls.cert", f.Cert)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := readFile("http.tls.key", f.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load http.tls.cert %s and http.tls.key %s: %w", f.Cert, f.Key, err)
 	}
@@ -84,11 +94,23 @@ func LoadTLS(f TLSFiles) (server, peer *tls.Config, err error) {
 	return server, peer, nil
 }
 
-// loadPool reads a PEM bundle of CA certificates named by key.
-func loadPool(key, file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+// readFile reads the file that key names through the configuration's
+// bounded reader: a FIFO or a device is refused before a byte is read,
+// so the read never blocks, and a file past boundedread.CredentialFile is
+// refused too.
+func readFile(key, file string) ([]byte, error) {
+	data, err := boundedread.ReadRegularFile(context.Background(), file, boundedread.CredentialFile)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// loadPool reads a PEM bundle of CA certificates named by key.
+func loadPool(key, file string) (*x509.CertPool, error) {
+	pem, err := readFile(key, file)
+	if err != nil {
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rackstream/rackstream/harness/badfiles"
 )
 
 // testCA is a certificate authority made in the test.
@@ -178,10 +180,40 @@ func TestLoadTLSReadsTheConfiguredFiles(t *testing.T) {
 		{certFile, "", "", "must be set together"},
 		{certFile, keyFile, filepath.Join(dir, "missing.pem"), "read http.tls.ca"},
 		{certFile, keyFile, keyFile, "no PEM certificate found"},
-		{filepath.Join(dir, "nope"), keyFile, "", "load http.tls.cert"},
+		{filepath.Join(dir, "nope"), keyFile, "", "read http.tls.cert"},
 	} {
 		if _, _, err := LoadTLS(TLSFiles{Cert: tc.cert, Key: tc.key, CA: tc.ca}); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("LoadTLS(%q, %q, %q) = %v, want %q", tc.cert, tc.key, tc.ca, err, tc.msg)
+		}
+	}
+}
+
+// TestLoadTLSReadsEachFileWithABound: every http.tls file is read with a
+// size limit, and a FIFO or a device is refused before a byte is read, so
+// that a mistaken path can neither hang start-up nor exhaust memory. The
+// error names the key and the file.
+func TestLoadTLSReadsEachFileWithABound(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, caFile := newTestCA(t, "ca").WriteFiles(t, dir, 2)
+	valid := func() TLSFiles {
+		return TLSFiles{Cert: certFile, Key: keyFile, CA: caFile, ClientAuth: ClientAuthRequire, ClientCA: caFile}
+	}
+	for _, f := range []struct {
+		key string
+		set func(*TLSFiles, string)
+	}{
+		{"http.tls.cert", func(f *TLSFiles, p string) { f.Cert = p }},
+		{"http.tls.key", func(f *TLSFiles, p string) { f.Key = p }},
+		{"http.tls.ca", func(f *TLSFiles, p string) { f.CA = p }},
+		{"http.tls.client.ca", func(f *TLSFiles, p string) { f.ClientCA = p }},
+	} {
+		for _, bad := range badfiles.CredentialFiles(t) {
+			files := valid()
+			f.set(&files, bad.Path)
+			bad.Check(t, f.key, func() error {
+				_, _, err := LoadTLS(files)
+				return err
+			})
 		}
 	}
 }

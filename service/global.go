@@ -3,8 +3,8 @@ package service
 import (
 	"fmt"
 
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"
-	"github.com/rackstream/rackstream/table"
 )
 
 // globalReplica is this instance's copy of a global table as the query
@@ -17,7 +17,7 @@ import (
 // "at least as new as an answer that carried it", from this instance.
 type globalReplica struct {
 	name string
-	rd   *table.Mirror
+	rd   *processor.GlobalView
 }
 
 func (g globalReplica) Status() query.ReplicaStatus {

@@ -7,12 +7,11 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"
-	"github.com/rackstream/rackstream/state"
 )
 
 // What each read isolation returns, through this adapter:
 //
-//   - committed: the store's committed LevelDB state (state.CommittedView):
+//   - committed: the store's committed LevelDB state (processor.StoreView):
 //     what the task's last commit wrote, or, on a standby, what it has
 //     applied of the changelog.
 //   - latest (at-least-once): the task's latest processed state
@@ -28,9 +27,9 @@ import (
 // the value read next is at least that new (a latest value may be newer,
 // and is not durable until the next commit).
 //
-// Every read checks the store's health first (state.DB.Err): a store
-// whose task failed (a LevelDB error, a changelog produce error) answers an
-// error, never its possibly stale data, and its status is idle.
+// Every read checks the store's health first (processor.StoreView.Err): a
+// store whose task failed (a LevelDB error, a changelog produce error)
+// answers an error, never its possibly stale data, and its status is idle.
 
 // Replica returns this instance's replica of store for task, with the role
 // the runtime reports for the task when the request arrived.
@@ -39,11 +38,15 @@ func (a runtimeAdapter) Replica(store string, task int32) query.ReplicaView {
 	if !ok {
 		return nil
 	}
-	s := rep.Stores[store]
+	s := rep.Store(store)
 	if s == nil {
 		return nil
 	}
-	return storeReplica{role: rep.Role, s: s, fresh: rep.Fresh(store)}
+	r := storeReplica{role: rep.Role, s: s}
+	if f := rep.Fresh(store); f != nil {
+		r.fresh = f
+	}
+	return r
 }
 
 func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
@@ -53,19 +56,37 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 		if !ok {
 			continue
 		}
-		for _, s := range rep.Stores {
-			out = append(out, storeReplica{role: rep.Role, s: s}.Status())
+		for _, name := range rep.Stores() {
+			out = append(out, storeReplica{role: rep.Role, s: rep.Store(name)}.Status())
 		}
 	}
 	return out
 }
 
+// committedReader is what the adapter reads of one store at its committed
+// state, with its health and position (processor.StoreView).
+type committedReader interface {
+	Name() string
+	Task() int32
+	Checkpoint() int64
+	Lag() int64
+	Err() error
+	rangeReader
+}
+
+// rangeReader reads a store's keys (processor.StoreView at the committed
+// state, processor.FreshView at the latest).
+type rangeReader interface {
+	Get(key []byte) (value []byte, found bool, err error)
+	Scan(start, end []byte, fn func(key, value []byte) bool) error
+}
+
 // storeReplica is one store of a local task as the query server reads it:
-// through its read-only View, after checking its health.
+// through its read-only views, after checking its health.
 type storeReplica struct {
-	role  state.Role // the task's role when the request arrived
-	s     *state.DB
-	fresh *processor.FreshView // latest reads; nil: committed only
+	role  processor.Role // the task's role when the request arrived
+	s     committedReader
+	fresh rangeReader // latest reads; nil: committed only
 }
 
 func (r storeReplica) Status() query.ReplicaStatus {
@@ -74,14 +95,14 @@ func (r storeReplica) Status() query.ReplicaStatus {
 	case r.s.Err() != nil:
 		// The error itself is the runtime's to log; clients see words.
 		st.Role, st.Reason = query.RoleIdle, "the task has failed"
-	case r.role == state.RoleActive:
+	case r.role == processor.RoleActive:
 		st.Role = query.RoleActive
-	case r.role == state.RoleStandby:
+	case r.role == processor.RoleStandby:
 		st.Role = query.RoleStandby
-	case r.role == state.RoleRestoring:
+	case r.role == processor.RoleRestoring:
 		st.Role, st.Reason = query.RoleRestoring, "restoring from the changelog"
 	default:
-		st.Role, st.Reason = query.RoleIdle, "task is "+r.role.String()
+		st.Role, st.Reason = query.RoleIdle, "task is "+string(r.role)
 	}
 	return st
 }
@@ -105,7 +126,7 @@ func (r storeReplica) Get(key []byte, iso query.Isolation) ([]byte, bool, int64,
 		v, found, err := r.fresh.Get(key)
 		return v, found, pos, err
 	}
-	v, found, err := r.s.View().Get(key)
+	v, found, err := r.s.Get(key)
 	return v, found, pos, err
 }
 
@@ -117,7 +138,7 @@ func (r storeReplica) Scan(start, end []byte, iso query.Isolation, fn func(key, 
 	if iso == query.IsolationLatest && r.fresh != nil {
 		return pos, r.fresh.Scan(start, end, fn)
 	}
-	return pos, r.s.View().Scan(start, end, fn)
+	return pos, r.s.Scan(start, end, fn)
 }
 
 // assignmentSettings are the instance's own settings that shape a plan,

@@ -49,6 +49,18 @@ func (w fullDiskWriter) Write(p []byte) (int, error) {
 	return w.Writer.Write(p)
 }
 
+// committed reads a store at its committed state, as processor.StoreView
+// does for the runtime's replicas.
+type committed struct{ *state.DB }
+
+func (c committed) Get(key []byte) ([]byte, bool, error) { return c.View().Get(key) }
+func (c committed) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	return c.View().Scan(start, end, fn)
+}
+
+// roleOf is the processor.Role of task's stores: the two spell roles alike.
+func roleOf(task *state.Task) processor.Role { return processor.Role(task.Role().String()) }
+
 // standbyStore opens task 1 of a store "counts" whose changelog holds
 // b=2, a=1, c=3 and a tombstone of c, restored and tailing as a standby.
 func standbyStore(t *testing.T, full *atomic.Bool) (*state.Task, func(...*kgo.Record)) {
@@ -86,7 +98,7 @@ func standbyStore(t *testing.T, full *atomic.Bool) (*state.Task, func(...*kgo.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := (storeReplica{role: task.Role(), s: task.Store("counts")}).Status(); st.Role != query.RoleIdle || st.Reason != "task is idle" {
+	if st := (storeReplica{role: roleOf(task), s: committed{task.Store("counts")}}).Status(); st.Role != query.RoleIdle || st.Reason != "task is idle" {
 		t.Errorf("idle task: %+v", st)
 	}
 	if err := task.Restore(ctx); err != nil {
@@ -104,8 +116,7 @@ func standbyStore(t *testing.T, full *atomic.Bool) (*state.Task, func(...*kgo.Re
 func TestStoreReplicaReadsCommittedStoreData(t *testing.T) {
 	task, _ := standbyStore(t, new(atomic.Bool))
 	s := task.Store("counts")
-	fresh := processor.Replica{Task: task.ID(), Role: task.Role(), Stores: map[string]*state.DB{"counts": s}}.Fresh("counts")
-	rep := storeReplica{role: task.Role(), s: s, fresh: fresh}
+	rep := storeReplica{role: roleOf(task), s: committed{s}, fresh: s.Latest()}
 	if st := rep.Status(); st.Role != query.RoleStandby || st.Task != 1 || st.Store != "counts" || st.Position != 4 {
 		t.Errorf("standby status: %+v", st)
 	}
@@ -125,7 +136,7 @@ func TestStoreReplicaReadsCommittedStoreData(t *testing.T) {
 			t.Errorf("%s: scan: %q", iso, keys)
 		}
 	}
-	if st := (storeReplica{role: state.RoleRestoring, s: task.Store("counts")}).Status(); st.Role != query.RoleRestoring || st.Reason == "" {
+	if st := (storeReplica{role: processor.RoleRestoring, s: committed{task.Store("counts")}}).Status(); st.Role != query.RoleRestoring || st.Reason == "" {
 		t.Errorf("restoring snapshot: %+v", st)
 	}
 }
@@ -149,7 +160,7 @@ func TestAFailedStoreAnswersAnError(t *testing.T) {
 		t.Fatalf("LevelDB itself no longer answers (%v): the test shows nothing", err)
 	}
 
-	rep := storeReplica{role: task.Role(), s: s}
+	rep := storeReplica{role: roleOf(task), s: committed{s}}
 	if st := rep.Status(); st.Role != query.RoleIdle || st.Reason != "the task has failed" {
 		t.Errorf("status of a failed store: %+v", st)
 	}

@@ -20,10 +20,10 @@ import (
 )
 
 // BenchmarkRestore measures restoring one changelog partition of
-// STATE_BENCH_RECORDS records [1,000,000] with 16-byte random keys and
-// 100-byte values, beside its two ceilings: a plain franz-go consumer reading
-// the same partition and discarding it, and goleveldb loading the same
-// records in batches with no Kafka. It runs against kfake, or against the
+// STATE_BENCH_RECORDS records [1,000,000], with 16-byte random keys and
+// 100-byte values. It runs beside its two ceilings. One is a plain
+// franz-go consumer reading the same partition and discarding it. The
+// other is goleveldb loading the same records in batches, with no Kafka. It runs against kfake, or against the
 // real broker when RACKSTREAM_TEST_BROKERS is set. Use -benchtime=1x (or
 // 3x): one iteration restores the whole partition.
 //
@@ -229,10 +229,10 @@ func produceBenchRecords(b *testing.B, e *env, topic string, n int) {
 	}
 }
 
-// peakHeap is what samplePeakHeap saw: base is the live heap before the
-// run, peak the largest heap (live objects and garbage not yet swept), and
-// live the largest live heap the garbage collector marked during the run
-// (runtime/metrics /gc/heap/live:bytes): the memory the run held on to.
+// peakHeap is what samplePeakHeap saw. base is the live heap before the
+// run. peak is the largest heap: live objects and garbage not yet swept.
+// live is the largest live heap the garbage collector marked during the
+// run (runtime/metrics /gc/heap/live:bytes): the memory the run held on to.
 type peakHeap struct{ base, peak, live uint64 }
 
 // samplePeakHeap records into p, until the returned func is called, the
@@ -274,9 +274,9 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkActiveWrite measures the active write path per record: Put into
-// the write buffer and the changelog producer, with a Flush and Commit every
-// 1000 records, against kfake (or the real broker). allocs/op includes the
-// producer's own.
+// the write buffer and the changelog producer, with a Flush and Commit
+// every 1000 records. It runs against kfake, or the real broker.
+// allocs/op includes the producer's own.
 func BenchmarkActiveWrite(b *testing.B) {
 	e := newEnv(b, 1, "s")
 	m := e.open(b.TempDir())

@@ -11,26 +11,24 @@ import (
 )
 
 // writeBuffer holds an active task's writes to one store since its last
-// commit: the latest value (or tombstone) of each key written. Commit
-// writes it to LevelDB in one batch with the checkpoint, Abort drops it.
+// commit: the latest value or tombstone of each key written. Commit writes
+// it to LevelDB in one batch with the checkpoint; Abort drops it.
 //
 // It is shaped for the per-record path, where a handler typically reads a
-// key and writes it back (a count, an aggregate): a hash index finds a key
-// in one map lookup for the Get and again for the Put, where a skiplist
-// (goleveldb's memdb, which this replaced) walked ~log2(n) keys with a
-// byte comparison each, twice per record and a third time at commit. Key
-// order is needed only by scans, which are rare on that path: the keys are
-// sorted when a scan asks, and only the ones written since the last sort
-// (sortKeys).
+// key and writes it back, as a count or an aggregate does. A hash index
+// finds the key in one map lookup for the Get and one for the Put; a
+// skiplist would compare about log2(n) keys each time. Only scans need key
+// order, and they are rare on that path. So sortKeys sorts the keys when a
+// scan asks, and only those written since the last sort.
 //
-// Keys and values live in one append-only arena; the index maps each key,
+// Keys and values live in one append-only arena. The index maps each key,
 // a string over the arena's bytes, to where its current value is. An
-// overwrite appends the new value and repoints the index, so bytes once
-// handed out are never changed until the buffer is reset (after a commit or
-// an abort): a reader holding slices of it (a latest scan on another
-// goroutine) stays valid as long as the buffer is not reset under it, which
-// latest.go's reader count ensures. When append moves the arena, the old
-// array stays alive through the strings and slices that point into it.
+// overwrite appends the new value and repoints the index. So bytes once
+// handed out never change until the buffer is reset, after a commit or an
+// abort. A reader holding slices of the buffer, such as a latest scan on
+// another goroutine, stays valid while the buffer is not reset under it;
+// latest.go's reader count ensures that. When append moves the arena, the
+// old array stays alive through the strings and slices that point into it.
 type writeBuffer struct {
 	// mu guards index, arena, vals and keys against readers on other
 	// goroutines (LatestView). The task's goroutine is the only writer: it
@@ -134,10 +132,10 @@ type keySpan struct {
 }
 
 // appendSorted appends the buffer's keys with their values' spans to dst,
-// in key order, for writing it to LevelDB in that order (batchSorter says
-// why). It reads the index and never reorders keys, so a commit writing a
+// in key order, to be written to LevelDB in that order (batchSorter says
+// why). It reads the index and never reorders keys. So a commit writing a
 // frozen buffer may call it while the task goroutine sorts that buffer's
-// keys for a scan (sortKeys): the index of a frozen buffer does not change.
+// keys for a scan: a frozen buffer's index does not change.
 func (b *writeBuffer) appendSorted(dst []keySpan) []keySpan {
 	n := len(dst)
 	for k, i := range b.index {
@@ -162,7 +160,7 @@ func (b *writeBuffer) reset() {
 
 // sortKeys puts keys in order: the keys added since the last sort are
 // sorted and merged into the sorted prefix, O(n + m log m) for m new keys.
-// Task goroutine only (it changes keys, under the lock).
+// Task goroutine only; it changes keys under the lock.
 func (b *writeBuffer) sortKeys() {
 	if b.sorted == len(b.keys) {
 		return
@@ -191,10 +189,10 @@ func (b *writeBuffer) sortKeys() {
 }
 
 // appendRange appends to dst the buffer's entries with keys in [start,
-// end) (nil bounds are open), in key order; their slices point into the
-// arena. The task goroutine calls it with sorted true after sortKeys; a
-// reader on another goroutine, which must not reorder keys, passes false
-// and the entries are sorted in dst.
+// end), in key order; nil bounds are open. Their slices point into the
+// arena. The task goroutine calls it with sorted true, after sortKeys. A
+// reader on another goroutine must not reorder keys: it passes false, and
+// the entries are sorted in dst.
 func (b *writeBuffer) appendRange(dst []Entry, start, end []byte, sorted bool) []Entry {
 	if !sorted {
 		b.mu.RLock()

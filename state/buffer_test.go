@@ -72,10 +72,10 @@ func TestWriteBufferHandsOutBytesThatLaterWritesLeaveAlone(t *testing.T) {
 	}
 }
 
-// TestWriteBufferMatchesAMapAndASortedScan is a property test: random
-// writes, deletes, scans and resets against a plain map; every range the
+// TestWriteBufferMatchesAMapAndASortedScan is a property test of random
+// writes, deletes, scans and resets against a plain map. Every range the
 // buffer returns, sorted by the task's path or by a reader's, is the map's
-// keys in range in order with their latest values.
+// keys in range, in order, with their latest values.
 func TestWriteBufferMatchesAMapAndASortedScan(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))

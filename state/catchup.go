@@ -12,27 +12,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Catching up: what a restoring store must reach (the changelog's end
-// offsets, read committed or not) and the catch-up that waits for it,
-// with the checks that decide whether a store's data can be continued
-// from the changelog at all. The apply path that feeds it is the
-// replicator's (replicator.go).
+// Catching up: what a restoring store must reach, the changelog's end
+// offsets, and the catch-up that waits for it. Also the checks that decide
+// whether a store's data can be continued from the changelog at all. The
+// replicator's apply path feeds the catch-up (replicator.go).
 
 // endOffsets returns, for t's stores, the log start offsets, the high
-// watermarks and the catch-up targets: the high watermarks, read
-// committed or not.
+// watermarks and the catch-up targets. The targets are the high
+// watermarks, read committed or not.
 //
-// Under read_committed the target is not the last stable offset: a
+// Under read_committed the target is not the last stable offset. A
 // transaction open on the changelog when the restore starts may still
-// commit, with the input offsets the new owner resumes from (an
-// exactly-once zombie frozen after its TxnOffsetCommit passed the group
-// generation check and before its EndTxn; a previous owner whose commit
-// markers are not written yet). Stopping before it would lose its
-// updates. With the high watermark as the target, the restore ends only
-// once every transaction open at its start has ended: committed, its
-// records applied; aborted, its records skipped and its marker passed.
-// That wait is bounded by the writer's transaction timeout; openTxn
-// reports the stores that start it, for the log.
+// commit, with the input offsets the new owner resumes from. Its writer
+// may be an exactly-once zombie, frozen between its TxnOffsetCommit and its
+// EndTxn. Or it is a previous owner whose commit markers are not written
+// yet. Stopping before such a transaction would lose its updates. With the
+// high watermark as the target, the restore ends only once every
+// transaction open at its start has ended. A committed one has its records
+// applied; an aborted one has its records skipped and its marker passed.
+// The writer's transaction timeout bounds that wait. openTxn reports the
+// stores that wait, for the log.
 func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, target map[*DB]int64, openTxn []*DB, err error) {
 	topics := make([]string, 0, len(t.stores))
 	for _, s := range t.stores {
@@ -40,8 +39,8 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 	}
 	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[*DB]int64, error) {
 		var lo kadm.ListedOffsets
-		// A topic created a moment ago may be unknown to cached metadata
-		// (ours or a broker's): retry that for a while.
+		// A topic created a moment ago may be unknown to cached metadata,
+		// ours or a broker's: retry that for a while.
 		err := retryUnknownTopic(ctx, func() error {
 			var err error
 			if lo, err = fn(ctx, topics...); err != nil {
@@ -51,8 +50,8 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 				r.cl.ForceMetadataRefresh()
 				return err
 			}
-			// So may its leader (seen on Kafka 4.4 right after the
-			// create): retried the same way.
+			// So may its leader, just after the create: retried the same
+			// way.
 			if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.LeaderNotAvailable) {
 				r.cl.ForceMetadataRefresh()
 				return fmt.Errorf("%w (%w)", kerr.UnknownTopicOrPartition, err)
@@ -99,9 +98,10 @@ func (r *replicator) endOffsets(ctx context.Context, t *Task) (start, hwm, targe
 	return
 }
 
-// catchUp applies t's changelogs up to their end offsets as of now and
-// returns when every store has reached them. Stores already subscribed (a
-// standby being promoted) keep their subscription; the caller unsubscribes.
+// catchUp applies t's changelogs up to their end offsets as of now, and
+// returns when every store has reached them. Stores already subscribed,
+// those of a standby being promoted, keep their subscription. The caller
+// unsubscribes.
 func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	if err := r.start(); err != nil {
 		return err
@@ -138,7 +138,6 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 		}
 		s.end.Store(hwm[s])
 		if ck >= target[s] {
-			r.m.met.lag.WithLabelValues(s.labels()...).Set(float64(s.Lag()))
 			continue
 		}
 		w := make(chan error, 1)
@@ -148,7 +147,7 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 		s.rep.started, s.rep.lastLog = time.Now(), time.Now()
 		s.rep.startNext, s.rep.applied = from, 0
 		s.rep.remaining = target[s] - from
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(float64(target[s] - from))
+		s.stats.remaining.Store(target[s] - from)
 		r.mu.Lock()
 		s.rep.target = target[s]
 		s.rep.waiter = w

@@ -33,21 +33,21 @@ func (e *ChangelogError) Error() string {
 	return fmt.Sprintf("changelog topic %s has cleanup.policy=%s: a changelog must be compacted (cleanup.policy=compact)", e.Topic, e.CleanupPolicy)
 }
 
-// EnsureChangelogs creates the missing changelog topics with partitions
-// partitions, cleanup.policy=compact and replicationFactor (-1: the broker's
-// default), setting min.insync.replicas to the replication factor - 1 where
-// that is at least 1 (so that losing one zone's broker loses no acknowledged
-// write), and validates the existing ones: every mismatch is returned as a
-// *ChangelogError, joined. Metadata of a topic created a moment ago may be
-// unknown for the client's metadata min age (kgo's default is 5 s): that is
-// retried for up to 15 s.
-func EnsureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
-	return ensureChangelogs(ctx, adm, partitions, replicationFactor, nil, topics)
+// ensureChangelogs creates the missing changelog topics with partitions
+// partitions, cleanup.policy=compact and replicationFactor; -1 is the
+// broker's default. It sets min.insync.replicas to one less than the
+// replication factor where that is at least 1: losing one zone's broker
+// then loses no acknowledged write. It validates the existing topics, and returns every
+// mismatch as a *ChangelogError, joined. A topic created a moment ago may
+// be unknown for the client's metadata min age: that is retried for
+// unknownTopicPatience.
+func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
+	return ensureChangelogTopics(ctx, adm, partitions, replicationFactor, nil, topics)
 }
 
-// ensureChangelogs is EnsureChangelogs creating each missing topic with
-// configs[topic] over the defaults.
-func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, configs map[string]map[string]string, topics []string) error {
+// ensureChangelogTopics is ensureChangelogs creating each missing topic
+// with configs[topic] over the defaults.
+func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, configs map[string]map[string]string, topics []string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)
 	}
@@ -105,8 +105,9 @@ func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partit
 	if rf >= 1 {
 		return true, nil
 	}
-	// The broker chose the replication factor: the create response says
-	// which (Kafka 2.4+); else read it back. Then set min.insync.replicas.
+	// The broker chose the replication factor. The create response says
+	// which on Kafka 2.4 and later; else read it back. Then set
+	// min.insync.replicas.
 	n := int(resp.ReplicationFactor)
 	if n <= 0 {
 		err := retryUnknownTopic(ctx, func() error {
@@ -145,8 +146,8 @@ func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partit
 
 func validateChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, topics []string) error {
 	var details kadm.TopicDetails
-	// A topic created a moment ago may still be unknown to cached metadata
-	// (the client's or a broker's): retry that for a while.
+	// A topic created a moment ago may still be unknown to cached
+	// metadata, the client's or a broker's: retry that for a while.
 	err := retryUnknownTopic(ctx, func() error {
 		var err error
 		if details, err = adm.ListTopics(ctx, topics...); err != nil {
@@ -203,9 +204,9 @@ func validateChangelogs(ctx context.Context, adm *kadm.Client, partitions int32,
 	return errors.Join(errs...)
 }
 
-// ChangelogTopics returns the changelog topics of specs under appID, in
+// changelogTopics returns the changelog topics of specs under appID, in
 // order, defaults filled in.
-func ChangelogTopics(appID string, specs []StoreSpec) []string {
+func changelogTopics(appID string, specs []StoreSpec) []string {
 	out := make([]string, len(specs))
 	for i, s := range specs {
 		out[i] = s.Changelog
@@ -217,9 +218,9 @@ func ChangelogTopics(appID string, specs []StoreSpec) []string {
 }
 
 // ChangelogPartitioner returns a partitioner that keeps Record.Partition
-// as set for topics where isChangelog is true (a store's changelog records
-// must land in their task's partition whatever their key hashes to) and
-// defers to fallback for the rest.
+// as set for topics where isChangelog is true, and defers to fallback for
+// the rest. A store's changelog records must land in their task's
+// partition, whatever their key hashes to.
 func ChangelogPartitioner(isChangelog func(topic string) bool, fallback kgo.Partitioner) kgo.Partitioner {
 	return &changelogPartitioner{isChangelog: isChangelog, fallback: fallback, manual: kgo.ManualPartitioner()}
 }

@@ -9,34 +9,35 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 )
 
-// The active path's commit, in three steps, so that an at-least-once
-// commit holds its task between records only for the first:
+// The active path's commit goes in three steps. An at-least-once commit
+// holds its task between records only for the first:
 //
-//  1. Freeze (the task paused between records): each store's write buffer
-//     is cut. Its writes become the frozen buffer (DB.committed, unwritten)
-//     and later writes go to a new buffer; the cut remembers how many
-//     changelog records were produced for the writes it holds.
-//  2. WaitFrozen (any goroutine, the task running again): until the
-//     producer has acknowledged those records. franz-go acknowledges a
-//     partition's records in the order they were produced, so the last of
-//     them gives the checkpoint: its offset + 1.
-//  3. WriteFrozen (any goroutine, the task running): the frozen buffer and
-//     that checkpoint in one LevelDB batch, as before the split.
+//  1. Freeze, with the task paused between records, cuts each store's
+//     write buffer. Its writes become the frozen buffer, DB.committed,
+//     marked unwritten; later writes go to a new buffer. The cut remembers
+//     how many changelog records were produced for the writes it holds.
+//  2. WaitFrozen, on any goroutine with the task running again, waits
+//     until the producer has acknowledged those records. franz-go
+//     acknowledges a partition's records in the order they were produced,
+//     so the last of them gives the checkpoint: its offset + 1.
+//  3. WriteFrozen, on any goroutine with the task running, writes the
+//     frozen buffer and that checkpoint in one LevelDB batch.
 //
-// Reads see every write throughout: the task's Get looks in its buffer,
-// then the frozen one, then LevelDB; its Scan and latest readers merge the
-// frozen buffer while it is unwritten (once written, LevelDB has the same
-// values). A cut whose write never came (its commit was abandoned) stays
-// frozen, and the next Freeze adds the new writes to it: the checkpoint
-// never runs ahead of what LevelDB holds. Commit does the three at once,
-// for a caller that has flushed the producer (exactly-once, tests).
+// Reads see every write throughout. The task's Get looks in its buffer,
+// then the frozen one, then LevelDB. Its Scan and latest readers merge the
+// frozen buffer while it is unwritten; once it is written, LevelDB has the
+// same values. A cut whose write never came, as its commit was abandoned,
+// stays frozen, and the next Freeze adds the new writes to it. So the
+// checkpoint never runs ahead of what LevelDB holds. Commit does the three
+// steps at once, for a caller that has flushed the producer: exactly-once,
+// and tests.
 //
 // Task.writeMu keeps WriteFrozen apart from what replaces or drops the
-// buffers (Freeze, Abort, Demote, Close), which other goroutines may call
+// buffers: Freeze, Abort, Demote and Close. Other goroutines may call those
 // while a write is in progress.
 
-// ackCut is what a cut waits for: the changelog records produced up to it
-// (target, a count of produced records) acknowledged.
+// ackCut is what a cut waits for: the acknowledgement of the changelog
+// records produced up to it. target counts those records.
 type ackCut struct {
 	target int64
 	fired  atomic.Bool
@@ -91,10 +92,10 @@ func (s *DB) freeze() {
 }
 
 // writeFrozen writes the frozen buffer and the cut's checkpoint in one
-// LevelDB batch (step 3); the caller holds Task.writeMu. It fails, changing
-// nothing, while the cut's records are not all acknowledged or when a
-// produce failed; a failed write keeps the frozen buffer (nothing is lost)
-// and marks the task unhealthy.
+// LevelDB batch: step 3. The caller holds Task.writeMu. It fails, changing
+// nothing, while the cut's records are not all acknowledged, or when a
+// produce failed. A failed write keeps the frozen buffer, so nothing is
+// lost, and marks the task unhealthy.
 func (s *DB) writeFrozen() error {
 	c := s.cut.Load()
 	if c == nil {
@@ -155,8 +156,9 @@ func (s *DB) abort() {
 }
 
 // Freeze cuts every store's write buffer: the first step of a commit
-// (above). Call it with the task paused between records, as Commit; the
-// producer need not be flushed. The task must be active.
+// (see the top of this file). Call it with the task paused between
+// records, as for Commit; the producer need not be flushed. The task must
+// be active.
 func (t *Task) Freeze() error {
 	if r := t.Role(); r != RoleActive {
 		return fmt.Errorf("state: freeze task %d: task is %s, not active", t.id, r)
@@ -170,7 +172,7 @@ func (t *Task) Freeze() error {
 }
 
 // WaitFrozen waits until the changelog records of the last Freeze are all
-// acknowledged (or one failed), ctx is done or the task is closed. It may
+// acknowledged or one failed, ctx is done, or the task is closed. It may
 // run on any goroutine, beside the task's writes.
 func (t *Task) WaitFrozen(ctx context.Context) error {
 	for _, s := range t.stores {
@@ -193,12 +195,11 @@ func (t *Task) WaitFrozen(ctx context.Context) error {
 }
 
 // WriteFrozen writes, per store, one LevelDB batch with the writes of the
-// last Freeze and the new checkpoint: the last step of a commit. It may run
-// on any goroutine while the task processes records (Get, Put, Delete and
-// Scan), once WaitFrozen has returned; it fails, changing nothing, while
-// changelog records of the cut are unacknowledged or when a produce
-// failed. A LevelDB error marks the task unhealthy and keeps the frozen
-// writes (nothing is lost).
+// last Freeze and the new checkpoint: the last step of a commit. Once
+// WaitFrozen has returned, it may run on any goroutine while the task
+// processes records. It fails, changing nothing, while changelog records
+// of the cut are unacknowledged, or when a produce failed. A LevelDB error
+// marks the task unhealthy and keeps the frozen writes: nothing is lost.
 func (t *Task) WriteFrozen() error {
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
@@ -221,12 +222,13 @@ func (t *Task) WriteFrozen() error {
 }
 
 // Commit writes, per store, one LevelDB batch with the buffered writes and
-// the new checkpoint (the last acknowledged changelog offset + 1): Freeze
-// and WriteFrozen at once. Call it after the producer is flushed
-// (at-least-once) or the transaction committed (exactly-once), with the
-// task paused. It fails, changing nothing, while changelog records are
-// unacknowledged or when a produce failed; a LevelDB error marks the task
-// unhealthy and keeps the buffered writes (nothing is lost).
+// the new checkpoint, the last acknowledged changelog offset + 1: Freeze
+// and WriteFrozen at once. Call it with the task paused, after the
+// producer is flushed under at-least-once, or after the transaction
+// committed under exactly-once. It fails, changing nothing, while
+// changelog records are unacknowledged, or when a produce failed. A
+// LevelDB error marks the task unhealthy and keeps the buffered writes:
+// nothing is lost.
 func (t *Task) Commit() error {
 	if r := t.Role(); r != RoleActive {
 		return fmt.Errorf("state: commit task %d: task is %s, not active", t.id, r)
@@ -240,13 +242,14 @@ func (t *Task) Commit() error {
 	return t.WriteFrozen()
 }
 
-// Abort drops the write buffer of every store (an aborted transaction, or
-// a failed produce) and forgets the changelog offsets produced since the
-// last Commit: LevelDB keeps the last committed state and checkpoint. Under
-// exactly-once the aborted records are never read back; under
-// at-least-once, records of the dropped buffer that did reach the changelog
-// are applied by the next Restore or standby tailing, so Close or Demote
-// the task after an Abort unless the caller reprocesses the same input.
+// Abort drops the write buffer of every store, after an aborted
+// transaction or a failed produce. It forgets the changelog offsets
+// produced since the last Commit: LevelDB keeps the last committed state
+// and checkpoint. Under exactly-once the aborted records are never read
+// back. Under at-least-once, records of the dropped buffer that did reach
+// the changelog are applied by the next Restore or standby tailing. So
+// Close or Demote the task after an Abort, unless the caller reprocesses
+// the same input.
 func (t *Task) Abort() {
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()

@@ -47,9 +47,9 @@ func (p *heldProducer) release(n int) {
 }
 
 // TestAFrozenCutIsWrittenWithItsOwnCheckpoint: the writes after a cut go on
-// while the cut waits for its changelog records; its write carries the
-// checkpoint after its own last record, not after the later ones, and
-// every reader sees every write throughout.
+// while the cut waits for its changelog records. Its write carries the
+// checkpoint after its own last record, not after the later ones. Every
+// reader sees every write throughout.
 func TestAFrozenCutIsWrittenWithItsOwnCheckpoint(t *testing.T) {
 	p := &heldProducer{}
 	task, s := offlineTaskWith(t, p)

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 )
 
@@ -60,9 +59,9 @@ func writeBatches(ctx context.Context, m *Manager, gate *journalGate) error {
 	}
 }
 
-// journalGate stops a process inside a journal write: once armed, the
-// second write to a journal file prints "MIDBATCH" and blocks forever, so
-// the first part of the batch is in the file and the rest never will be.
+// journalGate stops a process inside a journal write. Once armed, the
+// second write to a journal file prints "MIDBATCH" and blocks forever. The
+// first part of the batch is then in the file, and the rest never will be.
 type journalGate struct {
 	armed  atomic.Bool
 	writes atomic.Int64
@@ -136,8 +135,8 @@ func TestKilledMidBatchIsNotRebuilt(t *testing.T) {
 }
 
 // TestKilledAnywhereIsNotRebuilt kills the batch-writing child at whatever
-// point it has reached, a few times over on one state directory: no kill
-// causes a rebuild, and each restore applies exactly the records after the
+// point it has reached, a few times over on one state directory. No kill
+// causes a rebuild. Each restore applies exactly the records after the
 // checkpoint the store kept.
 func TestKilledAnywhereIsNotRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
@@ -183,7 +182,7 @@ func reopenAfterKill(t *testing.T, e *env, dir string) (ck int64, torn float64) 
 	must(t, err)
 	s := task.Store("s")
 	ck = s.Checkpoint()
-	if n := testutil.CollectAndCount(m.met.corrupted); n != 0 {
+	if n := len(managerSeries(t, m, "rackstream_state_corrupted_stores_total")); n != 0 {
 		t.Fatalf("the killed store was rebuilt (%d rebuild series)", n)
 	}
 	if aside, _ := filepath.Glob(s.Path() + ".corrupt-*"); len(aside) != 0 {
@@ -194,11 +193,11 @@ func reopenAfterKill(t *testing.T, e *env, dir string) (ck int64, torn float64) 
 		t.Fatalf("checkpoint after the kill = %d, want in (0, %d]", ck, end)
 	}
 	must(t, task.Restore(e.ctx()))
-	if n := testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")); n != float64(end-ck) {
+	if n := managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"]; n != float64(end-ck) {
 		t.Fatalf("restore applied %v records, want the %d after checkpoint %d (end %d)", n, end-ck, ck, end)
 	}
 	if got := viewContent(t, s.View()); !maps.Equal(got, want) {
 		t.Fatalf("restored store (%d keys) differs from the changelog (%d keys)", len(got), len(want))
 	}
-	return ck, testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s"))
+	return ck, managerSeries(t, m, "rackstream_state_torn_journal_tails_total")["0/s"]
 }

@@ -7,18 +7,17 @@ import (
 )
 
 // DefaultOptions returns the defaults of every tunable field of Options:
-// the one place they are written. The configuration's key table
-// (state.leveldb.*, state.cleanup.delay.ms) takes its defaults from here.
-// Dir and ApplicationID have no default; set them, and change what you
-// need:
+// the one place they are written. The configuration's key table takes its
+// defaults for state.leveldb.* and state.cleanup.delay.ms from here. Dir
+// and ApplicationID have no default. Set them, and change what you need:
 //
 //	o := state.DefaultOptions()
 //	o.Dir, o.ApplicationID = "/var/lib/rackstream", "orders"
 //	m, err := state.Open(o)
 //
-// A field left at its zero value means zero, not "the default": a zero
-// block cache is no block cache, a zero cleanup delay deletes at the next
-// cleanup. Where zero makes no sense (a zero memtable, a zero fetch size)
+// A field left at its zero value means zero, not "the default". A zero
+// block cache is no block cache; a zero cleanup delay deletes at the next
+// cleanup. Where zero makes no sense, as for a memtable or a fetch size,
 // Open rejects it, naming the field and its configuration key.
 func DefaultOptions() Options {
 	delay := 10 * time.Minute
@@ -33,18 +32,15 @@ func DefaultOptions() Options {
 }
 
 // DefaultMemoryBytes is the default memory budget of an instance's stores
-// and record cache (state.memory.bytes): 128 MiB. On the count benchmark
-// (1M records, 100k keys, 12 stores) it holds peak RSS well below goka's
-// without slowing the count (docs/lab/profile-count.md has the
-// measurements that chose it).
-// With 12 stores each gets a 2 MiB memtable and a 4 MiB block cache, and
-// the record cache 32 MiB when it is on.
+// and record cache (state.memory.bytes). With 12 stores, each gets a 2 MiB
+// memtable and a 4 MiB block cache, and the record cache gets 32 MiB when
+// it is on. docs/lab/profile-count.md has the measurements that chose it.
 const DefaultMemoryBytes = 128 << 20
 
 // DefaultLevelDBOptions returns the stores' default LevelDB options: an
-// 8 MiB block cache, a 16 MiB memtable (larger memtables restore faster, at
-// the cost of memory per open store), a 10-bit bloom
-// filter and snappy blocks.
+// 8 MiB block cache, a 16 MiB memtable, a 10-bit bloom filter and snappy
+// blocks. Larger memtables restore faster, at the cost of memory per open
+// store.
 func DefaultLevelDBOptions() LevelDBOptions {
 	return LevelDBOptions{
 		BlockCacheBytes:  8 << 20,
@@ -55,9 +51,9 @@ func DefaultLevelDBOptions() LevelDBOptions {
 }
 
 // CleanupIntervalFor returns the background cleanup interval that suits a
-// cleanup delay: a quarter of it, at least a second and at most a minute,
-// so that stores are deleted within about a quarter of the delay after it
-// expires (a minute at most).
+// cleanup delay: a quarter of it, at least a second and at most a minute.
+// Stores are then deleted within a quarter of the delay after it expires,
+// and within a minute.
 func CleanupIntervalFor(delay time.Duration) time.Duration {
 	return min(max(delay/4, time.Second), time.Minute)
 }
@@ -113,8 +109,8 @@ func (o *LevelDBOptions) check(where string) error {
 	return errors.Join(errs...)
 }
 
-// blockCacheCapacity is goleveldb's BlockCacheCapacity for o: goleveldb
-// reads 0 as its own default (8 MiB) and -1 as no cache.
+// blockCacheCapacity is goleveldb's BlockCacheCapacity for o. goleveldb
+// reads 0 as its own default, 8 MiB, and -1 as no cache.
 func (o *LevelDBOptions) blockCacheCapacity() int {
 	if o.BlockCacheBytes == 0 {
 		return -1
@@ -122,6 +118,6 @@ func (o *LevelDBOptions) blockCacheCapacity() int {
 	return o.BlockCacheBytes
 }
 
-// Validate reports the fields of o that no value of theirs makes sense at
-// (what Open and OpenTask reject), naming each with its configuration key.
+// Validate reports the fields of o that no value of theirs makes sense at,
+// naming each with its configuration key. Open and OpenTask reject those.
 func (o LevelDBOptions) Validate() error { return o.check("LevelDB") }

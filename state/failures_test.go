@@ -12,14 +12,13 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/syndtr/goleveldb/leveldb/storage"
 )
 
 // TestFullDiskFailsTheTaskAndLosesNothing injects ENOSPC through a
-// goleveldb storage wrapper: the commit fails with an error naming the
-// store, the task and the instance turn unhealthy, and after the disk has
-// room again a reopened task restores everything from the changelog.
+// goleveldb storage wrapper. The commit fails with an error naming the
+// store, and the task and the instance turn unhealthy. After the disk has
+// room again, a reopened task restores everything from the changelog.
 func TestFullDiskFailsTheTaskAndLosesNothing(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
@@ -109,7 +108,7 @@ func TestCorruptedStoreIsMovedAsideAndRebuilt(t *testing.T) {
 	if len(aside) != 1 {
 		t.Fatalf("moved-aside copies = %v, want one", aside)
 	}
-	if n := testutil.ToFloat64(m2.met.corrupted.WithLabelValues("0", "s", reasonManifest)); n != 1 {
+	if n := rebuilds(t, m2, reasonManifest); n != 1 {
 		t.Fatalf("corrupted stores counter = %v, want 1", n)
 	}
 	if ck := task2.Store("s").Checkpoint(); ck != 0 {
@@ -120,7 +119,7 @@ func TestCorruptedStoreIsMovedAsideAndRebuilt(t *testing.T) {
 	if got := viewContent(t, task2.Store("s").View()); len(got) != 1000 || !maps.Equal(got, want) {
 		t.Fatalf("rebuilt store has %d keys, changelog %d; want equal, 1000", len(got), len(want))
 	}
-	if n := testutil.ToFloat64(m2.met.restored.WithLabelValues("0", "s")); n != 1000 {
+	if n := managerSeries(t, m2, "rackstream_state_restored_records_total")["0/s"]; n != 1000 {
 		t.Fatalf("restored records counter = %v, want 1000", n)
 	}
 }
@@ -224,7 +223,7 @@ func TestInterruptedRestoreResumesFromItsLastBatch(t *testing.T) {
 		t.Fatalf("reopened checkpoint = %d, want %d", ck, cut)
 	}
 	must(t, t3.Restore(e.ctx()))
-	if n := testutil.ToFloat64(m3.met.restored.WithLabelValues("0", "s")); n != float64(5000-cut) {
+	if n := managerSeries(t, m3, "rackstream_state_restored_records_total")["0/s"]; n != float64(5000-cut) {
 		t.Fatalf("resumed restore applied %v records, want the %d after the cut", n, 5000-cut)
 	}
 	if got, want := viewContent(t, t3.Store("s").View()), viewContent(t, task.Store("s").View()); !maps.Equal(got, want) {

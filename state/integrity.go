@@ -18,15 +18,15 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/storage"
 )
 
-// This file decides what a damaged store is and what is done about it (see
-// "Data integrity" in doc.go): stores open strictly; a journal whose only
-// damage is a torn tail reopens without rebuild; anything else damaged is
-// a *damageError, and the store is moved aside and rebuilt.
+// This file decides what a damaged store is, and what is done about it
+// ("Data integrity" in doc.go). Stores open strictly. A journal whose only
+// damage is a torn tail reopens without a rebuild. Anything else damaged
+// is a *damageError, and the store is moved aside and rebuilt.
 
-// strictness is the goleveldb strict level of every store: goleveldb's
-// defaults (block checksums, compaction and reads halt on a corrupted
-// table) plus StrictJournal and StrictManifest, so that no damaged journal
-// chunk or manifest record is dropped silently.
+// strictness is the goleveldb strict level of every store. goleveldb's
+// defaults check block checksums, and halt compaction and reads on a
+// corrupted table. StrictJournal and StrictManifest are added, so that no
+// damaged journal chunk or manifest record is dropped silently.
 const strictness = opt.DefaultStrict | opt.StrictJournal | opt.StrictManifest
 
 // Rebuild reasons: the reason label of rackstream_state_corrupted_stores_total.
@@ -39,8 +39,8 @@ const (
 )
 
 // damagedName is the marker file written into a store's directory when
-// damage is found while the store is open (a corrupted table block met by a
-// read or a compaction): the task fails, and the next open rebuilds the
+// damage is found while the store is open: a corrupted table block met by
+// a read or a compaction. The task fails, and the next open rebuilds the
 // store instead of reopening it.
 const damagedName = "RACKSTREAM-DAMAGED"
 
@@ -48,8 +48,8 @@ const damagedName = "RACKSTREAM-DAMAGED"
 // rebuilt from its changelog.
 type damageError struct {
 	Reason string `json:"reason"`
-	// File is the damaged file's name in the store directory ("" when
-	// goleveldb does not say).
+	// File is the damaged file's name in the store directory; "" when
+	// goleveldb does not say.
 	File string `json:"file,omitempty"`
 	// Detail is the error that showed the damage.
 	Detail string `json:"error"`
@@ -75,7 +75,7 @@ func newDamage(err error) *damageError {
 	return d
 }
 
-// corruptedFile reports whether err (or an error it wraps) is a goleveldb
+// corruptedFile reports whether err, or an error it wraps, is a goleveldb
 // corruption, and the file it names. goleveldb's own IsCorrupted does not
 // look through wrapping.
 func corruptedFile(err error) (storage.FileDesc, bool) {
@@ -109,12 +109,12 @@ func reasonOf(fd storage.FileDesc, err error) string {
 	return reasonOther
 }
 
-// openDB opens a store's database with strictness. When the journal is
-// damaged and the damage is only a torn tail (nothing intact after it:
-// what a crash in the middle of a write leaves), it reopens without
-// StrictJournal, so that goleveldb drops the torn tail, and returns the
-// scan that found it. Any other corruption is returned as a *damageError;
-// other errors (I/O, permissions) as they are.
+// openDB opens a store's database with strictness. The journal's damage
+// may be only a torn tail, with nothing intact after it, as a crash in the
+// middle of a write leaves. openDB then reopens without StrictJournal, so
+// that goleveldb drops the torn tail, and returns the scan that found it.
+// Any other corruption is returned as a *damageError. Other errors, such
+// as I/O or permissions, are returned as they are.
 func openDB(stor storage.Storage, o *opt.Options) (*leveldb.DB, *journalScan, error) {
 	o.Strict = strictness
 	db, err := leveldb.Open(stor, o)
@@ -204,9 +204,9 @@ func scanJournals(stor storage.Storage, from int64) (journalScan, error) {
 	return s, nil
 }
 
-// read scans one journal file. goleveldb's reader, non-strict, drops a
-// damaged chunk with the rest of its 32 KiB block and resumes at the next
-// block, exactly as recovery would; the dropper notes the first drop.
+// read scans one journal file. goleveldb's non-strict reader drops a
+// damaged chunk with the rest of its 32 KiB block, and resumes at the next
+// block, exactly as recovery would. The dropper notes the first drop.
 func (s *journalScan) read(name string, r io.Reader) error {
 	jr := journal.NewReader(r, scanDropper{s, name}, false, true)
 	for {
@@ -246,8 +246,8 @@ func (d scanDropper) Drop(err error) {
 	}
 }
 
-// markDamaged records, once, that s's files are damaged: a marker file
-// for the next open, and an error-level log line.
+// markDamaged records, once, that s's files are damaged: with a marker
+// file for the next open, and an error-level log line.
 func (s *DB) markDamaged(err error) {
 	if !s.damaged.CompareAndSwap(false, true) {
 		return

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/syndtr/goleveldb/leveldb/journal"
 )
@@ -72,7 +71,7 @@ func assertRebuilt(t *testing.T, e *env, m *Manager, task *Task, path, reason st
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
 		t.Fatalf("moved-aside copies = %v, want one", aside)
 	}
-	if n := testutil.ToFloat64(m.met.corrupted.WithLabelValues("0", "s", reason)); n != 1 {
+	if n := rebuilds(t, m, reason); n != 1 {
 		t.Fatalf("rebuilds with reason %s = %v, want 1", reason, n)
 	}
 	if ck := s.Checkpoint(); ck != 0 {
@@ -89,8 +88,8 @@ func assertRebuilt(t *testing.T, e *env, m *Manager, task *Task, path, reason st
 	if len(missing) > 0 || !maps.Equal(got, want) {
 		t.Fatalf("after the rebuild: %d keys, %d of %d missing (e.g. %v); want every key", len(got), len(missing), len(want), missing[:min(5, len(missing))])
 	}
-	if _, records, _ := e.readChangelog(s.Changelog(), 0); testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")) != float64(records) {
-		t.Fatalf("restored records = %v, want all %d of the changelog: the rebuild starts at offset 0", testutil.ToFloat64(m.met.restored.WithLabelValues("0", "s")), records)
+	if _, records, _ := e.readChangelog(s.Changelog(), 0); managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"] != float64(records) {
+		t.Fatalf("restored records = %v, want all %d of the changelog: the rebuild starts at offset 0", managerSeries(t, m, "rackstream_state_restored_records_total")["0/s"], records)
 	}
 }
 
@@ -146,11 +145,11 @@ func onlyFile(t *testing.T, path, pattern string) string {
 	return files[0]
 }
 
-// TestByteFlipMidJournalRebuildsEveryKey is issue 13's reproduction: 64
-// bytes flipped in the middle of a store's journal, with intact batches
-// after them. goleveldb without StrictJournal drops the damaged block
-// while the later batches' checkpoint survives, and ~230 of 3,000 keys
-// were lost for good; now the store is rebuilt and every key is there.
+// TestByteFlipMidJournalRebuildsEveryKey: 64 bytes flipped in the middle
+// of a store's journal, with intact batches after them, make the store
+// rebuilt, and every key is there. Without StrictJournal, goleveldb would
+// drop the damaged block while the later batches' checkpoint survives:
+// keys lost for good.
 func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()
@@ -167,7 +166,7 @@ func TestByteFlipMidJournalRebuildsEveryKey(t *testing.T) {
 
 	logs := new(kafkatest.LogBuffer)
 	m, task := reopen(t, e, dir, logTo(logs))
-	if n := testutil.ToFloat64(m.met.tornTails.WithLabelValues("0", "s")); n != 0 {
+	if n := managerSeries(t, m, "rackstream_state_torn_journal_tails_total")["0/s"]; n != 0 {
 		t.Fatalf("damage with intact batches after it was taken for a torn tail (%v)", n)
 	}
 	assertLogged(t, logs, "DAMAGED STORE moved aside", filepath.Base(log), reasonJournal)
@@ -218,9 +217,9 @@ func TestDamagedTableFailsTheTaskAndIsRebuilt(t *testing.T) {
 }
 
 // TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt: the task keeps
-// committing over the key range of a damaged table until goleveldb's
-// compaction merges that table and meets the damage; goleveldb then halts
-// the database's writes with the corruption, the task's commit fails with
+// committing over the key range of a damaged table, until goleveldb's
+// compaction merges that table and meets the damage. goleveldb then halts
+// the database's writes with the corruption. The task's commit fails with
 // it, and the next open rebuilds.
 func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
@@ -258,10 +257,10 @@ func TestDamageFoundByCompactionFailsTheTaskAndIsRebuilt(t *testing.T) {
 }
 
 // TestTruncatedManifestIsRebuilt cuts the last record of a store's
-// MANIFEST short. Without StrictManifest goleveldb drops that record and
-// opens an older version of the database, deleting the table the record
-// added as unreferenced, while the journal after it (and its checkpoint)
-// is replayed: keys lost for good. Now the store is rebuilt.
+// MANIFEST short: the store is rebuilt. Without StrictManifest, goleveldb
+// would drop that record and open an older version of the database. It
+// would delete the table the record added as unreferenced, and replay the
+// journal after it with its checkpoint: keys lost for good.
 func TestTruncatedManifestIsRebuilt(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	dir := t.TempDir()

@@ -10,38 +10,39 @@ import (
 // Latest reads: what other goroutines see of an active task's write
 // buffer.
 //
-// The task's goroutine owns DB.buf (a writeBuffer, buffer.go) and is its
-// only writer: it takes the buffer's mutex for the few instructions of a
+// The task's goroutine owns DB.buf, a writeBuffer (buffer.go), and is its
+// only writer. It takes the buffer's mutex for the few instructions of a
 // Put and reads without it. Readers on other goroutines reach the same
 // buffer through DB.shared, an atomic pointer, and read it under the
-// buffer's read lock: a Get for one map lookup and a copy, a scan for
-// collecting its range's entries (slices of the arena, valid after the
-// lock is released since the arena is append-only). A reader never holds
-// up the writer for longer than that, and the per-record path pays one
-// uncontended lock per write.
+// buffer's read lock. A Get holds it for one map lookup and a copy. A scan
+// holds it while it collects its range's entries: slices of the arena,
+// still valid after the lock is released, as the arena is append-only. A
+// reader never holds up the writer for longer than that, and the
+// per-record path pays one uncontended lock per write.
 //
-// The one hazard is reuse: a scan's entries are slices of the arena, and
-// reset (after a commit or an abort) lets the next writes overwrite that
-// arena. So a buffer is never reset under a reader. A
-// reader counts itself in DB.readers before it loads DB.shared and counts
-// itself out when it no longer needs the slices; the task goroutine, to
-// empty the buffer, first unpublishes it (shared = nil), then resets it
-// only if no reader is counted, and otherwise drops it to the garbage
+// The one hazard is reuse. A scan's entries are slices of the arena, and
+// reset, after a commit or an abort, lets the next writes overwrite that
+// arena. So a buffer is never reset under a reader. A reader counts itself
+// in DB.readers before it loads DB.shared, and counts itself out when it no
+// longer needs the slices. To empty the buffer, the task goroutine first
+// unpublishes it (shared = nil). Then it resets the buffer only if no
+// reader is counted; otherwise it leaves the buffer to the garbage
 // collector and starts a new one. Both sides use sequentially consistent
-// atomics, so a reader that counted itself after the writer looked finds
-// shared nil (or the new buffer) and never touches the old one.
+// atomics. So a reader that counted itself after the writer looked finds
+// shared nil, or the new buffer, and never touches the old one.
 //
-// A commit's cut (commit.go) publishes the cut buffer as the frozen one
-// (DB.sharedCommitted), marks it unwritten, and only then publishes a new
-// write buffer; the reuse rule covers both pointers (one count of readers).
+// A commit's cut (commit.go) publishes the cut buffer as the frozen one,
+// DB.sharedCommitted, and marks it unwritten. Only then does it publish a
+// new write buffer. The reuse rule covers both pointers, with one count of
+// readers.
 //
 // Freshness and order: a reader loads the write buffer, then the frozen
-// one, then reads LevelDB, the reverse of the order in which a write moves
-// from one to the next (buffer, cut to frozen, written to LevelDB). A
-// reader that got the old write buffer finds its values there; one that
-// got the new one finds them in the frozen buffer, published before it;
-// one that finds the frozen buffer written finds them in LevelDB, written
-// before. Either way a value is never older than one a reader saw before.
+// one, then reads LevelDB. A write moves the other way: buffer, cut to
+// frozen, written to LevelDB. A reader that got the old write buffer finds
+// its values there. One that got the new one finds them in the frozen
+// buffer, published before it. One that finds the frozen buffer written
+// finds them in LevelDB, written before. Either way a reader never sees a
+// value older than one it saw before.
 
 // Entry is one key's latest write in a layer above a store (a task's
 // record cache): a value, or a delete when Deleted.
@@ -50,11 +51,11 @@ type Entry struct {
 	Deleted    bool
 }
 
-// LatestView reads a store's latest state: the active task's write buffer
-// (its writes since the last commit) over the committed LevelDB data. On a
-// task that is not active (a standby, a restoring or idle replica) it reads
-// what LevelDB holds, which for a standby is what it has applied of the
-// changelog. It is safe for concurrent use and never blocks the task.
+// LatestView reads a store's latest state: the active task's write buffer,
+// its writes since the last commit, over the committed LevelDB data. On a
+// task that is not active it reads what LevelDB holds: for a standby, what
+// it has applied of the changelog. It is safe for concurrent use and never
+// blocks the task.
 type LatestView struct {
 	s *DB
 }
@@ -81,19 +82,20 @@ func (v *LatestView) Get(key []byte) (value []byte, found bool, err error) {
 	return s.view.Get(key)
 }
 
-// Scan calls fn for each key in [start, end) in key order (nil bounds are
-// open), as the store's latest state has it, until fn returns false. Each
-// value is one the key had while the scan ran (the buffer is read as it
-// changes; not one snapshot across keys). The slices are valid only during
-// the call.
+// Scan calls fn for each key in [start, end) in key order, as the store's
+// latest state has it, until fn returns false; nil bounds are open. Each
+// value is one the key had while the scan ran: the buffer is read as it
+// changes, not as one snapshot across keys. The slices are valid only
+// during the call.
 func (v *LatestView) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	return v.ScanOver(start, end, nil, fn)
 }
 
-// ScanOver is Scan with a layer above the write buffer: over, sorted by key
-// with no key twice and every key in [start, end), wins over the buffer and
-// LevelDB, and its deletes hide their keys there. The processor passes its
-// record cache's entries of the store.
+// ScanOver is Scan with a layer above the write buffer. The entries of
+// over win over the buffer and LevelDB, and its deletes hide their keys
+// there. over must be sorted by key, with no key twice and every key in
+// [start, end). The processor passes its record cache's entries of the
+// store.
 func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, value []byte) bool) error {
 	s := v.s
 	s.readers.Add(1)
@@ -134,36 +136,34 @@ func (v *LatestView) ScanOver(start, end []byte, over []Entry, fn func(key, valu
 	return nil
 }
 
-// setBuffer gives the task's goroutine b as its write buffer (nil: none)
-// and publishes it to latest readers. The frozen buffer is dropped:
-// setBuffer starts or ends the active path, and LevelDB may change apart
-// from it while the task is not active (restore, standby).
+// setBuffer gives the task's goroutine b as its write buffer, nil for
+// none, and publishes it to latest readers. It drops the frozen buffer:
+// setBuffer starts or ends the active path, and while the task is not
+// active, restore or tailing may change LevelDB apart from it.
 func (s *DB) setBuffer(b *writeBuffer) {
 	s.dropCommitted()
 	s.buf = b
 	s.shared.Store(b)
 }
 
-// dropCommitted forgets the frozen buffer (to the garbage collector: a
-// reader may hold it).
+// dropCommitted leaves the frozen buffer to the garbage collector: a
+// reader may still hold it.
 func (s *DB) dropCommitted() {
 	s.sharedCommitted.Store(nil)
 	s.unwritten.Store(false)
 	s.committed = nil
 }
 
-// rotateBuffer cuts the write buffer: it becomes the frozen one
-// (DB.committed), marked unwritten, and the one that was frozen, if no
-// latest reader may still hold its slices, is emptied to be the next write
-// buffer (see the top of this file).
+// rotateBuffer cuts the write buffer: it becomes the frozen one,
+// DB.committed, marked unwritten. The buffer that was frozen becomes the
+// next write buffer, emptied if no latest reader may still hold its slices
+// (see the top of this file).
 //
 // The frozen buffer is published and marked unwritten before the new write
-// buffer is: a scan that loads the new (empty) buffer must then find the
-// mark and read the frozen one. With the mark set after (as the caller did
-// until 2026-12-05), such a scan skipped the frozen buffer and read the
-// previous commit's values from LevelDB: a count seen going back by one
-// commit's worth (TestFreshReadsDuringProcessingAndCommits, about 1 run in
-// 60; TestLatestScanAtTheCutSeesTheCutBuffer scans at that moment).
+// buffer is. A scan that loads the new, empty buffer then finds the mark
+// and reads the frozen one; were the mark set after, such a scan could
+// read the previous commit's values from LevelDB.
+// TestLatestScanAtTheCutSeesTheCutBuffer scans at that moment.
 func (s *DB) rotateBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return
@@ -184,9 +184,9 @@ func (s *DB) rotateBuffer() {
 	}
 }
 
-// clearBuffer empties the write buffer after an abort dropped it (or a cut
-// added it to the frozen one), without reusing an arena a latest reader
-// may still be reading (see the top of this file).
+// clearBuffer empties the write buffer after an abort dropped it, or after
+// a cut added it to the frozen one. It never reuses an arena a latest
+// reader may still be reading (see the top of this file).
 func (s *DB) clearBuffer() {
 	if s.buf == nil || s.buf.Len() == 0 {
 		return
@@ -224,10 +224,10 @@ func (c *entryCursor) next() bool            { c.i++; return c.i < len(c.es) }
 func (c *entryCursor) key() []byte           { return c.es[c.i].Key }
 func (c *entryCursor) value() ([]byte, bool) { return c.es[c.i].Value, c.es[c.i].Deleted }
 
-// merge walks cs together in key order and calls fn with each key's value
-// from the first cursor (in cs's order: the highest precedence first)
-// that has the key, skipping keys whose winning entry is a delete, until
-// fn returns false or every cursor is done. The callers check their
+// merge walks cs together in key order, until fn returns false or every
+// cursor is done. It calls fn with each key's value from the first cursor
+// in cs that has the key: cs is ordered highest precedence first. Keys
+// whose winning entry is a delete are skipped. The callers check their
 // iterators' errors.
 func merge(cs []cursor, fn func(k, v []byte) bool) {
 	ok := make([]bool, len(cs))

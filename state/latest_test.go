@@ -176,13 +176,12 @@ func TestLatestScanMergesLayersInKeyOrderWithinBounds(t *testing.T) {
 	}
 }
 
-// A commit's cut publishes the frozen buffer, marks it unwritten and only
-// then publishes the new write buffer: a scan that loads the new, empty
-// buffer must find the cut's values in the frozen one, not the previous
-// commit's in LevelDB. The hook scans at the moment the new buffer is
-// published; with the mark set after that (before 2026-12-05) this scan
-// read "1" from LevelDB, and TestFreshReadsDuringProcessingAndCommits in
-// the processor saw a count go back in about 1 run of 60.
+// TestLatestScanAtTheCutSeesTheCutBuffer: a commit's cut publishes the
+// frozen buffer, marks it unwritten, and only then publishes the new write
+// buffer. A scan that loads the new, empty buffer must find the cut's
+// values in the frozen one, not the previous commit's in LevelDB. The hook
+// scans at the moment the new buffer is published; with the mark set
+// after that, this scan would read "1" from LevelDB.
 func TestLatestScanAtTheCutSeesTheCutBuffer(t *testing.T) {
 	task, s := offlineTask(t)
 	must(t, s.Put([]byte("k"), []byte("1")))
@@ -201,9 +200,10 @@ func TestLatestScanAtTheCutSeesTheCutBuffer(t *testing.T) {
 	}
 }
 
-// Readers on other goroutines while the task writes and commits: run under
-// -race, this checks that no reader touches a buffer the writer resets,
-// and each reader sees every key's count never go back nor disappear.
+// TestLatestReadsDuringWritesAndCommits runs readers on other goroutines
+// while the task writes and commits. Under -race, it checks that no reader
+// touches a buffer the writer resets. Each reader sees every key's count
+// never go back nor disappear.
 func TestLatestReadsDuringWritesAndCommits(t *testing.T) {
 	task, s := offlineTask(t)
 	const keys, rounds = 20, 300
@@ -282,11 +282,11 @@ func TestLatestReadsOfAClosedTaskFail(t *testing.T) {
 }
 
 // TestGetThroughCommitsAndAbortsMatchesAModel drives an active store with
-// random writes, deletes, commits and aborts: Get always answers what a
-// model of committed and uncommitted state says, whether the key is in
-// the write buffer, in the buffer of the last commit (kept as a read
-// cache: DB.committed), or only in LevelDB; the committed view always
-// answers the model's committed state.
+// random writes, deletes, commits and aborts. Get always answers what a
+// model of committed and uncommitted state says. The key may be in the
+// write buffer, in the last commit's buffer kept as a read cache
+// (DB.committed), or only in LevelDB. The committed view always answers
+// the model's committed state.
 func TestGetThroughCommitsAndAbortsMatchesAModel(t *testing.T) {
 	task, s := offlineTask(t)
 	// Three layers, as the store has them: LevelDB (committed), a cut not

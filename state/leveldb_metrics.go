@@ -1,29 +1,20 @@
 package state
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/syndtr/goleveldb/leveldb"
 )
 
-// levelDBCollector reports what LevelDB itself does to the open stores'
-// writes, read at scrape time from the live databases (goleveldb's
-// DB.Stats), as the Prometheus client collects process metrics: a write
-// slowed or paused while level 0 holds too many tables for compaction to
-// keep up (WriteL0SlowdownTrigger, WriteL0PauseTrigger in manager.go) is
-// time a commit's or a restore's batch waits, and nothing else shows it.
-// Kafka Streams reports RocksDB's write stalls the same way.
+// LevelDB's own series report what LevelDB does to an open store's writes,
+// read at scrape time from the live database (goleveldb's DB.Stats), as
+// the Prometheus client collects process metrics. A write slowed or paused
+// while level 0 holds too many tables for compaction to keep up
+// (WriteL0SlowdownTrigger, WriteL0PauseTrigger in manager.go) is time a
+// commit's or a restore's batch waits, and nothing else shows it. Kafka
+// Streams reports RocksDB's write stalls the same way.
 //
-// Series follow the open stores: a closed store has none, and a reopened
-// one counts from zero again (a counter reset, which rate() handles).
-// Managers sharing a registry share the collector (promreg), so it keeps
-// the set of managers whose stores it reports.
-type levelDBCollector struct {
-	// mu guards managers.
-	mu       sync.Mutex
-	managers map[*Manager]struct{}
-}
+// The counters count from the database's open: a reopened or wiped store
+// starts again from zero.
 
 var (
 	stallSecondsDesc = prometheus.NewDesc("rackstream_state_write_stall_seconds_total",
@@ -40,75 +31,37 @@ var (
 		storeLabels, nil)
 )
 
-func newLevelDBCollector() *levelDBCollector {
-	return &levelDBCollector{managers: make(map[*Manager]struct{})}
-}
-
-func (c *levelDBCollector) add(m *Manager) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.managers[m] = struct{}{}
-}
-
-func (c *levelDBCollector) remove(m *Manager) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.managers, m)
-}
-
-func (c *levelDBCollector) Describe(ch chan<- *prometheus.Desc) {
+func describeLevelDB(ch chan<- *prometheus.Desc) {
 	ch <- stallSecondsDesc
 	ch <- stallsDesc
 	ch <- pausedDesc
 	ch <- level0Desc
 }
 
-func (c *levelDBCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	managers := make([]*Manager, 0, len(c.managers))
-	for m := range c.managers {
-		managers = append(managers, m)
-	}
-	c.mu.Unlock()
+// collectLevelDB sends the store's LevelDB series; none while its database
+// is closed.
+func (s *DB) collectLevelDB(ch chan<- prometheus.Metric, labels []string) {
 	var st leveldb.DBStats
-	for _, m := range managers {
-		for _, s := range m.liveStores() {
-			if !s.stats(&st) {
-				continue
-			}
-			labels := s.labels()
-			ch <- prometheus.MustNewConstMetric(stallSecondsDesc, prometheus.CounterValue, st.WriteDelayDuration.Seconds(), labels...)
-			ch <- prometheus.MustNewConstMetric(stallsDesc, prometheus.CounterValue, float64(st.WriteDelayCount), labels...)
-			paused := 0.0
-			if st.WritePaused {
-				paused = 1
-			}
-			ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, labels...)
-			level0 := 0
-			if len(st.LevelTablesCounts) > 0 {
-				level0 = st.LevelTablesCounts[0]
-			}
-			ch <- prometheus.MustNewConstMetric(level0Desc, prometheus.GaugeValue, float64(level0), labels...)
-		}
+	if !s.levelDBStats(&st) {
+		return
 	}
+	ch <- prometheus.MustNewConstMetric(stallSecondsDesc, prometheus.CounterValue, st.WriteDelayDuration.Seconds(), labels...)
+	ch <- prometheus.MustNewConstMetric(stallsDesc, prometheus.CounterValue, float64(st.WriteDelayCount), labels...)
+	paused := 0.0
+	if st.WritePaused {
+		paused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, labels...)
+	level0 := 0
+	if len(st.LevelTablesCounts) > 0 {
+		level0 = st.LevelTablesCounts[0]
+	}
+	ch <- prometheus.MustNewConstMetric(level0Desc, prometheus.GaugeValue, float64(level0), labels...)
 }
 
-// liveStores returns the stores of the manager's open tasks, for a scrape.
-// The stores are read after m.mu is released: a store's own lock (dbMu) is
-// taken by stats alone.
-func (m *Manager) liveStores() []*DB {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*DB
-	for _, t := range m.tasks {
-		out = append(out, t.stores...)
-	}
-	return out
-}
-
-// stats reads the store's LevelDB statistics into st; false when the
+// levelDBStats reads the store's LevelDB statistics into st; false when the
 // store is closed.
-func (s *DB) stats(st *leveldb.DBStats) bool {
+func (s *DB) levelDBStats(st *leveldb.DBStats) bool {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {

@@ -13,9 +13,9 @@ import (
 )
 
 // TestLevelDBStallSeriesFollowTheOpenStores: the write-stall series are read
-// from the open stores at scrape time: every store of two managers sharing
-// a registry has them, level 0 counts the tables a memtable flush made, and
-// a closed store's series are gone.
+// from the open stores at scrape time. Every store of two managers sharing
+// a registry has them. Level 0 counts the tables a memtable flush made. A
+// closed store's series are gone.
 func TestLevelDBStallSeriesFollowTheOpenStores(t *testing.T) {
 	e := newEnv(t, 2, "s")
 	reg := prometheus.NewRegistry()

@@ -13,8 +13,8 @@ import (
 // lockFileName is the lock file in an application's state directory.
 const lockFileName = "LOCK"
 
-// LockedError is returned by Open when another holder (another process, or
-// another Manager in this process) has the state directory locked.
+// LockedError is returned by Open when another holder has the state
+// directory locked: another process, or another Manager in this process.
 type LockedError struct {
 	// Dir is the locked application state directory.
 	Dir string
@@ -35,8 +35,8 @@ func (e *LockedError) Error() string {
 }
 
 // dirLock is an exclusive flock on dir/LOCK. flock locks belong to an open
-// file description, so a second open of the same file, even in this process,
-// conflicts: that is what refuses a second in-process instance.
+// file description, so a second open of the same file conflicts, even in
+// this process. That is what refuses a second in-process instance.
 type dirLock struct {
 	f *os.File
 }

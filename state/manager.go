@@ -29,7 +29,7 @@ type Manager struct {
 	root string // Dir/ApplicationID
 	lock *dirLock
 	log  *slog.Logger
-	met  *metrics
+	met  *storeCollector
 	rep  *replicator
 	pid  string
 	// progressEvery is how often a running restore logs its progress.
@@ -39,11 +39,11 @@ type Manager struct {
 	tasks  map[int32]*Task
 	closed bool
 	// expected is the number of stores expected open at once, for the
-	// memory budget's split (memory.go); guarded by mu.
+	// memory budget's split (memory.go). Guarded by mu.
 	expected int
 	// unresolved are, per task, the stores of closed tasks that had
-	// changelog records in flight when they closed (WaitProduced says
-	// why); guarded by mu.
+	// changelog records in flight when they closed; WaitProduced says
+	// why. Guarded by mu.
 	unresolved map[int32][]*DB
 
 	stopCleanup chan struct{}
@@ -88,7 +88,7 @@ func Open(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m.rep = newReplicator(m)
-	m.met.levelDB.add(m)
+	m.met.add(m)
 	if opts.CleanupInterval > 0 {
 		m.stopCleanup, m.cleanupDone = make(chan struct{}), make(chan struct{})
 		go m.cleanupLoop(opts.CleanupInterval)
@@ -116,15 +116,16 @@ func (m *Manager) cleanupLoop(every time.Duration) {
 // Dir returns the application's state directory, Dir/ApplicationID.
 func (m *Manager) Dir() string { return m.root }
 
-// ProcessID returns the instance's stable process id: random on the first
-// Open of a state directory, then read back from its process.id file, so
-// that a restarted instance is recognised as the same client.
+// ProcessID returns the instance's stable process id. It is random on the
+// first Open of a state directory, then read back from its process.id
+// file, so that a restarted instance is recognised as the same client.
 func (m *Manager) ProcessID() string { return m.pid }
 
-// OpenTask opens (creating if needed) the stores of task id under
-// Dir/ApplicationID/<id>/<store>. A corrupted store is moved aside and
-// reopened empty, to be rebuilt by Restore. The task starts idle; Restore
-// it, or StartStandby. A task can be open once at a time.
+// OpenTask opens the stores of task id under
+// Dir/ApplicationID/<id>/<store>, creating them if needed. A corrupted
+// store is moved aside and reopened empty, for Restore to rebuild. The task
+// starts idle: Restore it, or StartStandby. A task can be open once at a
+// time.
 func (m *Manager) OpenTask(id int32, stores []StoreSpec) (*Task, error) {
 	if id < 0 {
 		return nil, fmt.Errorf("state: open task %d: negative task id", id)
@@ -180,8 +181,9 @@ func (m *Manager) Task(id int32) *Task {
 	return m.tasks[id]
 }
 
-// Err returns the error of an unhealthy open task (the lowest task id
-// first), nil when all are healthy: an instance with an error is not ready.
+// Err returns the error of an unhealthy open task, the lowest task id
+// first, or nil when all are healthy. An instance with an error is not
+// ready.
 func (m *Manager) Err() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -233,7 +235,7 @@ func (m *Manager) Close() error {
 		<-m.cleanupDone
 	}
 	m.rep.close()
-	m.met.levelDB.remove(m)
+	m.met.remove(m)
 	errs = append(errs, m.lock.unlock())
 	return errors.Join(errs...)
 }
@@ -244,9 +246,9 @@ func (m *Manager) taskClosed(t *Task) {
 	if m.tasks[t.id] == t {
 		delete(m.tasks, t.id)
 	}
-	// Forget the closed stores whose records are all resolved by now, of
-	// every task: a task that never reopens here would otherwise keep its
-	// closed stores referenced for the Manager's life.
+	// Forget the closed stores of every task whose records are all
+	// resolved by now. A task that never reopens here would otherwise keep
+	// its closed stores referenced for the Manager's life.
 	for id := range m.unresolved {
 		m.pruneResolved(id)
 	}
@@ -260,12 +262,14 @@ func (m *Manager) taskClosed(t *Task) {
 // WaitProduced waits until the changelog records that closed incarnations
 // of task id had in flight are resolved, acknowledged or failed, or ctx
 // ends. Open, restore and activate a task that closed on this instance
-// only after it: its records were produced with the closed task's context,
-// which Close cancels, and franz-go fails every record buffered for a
-// partition with the error of the first one's context when it drains the
-// partition (a broker back after an outage, say). A new incarnation's
-// records queued behind them would fail with "context canceled", and its
-// restore would miss what they write if they are produced after all.
+// only after it.
+//
+// Those records were produced with the closed task's context, which Close
+// cancels. When franz-go drains a partition, as when a broker comes back
+// after an outage, it fails every record buffered for it with the error of
+// the first one's context. A new incarnation's records queued behind them
+// would fail with "context canceled". And if the old records are produced
+// after all, the new incarnation's restore would miss what they write.
 func (m *Manager) WaitProduced(ctx context.Context, id int32) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -296,7 +300,7 @@ func (m *Manager) unresolvedRecords(id int32) int64 {
 }
 
 // pruneResolved forgets the closed stores of task id with no records in
-// flight and returns how many the others have (the caller holds m.mu).
+// flight, and returns how many the others have. The caller holds m.mu.
 func (m *Manager) pruneResolved(id int32) int64 {
 	var left int64
 	kept := m.unresolved[id][:0]
@@ -314,8 +318,8 @@ func (m *Manager) pruneResolved(id int32) int64 {
 	return left
 }
 
-// openStore opens one store's database, moving a corrupted one aside;
-// open is the number of stores open beside it (for the memory budget).
+// openStore opens one store's database, moving a corrupted one aside.
+// open is the number of stores open beside it, for the memory budget.
 func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*DB, error) {
 	s := &DB{
 		task:      t,
@@ -334,6 +338,7 @@ func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*DB, error) {
 		}
 		s.ldb = *spec.LevelDB
 	}
+	s.stats.opened = time.Now()
 	s.view.s = s
 	s.promise = s.onProduced
 	s.end.Store(-1)
@@ -356,16 +361,16 @@ func (m *Manager) openStore(t *Task, spec StoreSpec, open int) (*DB, error) {
 	return s, nil
 }
 
-// rebuild moves a damaged store's directory aside
-// (<store>.corrupt-<unix-nanos>, deleted CleanupDelay later) and opens an
-// empty store in its place, with checkpoint 0: Restore rebuilds it from the
-// changelog's start.
+// rebuild moves a damaged store's directory aside, to
+// <store>.corrupt-<unix-nanos>, deleted CleanupDelay later. It opens an
+// empty store in its place, with checkpoint 0: Restore rebuilds it from
+// the changelog's start.
 func (m *Manager) rebuild(s *DB, d *damageError) error {
 	aside := fmt.Sprintf("%s.corrupt-%d", s.path, time.Now().UnixNano())
 	if err := os.Rename(s.path, aside); err != nil {
 		return fmt.Errorf("store is damaged (%v) and could not be moved aside: %w", d, err)
 	}
-	m.met.corrupted.WithLabelValues(append(s.labels(), d.Reason)...).Inc()
+	s.stats.rebuild(d.Reason)
 	m.log.Error("state: DAMAGED STORE moved aside; rebuilding it from the changelog from the start",
 		"task", s.partition, "store", s.name, "file", d.File, "reason", d.Reason, "path", s.path,
 		"moved_to", aside, "changelog", s.changelog, "err", d.Detail)
@@ -428,7 +433,7 @@ func (s *DB) open(wrap func(string, storage.Storage) storage.Storage) error {
 
 // reportTornTail reports a journal tail torn by a crash that s's open dropped.
 func (m *Manager) reportTornTail(s *DB, scan *journalScan, ck int64) {
-	m.met.tornTails.WithLabelValues(s.labels()...).Inc()
+	s.stats.tornTails.Add(1)
 	m.log.Warn("state: dropped a journal tail torn by a crash mid-write (nothing intact after it): the store resumes from its last complete batch, and restore applies the rest from the changelog; not damage, no rebuild",
 		"task", s.partition, "store", s.name, "file", scan.file, "torn", scan.reason, "checkpoint", ck)
 }
@@ -516,18 +521,21 @@ func writeFileAtomic(path string, b []byte) error {
 	return err
 }
 
-// EnsureChangelogs creates or validates the changelog topics of specs
-// (see the function EnsureChangelogs) with the Manager's Kafka client.
+// EnsureChangelogs creates the missing changelog topics of specs with
+// partitions partitions, cleanup.policy=compact and replicationFactor; -1
+// is the broker's default. min.insync.replicas is one less than the
+// replication factor where that is at least 1. It validates the existing
+// topics, and returns every mismatch as a *ChangelogError, joined.
 func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replicationFactor int16, specs []StoreSpec) error {
 	if err := m.rep.start(); err != nil {
 		return err
 	}
-	topics := ChangelogTopics(m.opts.ApplicationID, specs)
+	topics := changelogTopics(m.opts.ApplicationID, specs)
 	configs := make(map[string]map[string]string)
 	for i, s := range specs {
 		if len(s.ChangelogConfigs) > 0 {
 			configs[topics[i]] = s.ChangelogConfigs
 		}
 	}
-	return ensureChangelogs(ctx, m.rep.adm, partitions, replicationFactor, configs, topics)
+	return ensureChangelogTopics(ctx, m.rep.adm, partitions, replicationFactor, configs, topics)
 }

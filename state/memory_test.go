@@ -6,10 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestStoreSizesSplitTheBudget: the memory budget's split as a pure
-// function: a quarter to the record cache, the rest in equal shares per
-// expected store, each share a quarter memtable and half block cache,
-// with a floor under the memtable.
+// TestStoreSizesSplitTheBudget checks the memory budget's split, a pure
+// function. A quarter goes to the record cache, the rest in equal shares
+// per expected store. Each share is a quarter memtable and half block
+// cache, with a floor under the memtable.
 func TestStoreSizesSplitTheBudget(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -40,10 +40,10 @@ func TestStoreSizesSplitTheBudget(t *testing.T) {
 
 // TestManagerOpensStoresWithTheirBudgetShare: under a memory budget, the
 // stores a Manager opens get StoreSizes of the expected count the
-// processor set, or of the stores open plus the one opening when that is
-// more; a new expected count applies to the stores opened after it, not to
-// those open; a StoreSpec's own LevelDB options are kept; without a budget
-// the configured sizes apply.
+// processor set. They get that of the stores open plus the one opening
+// when that is more. A new expected count applies to the stores opened
+// after it, not to those open. A StoreSpec's own LevelDB options are
+// kept. Without a budget the configured sizes apply.
 func TestManagerOpensStoresWithTheirBudgetShare(t *testing.T) {
 	const budget = 64 << 20
 	open := func(t *testing.T, memory int64) *Manager {

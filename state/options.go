@@ -33,7 +33,7 @@ func (c Compression) String() string {
 }
 
 // ParseCompression parses the value of state.leveldb.compression: "snappy"
-// or "none" (case-insensitive; "" means snappy).
+// or "none", in any case. "" means snappy.
 func ParseCompression(s string) (Compression, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "snappy":
@@ -62,11 +62,11 @@ type LevelDBOptions struct {
 	Compression Compression
 }
 
-// Options configure a Manager. Start from DefaultOptions and set Dir and
-// ApplicationID (required): a zero field means zero, or is rejected by Open
-// where zero makes no sense (DefaultOptions' doc). It is state's own
-// struct, filled by the caller from its configuration, so that state does
-// not depend on how that is parsed.
+// Options configure a Manager. Start from DefaultOptions, and set Dir and
+// ApplicationID, which are required. A zero field means zero; Open rejects
+// it where zero makes no sense (DefaultOptions says more). It is state's
+// own struct, filled by the caller from its configuration, so that state
+// does not depend on how that is parsed.
 type Options struct {
 	// Dir is the root state directory (state.dir). The Manager works in
 	// Dir/<ApplicationID>, created if missing.
@@ -80,21 +80,20 @@ type Options struct {
 	LevelDB LevelDBOptions
 
 	// MemoryBytes is the memory budget of the stores and the record cache
-	// (state.memory.bytes; DefaultMemoryBytes): above 0, it overrides
-	// LevelDB's sizes (WriteBufferBytes, BlockCacheBytes) and is split
-	// among the stores as they open (memory.go says how); 0 keeps
-	// LevelDB's sizes.
+	// (state.memory.bytes). Above 0, it overrides LevelDB's
+	// WriteBufferBytes and BlockCacheBytes, and is split among the stores
+	// as they open (memory.go says how). 0 keeps LevelDB's sizes.
 	MemoryBytes int64
 
-	// ClientOpts say how to reach Kafka (seed brokers, TLS, SASL, client
-	// id...). The Manager builds its own restore consumer from them; it
-	// never joins a group.
+	// ClientOpts say how to reach Kafka: seed brokers, TLS, SASL, client
+	// id and the like. The Manager builds its own restore consumer from
+	// them; it never joins a group.
 	ClientOpts []kgo.Opt
 	// ReadCommitted makes restore and standby tailing read with
-	// read_committed: set it under exactly-once, so that aborted changelog
+	// read_committed. Set it under exactly-once, so that aborted changelog
 	// records are never applied. A restore then also waits for the
-	// transactions open on the changelog when it starts to end (one may
-	// still commit).
+	// transactions open on the changelog when it starts to end, as one may
+	// still commit.
 	ReadCommitted bool
 	// RestoreBatchBytes is the size at which the apply path writes a
 	// LevelDB batch; 0 writes one per record. It bounds restore memory
@@ -109,20 +108,21 @@ type Options struct {
 	// (state.cleanup.delay.ms); 0 deletes them at the next cleanup.
 	CleanupDelay time.Duration
 	// CleanupInterval is how often the Manager calls CleanupUnassigned in
-	// the background (CleanupIntervalFor(CleanupDelay) suits most); 0
-	// disables the background cleanup (tests call CleanupUnassigned
-	// themselves).
+	// the background; CleanupIntervalFor(CleanupDelay) suits most. 0
+	// disables the background cleanup, for callers that run
+	// CleanupUnassigned themselves.
 	CleanupInterval time.Duration
 
 	// Logger receives the package's structured logs; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Registerer receives the package's metrics (nil: not registered).
+	// Registerer receives the package's metrics; nil leaves them
+	// unregistered. Managers may share one.
 	Registerer prometheus.Registerer
 
 	// WrapStorage, when set, wraps the goleveldb storage of every store
-	// as it is opened: path is the store's directory. It exists for fault
-	// injection (a full disk in tests) and instrumentation.
+	// as it is opened; path is the store's directory. It exists for fault
+	// injection, such as a full disk in tests, and instrumentation.
 	WrapStorage func(path string, s storage.Storage) storage.Storage
 }
 
@@ -132,7 +132,8 @@ type StoreSpec struct {
 	// of its default changelog name. It must be a non-empty path element.
 	Name string
 	// Changelog is the changelog topic [<application.id>-<Name>-changelog].
-	// Set it to adopt an existing compacted topic (e.g. a goka group table).
+	// Set it to adopt an existing compacted topic, such as a goka group
+	// table.
 	Changelog string
 	// ChangelogConfigs are topic configs a missing changelog is created
 	// with, over cleanup.policy=compact: a window store's

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -57,7 +56,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 			t.Fatalf("standby store %s (%d keys) differs from the active's (%d keys)", name, len(got), len(want))
 		}
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1500 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1500 {
 		t.Fatalf("standby applied %v records of store s, want 1500", n)
 	}
 
@@ -79,7 +78,7 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("promoted store (%d keys) differs from the old active's (%d keys)", len(got), len(want))
 	}
-	if n := testutil.ToFloat64(standby.met.restored.WithLabelValues("1", "s")); n != 1510 {
+	if n := storeSeries(t, reg, "rackstream_state_restored_records_total")["1/s"]; n != 1510 {
 		t.Fatalf("records applied to store s through promotion = %v, want 1510: promotion replays only the lag", n)
 	}
 	must(t, st.Store("s").Put([]byte("after"), []byte("promotion")))
@@ -108,9 +107,10 @@ func TestStandbyEqualsActiveAfterActiveStopsWriting(t *testing.T) {
 }
 
 // TestRestoreAcrossCompactedGaps compacts the changelog so that it has
-// holes (kfake: Cluster.Compact; the real broker: its log cleaner, with a
-// changelog configured to roll segments quickly), then restores a fresh
-// store from it, and an old store from a checkpoint taken before compaction.
+// holes. kfake compacts with Cluster.Compact; the real broker with its log
+// cleaner, on a changelog configured to roll segments quickly. Then it
+// restores a fresh store from it, and an old store from a checkpoint taken
+// before compaction.
 func TestRestoreAcrossCompactedGaps(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	topic := ChangelogTopic(e.app, "s")
@@ -248,7 +248,7 @@ func TestChangelogValidation(t *testing.T) {
 	c.CreateTopic(wrong, 3, map[string]*string{"cleanup.policy": ptr("compact")})
 	c.CreateTopic(deleting, 4, map[string]*string{"cleanup.policy": ptr("delete")})
 
-	must(t, EnsureChangelogs(ctx, adm, 4, -1, good))
+	must(t, ensureChangelogs(ctx, adm, 4, -1, good))
 	var policy string
 	kafkatest.Eventually(t, 30*time.Second, "created changelog's configs are described", func() bool {
 		cfgs, err := adm.DescribeTopicConfigs(ctx, good)
@@ -269,9 +269,9 @@ func TestChangelogValidation(t *testing.T) {
 	if policy != "compact" {
 		t.Fatalf("created changelog has cleanup.policy=%q, want compact", policy)
 	}
-	must(t, EnsureChangelogs(ctx, adm, 4, -1, good)) // idempotent
+	must(t, ensureChangelogs(ctx, adm, 4, -1, good)) // idempotent
 
-	err := EnsureChangelogs(ctx, adm, 4, -1, wrong)
+	err := ensureChangelogs(ctx, adm, 4, -1, wrong)
 	var ce *ChangelogError
 	if !errors.As(err, &ce) || ce.Partitions != 3 || ce.Want != 4 {
 		t.Fatalf("wrong partition count: err = %v, want *ChangelogError 3 vs 4", err)
@@ -281,7 +281,7 @@ func TestChangelogValidation(t *testing.T) {
 			t.Fatalf("error %q does not contain %q", err, want)
 		}
 	}
-	err = EnsureChangelogs(ctx, adm, 4, -1, deleting)
+	err = ensureChangelogs(ctx, adm, 4, -1, deleting)
 	if !errors.As(err, &ce) || ce.CleanupPolicy != "delete" || !strings.Contains(err.Error(), deleting) || !strings.Contains(err.Error(), "compact") {
 		t.Fatalf("not compacted: err = %v", err)
 	}
@@ -425,10 +425,10 @@ func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 }
 
 // TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne: a changelog
-// created with replication factor n gets min.insync.replicas n-1 where that
-// is at least 1 (losing one zone's broker loses no acknowledged write);
-// with -1 the broker's default factor decides. kfake runs three brokers
-// here; the real test broker has one.
+// created with replication factor n gets min.insync.replicas n-1, where
+// that is at least 1. Losing one zone's broker then loses no acknowledged
+// write. With -1 the broker's default factor decides. kfake runs three
+// brokers here; the real test broker has one.
 func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 	c := kafkatest.New(t, kfake.NumBrokers(3))
 	adm := kadm.NewClient(c.Client(kgo.MetadataMinAge(100 * time.Millisecond)))
@@ -439,7 +439,7 @@ func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 	}
 	for _, rf := range rfs {
 		topic := c.Name("rf-changelog")
-		must(t, EnsureChangelogs(ctx, adm, 2, rf, topic))
+		must(t, ensureChangelogs(ctx, adm, 2, rf, topic))
 		var replicas int
 		var minISR string
 		kafkatest.Eventually(t, 30*time.Second, "changelog described", func() bool {

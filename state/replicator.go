@@ -25,10 +25,10 @@ const unknownTopicPatience = 15 * time.Second
 // records while the consumer has none buffered.
 const restoreIdleFlush = 200 * time.Millisecond
 
-// replicator is the apply path shared by restore and standby tailing: one
-// direct (groupless) consumer per Manager reading the changelog partitions
-// of every subscribed store, applying them in LevelDB batches that each carry
-// their checkpoint.
+// replicator is the apply path shared by restore and standby tailing. One
+// direct consumer per Manager, in no group, reads the changelog partitions
+// of every subscribed store. It applies them in LevelDB batches that each
+// carry their checkpoint.
 type replicator struct {
 	m *Manager
 
@@ -46,14 +46,13 @@ type replicator struct {
 	mu      sync.Mutex
 	subs    map[topicPartition]*DB
 
-	// sortersMu guards sorters, the flushes' idle batchSorters: flushes of
-	// several stores run at once (applyAll), each with its own. Not a
-	// sync.Pool: the collector emptied it every few cycles, and a tailing
-	// standby's flushes then grew a sorter's index and output batch anew,
-	// a noticeable share of a standby's CPU.
-	// At most GOMAXPROCS are out at once; one whose output batch outgrew
-	// keepSorterBytes (a restore's) is left to the collector once no
-	// restore runs (putSorter).
+	// sortersMu guards sorters, the flushes' idle batchSorters. Flushes of
+	// several stores run at once (applyAll), each with its own sorter. At
+	// most GOMAXPROCS are out at once. A sorter whose output batch outgrew
+	// keepSorterBytes, a restore's, is left to the garbage collector once
+	// no restore runs (putSorter). Not a sync.Pool: the collector empties
+	// a pool every few cycles, and a tailing standby would grow its
+	// sorters anew after each.
 	sortersMu sync.Mutex
 	sorters   []*batchSorter
 }
@@ -67,10 +66,9 @@ type topicPartition struct {
 // replicator's applyMu, except target and waiter (its mu).
 type replicaState struct {
 	batch *leveldb.Batch
-	// lastBytes is the size of the batch last written: a tailing standby's
-	// next batch is made that large, not grown from nothing (goleveldb
-	// grows a batch of thousands of records a few thousand records at a
-	// time, copying it whole each time).
+	// lastBytes is the size of the batch last written. A tailing standby's
+	// next batch is made that large, not grown from nothing: goleveldb
+	// grows a batch in small steps, copying it whole each time.
 	lastBytes int
 	next      int64 // next offset to apply: checkpoint + records in batch
 	target    int64 // catch-up target, -1 when tailing without one
@@ -92,10 +90,9 @@ func (r *replicaState) init(s *DB) {
 }
 
 // batchFor returns the store's apply batch. A restoring store gets one
-// sized for a whole RestoreBatchBytes up front (growing it record by record
-// reallocates it dozens of times); a tailing standby's starts at the size
-// of its last (lastBytes) and is dropped when idle, so that idle standbys
-// hold no batch memory.
+// sized for a whole RestoreBatchBytes up front, rather than reallocating it
+// as it grows. A tailing standby's batch starts at the size of its last,
+// lastBytes, and is dropped when idle: idle standbys hold no batch memory.
 func (r *replicaState) batchFor(size int) *leveldb.Batch {
 	if r.batch == nil {
 		if r.target >= 0 {
@@ -127,7 +124,7 @@ func (r *replicator) start() error {
 			iso = kgo.ReadCommitted()
 		}
 		// A short metadata min age lets a just-created changelog become
-		// known quickly (cached "unknown topic" answers last that long);
+		// known quickly, as cached "unknown topic" answers last that long.
 		// ClientOpts may override it.
 		opts := append([]kgo.Opt{kgo.MetadataMinAge(time.Second)}, o.ClientOpts...)
 		opts = append(opts,
@@ -214,8 +211,8 @@ func (r *replicator) unsubscribe(t *Task) {
 	r.applyMu.Lock()
 	r.mu.Lock()
 	for _, s := range t.stores {
-		// A waiter may exist before its store is subscribed (catchUp sets
-		// it first): release it either way.
+		// A waiter may exist before its store is subscribed, as catchUp
+		// sets it first: release it either way.
 		s.rep.target = -1
 		if s.rep.waiter != nil {
 			s.rep.waiter <- ErrTaskClosed
@@ -234,7 +231,7 @@ func (r *replicator) unsubscribe(t *Task) {
 			r.flush(s)
 		}
 		s.rep.batch = nil // a left store holds no batch memory
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+		s.stats.endRestore()
 	}
 	r.applyMu.Unlock()
 	r.cl.RemoveConsumePartitions(rm)
@@ -248,11 +245,10 @@ func (r *replicator) run() {
 	var work []storeFetches
 	for {
 		// Everything buffered: franz-go sends the next fetch once the
-		// buffered one is taken whole, so the fetch runs while this one
-		// is applied. (A poll of part of it, 64k records of a 16 MiB
-		// fetch, held the next fetch back until the last part: a restore
-		// waited for each fetch after applying most of the one before.)
-		// A poll is at most one fetch response per broker (FetchMaxBytes).
+		// buffered one is taken whole, so that fetch runs while this one
+		// is applied. A poll of part of it would hold the next fetch back
+		// until the last part. A poll is at most one fetch response per
+		// broker (FetchMaxBytes).
 		fs := r.cl.PollFetches(r.ctx)
 		if r.ctx.Err() != nil || fs.IsClientClosed() {
 			return
@@ -297,10 +293,10 @@ func (r *replicator) run() {
 				continue
 			}
 			// apply writes full batches. A standby writes the rest as
-			// soon as the consumer has nothing buffered (tailing is about
-			// latency); a restore keeps filling its batch until it is full
-			// or the restore reached its end (fewer, larger writes stay
-			// clear of LevelDB's per-write L0 slowdown), or briefly idle.
+			// soon as the consumer has nothing buffered: tailing is about
+			// latency. A restore keeps filling its batch until it is full,
+			// the restore reached its end, or it was idle a moment. Fewer,
+			// larger writes stay clear of LevelDB's per-write L0 slowdown.
 			if r.reached(s) || idle && (!r.restoring(s) || time.Since(s.rep.pendingSince) > restoreIdleFlush) {
 				r.flush(s)
 				s.rep.idle()
@@ -317,9 +313,9 @@ type storeFetches struct {
 	parts []kgo.FetchTopicPartition
 }
 
-// applyAll applies one poll's records, stores in parallel (each store's
-// own records in order, by one goroutine): LevelDB serialises the writes
-// to one database, not to several, so restoring many tasks uses the cores.
+// applyAll applies one poll's records, stores in parallel. One goroutine
+// applies each store's records, in order. LevelDB serialises the writes to
+// one database, not to several, so restoring many tasks uses the cores.
 func (r *replicator) applyAll(work []storeFetches) {
 	procs := runtime.GOMAXPROCS(0)
 	if len(work) == 1 || procs == 1 {
@@ -400,9 +396,9 @@ func (r *replicator) apply(s *DB, p *kgo.FetchTopicPartition) {
 		rec.Recycle() // the batch holds copies
 		if len(b.Dump()) >= limit {
 			if !r.flush(s) {
-				// The store failed and left: recycle the rest unread
-				// (only the rest: a recycled record's memory may
-				// already hold another fetch's record).
+				// The store failed and left: recycle the rest unread.
+				// Only the rest: a recycled record's memory may already
+				// hold another fetch's record.
 				for _, rest := range p.Records[i+1:] {
 					rest.Recycle()
 				}
@@ -420,12 +416,13 @@ func (r *replicator) apply(s *DB, p *kgo.FetchTopicPartition) {
 	}
 }
 
-// changelogMoved reports a changelog that no longer continues the store:
-// records after its position were deleted (the log start passed it), or the
-// log is shorter than what the store applied (the topic was recreated, or
-// an unclean leader election lost records). Compaction gaps are not that:
-// they never move the log start. The consumer would silently skip ahead in
-// the first case and find nothing new forever in the second.
+// changelogMoved reports a changelog that no longer continues the store.
+// Either records after its position were deleted, as the log start passed
+// it. Or the log is shorter than what the store applied: the topic was
+// recreated, or an unclean leader election lost records. Compaction gaps
+// are neither: they never move the log start. Unreported, the consumer
+// would silently skip ahead in the first case, and find nothing new
+// forever in the second.
 func changelogMoved(s *DB, p *kgo.FetchTopicPartition) error {
 	if p.Err != nil {
 		return nil
@@ -444,7 +441,7 @@ func changelogMoved(s *DB, p *kgo.FetchTopicPartition) error {
 
 // flush writes the store's batch with its checkpoint, then signals a
 // waiting restore that has reached its target. It returns false when the
-// write failed (the store has left the apply path).
+// write failed: the store has then left the apply path.
 func (r *replicator) flush(s *DB) bool {
 	b := s.rep.batchFor(r.m.opts.RestoreBatchBytes)
 	if s.rep.next > s.Checkpoint() || b.Len() > 0 {
@@ -459,7 +456,7 @@ func (r *replicator) flush(s *DB) bool {
 			r.finish(s, err)
 			return false
 		}
-		r.m.met.restored.WithLabelValues(s.labels()...).Add(float64(s.rep.pending))
+		s.stats.restored.Add(s.rep.pending)
 		s.count.add(s.rep.pending, 0) // deletes counted as puts: approximate
 		s.rep.pending = 0
 	}
@@ -481,8 +478,8 @@ func (r *replicator) finish(s *DB, err error) {
 	s.rep.target = -1
 	r.mu.Unlock()
 	if err != nil {
-		// A failing store leaves the consumer: nothing more is applied
-		// to it; its checkpoint is where the changelog resumes.
+		// A failing store leaves the consumer, and nothing more is applied
+		// to it. Its checkpoint is where the changelog resumes.
 		tp := topicPartition{s.changelog, s.partition}
 		r.mu.Lock()
 		if r.subs[tp] == s {
@@ -492,20 +489,14 @@ func (r *replicator) finish(s *DB, err error) {
 		go r.cl.RemoveConsumePartitions(map[string][]int32{tp.topic: {tp.partition}})
 	}
 	if w != nil {
-		r.m.met.remaining.WithLabelValues(s.labels()...).Set(0)
+		s.stats.endRestore()
 		w <- err
 	}
 }
 
-// progress updates the store's metrics and logs a running restore's
-// progress every progressEvery.
+// progress publishes a running restore's progress for the store's
+// series, and logs it every progressEvery.
 func (r *replicator) progress(s *DB) {
-	lbl := s.labels()
-	lag := s.Lag()
-	if lag >= 0 {
-		r.m.met.lag.WithLabelValues(lbl...).Set(float64(lag))
-	}
-	r.m.met.checkpoint.WithLabelValues(lbl...).Set(float64(s.Checkpoint()))
 	r.mu.Lock()
 	target := s.rep.target
 	r.mu.Unlock()
@@ -517,7 +508,7 @@ func (r *replicator) progress(s *DB) {
 	}
 	if left := max(0, target-s.Checkpoint()); left < s.rep.remaining {
 		s.rep.remaining = left
-		r.m.met.remaining.WithLabelValues(lbl...).Set(float64(left))
+		s.stats.remaining.Store(left)
 	}
 	el := time.Since(s.rep.started).Seconds()
 	rate := float64(s.rep.applied) / max(el, 1e-9)
@@ -525,8 +516,8 @@ func (r *replicator) progress(s *DB) {
 	if rate > 0 {
 		eta = float64(s.rep.remaining) / rate
 	}
-	r.m.met.rate.WithLabelValues(lbl...).Set(rate)
-	r.m.met.eta.WithLabelValues(lbl...).Set(eta)
+	s.stats.rate.Store(rate)
+	s.stats.eta.Store(eta)
 	if time.Since(s.rep.lastLog) >= r.m.progressEvery {
 		s.rep.lastLog = time.Now()
 		r.m.log.Info("state: restore progress", "task", s.partition, "store", s.name,
@@ -536,7 +527,7 @@ func (r *replicator) progress(s *DB) {
 }
 
 // recordPool lets the restore consumer reuse the Record slices it decodes
-// fetched batches into: apply copies each record into a LevelDB batch and
+// fetched batches into. apply copies each record into a LevelDB batch and
 // recycles it, so restore allocates no Record per record.
 type recordPool struct{ p sync.Pool }
 
@@ -551,9 +542,10 @@ func (rp *recordPool) PutRecords(rs []kgo.Record) {
 	rp.p.Put(&rs)
 }
 
-// decompressPool reuses the buffers that compressed batches (the active
-// path's producers compress with snappy by default) are decompressed into;
-// records alias them until recycled, and apply copies them first.
+// decompressPool reuses the buffers that compressed batches are
+// decompressed into; the active path's producers compress with snappy by
+// default. Records alias the buffers until recycled, and apply copies
+// them first.
 type decompressPool struct{ p sync.Pool }
 
 func (dp *decompressPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {

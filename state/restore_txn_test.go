@@ -11,18 +11,17 @@ import (
 	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
-// TestRestoreReadCommittedWaitsForTheOpenTransaction is the zombie's
-// lost update of issue 14, at the state layer. An exactly-once instance
-// frozen after its TxnOffsetCommit (which passed KIP-447's generation
-// check) and before its EndTxn leaves a transaction open on the changelog
-// that will commit when it thaws, together with input offsets that the
-// new owner's offset fetch (RequireStable) waits for and then returns. A
-// restore that stopped at the last stable offset, before that
-// transaction, would hand the new owner a store without its updates while
-// its input resumes after them: updates lost. So a read_committed
-// restore catches up to the high watermark seen when it starts: it ends
-// only once every transaction open then has ended, committed (applied) or
-// aborted (skipped).
+// TestRestoreReadCommittedWaitsForTheOpenTransaction is a zombie's lost
+// update, at the state layer. An exactly-once instance may freeze after
+// its TxnOffsetCommit passed KIP-447's generation check, and before its
+// EndTxn. It leaves a transaction open on the changelog, which will commit
+// when it thaws. The input offsets it commits are what the new owner's
+// offset fetch (RequireStable) waits for and then returns. A restore that
+// stopped at the last stable offset, before that transaction, would hand
+// the new owner a store without its updates, while its input resumes
+// after them. So a read_committed restore catches up to the high
+// watermark seen when it starts. It ends only once every transaction open
+// then has ended: committed and applied, or aborted and skipped.
 func TestRestoreReadCommittedWaitsForTheOpenTransaction(t *testing.T) {
 	e := newEnv(t, 1, "s")
 	m := e.open(t.TempDir(), func(o *Options) { o.ReadCommitted = true })

@@ -25,9 +25,9 @@ const sidecarEvery = 5 * time.Second
 
 // ScanCheckpoints returns the checkpoint of every store found on disk under
 // dir/appID, by task id and store name, without locking the directory. It
-// reads each store's checkpoint sidecar file, and opens a database read-only
-// only when the sidecar is missing (skipping stores some process has open).
-// A missing application directory yields an empty map.
+// reads each store's checkpoint sidecar file. It opens a database,
+// read-only, only when the sidecar is missing, and skips the stores some
+// process has open. A missing application directory yields an empty map.
 func ScanCheckpoints(dir, appID string) (map[int32]map[string]int64, error) {
 	root := filepath.Join(dir, appID)
 	out := make(map[int32]map[string]int64)
@@ -138,11 +138,11 @@ func (m *Manager) maybeWriteSidecars(t *Task) {
 }
 
 // CleanupUnassigned deletes the directories of tasks that are not open and
-// were last used (last checkpoint sidecar written, else the directory's
-// modification time) at least CleanupDelay before now, together with
-// corrupted stores moved aside that long ago. It returns the deleted task
-// ids. The Manager calls it every Options.CleanupInterval; now is a
-// parameter so that tests need no clock.
+// were last used at least CleanupDelay before now. A task was last used
+// when its last checkpoint sidecar was written, else at its directory's
+// modification time. Corrupted stores moved aside that long ago go too. It
+// returns the deleted task ids. The Manager calls it every
+// Options.CleanupInterval; now is a parameter so that tests need no clock.
 func (m *Manager) CleanupUnassigned(now time.Time) ([]int32, error) {
 	ids, err := taskDirs(m.root)
 	if err != nil {

@@ -10,30 +10,24 @@ import (
 )
 
 // batchSorter rewrites a LevelDB batch with its keys in order, each key
-// once (its last write in the batch).
+// once: its last write in the batch.
 //
-// Why: goleveldb inserts a batch into its memtable, a skiplist, one record
-// at a time, each insert walking the list from its top; the walk is a
-// dozen or more key comparisons, most of them cache misses when the
-// records come in no order (a changelog's order, or a hash map's). In key
-// order, consecutive inserts walk the same nodes, which are still in the
-// CPU's cache: about a third less per record in isolation (sort included),
-// more where the cores are shared and caches are cold (a standby's
-// memtable, touched only by its replicator). The memtable inserts are
-// among the largest costs of an instance under load, a standby's flush
-// most of all (docs/lab/freshness.md, "The standbys' tail"). A key
-// written twice in a batch, common in a
-// changelog that is not yet compacted, becomes one insert: a batch is
-// applied atomically, so only its last write of a key is ever visible.
+// goleveldb inserts a batch into its memtable, a skiplist, one record at a
+// time, and each insert walks the list from its top. Records in no order
+// make most of that walk's comparisons cache misses; in key order,
+// consecutive inserts walk the same nodes, still in the CPU's cache
+// (docs/lab/profile-count.md has the measurements). A key written twice in
+// a batch, common in a changelog not yet compacted, becomes one insert. A
+// batch is applied atomically, so only its last write of a key is ever
+// visible.
 //
-// The sort itself then cost a standby a quarter of its tail's work, most
-// of it bytes.Compare on keys that share a prefix (a store's keys
-// usually do: "user-", a tenant, a type byte) and swaps of 64-byte
-// entries. So it sorts 16-byte sortKeys instead: the eight bytes after
-// the prefix that all the batch's keys share, as a number, and the
-// entry's position; a batch of radixMin records or more by radix on that
-// number (sortOrder), and the keys themselves are compared only where
-// those eight bytes tie.
+// The sort orders 16-byte sortKeys rather than the entries: the eight
+// bytes after the prefix all the batch's keys share, as a number, and the
+// entry's position. A store's keys usually share a prefix, such as "user-"
+// or a tenant, which would make bytes.Compare the sort's main cost. A
+// batch of radixMin records or more is sorted by radix on that number
+// (sortOrder). The keys themselves are compared only where those eight
+// bytes tie.
 //
 // A sorter is reused: it keeps its index and output batch between sorts.
 // It is not safe for concurrent use.
@@ -52,10 +46,10 @@ type batchEntry struct {
 	del        bool
 }
 
-// sortKey orders one entry: word is the eight bytes of its key after the
-// batch's common prefix, big-endian and zero-padded (so that comparing two
-// words compares those bytes), pos its index in ents, which orders writes
-// of one key.
+// sortKey orders one entry. word is the eight bytes of its key after the
+// batch's common prefix, big-endian and zero-padded, so that comparing two
+// words compares those bytes. pos is its index in ents, which orders the
+// writes of one key.
 type sortKey struct {
 	word uint64
 	pos  int
@@ -71,7 +65,7 @@ func (s *batchSorter) Delete(key []byte) {
 }
 
 // sorted returns b's records in key order, each key's last write only, in
-// a batch of the sorter's (valid until the next call); b is unchanged. A
+// a batch of the sorter's, valid until the next call. b is unchanged. A
 // batch of one record, or one whose records cannot be read, is returned
 // as it is.
 func (s *batchSorter) sorted(b *leveldb.Batch) *leveldb.Batch {
@@ -124,11 +118,11 @@ const radixMin = 128
 
 // sortOrder sorts s.order into the entries' key order, a key's writes in
 // batch order. A batch of radixMin records or more is sorted by its words'
-// bytes, least significant first, each pass stable (so that equal words
-// keep their batch order) and skipped where every word has the same byte
-// (the zero padding of short keys, a prefix shared after the first eight
-// bytes): a few linear passes, where comparisons cost a dozen calls per
-// record. Words that tie are then ordered by the rest of their keys.
+// bytes, least significant first: a few linear passes, where a comparison
+// sort makes a dozen calls per record. Each pass is stable, so that equal
+// words keep their batch order. A pass is skipped where every word has
+// the same byte, as in the zero padding of short keys. Words that tie are
+// then ordered by the rest of their keys.
 func (s *batchSorter) sortOrder(cp int) {
 	if len(s.order) < radixMin {
 		slices.SortFunc(s.order, func(x, y sortKey) int {
@@ -169,10 +163,10 @@ func (s *batchSorter) sortOrder(cp int) {
 		src, dst = dst, src
 	}
 	s.order, s.scratch = src, dst
-	// Equal words of different keys (longer than the word, or differing
-	// in the zero padding): a stable sort of the run by the whole rest of
-	// the key, its writes of one key in batch order already. A run of one
-	// key's writes, the common case, is left as it is.
+	// Equal words of different keys: keys longer than the word, or keys
+	// differing in the zero padding. A stable sort orders the run by the
+	// whole rest of the key; one key's writes are in batch order already.
+	// A run of one key's writes, the common case, is left as it is.
 	for i := 0; i < len(s.order); {
 		first := s.ents[s.order[i].pos].key
 		j, same := i+1, true

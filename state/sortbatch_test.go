@@ -125,11 +125,11 @@ func TestBatchSorterLeavesTheSameDatabase(t *testing.T) {
 }
 
 // TestBatchSorterOrdersAnyKeysAsBytesCompare checks the sort's shortcut
-// (the eight bytes after the keys' shared prefix, compared as a number)
-// against bytes.Compare on random batches whose keys share prefixes of
-// every length, are prefixes of each other, tie in those eight bytes and
-// differ after them, and hold zero and 0xff bytes; one batch in four is
-// long enough to be sorted by radix.
+// against bytes.Compare: the eight bytes after the keys' shared prefix,
+// compared as a number. The random batches' keys share prefixes of every
+// length, are prefixes of each other, tie in those eight bytes and differ
+// after them, and hold zero and 0xff bytes. One batch in four is long
+// enough to be sorted by radix.
 func TestBatchSorterOrdersAnyKeysAsBytesCompare(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	alphabet := []byte{0x00, 0x01, 'a', 'b', 0xff}
@@ -175,12 +175,11 @@ func TestBatchSorterOrdersAnyKeysAsBytesCompare(t *testing.T) {
 }
 
 // BenchmarkStandbyTailFlush measures what a tailing standby does with one
-// fetch of a count's changelog at a 1 s commit interval: the records copied
-// into the store's apply batch, the batch sorted (batchSorter) and written
-// to a memtable that already holds the partition's keys. The keys are the
-// count benchmark's ("key-N" among 100,000, a twelfth of them here), the
-// values 8-byte counts; the batch is 4,000 records, about what a task's
-// commit writes through in a chunked second at half load.
+// fetch of a count's changelog at a 1 s commit interval. It copies the
+// records into the store's apply batch, sorts the batch (batchSorter), and
+// writes it to a memtable that already holds the partition's keys. The
+// keys are the count benchmark's: "key-N" among 100,000, a twelfth of them
+// here. The values are 8-byte counts, and a batch holds 4,000 records.
 func BenchmarkStandbyTailFlush(b *testing.B) {
 	const keys, batchLen = 8_333, 4_000
 	db, err := leveldb.Open(storage.NewMemStorage(), nil)

@@ -4,8 +4,8 @@ package state
 // flush: see replicator.sortersMu for why a free list and not a sync.Pool.
 
 // keepSorterBytes bounds the output batch of a sorter the replicator keeps
-// for the next flush: a tailing standby's batches are well under it, a
-// restore's (RestoreBatchBytes) are not, and a restore is over once.
+// for the next flush. A tailing standby's batches are well under it; a
+// restore's, of RestoreBatchBytes, are not, and a restore ends.
 const keepSorterBytes = 1 << 20
 
 // sorter returns an idle batchSorter (sortersMu).
@@ -22,9 +22,9 @@ func (r *replicator) sorter() *batchSorter {
 }
 
 // putSorter keeps s for the next flush, unless its output batch is a
-// restore's (keepSorterBytes) and no restore is running: a restore's
-// flushes reuse theirs (a new one a flush was megabytes allocated and
-// cleared per RestoreBatchBytes of records).
+// restore's (over keepSorterBytes) and no restore is running. A restore's
+// flushes reuse their sorters: a new one would allocate and clear a batch
+// of RestoreBatchBytes per flush.
 func (r *replicator) putSorter(s *batchSorter) {
 	if s.outCap > keepSorterBytes && !r.anyRestoring() {
 		return

@@ -6,10 +6,9 @@ import (
 )
 
 // TestReplicatorKeepsARestoresSorterOnlyWhileARestoreRuns: a flush's
-// sorter goes back for the next flush; one sized for a restore's batches
-// is kept while a store restores (reallocating it per flush cost a fifth
-// of a restore's throughput) and left to the collector after, so that
-// tailing standbys do not hold restore-sized buffers.
+// sorter goes back for the next flush. One sized for a restore's batches
+// is kept while a store restores, and left to the collector after, so
+// that tailing standbys do not hold restore-sized buffers.
 func TestReplicatorKeepsARestoresSorterOnlyWhileARestoreRuns(t *testing.T) {
 	r := &replicator{subs: make(map[topicPartition]*DB)}
 	tailing := new(DB)

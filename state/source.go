@@ -3,18 +3,18 @@ package state
 import "fmt"
 
 // ApplySource applies one record of the store's changelog partition, read
-// by the active task itself: the store is a table whose changelog is a
-// topic someone else writes (Kafka Streams' source-topic changelog), which
-// the task keeps reading while it processes. Restore and standbys fill
-// such a store like any other; once the task is active, its records come
+// by the active task itself. Such a store is a table whose changelog is a
+// topic someone else writes, which the task keeps reading while it
+// processes: Kafka Streams' source-topic changelog. Restore and standbys
+// fill it like any other store. Once the task is active, its records come
 // through here instead of through Put and Delete, and nothing is produced.
 //
-// The write goes to the write buffer (Get and Scan see it) and the next
-// Commit writes it with the checkpoint offset+1, in one LevelDB batch, so
-// data and checkpoint agree as for any store. A nil value deletes the key
-// (a tombstone). A record at or below the last offset applied (one the
-// restore already applied, fetched again from an older committed offset)
-// is skipped: applied reports whether the record was new.
+// The write goes to the write buffer, which Get and Scan see. The next
+// Commit writes it with the checkpoint offset+1 in one LevelDB batch, so
+// data and checkpoint agree as for any store. A nil value deletes the key.
+// A record at or below the last offset applied is skipped: one the restore
+// already applied, fetched again from an older committed offset. applied
+// reports whether the record was new.
 func (s *DB) ApplySource(offset int64, key, value []byte) (applied bool, err error) {
 	t := s.task
 	if s.buf == nil {

@@ -3,9 +3,10 @@ package state
 import "testing"
 
 // TestApplySourceBuffersCommitsAndSkipsWhatWasApplied: a source record goes
-// to the write buffer (Get sees it, the committed view does not), nothing
-// is produced, Commit writes it with checkpoint offset+1, a tombstone
-// deletes, and a record at or below the last applied offset is skipped.
+// to the write buffer, which Get sees and the committed view does not.
+// Nothing is produced. Commit writes it with checkpoint offset+1. A
+// tombstone deletes. A record at or below the last applied offset is
+// skipped.
 func TestApplySourceBuffersCommitsAndSkipsWhatWasApplied(t *testing.T) {
 	e := newEnv(t, 1, "prices")
 	m := e.open(t.TempDir())

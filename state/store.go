@@ -22,14 +22,14 @@ const (
 )
 
 // DB is one key-value store of one task: a LevelDB database, its
-// changelog partition, and (while the task is active) the task's write
-// buffer for it.
+// changelog partition, and the task's write buffer for it while the task
+// is active.
 //
 // Get, Put, Delete and Scan belong to the task's goroutine: they see the
 // write buffer and are not safe for concurrent use. Other goroutines read
-// through View (committed data only) or Latest (the write buffer over the
-// committed data), both safe for concurrent use. Keys and values passed in are copied; values returned by Get are
-// the caller's.
+// through View, committed data only, or Latest, the write buffer over the
+// committed data. Both are safe for concurrent use. Keys and values passed
+// in are copied; values returned by Get are the caller's.
 type DB struct {
 	task      *Task
 	name      string
@@ -49,8 +49,9 @@ type DB struct {
 	// checkpoint is the next changelog offset to read, as written to
 	// LevelDB with the data it covers.
 	checkpoint atomic.Int64
-	// end is the last known end offset of the changelog partition (high
-	// watermark, or last stable offset under read_committed); -1 unknown.
+	// end is the last known end offset of the changelog partition, -1 when
+	// unknown: the high watermark, or the last stable offset under
+	// read_committed.
 	end atomic.Int64
 
 	// Active write path, owned by the task goroutine.
@@ -62,29 +63,30 @@ type DB struct {
 	// is (latest.go says why and how).
 	shared  atomic.Pointer[writeBuffer]
 	readers atomic.Int64
-	// committed is the buffer the last commit cut (commit.go): until
-	// writeFrozen has written it to LevelDB (unwritten), writes LevelDB
-	// does not have yet; then a read cache of the keys it holds until the
-	// next cut, so that a key read and written every commit interval (a
-	// count, an aggregate) is read from memory rather than from LevelDB,
-	// for the memory of one more interval's writes. Nothing changes it
-	// between two cuts: the task's goroutine and the commit read it
-	// without its lock. sharedCommitted is it as latest readers see it.
+	// committed is the buffer the last commit cut (commit.go). Until
+	// writeFrozen has written it to LevelDB, it holds writes LevelDB does
+	// not have yet, and unwritten is set. Then, until the next cut, it is
+	// a read cache of its keys. A key read and written every commit
+	// interval, as a count is, is then read from memory rather than from
+	// LevelDB, for the memory of one more interval's writes. Nothing
+	// changes it between two cuts: the task's goroutine and the commit
+	// read it without its lock. sharedCommitted is it as latest readers
+	// see it.
 	committed       *writeBuffer
 	sharedCommitted atomic.Pointer[writeBuffer]
 	unwritten       atomic.Bool
 	// afterRotate, set by tests only, runs when rotateBuffer has published
 	// the new write buffer: a latest scan at the cut's moment.
 	afterRotate func()
-	// produced counts the changelog records produced (the task goroutine
-	// adds; a cut reads it with the task paused).
+	// produced counts the changelog records produced. The task goroutine
+	// adds to it; a cut reads it with the task paused.
 	produced atomic.Int64
 
 	// Producer side, touched by kgo's promise goroutine: acked counts the
-	// changelog records acknowledged (or failed); cut is what the last cut
+	// changelog records acknowledged or failed; cut is what the last cut
 	// waits for (commit.go). The padding keeps the promise's counters off
-	// the cache line of the task's produced: one line both goroutines
-	// wrote per record moved between their cores with every record.
+	// the cache line of the task's produced: a line both goroutines write
+	// per record would move between their cores with every record.
 	_        [64]byte
 	acked    atomic.Int64
 	maxAcked atomic.Int64 // highest acknowledged changelog offset, -1 none
@@ -93,20 +95,22 @@ type DB struct {
 	prodErr  error
 	_        [64]byte
 	promise  func(*kgo.Record, error)
-	// commitBatch, writeScratch and writeOrder are writeFrozen's, which may
-	// run beside the task goroutine's writes (scratch is the task
-	// goroutine's).
+	// commitBatch, writeScratch and writeOrder belong to writeFrozen, which
+	// may run beside the task goroutine's writes; scratch is the task
+	// goroutine's.
 	commitBatch  *leveldb.Batch
 	writeScratch []byte
 	writeOrder   []keySpan
 
 	// Apply path state, owned by the replicator goroutine while the store
-	// is subscribed there (see replicator.go).
+	// is subscribed there (replicator.go).
 	rep replicaState
+	// stats are the values of the store's series (metrics.go).
+	stats storeStats
 
 	count approxCount
-	// damaged is set once damage was found while the store is open (see
-	// markDamaged).
+	// damaged is set once damage was found while the store is open
+	// (markDamaged).
 	damaged atomic.Bool
 }
 
@@ -132,8 +136,9 @@ func (s *DB) Path() string { return s.path }
 func (s *DB) Checkpoint() int64 { return s.checkpoint.Load() }
 
 // Lag returns how many offsets the store is behind the last end offset seen
-// for its changelog partition (never negative), or -1 when no end offset has
-// been seen yet (the store has not restored or tailed since it was opened).
+// for its changelog partition; it is never negative. It returns -1 when no
+// end offset has been seen yet: the store has not restored or tailed since
+// it was opened.
 func (s *DB) Lag() int64 {
 	end := s.end.Load()
 	if end < 0 {
@@ -142,14 +147,14 @@ func (s *DB) Lag() int64 {
 	return max(0, end-s.checkpoint.Load())
 }
 
-// Err returns the error that made the store's task unhealthy (a failed
-// LevelDB read or write, a changelog produce error; see Task.Err), nil
-// while it is healthy. A reader on another goroutine checks it before
-// trusting what View returns: a failed store's data may be stale.
+// Err returns the error that made the store's task unhealthy, nil while it
+// is healthy: a failed LevelDB read or write, or a changelog produce error
+// (Task.Err). A reader on another goroutine checks it before trusting what
+// View returns: a failed store's data may be stale.
 func (s *DB) Err() error { return s.task.Err() }
 
 // View returns a read-only view of the store's committed data, safe for
-// concurrent use (HTTP queries, metrics).
+// concurrent use by HTTP queries and metrics.
 func (s *DB) View() *CommittedView { return &s.view }
 
 // Get returns the value of key, seeing the task's uncommitted writes.
@@ -184,9 +189,10 @@ func (s *DB) Get(key []byte) (value []byte, found bool, err error) {
 // active.
 func (s *DB) Put(key, value []byte) error { return s.PutAt(key, value, time.Time{}) }
 
-// PutAt is Put with the changelog record stamped ts (the zero time: when it
-// is produced). The processor stamps a write with the timestamp of the
-// input record that made it, as Kafka Streams stamps its changelogs.
+// PutAt is Put with the changelog record stamped ts; the zero time stamps
+// it when it is produced. The processor stamps a write with the timestamp
+// of the input record that made it, as Kafka Streams stamps its
+// changelogs.
 func (s *DB) PutAt(key, value []byte, ts time.Time) error {
 	if value == nil {
 		value = []byte{} // nil is the changelog's tombstone
@@ -226,9 +232,9 @@ func (s *DB) write(key, value []byte, ts time.Time) error {
 }
 
 // onProduced is the changelog records' promise. franz-go calls promises
-// serially and, for one partition, in the order the records were produced:
-// when acked reaches the count a cut waits for, this record is the cut's
-// last and maxAcked its offset.
+// serially, and for one partition in the order the records were produced.
+// So when acked reaches the count a cut waits for, this record is the
+// cut's last, and maxAcked is its offset.
 func (s *DB) onProduced(r *kgo.Record, err error) {
 	if err != nil {
 		s.prodMu.Lock()
@@ -267,9 +273,9 @@ func (s *DB) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 	var ck [8]byte
 	b.Put(checkpointKey, encodeOffset(ck[:0], checkpoint))
 	err := s.db.Write(b, nil)
-	// On failure the batch is dropped too: the checkpoint did not move, so
-	// its records are still ahead of it (in the write buffer, or in the
-	// changelog for the apply path).
+	// On failure the batch is dropped too. The checkpoint did not move, so
+	// its records are still ahead of it: in the write buffer, or in the
+	// changelog for the apply path.
 	b.Reset()
 	if err != nil {
 		return err
@@ -278,18 +284,18 @@ func (s *DB) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 	return nil
 }
 
-// Scan calls fn for each key in [start, end) in key order (nil bounds are
-// open), seeing the task's uncommitted writes, until fn returns false. The
-// slices passed to fn are valid only during the call.
+// Scan calls fn for each key in [start, end) in key order, seeing the
+// task's uncommitted writes, until fn returns false; nil bounds are open.
+// The slices passed to fn are valid only during the call.
 func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	if s.db == nil {
 		return ErrTaskClosed
 	}
-	// The buffers' entries in range are taken before fn runs: fn may write
-	// the store (a handler that scans and updates), which the scan then
-	// does not see, as LevelDB's iterator does not. The frozen buffer's
-	// are taken before the iterator, while a commit may be writing them
-	// to LevelDB (latest.go says why that order).
+	// The buffers' entries in range are taken before fn runs. fn may write
+	// the store, as a handler that scans and updates does; the scan then
+	// does not see those writes, as LevelDB's iterator does not. The frozen
+	// buffer's entries are taken before the iterator, while a commit may be
+	// writing them to LevelDB (latest.go says why that order).
 	cs := make([]cursor, 0, 3)
 	for _, b := range [2]*writeBuffer{s.buf, s.committed} {
 		if b == nil || b.Len() == 0 || b == s.committed && !s.unwritten.Load() {

@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"maps"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -73,48 +71,4 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-type stringCodec struct{}
-
-func (stringCodec) Encode(v string) ([]byte, error) { return []byte(v), nil }
-func (stringCodec) Decode(b []byte) (string, error) { return string(b), nil }
-
-type intCodec struct{}
-
-func (intCodec) Encode(v int) ([]byte, error) { return []byte(strconv.Itoa(v)), nil }
-func (intCodec) Decode(b []byte) (int, error) { return strconv.Atoi(string(b)) }
-
-// TestTypedStoreEncodesAndDecodes: a Typed store writes encoded keys and
-// values, reads them back decoded, and reports a value it cannot decode
-// with the key.
-func TestTypedStoreEncodesAndDecodes(t *testing.T) {
-	e := newEnv(t, 1, "counts")
-	m := e.open(t.TempDir())
-	p := e.producer()
-	task := e.activeTask(m, 0, p)
-	counts := NewTyped[string, int](task.Store("counts"), stringCodec{}, intCodec{})
-	must(t, counts.Put("apples", 3))
-	must(t, counts.Put("apricots", 7))
-	must(t, counts.Put("pears", 5))
-	must(t, counts.Delete("pears"))
-	if v, ok, err := counts.Get("apples"); err != nil || !ok || v != 3 {
-		t.Fatalf("Get(apples) = %d, %v, %v", v, ok, err)
-	}
-	if _, ok, _ := counts.Get("pears"); ok {
-		t.Fatal("Get(pears) found a deleted key")
-	}
-	var got []string
-	must(t, counts.ScanPrefix([]byte("ap"), func(k string, v int) bool {
-		got = append(got, fmt.Sprintf("%s=%d", k, v))
-		return true
-	}))
-	if fmt.Sprint(got) != "[apples=3 apricots=7]" {
-		t.Fatalf("ScanPrefix(ap) = %v", got)
-	}
-	must(t, task.Store("counts").Put([]byte("bad"), []byte("x")))
-	if _, _, err := counts.Get("bad"); err == nil || !strings.Contains(err.Error(), `"bad"`) {
-		t.Fatalf("Get of an undecodable value = %v, want an error naming the key", err)
-	}
-	e.commit(task, p)
 }

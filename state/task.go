@@ -17,7 +17,7 @@ const (
 	// RoleIdle: opened, neither restoring, tailing nor active.
 	RoleIdle Role = iota
 	// RoleRestoring: catching up to the end offset captured when Restore
-	// (or Promote) started. Not ready.
+	// or Promote started. Not ready.
 	RoleRestoring
 	// RoleStandby: tailing the changelogs continuously.
 	RoleStandby
@@ -48,11 +48,11 @@ func (r Role) String() string {
 var ErrTaskClosed = errors.New("state: task closed")
 
 // Task is the local state of one partition slot: its stores, opened
-// together. Restore, StartStandby, Promote, Demote, Activate, Commit,
-// Freeze, Abort and Close are called by the one goroutine that runs the
-// task (or with it paused); WaitFrozen and WriteFrozen may run on another
-// beside its writes (commit.go); Role, Ready, Err, Lag and Checkpoints may
-// be called from any goroutine.
+// together. The one goroutine that runs the task calls Restore,
+// StartStandby, Promote, Demote, Activate, Commit, Freeze, Abort and Close,
+// or another does with the task paused. WaitFrozen and WriteFrozen may run
+// on another goroutine beside its writes (commit.go). Role, Ready, Err,
+// Lag and Checkpoints may be called from any goroutine.
 type Task struct {
 	m      *Manager
 	id     int32
@@ -66,13 +66,13 @@ type Task struct {
 	role     atomic.Int32
 	producer Producer
 	// writeMu keeps WriteFrozen, which runs beside the task's writes,
-	// apart from what replaces or drops the stores' buffers (Freeze,
-	// Abort, and Demote and Close through dropActive): commit.go.
+	// apart from what replaces or drops the stores' buffers: Freeze, Abort,
+	// and Demote and Close through dropActive (commit.go).
 	writeMu   sync.Mutex
 	sidecarAt atomic.Int64 // unix nanos of the last sidecar write
 
-	// err is the task's error, set once (the first sticks): an atomic
-	// pointer, as every write to a store reads it.
+	// err is the task's error, set once: the first sticks. It is an
+	// atomic pointer, as every write to a store reads it.
 	err atomic.Pointer[error]
 }
 
@@ -96,8 +96,9 @@ func (t *Task) Role() Role { return Role(t.role.Load()) }
 func (t *Task) Ready() bool { return t.Role() == RoleActive && t.Err() == nil }
 
 // Err returns the storage or changelog error that made the task unhealthy,
-// nil while it is healthy. An unhealthy task keeps its data and checkpoints;
-// close and reopen it (restoring from the changelog) to recover.
+// nil while it is healthy. An unhealthy task keeps its data and
+// checkpoints. To recover, close it, reopen it and restore it from the
+// changelog.
 func (t *Task) Err() error {
 	if p := t.err.Load(); p != nil {
 		return *p
@@ -105,18 +106,19 @@ func (t *Task) Err() error {
 	return nil
 }
 
-// fail records err as the task's error (the first one sticks) and counts it.
+// fail records err as the task's error, the first one sticking, and
+// counts it.
 func (t *Task) fail(s *DB, err error) {
 	if t.err.CompareAndSwap(nil, &err) {
 		t.m.log.Error("state: task unhealthy", "task", t.id, "store", s.name, "err", err)
 	}
-	t.m.met.storeErrors.WithLabelValues(s.labels()...).Inc()
+	s.stats.errors.Add(1)
 }
 
 // storageErr wraps a LevelDB error of store s with context and marks the
-// task unhealthy. A corruption (a damaged table block met by a read, or by
-// a compaction and then returned by every write) also marks the store for
-// a rebuild at its next open.
+// task unhealthy. A corruption also marks the store for a rebuild at its
+// next open: a damaged table block met by a read, or by a compaction and
+// then returned by every write.
 func (t *Task) storageErr(s *DB, op string, err error) error {
 	err = fmt.Errorf("state: %s store %s of task %d (%s): %w", op, s.name, t.id, s.path, err)
 	if _, ok := corruptedFile(err); ok {
@@ -126,8 +128,8 @@ func (t *Task) storageErr(s *DB, op string, err error) error {
 	return err
 }
 
-// Checkpoints returns each store's checkpoint (next changelog offset to
-// read) by store name.
+// Checkpoints returns each store's checkpoint, the next changelog offset
+// to read, by store name.
 func (t *Task) Checkpoints() map[string]int64 {
 	out := make(map[string]int64, len(t.stores))
 	for _, s := range t.stores {
@@ -137,7 +139,7 @@ func (t *Task) Checkpoints() map[string]int64 {
 }
 
 // Lag returns each store's lag behind the last end offset seen for its
-// changelog (-1 when none was seen yet), by store name.
+// changelog, by store name; -1 when none was seen yet.
 func (t *Task) Lag() map[string]int64 {
 	out := make(map[string]int64, len(t.stores))
 	for _, s := range t.stores {
@@ -146,11 +148,12 @@ func (t *Task) Lag() map[string]int64 {
 	return out
 }
 
-// Restore catches every store up to the end of its changelog partition as
-// captured when Restore starts (the high watermark; under read_committed the
-// restore so also waits for the transactions open then to end: one may
-// still commit, replicator.endOffsets says why) and returns when all are caught up, ctx is done, or a store fails. Progress
-// is logged and exported as metrics. The task is left idle: Activate it, or
+// Restore catches every store up to the end of its changelog partition,
+// as captured when Restore starts: the high watermark. Under
+// read_committed it also waits for the transactions open then to end, as
+// one may still commit (replicator.endOffsets says why). It returns when
+// all stores are caught up, ctx is done, or a store fails. Progress is
+// logged and exported as metrics. The task is left idle: Activate it, or
 // StartStandby.
 func (t *Task) Restore(ctx context.Context) error {
 	if err := t.Err(); err != nil {
@@ -165,12 +168,12 @@ func (t *Task) Restore(ctx context.Context) error {
 	return err
 }
 
-// Producer is what an active task needs of a Kafka producer: a
+// Producer is what an active task needs of a Kafka producer. A
 // *kgo.Client is one; the processor's unit tests pass a fake. Like a
 // *kgo.Client, Produce must call promise exactly once, with the very
-// record it was given (not a copy), and not touch the record after: the
-// store's promise hands the record back to the arena it came from
-// (internal/recarena), to be reused.
+// record it was given, not a copy, and not touch the record after. The
+// store's promise hands the record back to the arena it came from, to be
+// reused (internal/recarena).
 type Producer interface {
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
 }
@@ -184,11 +187,11 @@ func optValue(producer Producer, opt any) any {
 	return nil
 }
 
-// Activate makes a caught-up idle task active: from now on its stores'
-// Put and Delete buffer writes and produce changelog records through
-// producer, which the caller owns (under exactly-once, its transactional
-// client). The producer must leave Record.Partition as set (see
-// ChangelogPartitioner) and must use acks=all (kgo's default).
+// Activate makes a caught-up idle task active. From now on its stores' Put
+// and Delete buffer writes and produce changelog records through producer,
+// which the caller owns: under exactly-once, its transactional client. The
+// producer must leave Record.Partition as set (ChangelogPartitioner does),
+// and must use acks=all, kgo's default.
 func (t *Task) Activate(producer Producer) error {
 	if producer == nil {
 		return errors.New("state: activate: nil producer")
@@ -226,10 +229,10 @@ func (t *Task) StartStandby() error {
 	return t.m.rep.subscribe(t, -1)
 }
 
-// Promote turns a standby (or idle) task active without reopening its
-// stores: it captures the changelogs' end offsets, applies the records up to
-// them, stops tailing and activates with producer. On error the task is
-// left idle (StartStandby resumes tailing).
+// Promote turns a standby or idle task active without reopening its
+// stores. It captures the changelogs' end offsets, applies the records up
+// to them, stops tailing and activates with producer. On error the task is
+// left idle; StartStandby resumes tailing.
 func (t *Task) Promote(ctx context.Context, producer Producer) error {
 	if err := t.Err(); err != nil {
 		return err
@@ -255,8 +258,8 @@ func (t *Task) Promote(ctx context.Context, producer Producer) error {
 	return t.Activate(producer)
 }
 
-// Demote turns an active task into a standby: uncommitted writes are
-// dropped (Commit first to keep them), the producer is forgotten, and the
+// Demote turns an active task into a standby. It drops uncommitted
+// writes, so Commit first to keep them. It forgets the producer, and the
 // stores start tailing their changelogs from their checkpoints.
 func (t *Task) Demote() error {
 	if err := t.setRole(RoleIdle, RoleActive); err != nil {
@@ -282,7 +285,7 @@ func (t *Task) Close() error {
 	if t.Role() == RoleClosed {
 		return nil
 	}
-	// Closed first: a Restore racing with Close sees it under the apply
+	// Closed first. A Restore racing with Close sees it under the apply
 	// lock and gives up, and unsubscribe releases any waiter it set.
 	t.role.Store(int32(RoleClosed))
 	t.m.rep.unsubscribe(t)

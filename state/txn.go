@@ -3,13 +3,13 @@ package state
 import "fmt"
 
 // Unacknowledged reports why the changelog records produced since the
-// last Commit (or Abort) may not be committed yet: records not
-// acknowledged, or the first that failed; nil when every one was
-// acknowledged. Under exactly-once the caller checks it after flushing
-// the transaction's records and before committing the transaction: a
-// transaction must never commit with a changelog record of it missing,
-// and franz-go commits whatever was acknowledged. Commit makes the same
-// check before writing LevelDB.
+// last Commit or Abort may not be committed yet: records not acknowledged,
+// or the first that failed. It returns nil when every one was
+// acknowledged. Under exactly-once the caller checks it after flushing the
+// transaction's records, before committing the transaction. A transaction
+// must never commit with one of its changelog records missing, and
+// franz-go commits whatever was acknowledged. Commit makes the same check
+// before writing LevelDB.
 func (t *Task) Unacknowledged() error {
 	for _, s := range t.stores {
 		if n := s.unacknowledged(); n != 0 {

@@ -9,9 +9,9 @@ import (
 )
 
 // TestAReopenedTaskWaitsForItsClosedIncarnationsRecords: a task closed with
-// changelog records in flight (a lost partition while the broker is away)
-// makes WaitProduced for its id wait until they are resolved; a task closed
-// with none in flight does not.
+// changelog records in flight, as a partition lost while the broker is
+// away is, makes WaitProduced for its id wait until they are resolved. A
+// task closed with none in flight does not.
 func TestAReopenedTaskWaitsForItsClosedIncarnationsRecords(t *testing.T) {
 	e := newEnv(t, 2, "s")
 	m := e.open(t.TempDir())

@@ -9,9 +9,9 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 )
 
-// CommittedView reads a store's committed data: what Task.Commit and the apply path
-// wrote to LevelDB, never an open write buffer. It is safe for concurrent
-// use and is what HTTP queries read.
+// CommittedView reads a store's committed data: what Task.Commit and the
+// apply path wrote to LevelDB, never an open write buffer. It is safe for
+// concurrent use, and is what HTTP queries read.
 type CommittedView struct {
 	s *DB
 }
@@ -34,9 +34,9 @@ func (v *CommittedView) Get(key []byte) (value []byte, found bool, err error) {
 	return val, true, nil
 }
 
-// Scan calls fn for each committed key in [start, end) in key order (nil
-// bounds are open) until fn returns false. The slices are valid only during
-// the call. It reads a consistent snapshot.
+// Scan calls fn for each committed key in [start, end) in key order, until
+// fn returns false; nil bounds are open. It reads a consistent snapshot.
+// The slices are valid only during the call.
 func (v *CommittedView) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	v.s.dbMu.RLock()
 	defer v.s.dbMu.RUnlock()
@@ -46,12 +46,6 @@ func (v *CommittedView) Scan(start, end []byte, fn func(key, value []byte) bool)
 	it := v.s.db.NewIterator(dataRangeFor(start, end), nil)
 	defer it.Release()
 	return v.scanIter(it, fn)
-}
-
-// ScanPrefix calls fn for each committed key starting with prefix, in key
-// order, until fn returns false.
-func (v *CommittedView) ScanPrefix(prefix []byte, fn func(key, value []byte) bool) error {
-	return v.Scan(prefix, prefixEnd(prefix), fn)
 }
 
 func (v *CommittedView) scanIter(it iterator.Iterator, fn func(k, v []byte) bool) error {
@@ -67,10 +61,10 @@ func (v *CommittedView) scanIter(it iterator.Iterator, fn func(k, v []byte) bool
 }
 
 // ApproximateCount estimates the number of committed keys. LevelDB keeps
-// no count, so the store counts its keys once (a keys-only scan) and then
-// adds puts and subtracts deletes as they are applied; overwrites make the
-// estimate drift upward, and it is recounted when the drift may exceed about
-// an eighth of the count.
+// no count, so the store counts its keys once, with a keys-only scan. Then
+// it adds puts and subtracts deletes as they are applied. Overwrites make
+// the estimate drift upward; it is recounted when the drift may exceed an
+// eighth of the count.
 func (v *CommittedView) ApproximateCount() int64 {
 	v.s.dbMu.RLock()
 	defer v.s.dbMu.RUnlock()

@@ -36,15 +36,15 @@ type Mirror struct {
 	closeErr  error
 }
 
-// pollEvery is how often WaitCaughtUp looks at the checkpoints: the apply
+// pollEvery is how often WaitCaughtUp looks at the checkpoints. The apply
 // path has no notification for "passed offset N", and checkpoints are
 // atomic loads.
 const pollEvery = 10 * time.Millisecond
 
-// Open restores every partition of topic into local LevelDB databases,
+// Open restores every partition of topic into local LevelDB databases. It
 // returns once all are caught up with the end offsets as they were when it
-// started (or ctx is done), and keeps them current in the background until
-// Close. The topic must exist.
+// started, or when ctx is done. The Mirror then keeps them current in the
+// background until Close. The topic must exist.
 func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error) {
 	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
 	for _, o := range opts {
@@ -79,7 +79,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error)
 	so.LevelDB = c.leveldb
 	so.ClientOpts = c.kafka
 	// The last stable offset: an exactly-once writer's aborted records are
-	// never applied; without transactions it is the high watermark.
+	// never applied. Without transactions it is the high watermark.
 	so.ReadCommitted = true
 	so.Logger, so.Registerer = r.log, c.registerer
 	r.mgr, err = state.Open(so)
@@ -134,7 +134,7 @@ func (r *Mirror) partitions(ctx context.Context) (int32, error) {
 	return n, nil
 }
 
-// retry runs fn until it succeeds, a few times over a few seconds: a
+// retry runs fn until it succeeds, a few times over a few seconds. A
 // broker that just started may not know its topics yet.
 func retry(ctx context.Context, fn func() error) error {
 	var err error
@@ -174,11 +174,11 @@ func (r *Mirror) Get(key []byte) (value []byte, found bool, err error) {
 	return value, found, nil
 }
 
-// Scan calls fn for each key in [start, end) (nil bounds are open) in key
-// order across all partitions, until fn returns false. Each partition is
-// read from a consistent snapshot of its own; the partitions' snapshots are
-// taken at slightly different moments. The slices are valid only during the
-// call.
+// Scan calls fn for each key in [start, end) in key order across all
+// partitions, until fn returns false; nil bounds are open. Each partition
+// is read from a consistent snapshot of its own, and the partitions'
+// snapshots are taken at slightly different moments. The slices are valid
+// only during the call.
 func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	type cursor struct {
 		next func() ([]byte, []byte, bool)
@@ -196,7 +196,7 @@ func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error 
 		}
 	}()
 	for p, v := range r.views {
-		// Each partition's scan runs as a pull iterator (a coroutine), so
+		// Each partition's scan runs as a pull iterator, a coroutine, so
 		// that the partitions are merged without copying them.
 		next, stop := iter.Pull2(iter.Seq2[[]byte, []byte](func(yield func(k, v []byte) bool) {
 			if err := v.Scan(start, end, yield); err != nil {
@@ -242,7 +242,7 @@ func (r *Mirror) Scan(start, end []byte, fn func(key, value []byte) bool) error 
 // Lag returns the offsets the Mirror is behind the end offsets last seen,
 // summed over partitions, or -1 while some partition's end is not known.
 // It is as fresh as the last fetch: records written since then are not
-// counted until fetched (WaitCaughtUp asks the brokers instead).
+// counted until fetched. WaitCaughtUp asks the brokers instead.
 func (r *Mirror) Lag() int64 {
 	var sum int64
 	for _, l := range r.Lags() {
@@ -254,7 +254,7 @@ func (r *Mirror) Lag() int64 {
 	return sum
 }
 
-// Lags returns each partition's lag, by partition (-1: not known yet).
+// Lags returns each partition's lag, by partition; -1 when not known yet.
 func (r *Mirror) Lags() []int64 {
 	out := make([]int64, len(r.tasks))
 	for p, t := range r.tasks {
@@ -273,9 +273,10 @@ func (r *Mirror) Positions() []int64 {
 	return out
 }
 
-// Err returns why a partition stopped following the topic (a storage
-// error, or the topic recreated or truncated under it), nil while every
-// partition follows it. Reads still answer from what was applied.
+// Err returns why a partition stopped following the topic, nil while
+// every partition follows it. A storage error stops a partition, and so
+// does the topic recreated or truncated under it. Reads still answer from
+// what was applied.
 func (r *Mirror) Err() error {
 	for p, t := range r.tasks {
 		if err := t.Err(); err != nil {
@@ -285,11 +286,11 @@ func (r *Mirror) Err() error {
 	return nil
 }
 
-// WaitCaughtUp asks the brokers for every partition's end offset (the
-// last stable offset) as it is now and returns once the Mirror has applied
-// up to it, so that every record acknowledged before the call is visible
-// after it. It fails when ctx is done first, a partition stops following
-// the topic, or the Mirror is closed.
+// WaitCaughtUp asks the brokers for every partition's end offset as it is
+// now, the last stable offset, and returns once the Mirror has applied up
+// to it. Every record acknowledged before the call is then visible after
+// it. It fails when ctx is done first, a partition stops following the
+// topic, or the Mirror is closed.
 func (r *Mirror) WaitCaughtUp(ctx context.Context) error {
 	var ends kadm.ListedOffsets
 	err := retry(ctx, func() error {
@@ -337,10 +338,10 @@ func (r *Mirror) WaitCaughtUp(ctx context.Context) error {
 	}
 }
 
-// Close stops following the topic, closes the databases (removing them
-// unless StateDir was given) and the Kafka clients. It returns ctx's error
-// if ctx is done first; the closing then finishes in the background. Reads
-// after Close fail.
+// Close stops following the topic, and closes the databases and the
+// Kafka clients. It removes the databases unless StateDir was given. It
+// returns ctx's error if ctx is done first; the closing then finishes in
+// the background. Reads after Close fail.
 func (r *Mirror) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {

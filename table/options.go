@@ -32,17 +32,17 @@ func SeedBrokers(brokers ...string) Opt {
 	return opt(func(c *config) { c.kafka = append(c.kafka, kgo.SeedBrokers(brokers...)) })
 }
 
-// KafkaOpts are added to the Kafka clients the Mirror makes: TLS (kgo.DialTLSConfig),
-// SASL (kgo.SASL), a client id, a dialer. The Mirror sets its own fetch
-// options (isolation, offsets, sizes) after them.
+// KafkaOpts are added to the Kafka clients the Mirror makes: TLS
+// (kgo.DialTLSConfig), SASL (kgo.SASL), a client id, a dialer. The Mirror
+// sets its own fetch options after them: isolation, offsets and sizes.
 func KafkaOpts(opts ...kgo.Opt) Opt {
 	return opt(func(c *config) { c.kafka = append(c.kafka, opts...) })
 }
 
-// StateDir keeps the Mirror's databases under dir (in dir/table-<topic>)
-// across restarts, so that a Mirror opened again restores only what it
-// missed. The default is a temporary directory that Close removes: every
-// Open restores the whole topic.
+// StateDir keeps the Mirror's databases in dir/table-<topic> across
+// restarts, so that a Mirror opened again restores only what it missed.
+// The default is a temporary directory that Close removes: every Open
+// restores the whole topic.
 func StateDir(dir string) Opt {
 	return opt(func(c *config) { c.dir = dir })
 }
@@ -61,14 +61,15 @@ func LevelDB(o state.LevelDBOptions) Opt {
 	return opt(func(c *config) { c.leveldb = o })
 }
 
-// Logger receives the Mirror's logs (restore progress, fetch errors)
-// [slog.Default()].
+// Logger receives the Mirror's logs, such as restore progress and fetch
+// errors [slog.Default()].
 func Logger(l *slog.Logger) Opt {
 	return opt(func(c *config) { c.logger = l })
 }
 
-// Registerer receives the restore and lag metrics of package state
-// (rackstream_state_*, labelled by partition as "task") [none].
+// Registerer receives the Mirror's restore and lag metrics [none]. They
+// are the rackstream_state_* series, with the partition as their "task"
+// label, and they leave with the Mirror's Close.
 func Registerer(r prometheus.Registerer) Opt {
 	return opt(func(c *config) { c.registerer = r })
 }

@@ -7,8 +7,7 @@ import (
 )
 
 // Typed reads a Mirror through codecs: the key and value codecs the
-// topic's writer used (a Rackstream store's, or a goka table's through
-// codec.FromGoka).
+// topic's writer used. For a goka table, codec.FromGoka adapts its codecs.
 type Typed[K, V any] struct {
 	r  *Mirror
 	kc codec.Codec[K]
@@ -20,7 +19,7 @@ func NewTyped[K, V any](r *Mirror, key codec.Codec[K], value codec.Codec[V]) Typ
 	return Typed[K, V]{r: r, kc: key, vc: value}
 }
 
-// Mirror returns the underlying Mirror (Lag, WaitCaughtUp, Close).
+// Mirror returns the underlying Mirror, for Lag, WaitCaughtUp and Close.
 func (t Typed[K, V]) Mirror() *Mirror { return t.r }
 
 // Get returns key's value; found is false for a key absent or deleted.
@@ -39,7 +38,7 @@ func (t Typed[K, V]) Get(key K) (value V, found bool, err error) {
 	return value, true, nil
 }
 
-// Scan calls fn for every key in key order (of the encoded keys) until fn
+// Scan calls fn for every key, in the order of the encoded keys, until fn
 // returns false. A key or value that does not decode ends the scan with
 // an error naming it.
 func (t Typed[K, V]) Scan(fn func(key K, value V) bool) error {

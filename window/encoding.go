@@ -25,8 +25,8 @@ import (
 // key plus two.
 //
 // The time-first layouts (WindowTimeKey, SessionTimeKey) order windows of
-// every key by time, then key: the order in which final results are
-// emitted.
+// every key by time, then key (sessions by end, then start, then key): the
+// order in which final results are emitted.
 
 const timeLen = 8
 
@@ -192,11 +192,12 @@ func SessionRange(key []byte, from, to int64) (lo, hi []byte) {
 	return appendTime(p[:len(p):len(p)], from), after(p, to)
 }
 
-// SessionTimeKey is the time-first index key of key's session s: End, key,
-// Start; sessions of every key by end, then key, then start.
+// SessionTimeKey is the time-first index key of key's session s: End,
+// Start, key; sessions of every key by end, then start, then key, the order
+// of Kafka Streams' time-ordered session store.
 func SessionTimeKey(s Window, key []byte) []byte {
-	b := appendKey(appendTime(make([]byte, 0, len(key)+2+2*timeLen), s.End), key)
-	return appendTime(b, s.Start)
+	b := appendTime(appendTime(make([]byte, 0, len(key)+2+2*timeLen), s.End), s.Start)
+	return appendKey(b, key)
 }
 
 // ParseSessionTimeKey decodes a SessionTimeKey.
@@ -204,10 +205,10 @@ func ParseSessionTimeKey(b []byte) (s Window, key []byte, err error) {
 	var rest []byte
 	s.End, rest, err = readTime(b)
 	if err == nil {
-		key, rest, err = readKey(rest)
+		s.Start, rest, err = readTime(rest)
 	}
 	if err == nil {
-		s.Start, rest, err = readTime(rest)
+		key, rest, err = readKey(rest)
 	}
 	if err == nil && len(rest) != 0 {
 		err = fmt.Errorf("%d trailing bytes", len(rest))

@@ -26,7 +26,9 @@ func TestKeyEncodingOrder(t *testing.T) {
 		{"sessions of a key sort by end", SessionKey([]byte("k"), Window{9, 10}), SessionKey([]byte("k"), Window{0, 11})},
 		{"time-first windows sort by start before key", WindowTimeKey(1, []byte("z")), WindowTimeKey(2, []byte("a"))},
 		{"time-first windows of one start sort by key", WindowTimeKey(1, []byte("a")), WindowTimeKey(1, []byte("a\x00"))},
-		{"time-first sessions sort by end, then key, then start", SessionTimeKey(Window{5, 9}, []byte("b")), SessionTimeKey(Window{1, 10}, []byte("a"))},
+		{"time-first sessions sort by end first", SessionTimeKey(Window{5, 9}, []byte("a")), SessionTimeKey(Window{1, 10}, []byte("a"))},
+		{"time-first sessions of one end sort by start before key", SessionTimeKey(Window{0, 2}, []byte("e")), SessionTimeKey(Window{2, 2}, []byte("a"))},
+		{"time-first sessions of one end and start sort by key", SessionTimeKey(Window{2, 2}, []byte("a")), SessionTimeKey(Window{2, 2}, []byte("c"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +162,7 @@ func FuzzSessionKey(f *testing.F) {
 		if got := bytes.Compare(SessionKey(a, wa), SessionKey(b, wb)); got != want {
 			t.Fatalf("order of %q%v vs %q%v = %d, want %d", a, wa, b, wb, got, want)
 		}
-		want = cmp.Or(cmp.Compare(ea, eb), bytes.Compare(a, b), cmp.Compare(sa, sb))
+		want = cmp.Or(cmp.Compare(ea, eb), cmp.Compare(sa, sb), bytes.Compare(a, b))
 		if got := bytes.Compare(SessionTimeKey(wa, a), SessionTimeKey(wb, b)); got != want {
 			t.Fatalf("time-first order of %q%v vs %q%v = %d, want %d", a, wa, b, wb, got, want)
 		}

@@ -3,7 +3,7 @@ package window
 // Finals is the set of windows that become final at one step of stream
 // time, under emit-on-close: those whose Start (for sessions, whose End)
 // lies in [From, To], both inclusive. The caller emits them from its store
-// in order of that time, then of key bytes, then (sessions) of Start, as
+// in order of that time, then (sessions) of Start, then of key bytes, as
 // Kafka Streams' time-ordered stores return them; then it records Close as
 // its last close time, with its state, so that no window is emitted twice,
 // even on a new owner of the task.

@@ -136,6 +136,16 @@ func TestSessionMatchesKafkaStreamsScenarios(t *testing.T) {
 			"final d[0,150000]=[0 150000]@150000",
 		})
 	})
+	t.Run("finals closed by one record: by end, then start, then key", func(t *testing.T) {
+		d := newSessionDriver(t, Session(5), EmitOnClose).run(
+			rec{"b", 1}, rec{"c", 2}, rec{"a", 2}, rec{"e", 0}, rec{"e", 2},
+			rec{"d", 1}, rec{"d", 10}, rec{"d", 5}, rec{"z", 100})
+		checkOuts(t, "finals", d.outs, []string{
+			"final b[1,1]=[1]@1", "final d[1,1]=[1]@1",
+			"final e[0,2]=[0 2]@2", "final a[2,2]=[2]@2", "final c[2,2]=[2]@2",
+			"final d[1,10]=[1 5 10]@10",
+		})
+	})
 	t.Run("late with grace: on time at the edge, late one ms after", func(t *testing.T) {
 		d := newSessionDriver(t, Session(10).WithGrace(1), EmitOnUpdate).run(
 			rec{"dummy", 0}, rec{"OnTime1", 0}, rec{"dummy", 11}, rec{"OnTime2", 0}, rec{"dummy", 12}, rec{"Late1", 0})

@@ -138,7 +138,7 @@ func (m *MemSessions[V]) Apply(key []byte, ops []Op[V]) error {
 	return nil
 }
 
-// Finals returns the sessions of f, by end, key, then start: the final
+// Finals returns the sessions of f, by end, start, then key: the final
 // results to emit.
 func (m *MemSessions[V]) Finals(f Finals) []Keyed[V] {
 	return m.byTime.scan(SessionTimeRange(f.From, f.To))

@@ -56,16 +56,23 @@ func (s Segments) Expired(ids []int64, now int64) []int64 {
 // Live reports whether a window with segment time t is visible at store
 // time now: t > now - Retention. A live segment can still hold windows that
 // are no longer visible; reads filter them out, so what a read returns does
-// not depend on when segments are dropped. Writes of windows that are not
-// live are skipped, as in Kafka Streams.
+// not depend on when segments are dropped.
 func (s Segments) Live(t, now int64) bool { return t > now-s.Retention }
 
-// LiveForFinals is Live for the time-ordered stores that final results are
-// read from: one ms longer, t >= now - Retention, as Kafka Streams, so that
-// with the smallest retention a window is still readable at the moment it
-// becomes final. The segment holding now - Retention is never expired, so
-// segments drop no window that is live by either rule.
+// LiveForFinals is Live for the reads of final results of time and sliding
+// windows: one ms longer, t >= now - Retention, as Kafka Streams' time-ordered
+// window stores, so that with the smallest retention a window is still
+// readable at the moment it becomes final. The segment holding
+// now - Retention is never expired, so segments drop no window that is live
+// by either rule.
 func (s Segments) LiveForFinals(t, now int64) bool { return t >= now-s.Retention }
+
+// Kept reports whether the segment holding segment time t is still kept at
+// store time now: ID(t) >= MinLive(now). Two operations go by segments, not
+// windows, as in Kafka Streams: a write is skipped only when its segment is
+// no longer kept, and final sessions are read from every kept segment, so a
+// session can be emitted as final after it stopped being Live.
+func (s Segments) Kept(t, now int64) bool { return s.ID(t) >= s.MinLive(now) }
 
 // ChangelogRetention is the retention.ms of a window or session store's
 // changelog topic (cleanup.policy=compact,delete): the store's retention

@@ -25,6 +25,9 @@ func TestSegments(t *testing.T) {
 		{"a window one ms younger is", NewSegments(day).Live(day+1, 2*day), true},
 		{"a window exactly a retention old can still be emitted as final", NewSegments(day).LiveForFinals(day, 2*day), true},
 		{"one ms older it cannot", NewSegments(day).LiveForFinals(day-1, 2*day), false},
+		{"a window past retention is kept while its segment holds now - retention", []bool{NewSegments(day).Live(day, 2*day+day/2-1), NewSegments(day).Kept(day, 2*day+day/2-1)}, []bool{false, true}},
+		{"a segment wholly older than now - retention is not kept", NewSegments(day).Kept(day-1, 2*day), false},
+		{"within the first minute nothing expires: 5 ms windows past a 5 ms retention are still kept", NewSegments(5).Kept(0, 59_999), true},
 		{"the changelog keeps the store's retention plus the margin", ChangelogRetention(day, day), 2 * day},
 	}
 	for _, tt := range tests {
@@ -32,6 +35,10 @@ func TestSegments(t *testing.T) {
 			switch g := tt.got.(type) {
 			case []int64:
 				if !slices.Equal(g, tt.want.([]int64)) {
+					t.Fatalf("got %v, want %v", g, tt.want)
+				}
+			case []bool:
+				if !slices.Equal(g, tt.want.([]bool)) {
 					t.Fatalf("got %v, want %v", g, tt.want)
 				}
 			default:
@@ -52,7 +59,7 @@ func TestPropertySegmentsNeverDropVisibleWindows(t *testing.T) {
 		s := NewSegments(1 + r.Int64N(1_000_000))
 		now := r.Int64N(10_000_000)
 		ts := now - r.Int64N(2*s.Retention+2*s.Interval)
-		if s.LiveForFinals(ts, now) && s.ID(ts) < s.MinLive(now) {
+		if s.LiveForFinals(ts, now) && !s.Kept(ts, now) {
 			t.Fatalf("%+v: live window at %d in expired segment %d at %d", s, ts, s.ID(ts), now)
 		}
 		if n := s.ID(now) - s.MinLive(now) + 1; n > s.Retention/s.Interval+2 {

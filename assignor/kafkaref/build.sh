@@ -1,53 +1,10 @@
 #!/usr/bin/env bash
-# Builds the Kafka Streams reference (kafkaref) and prints the absolute path of
-# its runnable jar: `java -jar "$(assignor/kafkaref/build.sh)" < scenarios.jsonl`.
-# The jar's manifest names its dependencies in lib/ beside it.
-#
-# Builds are cached by a hash of pom.xml and src/ under
-# ${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafkaref/<hash>/, so a fresh
-# clone rebuilds only when the sources change. Maven runs offline first and
-# online (Maven Central) only when the offline build fails.
-#
-# Exit status: 0 with the path on stdout; 3 when java or mvn is not installed
-# (callers may skip); 1 when the build fails.
+# Builds the Kafka Streams standby-placement reference (kafkaref) and prints
+# the absolute path of its runnable jar:
+# `java -jar "$(assignor/kafkaref/build.sh)" < scenarios.jsonl`.
+# deploy/local/mvnjar.sh does the work: the build is cached by source hash
+# under ${RACKSTREAM_CACHE:-$HOME/.cache/rackstream}/kafkaref/; exit status 3
+# means java or mvn is not installed.
 set -euo pipefail
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache_root="${RACKSTREAM_CACHE:-${HOME:-/tmp}/.cache/rackstream}/kafkaref"
-
-for tool in java mvn; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "kafkaref: $tool not found on PATH (need Java 17+ and Maven)" >&2
-		exit 3
-	fi
-done
-
-hash="$(cd "$here" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)"
-out="$cache_root/$hash"
-if [[ -f "$out/kafkaref.jar" ]]; then
-	echo "$out/kafkaref.jar"
-	exit 0
-fi
-
-mkdir -p "$cache_root"
-# Concurrent callers (go test runs packages in parallel) build once.
-exec 9>"$cache_root/.lock"
-flock 9
-if [[ ! -f "$out/kafkaref.jar" ]]; then
-	log="$(mktemp)"
-	trap 'rm -f "$log"' EXIT
-	if ! (cd "$here" && mvn -q -o -B package >"$log" 2>&1); then
-		echo "kafkaref: offline build failed, fetching from Maven Central" >&2
-		if ! (cd "$here" && mvn -q -B package >"$log" 2>&1); then
-			cat "$log" >&2
-			echo "kafkaref: mvn package failed in $here" >&2
-			exit 1
-		fi
-	fi
-	tmp="$(mktemp -d "$cache_root/.build.XXXXXX")"
-	cp "$here/target/kafkaref.jar" "$tmp/"
-	cp -r "$here/target/lib" "$tmp/lib"
-	rm -rf "$out"
-	mv "$tmp" "$out"
-fi
-echo "$out/kafkaref.jar"
+exec "$here/../../deploy/local/mvnjar.sh" "$here" kafkaref

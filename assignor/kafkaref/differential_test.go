@@ -64,15 +64,7 @@ func (s *side) add(q assignor.Quality) {
 // with the same actives, and requires for every task a spread at least as
 // good as Kafka's and no fewer standbys.
 func TestStandbysAtLeastAsWellSpreadAsKafkas(t *testing.T) {
-	f, err := os.Open(scenarioFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scenarios, lines, err := ReadScenarios(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scenarios, lines := readScenarioFile(t, scenarioFile)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

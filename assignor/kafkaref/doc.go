@@ -19,6 +19,16 @@
 // bench/kafkaref.md; with -scale it also times the 1,000-client,
 // 10,000-task scenario through both (see TestScaleAgainstKafka).
 //
+// The rack-aware differential (TestRackAwareNeverCostsMoreThanKafkas) runs
+// a second list, testdata/rack_scenarios.jsonl from [GenerateRackScenarios]:
+// fresh groups with partition racks. Rackstream plans each with
+// min_traffic; the reference gets today's actives (the plan under strategy
+// none) and applies TaskAssignmentUtils.optimizeRackAwareActiveTasks, then
+// places standbys and applies optimizeRackAwareStandbyTasks. Both plans are
+// scored by Kafka's own cost function ([KafkaCost]). Where Kafka's plan keeps
+// our spread on every task, our actives never cost more, and where it also
+// keeps every client's standby count, our whole plan never costs more.
+//
 // Java 17 and Maven are needed; without them the test skips, except under
 // CI (CI set to any non-empty value), where it fails.
 package kafkaref

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/rackstream/rackstream/assignor"
 )
 
 // Scenario is a placement input in the assignor's JSON shape (the Assignor
@@ -22,6 +24,9 @@ type Scenario struct {
 	NumStandbyReplicas      int      `json:"num_standby_replicas"`
 	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
 	Clients                 []Client `json:"clients"`
+	// RackAwareness, in the rack-aware scenarios only, gives the partitions'
+	// racks and the strategy (see GenerateRackScenarios).
+	RackAwareness *assignor.RackAwareness `json:"rack_awareness,omitempty"`
 }
 
 // Client is one instance of a [Scenario].

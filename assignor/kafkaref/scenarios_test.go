@@ -3,36 +3,60 @@ package kafkaref
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 )
 
-var regenerate = flag.Bool("regenerate", false, "rewrite testdata/scenarios.jsonl from GenerateScenarios")
+var regenerate = flag.Bool("regenerate", false, "rewrite the committed scenario lists from their generators")
 
 const scenarioFile = "testdata/scenarios.jsonl"
 
 // The committed scenario list is exactly the seeded generator's output: no
 // scenario can be dropped or edited by hand after seeing its result.
 func TestScenarioFileIsTheGeneratorsOutput(t *testing.T) {
+	checkScenarioFile(t, scenarioFile, GenerateScenarios(ScenarioSeed, ScenarioCount),
+		fmt.Sprintf("GenerateScenarios(%d, %d)", ScenarioSeed, ScenarioCount))
+}
+
+// checkScenarioFile fails t unless path holds exactly scenarios (the output
+// of generator), rewriting it first under -regenerate.
+func checkScenarioFile(t *testing.T, path string, scenarios []Scenario, generator string) {
+	t.Helper()
 	var want bytes.Buffer
-	if err := WriteScenarios(&want, GenerateScenarios(ScenarioSeed, ScenarioCount)); err != nil {
+	if err := WriteScenarios(&want, scenarios); err != nil {
 		t.Fatal(err)
 	}
 	if *regenerate {
-		if err := os.WriteFile(scenarioFile, want.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, want.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := os.ReadFile(scenarioFile)
+	got, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read %s: %v (create it with -regenerate)", scenarioFile, err)
+		t.Fatalf("read %s: %v (create it with -regenerate)", path, err)
 	}
 	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("%s differs from GenerateScenarios(%d, %d). After a deliberate change to the generator, regenerate it "+
+		t.Fatalf("%s differs from %s. After a deliberate change to the generator, regenerate it "+
 			"(go test ./assignor/kafkaref/ -run %s -regenerate) and commit both; if only the Go toolchain changed "+
 			"(math/rand/v2 does not promise stable sequences across releases), pin the generator's random source instead",
-			scenarioFile, ScenarioSeed, ScenarioCount, t.Name())
+			path, generator, t.Name())
 	}
+}
+
+// readScenarioFile reads a committed scenario list and its raw lines.
+func readScenarioFile(t *testing.T, path string) ([]Scenario, [][]byte) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	scenarios, lines, err := ReadScenarios(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scenarios, lines
 }
 
 // The generator covers the ranges the Assignor issue asks for.

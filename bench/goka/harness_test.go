@@ -302,9 +302,9 @@ func (r *rackstreamInstance) count(key string) (int64, bool, error) {
 	if !ok {
 		return 0, false, fmt.Errorf("no replica of task %d", task)
 	}
-	st := rep.Stores["counts"]
+	st := rep.Fresh("counts")
 	if st == nil {
-		return 0, false, fmt.Errorf("task %d has no store counts", task)
+		return 0, false, fmt.Errorf("task %d has no latest view of store counts", task)
 	}
 	b, found, err := st.Get([]byte(key))
 	if err != nil || !found {

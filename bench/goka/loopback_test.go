@@ -82,7 +82,7 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 		if !ok {
 			t.Fatalf("no replica of task %d", task)
 		}
-		b, found, err := rep.Stores["table"].Get([]byte(page))
+		b, found, err := rep.Store("table").Get([]byte(page))
 		if got, _ := strconv.ParseInt(string(b), 10, 64); err != nil || !found || got != n {
 			t.Errorf("%s: %s (found %v, err %v), want %d", page, b, found, err, n)
 		}

@@ -46,6 +46,12 @@ JSON:
    "failover": [{"task": 0, "from": "n2", "to": "n3", "restore": false}],
    "plan_after": {...}}}
 
+The table names each client for people: a metadata document's clients by
+their endpoint (application.server), shortened while the names stay
+unique (rackstream-0.rackstream.prod.svc:8080 reads rackstream-0), with a
+list of names and process ids at the end; others by their id. --lose ID
+and the JSON take process ids.
+
 The input may be at most 64 MiB (a FIFO or device is read with the same
 bound; a directory is refused), and the read ends on SIGINT or SIGTERM.
 
@@ -141,7 +147,9 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return 2
 		}
 		if *format == "table" {
-			printPlanTable(stdout, in, plan)
+			names := planNames(data, plan)
+			printPlanTable(stdout, in, plan, names)
+			printInstances(stdout, plan, names)
 			return 0
 		}
 		return writeJSON(stdout, stderr, plan)
@@ -160,20 +168,71 @@ func runAssign(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *format == "json" {
 		return writeJSON(stdout, stderr, lossReport{Plan: plan, Loss: res})
 	}
-	printPlanTable(stdout, in, plan)
-	printWhatIf(stdout, in, res)
+	names := planNames(data, plan)
+	printPlanTable(stdout, in, plan, names)
+	printWhatIf(stdout, in, res, names)
+	printInstances(stdout, plan, names)
 	return 0
 }
 
+// planNames names the plan's clients for people (displayNames), by the
+// endpoints of data when it is a /v1/metadata document; a scenario's
+// clients have none, and keep their ids.
+func planNames(data []byte, p *assignor.Plan) map[string]string {
+	var doc struct {
+		Clients []struct {
+			ID       string `json:"id"`
+			Endpoint string `json:"endpoint"`
+		} `json:"clients"`
+	}
+	json.Unmarshal(data, &doc) // a scenario without endpoints names by id
+	endpoints := make(map[string]string, len(doc.Clients))
+	for _, c := range doc.Clients {
+		endpoints[c.ID] = c.Endpoint
+	}
+	members := make([]instance, len(p.Clients))
+	for i, c := range p.Clients {
+		members[i] = instance{id: c.ID, endpoint: endpoints[c.ID]}
+	}
+	return displayNames(members)
+}
+
+// printInstances lists each client's name beside its process id, unless
+// every name is the id.
+func printInstances(w io.Writer, p *assignor.Plan, names map[string]string) {
+	same := true
+	for _, c := range p.Clients {
+		same = same && names[c.ID] == c.ID
+	}
+	if same {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tPROCESS ID")
+	for _, c := range p.Clients {
+		fmt.Fprintf(tw, "%s\t%s\n", textsafe.Escape(names[c.ID]), textsafe.Escape(c.ID))
+	}
+	tw.Flush()
+}
+
+// nameOf returns id's name for people, escaped (textsafe).
+func nameOf(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return textsafe.Escape(n)
+	}
+	return textsafe.Escape(id)
+}
+
 // printWhatIf prints a what-if result under the plan's table.
-func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
+func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult, names map[string]string) {
 	what := make([]string, len(res.Lose))
 	for i, sel := range res.Lose {
 		what[i] = textsafe.Escape(sel.String())
 	}
 	lost := make([]string, len(res.ClientsLost))
 	for i, id := range res.ClientsLost {
-		lost[i] = textsafe.Escape(id)
+		lost[i] = nameOf(names, id)
 	}
 	fmt.Fprintf(w, "\nLosing %s: clients %s\n", strings.Join(what, " and "), strings.Join(lost, ", "))
 	if ts := res.TasksWithoutReplica; len(ts) == 0 {
@@ -189,18 +248,18 @@ func printWhatIf(w io.Writer, in assignor.Input, res *assignor.WhatIfResult) {
 		case f.Restore:
 			how = "restores from the changelog"
 		}
-		to := textsafe.Escape(f.To)
-		if to == "" {
-			to = "-"
+		to := "-"
+		if f.To != "" {
+			to = nameOf(names, f.To)
 		}
-		fmt.Fprintf(w, "Task %d fails over: %s -> %s (%s)\n", f.Task, textsafe.Escape(f.From), to, how)
+		fmt.Fprintf(w, "Task %d fails over: %s -> %s (%s)\n", f.Task, nameOf(names, f.From), to, how)
 	}
 	if res.PlanAfter == nil {
 		fmt.Fprintln(w, "\nNo client survives: no plan after the loss.")
 		return
 	}
 	fmt.Fprintln(w, "\nPlan after the loss:")
-	printPlanTable(w, in, res.PlanAfter)
+	printPlanTable(w, in, res.PlanAfter, names)
 }
 
 // failf prints an error of `rackstream assign`, each line escaped: messages
@@ -224,18 +283,18 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 	return 0
 }
 
-// printPlanTable prints task -> active and standbys with their tags, then
-// the plan's quality.
-func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
+// printPlanTable prints task -> active and standbys, named by names with
+// their tags, then the plan's quality.
+func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[string]string) {
 	tags := make(map[string]string, len(p.Clients))
 	for _, cp := range p.Clients {
 		tags[cp.ID] = formatTags(cp.Tags, in.RackAwareAssignmentTags)
 	}
 	who := func(id string) string {
 		if t := tags[id]; t != "" {
-			return textsafe.Escape(id) + " (" + t + ")"
+			return nameOf(names, id) + " (" + t + ")"
 		}
-		return textsafe.Escape(id)
+		return nameOf(names, id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tACTIVE\tSTANDBYS\tWARMUPS")
@@ -246,7 +305,7 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan) {
 		}
 		warm := make([]string, len(tp.Warmup))
 		for i, id := range tp.Warmup {
-			warm[i] = textsafe.Escape(id)
+			warm[i] = nameOf(names, id)
 		}
 		warmups := strings.Join(warm, ", ")
 		if warmups == "" {

@@ -17,7 +17,8 @@ import (
 const devUsage = `Usage: rackstream dev [flags]
 
 Runs a whole Rackstream deployment in this process, with nothing installed:
-an in-process Kafka cluster (kfake; or --brokers), and --instances instances
+an in-process Kafka cluster (kfake, on 127.0.0.1:--kafka-port; or
+--brokers), and --instances instances
 of the group rackstream-dev (--app) tagged like KIP-708's example (zones
 eu-central-1a|b|c x clusters k8s-cluster1|2), each with its own state
 directory under a temporary directory and its own HTTP port on 127.0.0.1.
@@ -55,6 +56,7 @@ type devOptions struct {
 	standbys   int
 	rate       float64
 	httpPort   int
+	kafkaPort  int // of the in-process Kafka; 0 for a free one
 	brokers    string
 	logLevel   string
 	app        string // application.id; the topic is <app>-events
@@ -71,6 +73,7 @@ func runDev(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.IntVar(&o.standbys, "standbys", 2, "num.standby.replicas")
 	fs.Float64Var(&o.rate, "rate", 20, "records per second the built-in producer writes (0: none)")
 	fs.IntVar(&o.httpPort, "http-port", 8080, "HTTP port of the first instance; the others follow (0: free ports)")
+	fs.IntVar(&o.kafkaPort, "kafka-port", 9092, "port of the in-process Kafka on 127.0.0.1 (0: a free port)")
 	fs.StringVar(&o.brokers, "brokers", "", "an external Kafka cluster (host:port,...) instead of the in-process one")
 	fs.StringVar(&o.app, "app", "rackstream-dev", "application.id of the group; the demo topic is <app>-events")
 	fs.StringVar(&o.logLevel, "log-level", "info", "level of the instances' logs (written to dev.log in the temporary directory)")
@@ -99,6 +102,9 @@ func runDev(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	case o.rate < 0:
 		fmt.Fprintf(stderr, "rackstream dev: --rate %v: at least 0\n", o.rate)
+		return 2
+	case o.kafkaPort < 0 || o.kafkaPort > 65535:
+		fmt.Fprintf(stderr, "rackstream dev: --kafka-port %d: out of range\n", o.kafkaPort)
 		return 2
 	case o.httpPort < 0 || o.httpPort > 65535 || o.httpPort > 0 && o.httpPort+o.instances-1 > 65535:
 		fmt.Fprintf(stderr, "rackstream dev: --http-port %d: out of range for %d instances\n", o.httpPort, o.instances)

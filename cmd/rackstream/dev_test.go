@@ -95,7 +95,7 @@ func TestDevAdminRoutesRefuseOtherSitesPages(t *testing.T) {
 func TestDevRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--instances", "-1"}, {"--partitions", "0"}, {"--standbys", "-1"}, {"--rate", "-1"},
-		{"--http-port", "65535", "--instances", "2"}, {"--log-level", "loud"}, {"extra"},
+		{"--http-port", "65535", "--instances", "2"}, {"--kafka-port", "-1"}, {"--log-level", "loud"}, {"extra"},
 	} {
 		var stderr strings.Builder
 		if code := runDev(t.Context(), args, nil, io.Discard, &stderr); code != 2 {

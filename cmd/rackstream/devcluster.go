@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -75,11 +72,12 @@ func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Wri
 	} else {
 		d.fake, err = kfake.NewCluster(
 			kfake.NumBrokers(1),
+			kfake.Ports(o.kafkaPort),
 			kfake.GroupMinSessionTimeout(500*time.Millisecond),
 			kfake.BrokerConfigs(map[string]string{"group.initial.rebalance.delay.ms": "0"}),
 		)
 		if err != nil {
-			return fail(fmt.Errorf("start kfake: %w", err))
+			return fail(fmt.Errorf("start the in-process Kafka on port %d: %w (pass --kafka-port 0 for a free port, or --brokers HOST:PORT to use a Kafka already listening)", o.kafkaPort, err))
 		}
 		d.brokers = d.fake.ListenAddrs()
 	}
@@ -134,7 +132,7 @@ func startDev(ctx context.Context, o devOptions, level slog.Level, stdout io.Wri
 // createTopic creates the demo topic, or checks its partition count when it
 // exists (on an external cluster).
 func (d *devCluster) createTopic(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(d.brokers...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.brokers...), freshMetadata)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
@@ -142,41 +140,20 @@ func (d *devCluster) createTopic(ctx context.Context) error {
 	adm := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopic(cctx, int32(d.o.partitions), -1, nil, d.o.topic())
-	if err == nil {
-		err = resp.Err
+	brokers := strings.Join(d.brokers, ",")
+	topic := topicSpec{name: d.o.topic(), role: "the demo topic of --app " + d.o.app}
+	counts, err := topicCounts(cctx, adm, brokers, []string{topic.name})
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		// A real cluster answers CreateTopics before every broker knows the
-		// topic: instances started now could find it missing and refuse to
-		// run. Wait until the metadata shows every partition with a leader.
-		for {
-			td, derr := adm.ListTopics(cctx, d.o.topic())
-			if derr == nil && len(td[d.o.topic()].Partitions) == d.o.partitions && td[d.o.topic()].Err == nil &&
-				!slices.ContainsFunc(td[d.o.topic()].Partitions.Sorted(), func(p kadm.PartitionDetail) bool { return p.Leader < 0 || p.Err != nil }) {
-				return nil
-			}
-			select {
-			case <-cctx.Done():
-				return fmt.Errorf("topic %s created, but its metadata does not list its %d partitions: %w", d.o.topic(), d.o.partitions, cctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
+	plan, err := planTopics([]topicSpec{topic}, counts, int32(d.o.partitions), "")
+	if err != nil {
+		return err
 	}
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		td, derr := adm.ListTopics(cctx, d.o.topic())
-		if derr != nil {
-			return fmt.Errorf("describe %s: %w", d.o.topic(), derr)
-		}
-		if n := len(td[d.o.topic()].Partitions); n != d.o.partitions {
-			return fmt.Errorf("topic %s exists with %d partitions, not --partitions %d: pass --partitions %d or delete it", d.o.topic(), n, d.o.partitions, n)
-		}
+	if len(plan.create) == 0 {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("create topic %s on %s: %w", d.o.topic(), strings.Join(d.brokers, ","), err)
-	}
-	return nil
+	return createTopic(cctx, adm, brokers, topic, plan.partitions, -1)
 }
 
 func (d *devCluster) startProducer() error {

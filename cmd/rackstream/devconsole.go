@@ -112,17 +112,26 @@ func (d *devCluster) placement() *balancer.Placement {
 	return best
 }
 
-func (d *devCluster) nameOf(pid string) string {
+// memberNames maps the process id of each member of p to its name: dev's own
+// instances are i1, i2, ...; a member started elsewhere (a `rackstream run`
+// joining the group) is named by its endpoint (displayNames). The status
+// table gives each instance's process id.
+func (d *devCluster) memberNames(p *balancer.Placement) map[string]string {
+	members := make([]instance, len(p.Members))
+	for i, m := range p.Members {
+		members[i] = instance{id: m.ProcessID, endpoint: m.Endpoint}
+	}
+	names := displayNames(members)
 	for _, in := range d.insts {
-		if in.processID() == pid {
-			return in.name
+		if pid := in.processID(); pid != "" {
+			names[pid] = in.name
 		}
 	}
-	return pid
+	return names
 }
 
-func (d *devCluster) describe(m balancer.Member) string {
-	return fmt.Sprintf("%s (%s, %s)", d.nameOf(m.ProcessID), m.Tags.Value(devZoneTag), m.Tags.Value(devClusterT))
+func describe(names map[string]string, m balancer.Member) string {
+	return fmt.Sprintf("%s (%s, %s)", names[m.ProcessID], m.Tags.Value(devZoneTag), m.Tags.Value(devClusterT))
 }
 
 func (d *devCluster) printPlacement(p *balancer.Placement) {
@@ -130,23 +139,24 @@ func (d *devCluster) printPlacement(p *balancer.Placement) {
 		fmt.Fprintln(d.out, "no placement yet")
 		return
 	}
+	names := d.memberNames(p)
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "TASK\tACTIVE\tSTANDBYS\n")
 	for task := range p.Tasks {
 		active := "-"
 		if m, ok := p.Active(int32(task)); ok {
-			active = d.describe(m)
+			active = describe(names, m)
 		}
 		var sb []string
 		for _, m := range p.Standbys(int32(task)) {
-			sb = append(sb, d.describe(m))
+			sb = append(sb, describe(names, m))
 		}
 		standbys := strings.Join(sb, ", ")
 		if len(p.Tasks[task].Warmups) > 0 {
 			var wu []string
 			for _, i := range p.Tasks[task].Warmups {
-				wu = append(wu, d.describe(p.Members[i]))
+				wu = append(wu, describe(names, p.Members[i]))
 			}
 			standbys += "  warmup: " + strings.Join(wu, ", ")
 		}

@@ -6,6 +6,7 @@
 //	validate  check a configuration and print the effective values
 //	assign    compute a placement from a scenario (JSON) and print it
 //	produce   produce key/value lines from stdin with Rackstream's partitioner
+//	topics    create the topics a processor reads and writes (topics create)
 //	run       run one instance of a processor group from configuration
 //	dev       run a whole cluster in-process (kfake, 6 instances across zones)
 //	version   print the build (also --version)
@@ -36,6 +37,7 @@ func commands() []command {
 		validateCommand(os.Environ),
 		{"assign", "compute a placement from a scenario (JSON) and print it", runAssign},
 		{"produce", "produce key/value lines from stdin with Rackstream's partitioner", runProduce},
+		topicsCommand(os.Environ),
 		runCommand(os.Environ),
 		{"dev", "run a whole cluster in-process (kfake, 6 instances across zones)", runDev},
 		versionCommand(),

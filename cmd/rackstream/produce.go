@@ -63,18 +63,12 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var clientOpts []kgo.Opt
-	if cf.file != "" || len(cf.sets) > 0 {
-		cfg, err := cf.load(ctx, os.Environ())
-		if err != nil {
-			printConfigErrors(stderr, "produce", err)
+	if cf.set() {
+		cfg, opts, ok := cf.loadClients(ctx, os.Environ(), "produce", kclient.PurposeProducer, stderr)
+		if !ok {
 			return 2
 		}
-		clients, err := kclient.New(cfg, nil)
-		if err != nil {
-			fmt.Fprintf(stderr, "rackstream produce: %v\n", err)
-			return 2
-		}
-		clientOpts = clients.Opts(kclient.PurposeProducer)
+		clientOpts = opts
 		if !set["brokers"] {
 			*brokers = strings.Join(cfg.BootstrapServers, ",")
 		}
@@ -114,6 +108,9 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	switch {
 	case res.err != nil:
 		fmt.Fprintf(stderr, "rackstream produce: %v\n", res.err)
+		if hint := missingTopicHint(res.err, *topic, *brokers, cf.set()); hint != "" {
+			fmt.Fprintf(stderr, "rackstream produce: %s\n", hint)
+		}
 		return 1
 	case res.badLines > 0:
 		fmt.Fprintf(stderr, "rackstream produce: %d lines without a separator were not produced\n", res.badLines)

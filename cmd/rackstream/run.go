@@ -2,23 +2,35 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/service"
 )
 
 const runUsage = `Usage: rackstream run --config FILE [--set key=value]...
 
 Runs one instance of a processor group: a member of the consumer group
-application.id running the built-in processor processor.type (latest, count
-or sum) over processor.input.topic, with state in state.dir and the HTTP
-query API on http.listen. When http.listen is not loopback-only, run refuses
-to start without http.auth.token, unless http.auth=none says to serve
-without authentication (logged as a warning). The configuration is read as 'rackstream validate'
-reads it (the file, then RACKSTREAM_* environment variables, then --set);
-any error is printed with its file and line and the exit code is 2.
+application.id running the built-in processor processor.type over
+processor.input.topic, with state in state.dir (by default under the
+user's cache directory) and the HTTP query API on http.listen. When
+http.listen is not loopback-only, run refuses to start without
+http.auth.token, unless http.auth=none says to serve without
+authentication (logged as a warning). The configuration is read as
+'rackstream validate' reads it (the file, then RACKSTREAM_* environment
+variables, then --set); any error is printed with its file and line and
+the exit code is 2.
+
+Topics: run creates the topics it owns, the store changelogs and the
+dead-letter topic, with the inputs' partition count. Like Kafka Streams, it
+does not create its input, output or table topics: other applications write
+or read them, and their partitions, retention and replication are theirs to
+choose. A missing one stops run with an error naming it; 'rackstream topics
+create --config FILE' creates them, co-partitioned with the input.
 
 Logs go to stderr (log.format text or json, log.level): one line at start-up
 with the instance id, tags, endpoint and group, and one per placement with
@@ -50,7 +62,7 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return code
 	}
 	if cfg.Processor.Type == "" {
-		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (latest, count or sum) and processor.input.topic")
+		fmt.Fprintln(stderr, "rackstream run: no processor to run: set processor.type (one of the built-in processors: see the configuration reference) and processor.input.topic")
 		return 2
 	}
 	if err := cfg.HTTP.CheckExposure(); err != nil {
@@ -85,7 +97,20 @@ func runRun(ctx context.Context, args, env []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		log.Error("exiting on error", "err", err)
+		if topicsMissing(err) {
+			log.Error("create the missing topics with 'rackstream topics create --config FILE' (the same configuration), then start again")
+		}
 		return 1
 	}
 	return 0
+}
+
+// topicsMissing reports whether err is the start-up check finding an
+// input or a table topic missing.
+func topicsMissing(err error) bool {
+	var pc *processor.PartitionCountError
+	if !errors.As(err, &pc) {
+		return false
+	}
+	return slices.ContainsFunc(slices.Concat(pc.Inputs, pc.Tables), func(c processor.TopicCount) bool { return c.Partitions < 0 })
 }

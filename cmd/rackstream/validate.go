@@ -8,7 +8,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/config/kclient"
 )
 
 const validateUsage = `Usage: rackstream validate [--config FILE] [--set key=value]...
@@ -110,6 +113,26 @@ func addConfigFlags(fs *flag.FlagSet) *configFlags {
 // the environment as os.Environ returns it; ctx bounds the read of the file.
 func (cf *configFlags) load(ctx context.Context, env []string) (*config.Config, error) {
 	return config.LoadContext(ctx, config.Sources{File: cf.file, Env: env, Set: cf.sets})
+}
+
+// set reports whether --config or --set was given.
+func (cf *configFlags) set() bool { return cf.file != "" || len(cf.sets) > 0 }
+
+// loadClients loads the configuration as load does, and the options of a
+// Kafka client for purpose built from it. On an error, printed to stderr
+// as command's, ok is false: the command exits 2.
+func (cf *configFlags) loadClients(ctx context.Context, env []string, command string, purpose kclient.Purpose, stderr io.Writer) (cfg *config.Config, opts []kgo.Opt, ok bool) {
+	cfg, err := cf.load(ctx, env)
+	if err != nil {
+		printConfigErrors(stderr, command, err)
+		return nil, nil, false
+	}
+	clients, err := kclient.New(cfg, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "rackstream %s: %v\n", command, err)
+		return nil, nil, false
+	}
+	return cfg, clients.Opts(purpose), true
 }
 
 // printConfigErrors prints every configuration error, one a line.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/rackstream/rackstream/harness/badfiles"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
@@ -44,6 +45,73 @@ func TestTLSFilesAreCheckedAtStartup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecurityFilesAreReadWithABound: every file of TLS material is read
+// with a size limit, and a FIFO or a device is refused before a byte is
+// read, so that a mistaken path can neither hang start-up nor exhaust
+// memory. The error names the key and the file.
+func TestSecurityFilesAreReadWithABound(t *testing.T) {
+	ca := newTestCA(t)
+	for _, f := range []struct {
+		key  string
+		sets func(path string) []string
+	}{
+		{"ssl.ca.location", func(p string) []string { return []string{"ssl.ca.location=" + p} }},
+		{"ssl.certificate.location", func(p string) []string {
+			return []string{"ssl.ca.location=" + ca.caFile, "ssl.certificate.location=" + p, "ssl.key.location=" + ca.keyFile}
+		}},
+		{"ssl.key.location", func(p string) []string {
+			return []string{"ssl.ca.location=" + ca.caFile, "ssl.certificate.location=" + ca.certFile, "ssl.key.location=" + p}
+		}},
+		{"ssl.truststore.location", func(p string) []string { return []string{"ssl.truststore.location=" + p} }},
+		{"ssl.truststore.location", func(p string) []string {
+			return []string{"ssl.truststore.type=PEM", "ssl.truststore.location=" + p}
+		}},
+		{"ssl.keystore.location", func(p string) []string {
+			return []string{"ssl.ca.location=" + ca.caFile, "ssl.keystore.location=" + p, "ssl.keystore.password=pw"}
+		}},
+		{"ssl.keystore.location", func(p string) []string {
+			return []string{"ssl.ca.location=" + ca.caFile, "ssl.keystore.type=PEM", "ssl.keystore.location=" + p}
+		}},
+	} {
+		for _, bad := range badfiles.CredentialFiles(t) {
+			cfg := load(t, []string{"127.0.0.1:1"}, append([]string{"security.protocol=SSL"}, f.sets(bad.Path)...)...)
+			bad.Check(t, f.key, func() error {
+				_, err := New(cfg, nil)
+				return err
+			})
+		}
+	}
+}
+
+// TestAStoreThatIsNotPKCS12IsAShortError: a key or trust store that does
+// not decode is named with its key and file in one short sentence, never
+// with the decoder's ASN.1 structure.
+func TestAStoreThatIsNotPKCS12IsAShortError(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.p12")
+	if err := os.WriteFile(garbage, []byte("this is not a key store, nor anything else\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  string
+		sets []string
+		want string
+	}{
+		{"ssl.truststore.location", []string{"ssl.truststore.location=" + garbage}, "not a PKCS12 file, or a damaged one"},
+		{"ssl.truststore.location", []string{"ssl.truststore.type=PKCS12", "ssl.truststore.location=" + ca.caFile},
+			"not a PKCS12 file, or a damaged one (it is PEM: set ssl.truststore.type=PEM)"},
+		{"ssl.keystore.location", []string{"ssl.ca.location=" + ca.caFile, "ssl.keystore.type=PKCS12", "ssl.keystore.location=" + garbage},
+			"not a PKCS12 file, or a damaged one"},
+	} {
+		_, err := New(load(t, []string{"127.0.0.1:1"}, append([]string{"security.protocol=SSL"}, tc.sets...)...), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.want) ||
+			strings.Contains(err.Error(), "asn1") || len(err.Error()) > 300 {
+			t.Errorf("%v: %v, want a short error containing %s and %q", tc.sets, err, tc.key, tc.want)
+		}
 	}
 }
 

@@ -2,17 +2,19 @@ package kclient
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 
 	"software.sslmate.com/src/go-pkcs12"
 
 	"github.com/rackstream/rackstream/config"
+	"github.com/rackstream/rackstream/internal/boundedread"
 )
 
 // The TLS material of security.protocol SSL and SASL_SSL, from either of
@@ -69,7 +71,7 @@ func truststore(sec config.Security) ([]*x509.Certificate, error) {
 		// trust attribute on its certificates: take them all.
 		blocks, perr := pkcs12.ToPEM(data, pass)
 		if perr != nil {
-			return nil, fmt.Errorf("kclient: %s %s: %w", key, path, storeError(err))
+			return nil, fmt.Errorf("kclient: %s %s: %w", key, path, storeError(key, data, err))
 		}
 		for _, b := range blocks {
 			if b.Type == "CERTIFICATE" {
@@ -90,7 +92,15 @@ func truststore(sec config.Security) ([]*x509.Certificate, error) {
 func clientCertificate(sec config.Security) (*tls.Certificate, error) {
 	switch {
 	case sec.SSLCertificateLocation != "" && sec.SSLKeyLocation != "":
-		pair, err := tls.LoadX509KeyPair(sec.SSLCertificateLocation, sec.SSLKeyLocation)
+		certPEM, err := readFile("ssl.certificate.location", sec.SSLCertificateLocation)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readFile("ssl.key.location", sec.SSLKeyLocation)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("kclient: ssl.certificate.location %s with ssl.key.location %s: %w", sec.SSLCertificateLocation, sec.SSLKeyLocation, err)
 		}
@@ -109,9 +119,9 @@ func clientCertificate(sec config.Security) (*tls.Certificate, error) {
 	const key = "ssl.keystore.location"
 	path := sec.SSLKeystoreLocation
 	if sec.SSLKeystoreType == config.StorePEM {
-		data, err := os.ReadFile(path)
+		data, err := readFile(key, path)
 		if err != nil {
-			return nil, fmt.Errorf("kclient: %s: %w", key, err)
+			return nil, err
 		}
 		pair, err := tls.X509KeyPair(data, data) // one file: the key and its chain
 		if err != nil {
@@ -129,7 +139,7 @@ func clientCertificate(sec config.Security) (*tls.Certificate, error) {
 	}
 	priv, leaf, chain, err := pkcs12.DecodeChain(data, pass)
 	if err != nil {
-		return nil, fmt.Errorf("kclient: %s %s: %w", key, path, storeError(err))
+		return nil, fmt.Errorf("kclient: %s %s: %w", key, path, storeError(key, data, err))
 	}
 	signer, ok := priv.(crypto.Signer)
 	if !ok {
@@ -149,9 +159,9 @@ var jksMagic = []byte{0xFE, 0xED, 0xFE, 0xED}
 // file is read as PKCS12 when it is one, as Java does since 9; a real JKS
 // file is refused with the command that converts it.
 func readStore(key, path string, typ config.StoreType) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(key, path)
 	if err != nil {
-		return nil, fmt.Errorf("kclient: %s: %w", key, err)
+		return nil, err
 	}
 	if bytes.HasPrefix(data, jksMagic) {
 		return nil, fmt.Errorf("kclient: %s %s is a JKS key store, which Rackstream does not read: convert it with "+
@@ -160,11 +170,20 @@ func readStore(key, path string, typ config.StoreType) ([]byte, error) {
 	return data, nil
 }
 
-// storeError words a PKCS12 decoding error; go-pkcs12's messages never hold
-// the password.
-func storeError(err error) error {
-	if errors.Is(err, pkcs12.ErrIncorrectPassword) {
+// storeError words a PKCS12 decoding error of the store in data, read for
+// key. A file that does not decode gets one short sentence, not the ASN.1
+// decoder's dump of the structure it expected; go-pkcs12's other messages
+// are short and never hold the password.
+func storeError(key string, data []byte, err error) error {
+	switch {
+	case errors.Is(err, pkcs12.ErrIncorrectPassword):
 		return errors.New("wrong password (or not a PKCS12 file)")
+	case strings.Contains(err.Error(), "asn1:"):
+		msg := "not a PKCS12 file, or a damaged one"
+		if bytes.Contains(data, []byte("-----BEGIN ")) {
+			msg += fmt.Sprintf(" (it is PEM: set %s.type=PEM)", strings.TrimSuffix(key, ".location"))
+		}
+		return errors.New(msg)
 	}
 	return err
 }
@@ -176,15 +195,27 @@ func pemPairError(err error) string {
 
 // pemFileCerts reads the PEM certificates of a file.
 func pemFileCerts(key, path string) ([]*x509.Certificate, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(key, path)
 	if err != nil {
-		return nil, fmt.Errorf("kclient: %s: %w", key, err)
+		return nil, err
 	}
 	certs := pemCerts(data)
 	if len(certs) == 0 {
 		return nil, fmt.Errorf("kclient: %s: %s holds no PEM certificate", key, path)
 	}
 	return certs, nil
+}
+
+// readFile reads the file that key names through the configuration's
+// bounded reader: a FIFO or a device is refused before a byte is read,
+// so the read never blocks, and a file past boundedread.CredentialFile is
+// refused too.
+func readFile(key, path string) ([]byte, error) {
+	data, err := boundedread.ReadRegularFile(context.Background(), path, boundedread.CredentialFile)
+	if err != nil {
+		return nil, fmt.Errorf("kclient: read %s: %w", key, err)
+	}
+	return data, nil
 }
 
 // pemCerts returns the certificates of the CERTIFICATE blocks in data.

@@ -58,8 +58,9 @@ suite() {
 unset_broker_env() { env "${BROKER_VARS[@]/#/-u}" "$@"; }
 
 suite "go vet" "$GO" vet "${PKGS[@]}"
-# Issue 20's bar: the commit and rebalance paths covered >= 90% by their
-# broker-free unit tests alone (~10 s).
+# The runtime's commit, cut, acknowledgement, transaction and rebalance paths
+# covered by their broker-free unit tests alone, each at its bar
+# (deploy/local/cover-runtime.sh; ~10 s).
 suite "runtime coverage" "$HERE/cover-runtime.sh"
 suite "go test (kfake)" unset_broker_env "$GO" test -timeout "$TIMEOUT" "${FLAGS[@]}" "${PKGS[@]}"
 
@@ -128,6 +129,12 @@ if ((rc == 0)); then
 	# it has the machine to itself; only when every package is tested.
 	if [[ ${PKGS[*]} == ./... ]]; then
 		suite "chaos (short)" "$HERE/chaos.sh" short
+		# Under CI, or with RACKSTREAM_THREE_BROKERS=1: three brokers in
+		# three racks of their own, the leader of most partitions killed
+		# (harness/cluster; about a minute and a half).
+		if [[ -n ${CI:-} || -n ${RACKSTREAM_THREE_BROKERS:-} ]]; then
+			suite "three brokers" env RACKSTREAM_THREE_BROKERS=1 "$GO" test -count=1 -timeout "$TIMEOUT" -run '^TestThreeBrokers' ./harness/cluster/
+		fi
 	fi
 else
 	why=$(tail -n1 "$broker_err") # kafka.sh's one-line reason

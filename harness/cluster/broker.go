@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,8 +28,7 @@ type Broker struct {
 	// Slots are the per-instance listeners' proxies.
 	Slots []*Proxy
 
-	script string
-	env    []string
+	sh *kafkaSh
 	// release gives up the reservation of the broker's ports (ports.go)
 	// when the broker is closed, not when it stops: a broker stopped or
 	// killed mid-test binds the same ports again.
@@ -58,84 +54,67 @@ type BrokerOptions struct {
 // stopped first). It runs in TestMain: it takes no testing.TB and returns
 // errors; call Close when done.
 func StartBroker(o BrokerOptions) (*Broker, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return nil, err
-	}
-	if o.Dir == "" {
-		sum := sha256.Sum256([]byte(root))
-		o.Dir = filepath.Join(os.TempDir(), "rackstream-chaos-kafka-"+hex.EncodeToString(sum[:4]))
-	}
-	if o.FromPort == 0 {
-		o.FromPort = 19300
-	}
-	b := &Broker{Dir: o.Dir, script: filepath.Join(root, "deploy", "local", "kafka.sh")}
-	b.env = append(os.Environ(), "RACKSTREAM_KAFKA_DIR="+o.Dir)
-	// A broker an interrupted run left behind holds its ports: stop it.
-	if out, err := b.run("stop"); err != nil {
-		return nil, fmt.Errorf("cluster: stopping an earlier broker in %s: %v\n%s", o.Dir, err, out)
-	}
 	// kafka.sh's own listeners, every one on a port of ours (so that
 	// nothing collides with the shared broker), then a listener and a
 	// proxy per slot (RACKSTREAM_KAFKA_EXTRA_LISTENERS).
-	portVars := []string{"PORT", "CONTROLLER_PORT", "SASL_PORT", "SSL_PORT", "MTLS_PORT", "SASL_SSL_PORT", "OAUTH_PORT"}
-	base, release, err := reservePorts(o.FromPort, len(portVars)+2*o.Slots)
+	sh, base, release, err := claimKafka(o.Dir, "rackstream-chaos-kafka-", o.FromPort, len(kafkaPortVars)+2*o.Slots)
 	if err != nil {
 		return nil, err
 	}
-	b.release = release
-	for i, v := range portVars {
-		b.env = append(b.env, "RACKSTREAM_KAFKA_"+v+"="+strconv.Itoa(base+i))
+	b := &Broker{Dir: sh.dir, sh: sh, release: release}
+	slots, listeners, err := slotProxies(base+len(kafkaPortVars), o.Slots)
+	if err != nil {
+		b.Close(false)
+		return nil, err
 	}
-	port := base
-	var listeners []string
-	for i := range o.Slots {
-		lport, pport := base+len(portVars)+2*i, base+len(portVars)+2*i+1
-		listeners = append(listeners, fmt.Sprintf("SLOT%d:%d:%d", i, lport, pport))
-		p, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", pport), fmt.Sprintf("127.0.0.1:%d", lport))
-		if err != nil {
-			b.Close(false)
-			return nil, err
-		}
-		b.Slots = append(b.Slots, p)
-	}
+	b.Slots = slots
 	// A broker killed with kill -9 and restarted waits until its
 	// controller (itself) expires its old registration, 9 s by default.
 	// Shorter sessions (3 s was tried) make an overloaded machine's
 	// controller time out its own broker's heartbeats and fence it: keep
 	// Kafka's defaults, and give start-ups a generous deadline.
-	b.env = append(b.env,
-		"RACKSTREAM_KAFKA_EXTRA_LISTENERS="+strings.Join(listeners, " "),
-		"RACKSTREAM_KAFKA_START_TIMEOUT=300",
-	)
+	sh.setenv("EXTRA_LISTENERS", strings.Join(listeners, " "))
+	sh.setenv("START_TIMEOUT", "300")
 	if o.Heap != "" {
-		b.env = append(b.env, "RACKSTREAM_KAFKA_HEAP="+o.Heap)
+		sh.setenv("HEAP", o.Heap)
 	}
-	b.Addr = "127.0.0.1:" + strconv.Itoa(port)
-	if out, err := b.run("start"); err != nil {
+	b.Addr = "127.0.0.1:" + strconv.Itoa(base)
+	if _, err := sh.run("start"); err != nil {
 		b.Close(false)
-		return nil, fmt.Errorf("cluster: kafka.sh start in %s: %v\n%s", o.Dir, err, out)
+		return nil, err
 	}
 	return b, nil
 }
 
-func (b *Broker) run(cmd string) (string, error) {
-	c := exec.Command(b.script, cmd)
-	c.Env = b.env
-	out, err := c.CombinedOutput()
-	return string(out), err
+// slotProxies starts a proxy per slot for a broker whose slot listeners
+// take the ports first, first+2, ..., each proxy the port after its
+// listener's. It returns the proxies and kafka.sh's
+// RACKSTREAM_KAFKA_EXTRA_LISTENERS entries for them.
+func slotProxies(first, n int) ([]*Proxy, []string, error) {
+	var proxies []*Proxy
+	var listeners []string
+	for i := range n {
+		lport, pport := first+2*i, first+2*i+1
+		listeners = append(listeners, fmt.Sprintf("SLOT%d:%d:%d", i, lport, pport))
+		p, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", pport), fmt.Sprintf("127.0.0.1:%d", lport))
+		if err != nil {
+			for _, p := range proxies {
+				p.Close()
+			}
+			return nil, nil, err
+		}
+		proxies = append(proxies, p)
+	}
+	return proxies, listeners, nil
 }
 
 // Stop stops the broker cleanly (SIGTERM: a controlled shutdown). The slot
 // proxies go down with it: a client then finds its port refusing
 // connections, as it would find the broker's.
 func (b *Broker) Stop() error {
-	out, err := b.run("stop")
+	_, err := b.sh.run("stop")
 	b.slotsDown()
-	if err != nil {
-		return fmt.Errorf("cluster: kafka.sh stop: %v\n%s", err, out)
-	}
-	return nil
+	return err
 }
 
 func (b *Broker) slotsDown() {
@@ -179,8 +158,8 @@ func (b *Broker) Kill() error {
 // Resume starts the broker again on its data (after Stop or Kill), then
 // its slot proxies.
 func (b *Broker) Resume() error {
-	if out, err := b.run("resume"); err != nil {
-		return fmt.Errorf("cluster: kafka.sh resume: %v\n%s", err, out)
+	if _, err := b.sh.run("resume"); err != nil {
+		return err
 	}
 	for _, p := range b.Slots {
 		if err := p.Up(); err != nil {
@@ -193,16 +172,14 @@ func (b *Broker) Resume() error {
 // Close stops the broker and the proxies and, unless keep is set (to read
 // the broker's logs after a failure), removes the run directory.
 func (b *Broker) Close(keep bool) {
-	b.run("stop")
+	b.sh.run("stop")
 	for _, p := range b.Slots {
 		p.Close()
 	}
 	if b.release != nil {
 		b.release()
 	}
-	if keep {
-		return
+	if !keep {
+		removeRunDir(b.Dir)
 	}
-	os.RemoveAll(b.Dir)
-	os.Remove(b.Dir + ".lock")
 }

@@ -27,6 +27,13 @@
 //     through that proxy too; the proxies go down and up with the broker,
 //     so that clients find the port refusing connections, as they would
 //     the broker's.
+//   - Brokers: kafka.sh's three-broker mode, likewise of the test's own:
+//     one KRaft quorum of three nodes in racks zone-a, zone-b and zone-c,
+//     each with a listener and a proxy per instance slot
+//     (Nodes[k].Slots[i]; SlotAddrs(i) is an instance's bootstrap), per-node
+//     Kill, Stop and Resume, and each partition's leader and ISR
+//     (Partitions, LeaderOfMost, InSync), so a test can kill -9 the node
+//     leading most partitions and wait for it to rejoin.
 //   - Proxy: a loopback TCP proxy with Cut (a black hole: nothing crosses,
 //     connections hang as in a partition) and Restore, Down (refusing, as a
 //     host with nothing on the port) and Up. Put one in front of

@@ -36,6 +36,7 @@ type Producer struct {
 
 	stop   chan struct{}
 	done   chan struct{}
+	sent   atomic.Int64
 	acked  atomic.Int64
 	mu     sync.Mutex // guards err and rounds
 	err    error      // the first produce error
@@ -78,6 +79,7 @@ func (p *Producer) loop(rate float64) {
 		}
 		<-tick.C
 		r := &kgo.Record{Topic: p.topic, Key: []byte(p.keys[i%len(p.keys)]), Value: []byte(strconv.Itoa(i/len(p.keys) + 1))}
+		p.sent.Add(1)
 		p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 			if err != nil {
 				p.mu.Lock()
@@ -91,6 +93,9 @@ func (p *Producer) loop(rate float64) {
 		})
 	}
 }
+
+// Sent returns the number of records handed to the client so far.
+func (p *Producer) Sent() int64 { return p.sent.Load() }
 
 // Acked returns the number of records the broker has acknowledged so far.
 func (p *Producer) Acked() int64 { return p.acked.Load() }

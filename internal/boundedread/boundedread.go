@@ -31,6 +31,10 @@ const (
 	PlacementDocument = 64 << 20
 	// PropertiesFile bounds a configuration file (`--config`).
 	PropertiesFile = 1 << 20
+	// CredentialFile bounds a file of TLS material a configuration names:
+	// a certificate, a private key, a CA bundle, a key or trust store. A
+	// system's whole CA bundle is about 200 KiB.
+	CredentialFile = 4 << 20
 )
 
 // TooLargeError is an input longer than its limit.

@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// static holds the page: index.html, app.js, style.css, favicon.svg.
+// static holds the page: index.html, names.js, app.js, style.css,
+// favicon.svg.
 //
 //go:embed static
 var static embed.FS

@@ -157,9 +157,12 @@
     for (const l of arr(status.lags)) lags.set(key(Number(l.task), str(l.client)), Number(l.lag));
     const ready = new Map();
     for (const c of arr(status.clients)) ready.set(str(c.id), { ready: c.ready === true, reason: str(c.reason) });
+    // Names for people (names.js), the process id beside them.
+    const names = displayNames(clients);
+    const nameOf = (id) => names.get(id) || id;
     let standbys = Number(doc.num_standby_replicas);
     if (!Number.isInteger(standbys)) standbys = tasks.reduce((m, t) => Math.max(m, t.standby.length), 0);
-    return { doc, clients, tasks, dims, tagOf, roles, held, lags, ready, quality, standbys, status };
+    return { doc, clients, tasks, dims, tagOf, roles, held, lags, ready, quality, standbys, status, nameOf };
   }
 
   // ---- rendering ---------------------------------------------------------
@@ -199,8 +202,8 @@
     const joined = [...now].filter((id) => !was.has(id)).sort();
     const left = [...was].filter((id) => !now.has(id)).sort();
     let text = 'generation ' + st.generation + ' → ' + gen + ': ' + moved + ' active' + (moved === 1 ? '' : 's') + ' moved, ' + changed.size + ' replica' + (changed.size === 1 ? '' : 's') + ' changed';
-    if (joined.length) text += '; joined ' + joined.join(', ');
-    if (left.length) text += '; left ' + left.join(', ');
+    if (joined.length) text += '; joined ' + joined.map(d.nameOf).join(', ');
+    if (left.length) text += '; left ' + left.map(st.doc.nameOf).join(', ');
     const entry = { at: new Date(), text, fresh: true };
     st.history.unshift(entry);
     st.history.length = Math.min(st.history.length, HISTORY);
@@ -217,7 +220,7 @@
     const s = $('summary');
     const asOf = Date.parse(str(d.status.as_of));
     const parts = [
-      'Instance ', el('strong', { class: 'mono' }, str(d.doc.self)),
+      'Instance ', el('strong', { class: 'mono', title: 'process id ' + str(d.doc.self) }, d.nameOf(str(d.doc.self))),
       ' · generation ', el('strong', { id: 'generation' }, str(d.doc.generation)),
       ' · ' + d.tasks.length + ' tasks on ' + d.clients.length + ' instances · ' + d.standbys + ' standbys per task · partitioner ' + str(d.doc.partitioner),
     ];
@@ -227,7 +230,7 @@
   }
 
   function renderGrid(d) {
-    const gridKey = d.dims.join('\u0000') + '\u0001' + d.clients.map((c) => c.id + '\u0000' + d.dims.map((k) => d.tagOf(c, k)).join('\u0000')).join('\u0001') + '\u0001' + d.tasks.map((t) => t.task).join(',');
+    const gridKey = d.dims.join('\u0000') + '\u0001' + d.clients.map((c) => c.id + '\u0000' + c.endpoint + '\u0000' + d.dims.map((k) => d.tagOf(c, k)).join('\u0000')).join('\u0001') + '\u0001' + d.tasks.map((t) => t.task).join(',');
     if (!st.grid || st.grid.key !== gridKey) buildGrid(d, gridKey);
     const wi = whatIfOverlay();
     const g = st.grid;
@@ -271,20 +274,6 @@
     }
   }
 
-  // shortNames maps each id to its shortest prefix of at least 8
-  // characters that no other id starts with: process ids are UUIDs, and
-  // 30 of them in full would not fit a screen. The full id is in the
-  // column's title and in the instances table.
-  function shortNames(ids) {
-    const out = new Map();
-    for (const id of ids) {
-      let n = Math.min(id.length, 8);
-      while (n < id.length && ids.some((o) => o !== id && o.startsWith(id.slice(0, n)))) n++;
-      out.set(id, n < id.length ? id.slice(0, n) + '…' : id);
-    }
-    return out;
-  }
-
   function buildGrid(d, gridKey) {
     const thead = el('thead');
     const prefix = (c, upto) => d.dims.slice(0, upto + 1).map((k) => d.tagOf(c, k)).join('\u0000');
@@ -302,9 +291,8 @@
     });
     const idRow = el('tr', { class: 'r' + Math.min(d.dims.length, 5) });
     idRow.append(el('th', { scope: 'col', class: 'corner' }, 'task'));
-    const short = shortNames(d.clients.map((c) => c.id));
     const heads = d.clients.map((c) => {
-      const th = el('th', { scope: 'col', class: 'id', title: c.id + ' at ' + c.endpoint, 'data-id': c.id }, short.get(c.id));
+      const th = el('th', { scope: 'col', class: 'id', title: 'process id ' + c.id + (c.endpoint ? ' at ' + c.endpoint : ''), 'data-id': c.id }, d.nameOf(c.id));
       idRow.append(th);
       return th;
     });
@@ -355,14 +343,15 @@
     }));
     // An id with '=' would read as a tag value: such an instance can't be
     // named alone.
-    groups.push({ label: 'instance', values: d.clients.map((c) => c.id).filter((id) => id && !id.includes('=')).sort() });
+    const ids = d.clients.map((c) => c.id).filter((id) => id && !id.includes('=')).sort();
+    groups.push({ label: 'instance', values: ids, labels: ids.map((id) => d.nameOf(id) + ' (' + id + ')') });
     const optionsKey = JSON.stringify(groups);
     if (optionsKey === st.optionsKey) return;
     st.optionsKey = optionsKey;
     const sel = $('lose');
     const was = sel.value;
     sel.replaceChildren(el('option', { value: '' }, 'nothing'), ...groups.filter((g) => g.values.length).map((g) =>
-      el('optgroup', { label: g.label }, ...g.values.map((v) => el('option', { value: v }, v)))));
+      el('optgroup', { label: g.label }, ...g.values.map((v, i) => el('option', { value: v }, g.labels ? g.labels[i] : v)))));
     sel.value = was;
     if (sel.value !== was) {
       sel.value = '';
@@ -411,9 +400,10 @@
       box.replaceChildren(el('p', { class: 'bad' }, w.error));
     } else {
       const r = w.result;
+      const nameOf = st.doc ? st.doc.nameOf : str;
       const rows = arr(r.failover).map((f) => el('tr', null,
-        el('th', { scope: 'row' }, str(f.task)), el('td', { class: 'id' }, str(f.from)),
-        el('td', { class: 'id' }, f.to ? str(f.to) : '(nobody survives)'),
+        el('th', { scope: 'row' }, str(f.task)), el('td', { class: 'id', title: 'process id ' + str(f.from) }, nameOf(str(f.from))),
+        el('td', { class: 'id', title: f.to ? 'process id ' + str(f.to) : null }, f.to ? nameOf(str(f.to)) : '(nobody survives)'),
         el('td', null, f.restore ? 'restores from the changelog' : 'its standby takes over')));
       // The what-if is of the live placement the grid shows (the same
       // computation as `rackstream assign --lose` on the document).
@@ -423,8 +413,8 @@
       box.replaceChildren(
         ...(pending ? [pending] : []),
         el('p', null, 'Generation ', el('span', { id: 'whatif-generation' }, String(w.generation)), ': losing ',
-          el('span', { class: 'mono' }, arr(r.lose).map((s) => (s.tag ? str(s.tag) + '=' + str(s.value) : str(s.client))).join(' and ')),
-          ' loses instance(s) ', el('span', { class: 'mono', id: 'whatif-lost' }, arr(r.clients_lost).map(str).join(', ')), '.'),
+          el('span', { class: 'mono' }, arr(r.lose).map((s) => (s.tag ? str(s.tag) + '=' + str(s.value) : nameOf(str(s.client)))).join(' and ')),
+          ' loses instance(s) ', el('span', { class: 'mono', id: 'whatif-lost' }, arr(r.clients_lost).map((id) => nameOf(str(id))).join(', ')), '.'),
         el('p', null, 'Tasks left without any replica: ',
           el('strong', { id: 'whatif-orphans', class: arr(r.tasks_without_replica).length ? 'bad' : 'ok' }, arr(r.tasks_without_replica).length ? arr(r.tasks_without_replica).join(', ') : 'none')),
         rows.length
@@ -459,7 +449,8 @@
       let restore = '—';
       if (restoring) restore = restoring + ' task(s), ' + toGo + ' records to go (' + Math.floor(100 * (1 - toGo / seen)) + '% since seen)';
       return el('tr', null,
-        el('th', { scope: 'row', class: 'id' }, c.id),
+        el('th', { scope: 'row', class: 'id' }, d.nameOf(c.id)),
+        el('td', { class: 'mono pid' }, c.id),
         el('td', { class: 'mono' }, c.endpoint),
         el('td', { class: 'mono' }, Object.keys(c.tags).sort().map((k) => k + '=' + str(c.tags[k])).join(', ')),
         rd ? el('td', { class: rd.ready ? 'ok' : 'bad' }, rd.ready ? 'ready' : 'not ready: ' + cut(rd.reason, 200)) : el('td', { class: 'bad' }, 'unknown'),

@@ -34,13 +34,17 @@ import java.util.TreeSet;
  * scenario and in the same order, the plan Kafka Streams' own standby
  * assignment makes for it: the public KIP-924 utility
  * {@link TaskAssignmentUtils#defaultStandbyTaskAssignment}, called unmodified.
+ * A scenario with {@code rack_awareness} first has its actives optimised by
+ * {@link TaskAssignmentUtils#optimizeRackAwareActiveTasks} (min_traffic, the
+ * scenario's costs, every client's active count kept), and its standbys,
+ * once placed, by {@link TaskAssignmentUtils#optimizeRackAwareStandbyTasks}.
  *
  * <p>Input: Rackstream's scenario shape ({@code tasks}, {@code num_standby_replicas},
  * {@code rack_aware_assignment_tags}, {@code clients} with {@code id}, {@code tags},
  * {@code capacity}, {@code previous_active}, ...), plus an optional {@code name}
  * that is echoed back. Actives are not computed: every task must be in exactly
- * one client's {@code previous_active}, and stays there, so that only standby
- * placement is compared.
+ * one client's {@code previous_active}, and stays there (unless rack-aware
+ * optimisation moves it), so that only standby placement is compared.
  *
  * <p>Output: Rackstream's plan shape ({@code tasks}, {@code clients},
  * {@code probing_rebalance_needed}) without {@code quality}, which the caller
@@ -111,8 +115,16 @@ public final class Main {
         // when zero are configured (its loop tests the count after the first
         // pick); Kafka's own HighAvailabilityTaskAssignor guards the call the
         // same way.
+        if (scenario.racks != null) {
+            TaskAssignmentUtils.optimizeRackAwareActiveTasks(
+                TaskAssignmentUtils.RackAwareOptimizationParams.of(state).forStatefulTasks(), assignments);
+        }
         if (scenario.numStandbyReplicas > 0) {
             TaskAssignmentUtils.defaultStandbyTaskAssignment(state, assignments);
+            if (scenario.racks != null) {
+                TaskAssignmentUtils.optimizeRackAwareStandbyTasks(
+                    TaskAssignmentUtils.RackAwareOptimizationParams.of(state).forStatefulTasks(), assignments);
+            }
         }
         final long elapsed = System.nanoTime() - start;
         final long cpu = THREADS.getCurrentThreadCpuTime() - cpuStart;

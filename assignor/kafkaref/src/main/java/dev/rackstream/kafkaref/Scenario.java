@@ -16,6 +16,9 @@ import java.util.TreeSet;
  * reference needs: fixed actives (each task in exactly one client's
  * {@code previous_active}). Clients are kept sorted by id, so that Kafka's
  * tie-break by process id is a tie-break by client id, as in Rackstream.
+ * An optional {@code rack_awareness} object (its traffic and non-overlap
+ * costs, the client tag carrying the rack, each task's partitions with
+ * their roles and replica racks) makes {@link #racks} non-null.
  */
 final class Scenario {
     final int tasks;
@@ -24,6 +27,40 @@ final class Scenario {
     final long acceptableRecoveryLag;
     final int maxWarmupReplicas;
     final List<Client> clients;
+    /** The rack awareness, or null when the scenario has none. */
+    final Racks racks;
+
+    /** The rack awareness of a scenario. */
+    static final class Racks {
+        final int trafficCost;
+        final int nonOverlapCost;
+        final String clientRackTag;
+        /** Per task, its partitions; a task without any is absent. */
+        final Map<Integer, List<Partition>> partitions;
+
+        Racks(final int trafficCost, final int nonOverlapCost, final String clientRackTag,
+              final Map<Integer, List<Partition>> partitions) {
+            this.trafficCost = trafficCost;
+            this.nonOverlapCost = nonOverlapCost;
+            this.clientRackTag = clientRackTag;
+            this.partitions = partitions;
+        }
+    }
+
+    /** One partition of a task: its role (input, changelog, output) and replica racks. */
+    static final class Partition {
+        final String topic;
+        final int partition;
+        final String role;
+        final TreeSet<String> replicaRacks;
+
+        Partition(final String topic, final int partition, final String role, final TreeSet<String> replicaRacks) {
+            this.topic = topic;
+            this.partition = partition;
+            this.role = role;
+            this.replicaRacks = replicaRacks;
+        }
+    }
 
     static final class Client {
         final String id;
@@ -46,13 +83,15 @@ final class Scenario {
     }
 
     private Scenario(final int tasks, final int numStandbyReplicas, final List<String> rackAwareAssignmentTags,
-                     final long acceptableRecoveryLag, final int maxWarmupReplicas, final List<Client> clients) {
+                     final long acceptableRecoveryLag, final int maxWarmupReplicas, final List<Client> clients,
+                     final Racks racks) {
         this.tasks = tasks;
         this.numStandbyReplicas = numStandbyReplicas;
         this.rackAwareAssignmentTags = rackAwareAssignmentTags;
         this.acceptableRecoveryLag = acceptableRecoveryLag;
         this.maxWarmupReplicas = maxWarmupReplicas;
         this.clients = clients;
+        this.racks = racks;
     }
 
     static Scenario parse(final JsonNode root) {
@@ -107,7 +146,39 @@ final class Scenario {
                     + ": in no client's previous_active; the reference takes actives as given");
             }
         }
-        return new Scenario(tasks, standbys, rackTags, recoveryLag, maxWarmups, clients);
+        final JsonNode racksNode = root.get("rack_awareness");
+        final Racks racks = racksNode == null || racksNode.isNull() ? null : parseRacks(racksNode, tasks);
+        return new Scenario(tasks, standbys, rackTags, recoveryLag, maxWarmups, clients, racks);
+    }
+
+    private static Racks parseRacks(final JsonNode node, final int tasks) {
+        final String at = "rack_awareness";
+        if (!node.isObject()) {
+            throw new IllegalArgumentException(at + ": want an object");
+        }
+        final int trafficCost = intField(node, "traffic_cost", 10, at);
+        final int nonOverlapCost = intField(node, "non_overlap_cost", 1, at);
+        final JsonNode tag = node.get("client_rack_tag");
+        if (tag == null || !tag.isTextual() || tag.asText().isEmpty()) {
+            throw new IllegalArgumentException(at + ".client_rack_tag: required, a non-empty string");
+        }
+        final Map<Integer, List<Partition>> partitions = new TreeMap<>();
+        for (final JsonNode taskNode : arrayField(node, "tasks", at)) {
+            final int task = intField(taskNode, "task", -1, at + ".tasks");
+            if (task < 0 || task >= tasks || partitions.containsKey(task)) {
+                throw new IllegalArgumentException(at + ".tasks: task " + task + " out of range or listed twice");
+            }
+            final List<Partition> ps = new ArrayList<>();
+            for (final JsonNode p : arrayField(taskNode, "partitions", at + ".tasks[" + task + "]")) {
+                final TreeSet<String> replicas = new TreeSet<>();
+                for (final JsonNode r : arrayField(p, "replicas", at + ".tasks[" + task + "]")) {
+                    replicas.add(r.asText());
+                }
+                ps.add(new Partition(p.path("topic").asText(), p.path("partition").asInt(), p.path("role").asText(), replicas));
+            }
+            partitions.put(task, ps);
+        }
+        return new Racks(trafficCost, nonOverlapCost, tag.asText(), partitions);
     }
 
     private static Client parseClient(final JsonNode node, final int index, final int tasks) {

@@ -12,8 +12,11 @@ import org.apache.kafka.streams.state.HostInfo;
 
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeMap;
@@ -29,6 +32,12 @@ import java.util.UUID;
  * <p>Client number c (in id order) is process id 00000000-0000-0000-0000-(c+1):
  * UUIDs compare as their numbers, so Kafka's tie-break by process id follows
  * the client ids' order.
+ *
+ * <p>With rack awareness, a task's partitions are the scenario's: its input
+ * partitions as sources and its changelog partitions as changelogs, each with
+ * its replicas' racks (output partitions are not in Kafka's model); a
+ * client's rack is the value of the client rack tag; the strategy is
+ * min_traffic with the scenario's costs.
  */
 final class ScenarioState implements ApplicationState {
     static final String INPUT_TOPIC = "input";
@@ -47,21 +56,34 @@ final class ScenarioState implements ApplicationState {
         final Map<ProcessId, KafkaStreamsState> states = new TreeMap<>();
         for (int c = 0; c < processIds.length; c++) {
             processIds[c] = new ProcessId(new UUID(0L, c + 1L));
-            states.put(processIds[c], new ClientState(processIds[c], scenario.clients.get(c)));
+            states.put(processIds[c], new ClientState(processIds[c], scenario.clients.get(c),
+                scenario.racks == null ? null : scenario.racks.clientRackTag));
         }
         this.states = Collections.unmodifiableMap(states);
         final Map<TaskId, TaskInfo> tasks = new TreeMap<>();
         for (int t = 0; t < scenario.tasks; t++) {
             final TaskId id = new TaskId(0, t);
-            tasks.put(id, new StatefulTask(id));
+            tasks.put(id, new StatefulTask(id, scenario.racks));
         }
         this.tasks = Collections.unmodifiableMap(tasks);
-        this.configs = new AssignmentConfigs(
-            scenario.acceptableRecoveryLag,
-            scenario.maxWarmupReplicas,
-            scenario.numStandbyReplicas,
-            60_000L, // probing.rebalance.interval.ms: unused by standby placement; Kafka's minimum
-            scenario.rackAwareAssignmentTags);
+        if (scenario.racks == null) {
+            this.configs = new AssignmentConfigs(
+                scenario.acceptableRecoveryLag,
+                scenario.maxWarmupReplicas,
+                scenario.numStandbyReplicas,
+                60_000L, // probing.rebalance.interval.ms: unused by standby placement; Kafka's minimum
+                scenario.rackAwareAssignmentTags);
+        } else {
+            this.configs = new AssignmentConfigs(
+                scenario.acceptableRecoveryLag,
+                scenario.maxWarmupReplicas,
+                scenario.numStandbyReplicas,
+                60_000L,
+                scenario.rackAwareAssignmentTags,
+                OptionalInt.of(scenario.racks.trafficCost),
+                OptionalInt.of(scenario.racks.nonOverlapCost),
+                "min_traffic");
+        }
     }
 
     ProcessId processId(final int client) {
@@ -97,10 +119,12 @@ final class ScenarioState implements ApplicationState {
         private final SortedSet<TaskId> previousActive;
         private final SortedSet<TaskId> previousStandby;
         private final Map<TaskId, Long> lagSums;
+        private final String rackTag;
 
-        ClientState(final ProcessId processId, final Scenario.Client client) {
+        ClientState(final ProcessId processId, final Scenario.Client client, final String rackTag) {
             this.processId = processId;
             this.client = client;
+            this.rackTag = rackTag;
             this.previousActive = taskIds(client.previousActive);
             this.previousStandby = taskIds(client.previousStandby);
             final Map<TaskId, Long> lagSums = new HashMap<>();
@@ -170,20 +194,38 @@ final class ScenarioState implements ApplicationState {
 
         @Override
         public Optional<String> rackId() {
-            return Optional.empty();
+            if (rackTag == null) {
+                return Optional.empty();
+            }
+            return Optional.ofNullable(client.tags.get(rackTag));
         }
     }
 
-    /** Task 0_p: partition p of the input topic, and of the store's changelog. */
+    /**
+     * Task 0_p: partition p of the input topic, and of the store's changelog;
+     * with rack awareness, the scenario's input and changelog partitions.
+     */
     private static final class StatefulTask implements TaskInfo {
         private final TaskId id;
         private final Set<TaskTopicPartition> partitions;
 
-        StatefulTask(final TaskId id) {
+        StatefulTask(final TaskId id, final Scenario.Racks racks) {
             this.id = id;
-            this.partitions = Set.of(
-                new Partition(new TopicPartition(INPUT_TOPIC, id.partition()), true, false),
-                new Partition(new TopicPartition(CHANGELOG_TOPIC, id.partition()), false, true));
+            if (racks == null) {
+                this.partitions = Set.of(
+                    new Partition(new TopicPartition(INPUT_TOPIC, id.partition()), true, false, null),
+                    new Partition(new TopicPartition(CHANGELOG_TOPIC, id.partition()), false, true, null));
+                return;
+            }
+            final Set<TaskTopicPartition> ps = new HashSet<>();
+            for (final Scenario.Partition p : racks.partitions.getOrDefault(id.partition(), List.of())) {
+                final boolean source = p.role.equals("input");
+                final boolean changelog = p.role.equals("changelog");
+                if (source || changelog) {
+                    ps.add(new Partition(new TopicPartition(p.topic, p.partition), source, changelog, p.replicaRacks));
+                }
+            }
+            this.partitions = Collections.unmodifiableSet(ps);
         }
 
         @Override
@@ -211,11 +253,13 @@ final class ScenarioState implements ApplicationState {
         private final TopicPartition topicPartition;
         private final boolean source;
         private final boolean changelog;
+        private final Set<String> racks;
 
-        Partition(final TopicPartition topicPartition, final boolean source, final boolean changelog) {
+        Partition(final TopicPartition topicPartition, final boolean source, final boolean changelog, final Set<String> racks) {
             this.topicPartition = topicPartition;
             this.source = source;
             this.changelog = changelog;
+            this.racks = racks;
         }
 
         @Override
@@ -235,7 +279,7 @@ final class ScenarioState implements ApplicationState {
 
         @Override
         public Optional<Set<String>> rackIds() {
-            return Optional.empty();
+            return Optional.ofNullable(racks);
         }
     }
 }
