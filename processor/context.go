@@ -19,10 +19,11 @@ type Context struct {
 	attempt int
 	be      backend
 	writes  []write
-	// late is the windowed store a record came too late for (windowed.go),
-	// nil when it was not late: the record processor counts it and, under
-	// the error policy dlq, dead-letters it once its effects are applied.
-	late *storeSpec
+	// late lists the windowed aggregations this call found the record too
+	// late for, in some or all of its windows (windowed_process.go): the
+	// record processor counts them and, under the error policy dlq,
+	// dead-letters a record one of them dropped whole.
+	late []lateMark
 	// arena holds the encoded keys and values of this call's writes; it is
 	// reused for the next record once they are applied (the backend copies
 	// what it keeps).

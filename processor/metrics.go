@@ -132,7 +132,7 @@ func newTaskStats(id int32) *taskStats {
 		}, []string{"stage"}),
 		late: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "rackstream_window_late_records_total",
-			Help:        "Records a windowed aggregation dropped because every window they fall in had closed (past grace), by task and store; dead-lettered too under the error policy dlq.",
+			Help:        "Windows a record came too late for (closed: grace passed), by task and store, counted once per window a record missed as Kafka Streams' dropped-records-total; a record dropped whole is also dead-lettered under the error policy dlq.",
 			ConstLabels: task,
 		}, []string{"store"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -144,14 +144,11 @@ func newTaskStats(id int32) *taskStats {
 }
 
 // record counts one record whose processing finished, by its outcome;
-// stage is the poison record's stage, or the late record's store.
+// stage is the poison record's stage.
 func (s *taskStats) record(out outcome, stage string) {
 	s.processed.Inc()
 	switch out {
-	case outcomeLate:
-		s.late.WithLabelValues(stage).Inc()
 	case outcomeLateDeadLettered:
-		s.late.WithLabelValues(stage).Inc()
 		s.deadLettered.WithLabelValues(StageLate).Inc()
 	case outcomeDeadLettered:
 		s.deadLettered.WithLabelValues(stage).Inc()

@@ -113,9 +113,8 @@ const (
 	outcomeProcessed outcome = iota
 	outcomeDeadLettered
 	outcomeSkipped
-	// outcomeLate: a windowed aggregation dropped the record, too late for
-	// its windows; outcomeLateDeadLettered: and dead-lettered it.
-	outcomeLate
+	// outcomeLateDeadLettered: a windowed aggregation dropped the record,
+	// too late for every window it falls in, and it was dead-lettered.
 	outcomeLateDeadLettered
 )
 
@@ -128,9 +127,11 @@ type recordProcessor struct {
 	dlqTopic string
 	log      *slog.Logger
 	c        Context
-	// lastStage is the stage of the last poison record, or the store of
-	// the last late record, for metrics.
+	// lastStage is the stage of the last poison record, for metrics.
 	lastStage string
+	// late is what the windowed aggregations found late in the last record
+	// (Context.late), for metrics.
+	late []lateMark
 	// A burst of poison records (a producer writing garbage) is logged at
 	// most once a second per task; the metrics count every one.
 	lastLog    time.Time
@@ -179,10 +180,12 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			if err := p.c.be.apply(r.Partition, r, p.c.writes); err != nil {
 				return 0, fmt.Errorf("apply %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
-			late := p.c.late
+			p.late = append(p.late[:0], p.c.late...)
 			p.clear()
-			if late != nil {
-				return p.lateRecord(r, late)
+			for _, l := range p.late {
+				if l.dropped {
+					return p.lateRecord(r, l.store)
+				}
 			}
 			return outcomeProcessed, nil
 		}
@@ -210,7 +213,8 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 
 // call runs one handler attempt, turning a panic into a permanent error.
 func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record, attempt int) (stage string, err error) {
-	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena, p.c.late = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0], nil
+	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena, p.c.late = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0], p.c.late[:0]
+	p.late = p.late[:0]
 	defer func() {
 		if v := recover(); v != nil {
 			stage = StageHandler
@@ -223,20 +227,19 @@ func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record
 func (p *recordProcessor) clear() {
 	clear(p.c.writes) // drop references to keys and values
 	p.c.writes = p.c.writes[:0]
-	p.c.rec, p.c.ctx, p.c.late = nil, nil, nil
+	p.c.rec, p.c.ctx, p.c.late = nil, nil, p.c.late[:0]
 	if cap(p.c.arena) > 1<<20 {
 		p.c.arena = nil // one huge record should not pin its buffer
 	}
 }
 
-// lateRecord counts a record a windowed aggregation of store s dropped as
-// late, its effects (the aggregation's progress) applied, and dead-letters
-// it under the error policy dlq with stage StageLate. Kafka Streams only
-// drops and counts such records.
+// lateRecord dead-letters, under the error policy dlq with stage
+// StageLate, a record a windowed aggregation of store s dropped whole as
+// late, its effects (the aggregation's progress) applied. Kafka Streams
+// only drops and counts such records.
 func (p *recordProcessor) lateRecord(r *kgo.Record, s *storeSpec) (outcome, error) {
-	p.lastStage = s.name
 	if p.policy != PolicyDeadLetter {
-		return outcomeLate, nil
+		return outcomeProcessed, nil
 	}
 	err := fmt.Errorf("record at %d ms is too late for the windows of store %s: they closed (grace passed)", r.Timestamp.UnixMilli(), s.name)
 	if err := p.c.be.deadLetter(p.deadLetterRecord(r, StageLate, err.Error(), 1)); err != nil {

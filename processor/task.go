@@ -336,6 +336,9 @@ func (t *task) work(records []*kgo.Record) bool {
 			t.stats.endToEnd.Observe(max(0, now.Sub(rec.Timestamp).Seconds()))
 		}
 		t.stats.record(out, t.proc.lastStage)
+		for _, l := range t.proc.late {
+			t.stats.late.WithLabelValues(l.store.name).Add(float64(l.windows))
+		}
 	}
 	return true
 }

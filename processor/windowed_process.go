@@ -15,6 +15,14 @@ import (
 	"github.com/rackstream/rackstream/window"
 )
 
+// lateMark is a windowed aggregation's word on a late record: how many of
+// its windows had closed, and whether it changed nothing (dropped whole).
+type lateMark struct {
+	store   *storeSpec
+	windows int
+	dropped bool
+}
+
 // opt is an aggregate inside package window: ok false before a Reduce's
 // first value.
 type opt[A any] struct {
@@ -129,7 +137,8 @@ func (a *WindowedAggregation[K, V, A]) process(ctx *Context, key K, value V, emi
 	}
 	ts := ctx.Timestamp().UnixMilli()
 	if ts < 0 || ts > window.MaxTimestamp {
-		ctx.late = a.spec // Kafka Streams drops such records before any processor
+		// Kafka Streams drops such records before any processor.
+		ctx.late = append(ctx.late, lateMark{store: a.spec, windows: 1, dropped: true})
 		return nil
 	}
 	st := r.observe(ts)
@@ -146,8 +155,8 @@ func (a *WindowedAggregation[K, V, A]) process(ctx *Context, key K, value V, emi
 	if err != nil {
 		return fmt.Errorf("windowed aggregation %s: %w", a.spec.name, err)
 	}
-	if res.Dropped() {
-		ctx.late = a.spec
+	if len(res.Late) > 0 {
+		ctx.late = append(ctx.late, lateMark{store: a.spec, windows: len(res.Late), dropped: res.Dropped()})
 	}
 	if err := a.applyOps(r, key, kb, res.Ops, emit); err != nil {
 		return err
@@ -187,8 +196,8 @@ func (a *WindowedAggregation[K, V, A]) applyOps(r *windowed[K, V, A], key K, kb 
 		case window.OpPut:
 			t := a.layout.segmentTime(op.Window)
 			r.meta.storeTime = max(r.meta.storeTime, t)
-			if a.layout.segs.ID(t) < a.layout.segs.MinLive(r.meta.storeTime) {
-				continue
+			if !a.layout.segs.Kept(t, r.meta.storeTime) {
+				continue // its segment has expired, as in Kafka Streams
 			}
 			enc, err := a.val.Encode(op.Value.v)
 			if err != nil {
@@ -242,13 +251,16 @@ func (a *WindowedAggregation[K, V, A]) emitFinals(r *windowed[K, V, A], st int64
 		return nil
 	}
 	var finals []rawWindow
-	// Every window the store holds is emitted, retention aside: expiry
-	// runs after this and deletes only windows that are final already, so
-	// none is deleted before it is emitted. Kafka Streams hides a window
-	// a record moved more than a retention behind the store's time, even
-	// when it is final only now.
-	held := func(int64) bool { return true }
-	err := a.layout.timeWindows(r.scan, a.size, f.From, f.To, held, func(w rawWindow) bool {
+	// As Kafka Streams reads them: time and sliding windows while
+	// LiveForFinals, sessions from every kept segment. A record that moves
+	// the store's time more than a retention past a window that just
+	// closed hides it before it is emitted.
+	now := r.meta.storeTime
+	visible := func(t int64) bool { return a.layout.segs.LiveForFinals(t, now) }
+	if a.layout.kind == kindSession {
+		visible = func(t int64) bool { return a.layout.segs.Kept(t, now) }
+	}
+	err := a.layout.timeWindows(r.scan, a.size, f.From, f.To, visible, func(w rawWindow) bool {
 		w.key, w.agg = bytes.Clone(w.key), bytes.Clone(w.agg)
 		finals = append(finals, w)
 		return true
