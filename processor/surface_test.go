@@ -35,6 +35,10 @@ var roots = []any{
 	processor.StoreInfo{}, processor.StoreOption(nil), (*processor.StoreView)(nil),
 	(*processor.Table[string, string])(nil), (*processor.TestDriver)(nil), processor.TestDriverOptions{},
 	processor.TopicCount{}, (*processor.Topology)(nil),
+	processor.WindowResult[string, int64]{}, processor.Windowed[string]{},
+	processor.Aggregator[string, string, int64]{}, processor.WindowOption(nil),
+	(*processor.WindowedAggregation[string, string, int64])(nil), processor.OutputOption(nil),
+	processor.WindowValue[int64]{}, processor.StoredWindow{},
 	(*table.Mirror)(nil), (*table.Opt)(nil), table.Typed[string, string]{},
 }
 
@@ -161,7 +165,7 @@ func TestReadViewsHaveNoWriteMethod(t *testing.T) {
 		allowed := reads
 		switch typ {
 		case reflect.TypeFor[processor.Replica]():
-			allowed = []string{"Fresh", "Store", "Stores"}
+			allowed = []string{"AllWindows", "Fresh", "Store", "Stores", "Windows"}
 		case reflect.TypeFor[*processor.GlobalView]():
 			allowed = append(slices.Clone(reads), "Lags", "Positions", "Topic")
 		case reflect.TypeFor[*table.Mirror]():

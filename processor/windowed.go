@@ -24,13 +24,6 @@ type Windowed[K any] struct {
 	Start, End time.Time
 }
 
-// WindowDefinition is a window definition of package window: TimeWindows
-// (tumbling or hopping), SlidingWindows or SessionWindows, each with its
-// grace.
-type WindowDefinition interface {
-	window.TimeWindows | window.SlidingWindows | window.SessionWindows
-}
-
 // Aggregator says how records fold into a window's aggregate, as Kafka
 // Streams' Initializer, Aggregator and (sessions) Merger. Count and Reduce
 // build the common ones. None of its functions may modify the aggregates
@@ -122,13 +115,14 @@ type WindowedAggregation[K, V, A any] struct {
 }
 
 // NewWindowedAggregation declares a windowed aggregation named name (its
-// store's name) over the windows def, keyed by key, with aggregates
-// encoded by agg. The store is a window store (sessions: a session store)
+// store's name) over the windows def (package window's TimeWindows for
+// tumbling and hopping windows, SlidingWindows or SessionWindows, each
+// with its grace), keyed by key, with aggregates encoded by agg. The store is a window store (sessions: a session store)
 // like any other: changelogged to <application.id>-<name>-changelog,
 // created with cleanup.policy=compact,delete and retention.ms of the
 // store's retention plus ChangelogAdditionalRetention, restored and kept
 // warm by standbys. Its writes never enter the record cache.
-func NewWindowedAggregation[W WindowDefinition, K, V, A any](t *Topology, name string, def W, key codec.Codec[K], agg codec.Codec[A], a Aggregator[K, V, A], opts ...WindowOption) *WindowedAggregation[K, V, A] {
+func NewWindowedAggregation[W window.TimeWindows | window.SlidingWindows | window.SessionWindows, K, V, A any](t *Topology, name string, def W, key codec.Codec[K], agg codec.Codec[A], a Aggregator[K, V, A], opts ...WindowOption) *WindowedAggregation[K, V, A] {
 	cfg := windowConfig{additional: DefaultChangelogAdditionalRetention.Milliseconds()}
 	for _, o := range opts {
 		o(&cfg)
@@ -221,6 +215,9 @@ func (a *WindowedAggregation[K, V, A]) Handler(out *Output[K, WindowValue[A]]) H
 // session a record merged into a larger one.
 func (a *WindowedAggregation[K, V, A]) HandlerFunc(emit func(ctx *Context, w Windowed[K], agg A, tombstone bool) error) Handler[K, V] {
 	return func(ctx *Context, key K, value V) error {
+		if ctx.rec == nil {
+			return fmt.Errorf("windowed aggregation %s: %w", a.spec.name, errOutsideCall)
+		}
 		if ctx.Tombstone() {
 			return nil
 		}

@@ -22,7 +22,7 @@ type windowedCount struct {
 	agg *processor.WindowedAggregation[string, string, int64]
 }
 
-func newWindowedCount[W processor.WindowDefinition](t *testing.T, def W, policy processor.ErrorPolicy, opts ...processor.WindowOption) *windowedCount {
+func newWindowedCount[W window.TimeWindows | window.SlidingWindows | window.SessionWindows](t *testing.T, def W, policy processor.ErrorPolicy, opts ...processor.WindowOption) *windowedCount {
 	t.Helper()
 	topo := processor.New("windows")
 	w := &windowedCount{}
