@@ -108,7 +108,7 @@ func (rep Replica) Store(store string) *StoreView {
 	if s == nil {
 		return nil
 	}
-	return &StoreView{db: s}
+	return &StoreView{db: s, window: rep.windowOf(store)}
 }
 
 // Fresh returns a read-only view of store's latest processed state, nil
@@ -118,7 +118,7 @@ func (rep Replica) Fresh(store string) *FreshView {
 	if s == nil || rep.eos {
 		return nil
 	}
-	v := &FreshView{db: s}
+	v := &FreshView{db: s, window: rep.windowOf(store)}
 	if i, ok := rep.targets[store]; ok {
 		v.cache, v.target = rep.cache, i
 	}
@@ -134,7 +134,8 @@ func (rep Replica) Fresh(store string) *FreshView {
 //
 // It has no write method: a store changes only through its task.
 type StoreView struct {
-	db *state.DB
+	db     *state.DB
+	window *windowStore // a window or session store's layout, else nil
 }
 
 // Name returns the store's name.
@@ -192,6 +193,7 @@ type FreshView struct {
 	db     *state.DB
 	cache  *recordCache // nil: none
 	target int
+	window *windowStore // a window or session store's layout, else nil
 }
 
 // Get returns the latest value of key.

@@ -375,8 +375,8 @@ type StoreInfo struct {
 	// (a string as a string, []byte as base64, a JSON[T] value as itself).
 	Render func(value []byte) (any, error)
 	// Windows is "time" (tumbling, hopping), "sliding" or "session" for
-	// a windowed aggregation's store, read by Replica.Windows and
-	// Replica.AllWindows (whose values Render decodes); "" for a
+	// a windowed aggregation's store, read by the store views' Windows and
+	// AllWindows (whose values Render decodes); "" for a
 	// key-value store.
 	Windows string
 }

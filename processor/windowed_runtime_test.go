@@ -66,7 +66,14 @@ func (a *windowApp) topology() *processor.Topology {
 	counts := processor.NewWindowedAggregation(topo, "counts", window.Tumbling(a.windowSize), codec.String(), codec.Int64(),
 		processor.Count[string, string](), opts...)
 	out := processor.NewWindowedOutput[string, int64](topo, a.output, codec.String())
-	processor.NewInput(topo, a.input, codec.String(), codec.String(), counts.Handler(out))
+	plain := processor.NewStore(topo, "plain", codec.String(), codec.String())
+	h := counts.Handler(out)
+	processor.NewInput(topo, a.input, codec.String(), codec.String(), func(ctx *processor.Context, k, v string) error {
+		if err := plain.Put(ctx, k, v); err != nil {
+			return err
+		}
+		return h(ctx, k, v)
+	})
 	return topo
 }
 
@@ -291,8 +298,9 @@ func TestWindowedUpdatesGetPastTheRecordCacheWhole(t *testing.T) {
 	}
 }
 
-// A replica's committed window store answers a key's windows in a time
-// range, and every key's windows in a time range, read-only.
+// A replica's window store views answer a key's windows in a time range,
+// and every key's windows in a time range, read-only: the committed view
+// once the task commits, the fresh view at once.
 func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newWindowApp(t, c, false)
@@ -303,22 +311,28 @@ func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
 	key := a.keys[0]
 	task := partition.Murmur2().Partition([]byte(key), a.parts)
 	var ws []processor.StoredWindow
-	kafkatest.Eventually(t, time.Minute, "the key's windows committed", func() bool {
-		rep, ok := in.rt.Replica(task)
-		if !ok {
-			return false
-		}
-		var err error
-		if ws, err = rep.Windows("counts", []byte(key), 1000, 2000); err != nil {
-			t.Fatal(err)
-		}
-		return len(ws) == 2 && string(ws[1].Value) == strconv.Itoa(a.recordsPerWin)
-	})
+	for _, view := range []string{"fresh", "committed"} {
+		kafkatest.Eventually(t, time.Minute, "the key's windows, "+view, func() bool {
+			rep, ok := in.rt.Replica(task)
+			if !ok {
+				return false
+			}
+			read := rep.Store("counts").Windows
+			if view == "fresh" {
+				read = rep.Fresh("counts").Windows
+			}
+			var err error
+			if ws, err = read([]byte(key), 1000, 2000); err != nil {
+				t.Fatal(err)
+			}
+			return len(ws) == 2 && string(ws[1].Value) == strconv.Itoa(a.recordsPerWin)
+		})
+	}
 	if ws[0].Start != 1000 || ws[0].End != 2000 || ws[1].Start != 2000 || string(ws[0].Value) != strconv.Itoa(a.recordsPerWin) {
 		t.Fatalf("windows of %s in [1000, 2000]: %+v", key, ws)
 	}
 	rep, _ := in.rt.Replica(task)
-	all, err := rep.AllWindows("counts", 3000, 3000)
+	all, err := rep.Store("counts").AllWindows(3000, 3000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +350,8 @@ func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
 			t.Fatalf("windows not in key order: %q before %q", all[i-1].Key, all[i].Key)
 		}
 	}
-	if _, err := rep.Windows("nope", []byte(key), 0, 1); err == nil {
-		t.Fatal("a window read of a missing store succeeded")
+	if _, err := rep.Store("plain").Windows([]byte(key), 0, 1); err == nil {
+		t.Fatal("a window read of a key-value store succeeded")
 	}
 	if info := topologyStore(a.topology(), "counts"); info.Windows != "time" {
 		t.Fatalf("StoreInfo.Windows = %q, want time", info.Windows)

@@ -26,49 +26,67 @@ type StoredWindow struct {
 // windowed aggregation's.
 var ErrNotWindowStore = errors.New("not a window or session store")
 
-// Windows returns key's windows in store, from the replica's committed
-// state, oldest first: those starting in [timeFrom, timeTo], or, in a
-// session store, the sessions that end at or after timeFrom and start at or
-// before timeTo (Kafka Streams' fetch of a key). Windows retention has
-// expired are not returned. It is read-only and safe for concurrent use.
-func (rep Replica) Windows(store string, key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
-	w, db, err := rep.windowStore(store)
-	if err != nil {
-		return nil, err
+// Windows returns key's windows in the store's committed state, oldest
+// first: those starting in [timeFrom, timeTo], or, in a session store, the
+// sessions that end at or after timeFrom and start at or before timeTo
+// (Kafka Streams' fetch of a key). Windows retention has expired are not
+// returned. It fails with ErrNotWindowStore on a key-value store.
+func (v *StoreView) Windows(key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	return keyWindows(v.window, v.db.Name(), v.Scan, key, timeFrom, timeTo)
+}
+
+// AllWindows returns every key's windows in the store's committed state in
+// a time range (as Windows selects them), by time (a session's end), then
+// key.
+func (v *StoreView) AllWindows(timeFrom, timeTo int64) ([]StoredWindow, error) {
+	return allWindows(v.window, v.db.Name(), v.Scan, timeFrom, timeTo)
+}
+
+// Windows is StoreView.Windows at the store's latest processed state.
+func (v *FreshView) Windows(key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	return keyWindows(v.window, v.db.Name(), v.Scan, key, timeFrom, timeTo)
+}
+
+// AllWindows is StoreView.AllWindows at the store's latest processed
+// state.
+func (v *FreshView) AllWindows(timeFrom, timeTo int64) ([]StoredWindow, error) {
+	return allWindows(v.window, v.db.Name(), v.Scan, timeFrom, timeTo)
+}
+
+func keyWindows(w *windowStore, store string, scan scanner, key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if w == nil {
+		return nil, fmt.Errorf("store %s: %w", store, ErrNotWindowStore)
 	}
-	raw, err := w.keyRange(db, key, timeFrom, timeTo)
+	raw, err := w.keyRange(scan, key, timeFrom, timeTo)
 	if err != nil {
-		return nil, fmt.Errorf("store %s of task %d: windows of key %q: %w", store, rep.Task, key, err)
+		return nil, fmt.Errorf("store %s: windows of key %q: %w", store, key, err)
 	}
 	return storedWindows(raw), nil
 }
 
-// AllWindows returns every key's windows in store in a time range (as
-// Windows selects them), from the replica's committed state, by time (a
-// session's end), then key. It is read-only and safe for concurrent use.
-func (rep Replica) AllWindows(store string, timeFrom, timeTo int64) ([]StoredWindow, error) {
-	w, db, err := rep.windowStore(store)
-	if err != nil {
-		return nil, err
+func allWindows(w *windowStore, store string, scan scanner, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if w == nil {
+		return nil, fmt.Errorf("store %s: %w", store, ErrNotWindowStore)
 	}
-	raw, err := w.timeRange(db, timeFrom, timeTo)
+	raw, err := w.timeRange(scan, timeFrom, timeTo)
 	if err != nil {
-		return nil, fmt.Errorf("store %s of task %d: windows in [%d, %d]: %w", store, rep.Task, timeFrom, timeTo, err)
+		return nil, fmt.Errorf("store %s: windows in [%d, %d]: %w", store, timeFrom, timeTo, err)
 	}
 	return storedWindows(raw), nil
 }
 
-func (rep Replica) windowStore(store string) (*windowStore, scanner, error) {
-	db := rep.stores[store]
-	if db == nil || rep.topo == nil {
-		return nil, nil, fmt.Errorf("store %s: not on task %d's replica", store, rep.Task)
+// windowOf returns the layout of store when it is a window or session
+// store of the replica's topology, else nil.
+func (rep Replica) windowOf(store string) *windowStore {
+	if rep.topo == nil {
+		return nil
 	}
 	for _, s := range rep.topo.stores {
-		if s.name == store && s.window != nil {
-			return s.window, db.View().Scan, nil
+		if s.name == store {
+			return s.window
 		}
 	}
-	return nil, nil, fmt.Errorf("store %s: %w", store, ErrNotWindowStore)
+	return nil
 }
 
 func storedWindows(raw []rawWindow) []StoredWindow {
