@@ -17,6 +17,13 @@ func Assign(in Input) (*Plan, error) {
 	return place(m).plan(), nil
 }
 
+// Validate reports why Assign would reject in, naming the field at fault
+// (a *FieldError), or nil.
+func (in *Input) Validate() error {
+	_, err := newModel(in)
+	return err
+}
+
 // Measure computes the quality of the placement p.Tasks for the live clients
 // and settings of in (p.Clients and p.Quality are ignored). Every task of in
 // must appear once in p.Tasks, and every client p names must be a client of

@@ -47,9 +47,9 @@ func benchClients(n int, layout string) []Client {
 }
 
 func benchInput(layout string) Input {
-	return Input{NumStandbyReplicas: 2, RackAwareAssignmentTags: []string{"zone", "cluster", "rack"}, Tasks: 10000,
-		AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas,
-		Clients: benchClients(1000, layout)}
+	in := Input{Settings: DefaultSettings(), Tasks: 10000, Clients: benchClients(1000, layout)}
+	in.NumStandbyReplicas, in.RackAwareAssignmentTags = 2, []string{"zone", "cluster", "rack"}
+	return in
 }
 
 // BenchmarkAssign1000x10000 plans 1,000 clients x 10,000 tasks x 2 standbys

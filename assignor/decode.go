@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rackstream/rackstream/tags"
 )
 
 // DecodeInput decodes a scenario from JSON in either of two shapes:
@@ -57,7 +59,7 @@ func DecodeDocument(data []byte) (Input, *Plan, error) {
 // whether "tasks" is present at all.
 func decodeScenario(data []byte, hasTasks bool) (Input, error) {
 	type plain Input // no UnmarshalJSON: DisallowUnknownFields reaches the fields
-	in := plain{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas}
+	in := plain{Settings: DefaultSettings()}
 	var raw struct {
 		plain
 		Clients []json.RawMessage `json:"clients"`
@@ -142,16 +144,12 @@ func sortedInts(ts []int) []int {
 
 // metadataInput is the scenario of a metadata document.
 func metadataInput(doc *metadataDoc) (Input, error) {
-	in := Input{
-		AcceptableRecoveryLag:   DefaultAcceptableRecoveryLag,
-		MaxWarmupReplicas:       DefaultMaxWarmupReplicas,
-		RackAwareAssignmentTags: doc.RackAwareAssignmentTags,
-		Clients:                 make([]Client, len(doc.Clients)),
-	}
+	in := Input{Settings: DefaultSettings(), Clients: make([]Client, len(doc.Clients))}
+	in.RackAwareAssignmentTags = doc.RackAwareAssignmentTags
 	if st := doc.Settings; st != nil {
 		// The settings the placement was made with: nothing to infer.
 		doc.NumStandbyReplicas, doc.AcceptableRecoveryLag, doc.MaxWarmupReplicas = &st.NumStandbyReplicas, &st.AcceptableRecoveryLag, &st.MaxWarmupReplicas
-		in.RackAwareAssignmentTags = append([]string{}, st.RackAwareAssignmentTags...)
+		in.RackAwareAssignmentTags = append(tags.Keys{}, st.RackAwareAssignmentTags...)
 	}
 	if doc.AcceptableRecoveryLag != nil {
 		in.AcceptableRecoveryLag = *doc.AcceptableRecoveryLag

@@ -12,12 +12,11 @@ func ExampleAssign() {
 	tags := func(zone, cluster string) map[string]string {
 		return map[string]string{"zone": zone, "cluster": cluster}
 	}
+	settings := assignor.DefaultSettings()
+	settings.NumStandbyReplicas, settings.RackAwareAssignmentTags = 2, []string{"zone", "cluster"}
 	in := assignor.Input{
-		NumStandbyReplicas:      2,
-		RackAwareAssignmentTags: []string{"zone", "cluster"},
-		Tasks:                   1,
-		AcceptableRecoveryLag:   assignor.DefaultAcceptableRecoveryLag,
-		MaxWarmupReplicas:       assignor.DefaultMaxWarmupReplicas,
+		Settings: settings,
+		Tasks:    1,
 		Clients: []assignor.Client{
 			{ID: "a", Tags: tags("z1", "c1"), PreviousActive: []int{0}},
 			{ID: "b", Tags: tags("z2", "c2")},
@@ -44,9 +43,10 @@ func ExampleAssign() {
 
 // Measure scores any placement, here one with both replicas in one zone.
 func ExampleMeasure() {
+	settings := assignor.DefaultSettings()
+	settings.NumStandbyReplicas, settings.RackAwareAssignmentTags = 1, []string{"zone"}
 	in := assignor.Input{
-		NumStandbyReplicas: 1, RackAwareAssignmentTags: []string{"zone"}, Tasks: 1,
-		AcceptableRecoveryLag: assignor.DefaultAcceptableRecoveryLag, MaxWarmupReplicas: assignor.DefaultMaxWarmupReplicas,
+		Settings: settings, Tasks: 1,
 		Clients: []assignor.Client{
 			{ID: "a1", Tags: map[string]string{"zone": "a"}},
 			{ID: "a2", Tags: map[string]string{"zone": "a"}},

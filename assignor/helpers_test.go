@@ -31,14 +31,9 @@ func withLags(c Client, kv map[int]int64) Client {
 }
 
 func input(tasks, standbys int, dims []string, clients ...Client) Input {
-	return Input{
-		NumStandbyReplicas:      standbys,
-		RackAwareAssignmentTags: dims,
-		Tasks:                   tasks,
-		AcceptableRecoveryLag:   DefaultAcceptableRecoveryLag,
-		MaxWarmupReplicas:       DefaultMaxWarmupReplicas,
-		Clients:                 clients,
-	}
+	in := Input{Settings: DefaultSettings(), Tasks: tasks, Clients: clients}
+	in.NumStandbyReplicas, in.RackAwareAssignmentTags = standbys, dims
+	return in
 }
 
 func mustAssign(t testing.TB, in Input) *Plan {

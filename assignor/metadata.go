@@ -68,15 +68,8 @@ type MetadataSettings struct {
 	// Source says whose settings these are: SettingsFromLeader or
 	// SettingsFromInstance.
 	Source string `json:"source"`
-	// NumStandbyReplicas is num.standby.replicas.
-	NumStandbyReplicas int `json:"num_standby_replicas"`
-	// AcceptableRecoveryLag is acceptable.recovery.lag.
-	AcceptableRecoveryLag int64 `json:"acceptable_recovery_lag"`
-	// MaxWarmupReplicas is max.warmup.replicas.
-	MaxWarmupReplicas int `json:"max_warmup_replicas"`
-	// RackAwareAssignmentTags is rack.aware.assignment.tags, most
-	// important first.
-	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
+	// Settings are the settings themselves, at the object's top level.
+	Settings
 	// ProbingRebalanceIntervalMs is probing.rebalance.interval.ms: always
 	// the answering instance's own, whatever Source says (the assignment
 	// does not carry it), and not an input of the plan itself.
@@ -130,4 +123,7 @@ type MetadataLag struct {
 	// the replica's own role for one the placement does not list.
 	Role string `json:"role"`
 	Lag  int64  `json:"lag"`
+	// StreamTime is the task's stream time in epoch ms on its active
+	// replica, once it has seen a record.
+	StreamTime *int64 `json:"stream_time,omitempty"`
 }

@@ -72,29 +72,11 @@ func newModel(in *Input) (*model, error) {
 	if in.Tasks < 0 || in.Tasks > MaxTasks {
 		return nil, fieldErr("tasks", "must be between 0 and %d, got %d", MaxTasks, in.Tasks)
 	}
-	if in.NumStandbyReplicas < 0 {
-		return nil, fieldErr("num_standby_replicas", "must be at least 0, got %d", in.NumStandbyReplicas)
-	}
-	if in.AcceptableRecoveryLag < 0 {
-		return nil, fieldErr("acceptable_recovery_lag", "must be at least 0, got %d", in.AcceptableRecoveryLag)
-	}
-	if in.MaxWarmupReplicas < 1 {
-		return nil, fieldErr("max_warmup_replicas", "must be at least 1, got %d", in.MaxWarmupReplicas)
+	if err := in.Settings.Validate(); err != nil {
+		return nil, err
 	}
 	if in.Tasks > 0 && len(in.Clients) == 0 {
 		return nil, fieldErr("clients", "no live client to place %d tasks on", in.Tasks)
-	}
-	// Tags and keys pass package tags' checks, as `rackstream validate`
-	// applies them to client.tag.* and rack.aware.assignment.tags.
-	if errs := tags.CheckKeys(in.RackAwareAssignmentTags); errs != nil {
-		field := "rack_aware_assignment_tags"
-		for i, k := range in.RackAwareAssignmentTags { // name the first bad entry
-			if k == "" || slices.Contains(in.RackAwareAssignmentTags[:i], k) {
-				field += "[" + strconv.Itoa(i) + "]"
-				break
-			}
-		}
-		return nil, fieldErr(field, "%s", errs.Error())
 	}
 
 	n := len(in.Clients)

@@ -45,13 +45,12 @@ func randomInput(r *rand.Rand, maxClients, maxTasks int) Input {
 		}
 		all[i] = c
 	}
-	in := Input{
+	in := Input{Settings: Settings{
 		NumStandbyReplicas:      r.Intn(5),
 		RackAwareAssignmentTags: append([]string(nil), dims...),
-		Tasks:                   r.Intn(maxTasks + 1),
 		AcceptableRecoveryLag:   []int64{0, 100, DefaultAcceptableRecoveryLag}[r.Intn(3)],
 		MaxWarmupReplicas:       1 + r.Intn(3),
-	}
+	}, Tasks: r.Intn(maxTasks + 1)}
 	for t := 0; t < in.Tasks; t++ {
 		perm := r.Perm(total)
 		roles := r.Intn(min(total, 4) + 1)

@@ -32,25 +32,17 @@ const (
 //
 // Decoding JSON into an Input (json.Unmarshal or DecodeInput) applies the
 // defaults of absent fields: acceptable_recovery_lag 10000, max_warmup_replicas
-// 2, capacity 1. A Go caller building an Input sets every field it means; a
-// zero Capacity also means 1.
+// 2, capacity 1. A Go caller building an Input starts from DefaultSettings
+// and sets every field it means; a zero Capacity also means 1.
 //
 // Clients are identified by id; their order in Clients does not matter.
 type Input struct {
-	// NumStandbyReplicas is num.standby.replicas: standbys per task (0 = none).
-	NumStandbyReplicas int `json:"num_standby_replicas"`
-	// RackAwareAssignmentTags is rack.aware.assignment.tags: the tag keys the
-	// standbys spread over, most important first. Every client must carry
-	// every key listed here.
-	RackAwareAssignmentTags []string `json:"rack_aware_assignment_tags"`
+	// Settings shape the placement: num_standby_replicas,
+	// rack_aware_assignment_tags, acceptable_recovery_lag and
+	// max_warmup_replicas, at the document's top level.
+	Settings
 	// Tasks is the task count; task i is partition slot i.
 	Tasks int `json:"tasks"`
-	// AcceptableRecoveryLag is acceptable.recovery.lag: the largest lag at
-	// which a replica counts as caught up.
-	AcceptableRecoveryLag int64 `json:"acceptable_recovery_lag"`
-	// MaxWarmupReplicas is max.warmup.replicas: the most warmup replicas one
-	// plan may assign. At least 1, as in Kafka Streams.
-	MaxWarmupReplicas int `json:"max_warmup_replicas"`
 	// Clients are the live clients (instances).
 	Clients []Client `json:"clients"`
 	// RackAwareness, when set, is what rack-aware placement knows: the
@@ -167,7 +159,9 @@ type Exposure struct {
 }
 
 // FieldError is a scenario that cannot be placed, with the field at fault
-// named by its JSON path in the input, e.g. `clients[3].lags["17"]`.
+// named by its JSON path in the input, e.g. `clients[3].lags["17"]`, or a
+// setting out of its range, named by its configuration key, e.g.
+// `acceptable.recovery.lag` (Settings.Validate).
 type FieldError struct {
 	Field  string
 	Reason string
@@ -184,7 +178,7 @@ func fieldErr(field, format string, args ...any) *FieldError {
 // decoder that also accepts /v1/metadata documents.
 func (in *Input) UnmarshalJSON(data []byte) error {
 	type plain Input
-	p := plain{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas}
+	p := plain{Settings: DefaultSettings()}
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}

@@ -26,7 +26,8 @@ const maxBody = 64 << 20
 
 // Client queries a Rackstream cluster. It is safe for concurrent use.
 type Client struct {
-	cfg    config
+	opts   Options
+	maxLag int64 // Options.MaxLag as sent: -1 for actives only
 	hc     *http.Client
 	scheme string
 	next   atomic.Uint32 // round-robin start for scans
@@ -47,42 +48,48 @@ type Client struct {
 // downFor is how long an endpoint that gave no answer is asked last.
 const downFor = 10 * time.Second
 
-// New returns a client of the cluster reachable at the Endpoints option.
-// It contacts no instance until the first request.
-func New(opts ...Opt) (*Client, error) {
-	c := config{timeout: 5 * time.Second, maxLag: -1}
-	for _, o := range opts {
-		o.apply(&c)
+// New returns a client of the cluster reachable at o.Endpoints. It
+// contacts no instance until the first request.
+func New(o Options) (*Client, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("rackstream client: no endpoints: set Options.Endpoints (host:port, ...)")
 	}
-	if len(c.endpoints) == 0 {
-		return nil, errors.New("rackstream client: no endpoints: pass client.Endpoints(host:port, ...)")
-	}
-	for _, e := range c.endpoints {
+	for _, e := range o.Endpoints {
 		if _, _, err := net.SplitHostPort(e); err != nil {
 			return nil, fmt.Errorf("rackstream client: endpoint %q: want host:port: %w", e, err)
 		}
 	}
-	cl := &Client{cfg: c, scheme: "http", down: map[string]time.Time{}}
-	rt := c.transport
+	if o.RequestTimeout < 0 {
+		return nil, fmt.Errorf("rackstream client: RequestTimeout %v: must be at least 0 (0 is 5s)", o.RequestTimeout)
+	}
+	if o.MaxLag < Zero {
+		return nil, fmt.Errorf("rackstream client: MaxLag %d: must be at least 0 (actives only), or Zero for caught-up standbys", o.MaxLag)
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
+	o.Endpoints = slices.Clone(o.Endpoints)
+	cl := &Client{opts: o, maxLag: standbyLag(o.MaxLag), scheme: "http", down: map[string]time.Time{}}
+	rt := o.Transport
 	if rt == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.ResponseHeaderTimeout = c.timeout
-		if c.tlsConfig != nil || c.rootCAs != nil {
+		tr.ResponseHeaderTimeout = o.RequestTimeout
+		if o.TLSConfig != nil || o.RootCAs != nil {
 			tc := &tls.Config{MinVersion: tls.VersionTLS12}
-			if c.tlsConfig != nil {
-				tc = c.tlsConfig.Clone()
+			if o.TLSConfig != nil {
+				tc = o.TLSConfig.Clone()
 			}
-			if c.rootCAs != nil {
-				tc.RootCAs = c.rootCAs
+			if o.RootCAs != nil {
+				tc.RootCAs = o.RootCAs
 			}
 			tr.TLSClientConfig = tc
 		}
 		rt = tr
 	}
-	if c.tlsConfig != nil || c.rootCAs != nil {
+	if o.TLSConfig != nil || o.RootCAs != nil {
 		cl.scheme = "https"
 	}
-	cl.hc = &http.Client{Transport: rt, Timeout: c.timeout,
+	cl.hc = &http.Client{Transport: rt, Timeout: o.RequestTimeout,
 		// An instance never redirects; following one could leak the token.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return cl, nil
@@ -197,7 +204,7 @@ func (c *Client) tryEach(ctx context.Context, ins []instance, path string, q url
 }
 
 func (c *Client) readConfig(opts []ReadOpt) readConfig {
-	rc := readConfig{maxLag: c.cfg.maxLag, minPosition: -1}
+	rc := readConfig{maxLag: c.maxLag, minPosition: -1}
 	for _, o := range opts {
 		o.applyRead(&rc)
 	}
@@ -224,8 +231,8 @@ func (c *Client) do(ctx context.Context, in instance, path string, q url.Values)
 	if err != nil {
 		return fail(err)
 	}
-	if c.cfg.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.token)
+	if c.opts.AuthToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.AuthToken)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
@@ -361,7 +368,7 @@ func (c *Client) endpoints(cur *placement) []instance {
 			}
 		}
 	}
-	for _, e := range c.cfg.endpoints {
+	for _, e := range c.opts.Endpoints {
 		if !seen[e] {
 			seen[e] = true
 			out = append(out, instance{endpoint: e})

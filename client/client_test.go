@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/partition"
@@ -91,14 +92,16 @@ func (f *fakeCluster) serve(id string, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (f *fakeCluster) client(opts ...Opt) *Client {
+// client returns a client of f with o, its endpoints after one of f's.
+func (f *fakeCluster) client(o Options) *Client {
 	f.t.Helper()
 	var first string
 	for _, in := range f.md.Clients {
 		first = in.Endpoint
 		break
 	}
-	c, err := New(append([]Opt{Endpoints(first)}, opts...)...)
+	o.Endpoints = append([]string{first}, o.Endpoints...)
+	c, err := New(o)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func (f *fakeCluster) activeOf(key string) string {
 
 func TestGetAsksTheKeysActiveDirectly(t *testing.T) {
 	f := newFakeCluster(t, false, "", 6, "a", "b", "c")
-	c := f.client()
+	c := f.client(Options{})
 	for i := range 30 {
 		key := fmt.Sprintf("user-%d", i)
 		before := map[string]int64{}
@@ -140,7 +143,7 @@ func TestGetAsksTheKeysActiveDirectly(t *testing.T) {
 
 func TestGetFallsBackToAStandbyWithinMaxLagWhenTheActiveIsDown(t *testing.T) {
 	f := newFakeCluster(t, false, "", 3, "a", "b", "c")
-	c := f.client(Endpoints(f.endpoint("b"))) // "a" is about to go
+	c := f.client(Options{Endpoints: []string{f.endpoint("b")}}) // "a" is about to go
 	key := "k"
 	for f.activeOf(key) != "a" {
 		key += "k"
@@ -170,7 +173,7 @@ func TestGetFallsBackToAStandbyWithinMaxLagWhenTheActiveIsDown(t *testing.T) {
 
 func TestANewerGenerationOrAForwardedAnswerRefreshesThePlacement(t *testing.T) {
 	f := newFakeCluster(t, false, "", 6, "a", "b", "c")
-	c := f.client()
+	c := f.client(Options{})
 	if _, err := c.Get(t.Context(), "counts", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestNotFoundAndUnknownStoreAreTold(t *testing.T) {
 		fmt.Fprint(w, `{"error":"key \"x\" not found in store counts (task 1)","code":"key_not_found","instance":"a"}`)
 		return true
 	}
-	c := f.client()
+	c := f.client(Options{})
 	_, err := c.Get(t.Context(), "counts", []byte("x"))
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("absent key: %v, want ErrNotFound", err)
@@ -252,16 +255,16 @@ func TestTokenAndTLSWithACustomCA(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(f.servers["a"].Certificate())
 	pool.AddCert(f.servers["b"].Certificate())
-	c := f.client(RootCAs(pool), AuthToken("s3cret"))
+	c := f.client(Options{RootCAs: pool, AuthToken: "s3cret"})
 	if _, err := c.Get(t.Context(), "counts", []byte("x")); err != nil {
 		t.Fatalf("with the CA and the token: %v", err)
 	}
-	_, err := f.client(RootCAs(pool), AuthToken("wrong")).Get(t.Context(), "counts", []byte("x"))
+	_, err := f.client(Options{RootCAs: pool, AuthToken: "wrong"}).Get(t.Context(), "counts", []byte("x"))
 	var e *Error
 	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong token: %v; want a 401 *Error that does not show the token", err)
 	}
-	_, err = f.client(AuthToken("s3cret"), RootCAs(x509.NewCertPool())).Get(t.Context(), "counts", []byte("x"))
+	_, err = f.client(Options{AuthToken: "s3cret", RootCAs: x509.NewCertPool()}).Get(t.Context(), "counts", []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("untrusted certificate: %v; want a certificate error", err)
 	}
@@ -288,7 +291,7 @@ func TestScannerPagesWithTheCursor(t *testing.T) {
 			fmt.Fprint(w, pages[r.URL.Query().Get("cursor")])
 		})
 	}
-	c := f.client()
+	c := f.client(Options{})
 	var keys []string
 	var sum int
 	for it, err := range c.Scanner(context.Background(), "counts", ScanRequest{Prefix: []byte("x"), Limit: 2}, ReadMaxLag(5)) {
@@ -323,7 +326,7 @@ func TestAnInstanceThatGaveNoAnswerIsAskedLast(t *testing.T) {
 		}
 		return true
 	}
-	c := f.client(Endpoints(f.endpoint("b")), MaxLag(10))
+	c := f.client(Options{Endpoints: []string{f.endpoint("b")}, MaxLag: 10})
 	var keys []string
 	for i := 0; len(keys) < 5; i++ {
 		if k := fmt.Sprint("key-", i); f.activeOf(k) == "a" {
@@ -343,6 +346,32 @@ func TestAnInstanceThatGaveNoAnswerIsAskedLast(t *testing.T) {
 			first = f.keys["a"].Load()
 		} else if n := f.keys["a"].Load(); n != first {
 			t.Errorf("after %d reads of a's keys, a got %d requests, want the %d of the first read only", i+1, n, first)
+		}
+	}
+}
+
+// TestOptionsMaxLagReadsZeroAsActivesOnly: an option's zero value is its
+// default (actives only), Zero lets a caught-up standby answer, and a value
+// below Zero is refused.
+func TestOptionsMaxLagReadsZeroAsActivesOnly(t *testing.T) {
+	for _, tc := range []struct{ opt, sent int64 }{{0, -1}, {Zero, 0}, {7, 7}} {
+		if got := standbyLag(tc.opt); got != tc.sent {
+			t.Errorf("MaxLag %d sends max_lag %d, want %d", tc.opt, got, tc.sent)
+		}
+		var rc readConfig
+		ReadMaxLag(tc.opt).applyRead(&rc)
+		if rc.maxLag != tc.sent {
+			t.Errorf("ReadMaxLag(%d) sends max_lag %d, want %d", tc.opt, rc.maxLag, tc.sent)
+		}
+	}
+	c, err := New(Options{Endpoints: []string{"localhost:1"}})
+	if err != nil || c.maxLag != -1 || c.hc.Timeout != 5*time.Second {
+		t.Errorf("zero options: %v, max_lag %d, timeout %v; want actives only and 5s", err, c.maxLag, c.hc.Timeout)
+	}
+	for _, o := range []Options{{}, {Endpoints: []string{"nohost"}}, {Endpoints: []string{"localhost:1"}, MaxLag: -2},
+		{Endpoints: []string{"localhost:1"}, RequestTimeout: -time.Second}} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
 		}
 	}
 }

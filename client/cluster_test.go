@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/assignor"
@@ -164,7 +165,7 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 		))
 	}
 	_, seed := ins[0].started()
-	cl, err := client.New(client.Endpoints(seed), client.AuthToken(token))
+	cl, err := client.New(client.Options{Endpoints: []string{seed}, AuthToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,22 +183,16 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 	c.Client(kgo.RecordPartitioner(partition.Kgo(partition.Murmur2()))).ProduceSync(t.Context(), recs...)
 
 	// A settled placement (every task with an active and a standby, no
-	// probing rebalance pending) whose standbys have caught up, and every
-	// key's count readable from its active.
+	// probing rebalance pending), every input record and every key's
+	// count committed, and every standby holding what its active committed.
+	adm := c.Admin()
 	var md *assignor.Metadata
 	kafkatest.Eventually(t, 2*time.Minute, "a settled placement with caught-up standbys and every count", func() bool {
 		var err error
 		if md, err = cl.Metadata(t.Context()); err != nil || !settled(t, seed, token, md, partitions) {
 			return false
 		}
-		for key, n := range want {
-			v, err := cl.Get(t.Context(), "count", []byte(key))
-			var got int64
-			if err != nil || v.Decode(&got) != nil || got != n || v.Role != "active" {
-				return false
-			}
-		}
-		return cl.Generation() == md.Generation
+		return caughtUp(t, c, adm, app, input, token, md, ins, want) && cl.Generation() == md.Generation
 	})
 	checkScan(t, cl, want, "before the kill")
 	if _, err := cl.Get(t.Context(), "count", []byte("nobody")); !errors.Is(err, client.ErrNotFound) {
@@ -275,8 +270,8 @@ func TestClientReadsKeysAndScansWhileAnInstanceIsKilled(t *testing.T) {
 }
 
 // settled reports whether md has an active and a standby for each of
-// tasks tasks, no probing rebalance pending, and every replica's lag 0 (read
-// from the status part of /v1/metadata, which the client does not keep).
+// tasks tasks and no probing rebalance pending (read from /v1/metadata,
+// which the client does not keep all of).
 func settled(t *testing.T, endpoint, token string, md *assignor.Metadata, tasks int) bool {
 	if len(md.Tasks) != tasks {
 		return false
@@ -289,28 +284,92 @@ func settled(t *testing.T, endpoint, token string, md *assignor.Metadata, tasks 
 	var doc struct {
 		Generation int32 `json:"generation"`
 		Probing    bool  `json:"probing_rebalance_needed"`
-		Status     struct {
-			Lags []struct {
-				Lag int64 `json:"lag"`
-			} `json:"lags"`
-		} `json:"status"`
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+endpoint+"/v1/metadata", nil)
+	return getJSON(t, endpoint, token, "/v1/metadata", &doc) && !doc.Probing && doc.Generation == md.Generation
+}
+
+// caughtUp reports whether, at md's placement, every input record is
+// committed, every key's count is committed by its task's active, and
+// every task's standby holds what its active committed. The input offsets
+// first: under at-least-once a commit writes the stores before it commits
+// them, and an active killed in between would have its records counted
+// again by the next. A standby's reported lag cannot say it holds the
+// counts: it counts from the last changelog end the standby has seen,
+// stale until its next fetch. Positions can: a commit waits for its
+// changelog records to be acknowledged, so once every count reads
+// committed, the changelog's end covers them all, and a standby whose own
+// /v1/status reports a position (its checkpoint) at that end has applied
+// them.
+func caughtUp(t *testing.T, c *kafkatest.Cluster, adm *kadm.Client, app, input, token string, md *assignor.Metadata, ins []*proc, want map[string]int64) bool {
+	offsets, err := adm.FetchOffsets(t.Context(), app)
+	if err != nil || offsets.Error() != nil {
+		return false
+	}
+	for p, end := range c.EndOffsets(input) {
+		if o, ok := offsets.Lookup(input, p); !ok || o.At < end {
+			return false
+		}
+	}
+	_, seed := ins[0].started()
+	for key, n := range want {
+		var a struct {
+			Value      int64  `json:"value"`
+			Task       int32  `json:"task"`
+			ServedBy   string `json:"served_by"`
+			Role       string `json:"role"`
+			Generation int32  `json:"generation"`
+		}
+		if !getJSON(t, seed, token, "/v1/stores/count/keys/"+key+"?isolation=committed", &a) ||
+			a.Value != n || a.Role != "active" || a.Generation != md.Generation ||
+			int(a.Task) >= len(md.Tasks) || a.ServedBy != md.Tasks[a.Task].Active {
+			return false
+		}
+	}
+	end := c.EndOffsets(app + "-count-changelog")
+	standby := map[string]map[int32]int64{} // instance -> task -> its standby's position
+	for _, p := range ins {
+		id, hostport := p.started()
+		var st struct {
+			Replicas []struct {
+				Store    string `json:"store"`
+				Task     int32  `json:"task"`
+				Role     string `json:"role"`
+				Position int64  `json:"position"`
+			} `json:"replicas"`
+		}
+		if !getJSON(t, hostport, token, "/v1/status", &st) {
+			return false
+		}
+		standby[id] = map[int32]int64{}
+		for _, r := range st.Replicas {
+			if r.Store == "count" && r.Role == "standby" {
+				standby[id][r.Task] = r.Position
+			}
+		}
+	}
+	for task, tk := range md.Tasks {
+		at, ok := standby[tk.Standby[0]][int32(task)]
+		if !ok || at < end[int32(task)] {
+			return false
+		}
+	}
+	return true
+}
+
+// getJSON reads path from the instance at hostport with token into dst,
+// and reports whether it answered 200 with JSON.
+func getJSON(t *testing.T, hostport, token, path string, dst any) bool {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+hostport+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&doc) != nil || doc.Probing || doc.Generation != md.Generation {
-		return false
-	}
-	for _, l := range doc.Status.Lags {
-		if l.Lag != 0 {
-			return false
-		}
-	}
-	return len(doc.Status.Lags) >= 2*tasks
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(dst) == nil
 }
 
 // checkScan pages through the whole store, 7 keys a page, and checks that

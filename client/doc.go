@@ -8,8 +8,8 @@
 // partitioner the processors use (partition), and asks the task's
 // active directly.
 //
-//	c, err := client.New(client.Endpoints("10.0.0.1:8080", "10.0.0.2:8080"),
-//		client.AuthToken(os.Getenv("RACKSTREAM_TOKEN")), client.MaxLag(1000))
+//	c, err := client.New(client.Options{Endpoints: []string{"10.0.0.1:8080", "10.0.0.2:8080"},
+//		AuthToken: os.Getenv("RACKSTREAM_TOKEN"), MaxLag: 1000})
 //	v, err := c.Get(ctx, "counts", []byte("ann"))
 //
 // # Placement changes

@@ -25,7 +25,7 @@ func Example() {
 	endpoint, stop := exampleCluster(ctx, "ann", "bob", "ann")
 	defer stop()
 
-	c, err := client.New(client.Endpoints(endpoint), client.AuthToken("example-token"), client.MaxLag(1000))
+	c, err := client.New(client.Options{Endpoints: []string{endpoint}, AuthToken: "example-token", MaxLag: 1000})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,7 +52,7 @@ func ExampleClient_Scanner() {
 	endpoint, stop := exampleCluster(ctx, "ann", "bob", "ann", "cid")
 	defer stop()
 
-	c, _ := client.New(client.Endpoints(endpoint), client.AuthToken("example-token"))
+	c, _ := client.New(client.Options{Endpoints: []string{endpoint}, AuthToken: "example-token"})
 	defer c.Close()
 	for item, err := range c.Scanner(ctx, "count", client.ScanRequest{Limit: 2}) {
 		if err != nil {

@@ -7,67 +7,57 @@ import (
 	"time"
 )
 
-// Opt configures a Client, in the style of franz-go's kgo.Opt.
-type Opt interface{ apply(*config) }
+// Zero asks for zero in an option whose zero value means its default:
+// MaxLag: Zero lets a standby answer only once it has caught up (a lag
+// of 0).
+const Zero = -1
 
-type opt func(*config)
-
-func (o opt) apply(c *config) { o(c) }
-
-type config struct {
-	endpoints []string
-	token     string
-	tlsConfig *tls.Config
-	rootCAs   *x509.CertPool
-	timeout   time.Duration
-	maxLag    int64
-	transport http.RoundTripper
+// Options configure a Client. Endpoints is required; every other field
+// left at its zero value takes its default, in brackets.
+type Options struct {
+	// Endpoints are instances to read the placement from first (host:port,
+	// the instances' application.server). One reachable instance is
+	// enough; later the client also uses every endpoint the placement
+	// lists.
+	Endpoints []string
+	// AuthToken is the cluster's http.auth.token, sent on every request as
+	// Authorization: Bearer <token> [none]. It never appears in an error.
+	AuthToken string
+	// TLSConfig makes the client speak https with this configuration
+	// (client certificates for mutual TLS, RootCAs, ServerName). The client
+	// clones it.
+	TLSConfig *tls.Config
+	// RootCAs makes the client speak https and trust the instances'
+	// certificates signed by this pool (the CA in the cluster's
+	// http.tls.ca), on top of TLSConfig if given.
+	RootCAs *x509.CertPool
+	// RequestTimeout bounds each HTTP request, to one instance [5s]: a
+	// candidate that does not answer within it counts as failed and the
+	// next one is asked. The context passed to each call bounds the whole
+	// call.
+	RequestTimeout time.Duration
+	// MaxLag lets a standby within MaxLag changelog records of its task's
+	// active answer reads when the active cannot [0: actives only]; Zero
+	// lets a caught-up standby answer. ReadMaxLag overrides it for one
+	// read.
+	MaxLag int64
+	// Transport replaces the HTTP transport (for instrumentation or a
+	// custom dialer); TLSConfig and RootCAs are then the transport's
+	// business.
+	Transport http.RoundTripper
 }
 
-// Endpoints are instances to read the placement from first (host:port, the
-// instances' application.server). One reachable instance is enough; later
-// the client also uses every endpoint the placement lists. Required.
-func Endpoints(hostports ...string) Opt {
-	return opt(func(c *config) { c.endpoints = append(c.endpoints, hostports...) })
-}
-
-// AuthToken is the cluster's http.auth.token, sent on every request as
-// Authorization: Bearer <token>. It never appears in an error.
-func AuthToken(token string) Opt {
-	return opt(func(c *config) { c.token = token })
-}
-
-// TLSConfig makes the client speak https with this configuration (client
-// certificates for mutual TLS, RootCAs, ServerName). The client clones it.
-func TLSConfig(cfg *tls.Config) Opt {
-	return opt(func(c *config) { c.tlsConfig = cfg })
-}
-
-// RootCAs makes the client speak https and trust the instances'
-// certificates signed by pool (the CA in the cluster's http.tls.ca), on
-// top of TLSConfig if given.
-func RootCAs(pool *x509.CertPool) Opt {
-	return opt(func(c *config) { c.rootCAs = pool })
-}
-
-// RequestTimeout bounds each HTTP request, to one instance [5s]: a
-// candidate that does not answer within it counts as failed and the next
-// one is asked. The context passed to each call bounds the whole call.
-func RequestTimeout(d time.Duration) Opt {
-	return opt(func(c *config) { c.timeout = d })
-}
-
-// MaxLag lets a standby within n changelog records of its task's active
-// answer reads when the active cannot [-1: actives only]. ReadMaxLag
-// overrides it for one read.
-func MaxLag(n int64) Opt {
-	return opt(func(c *config) { c.maxLag = n })
-}
-
-// Transport replaces the HTTP transport (for instrumentation or a custom
-// dialer); TLSConfig and RootCAs are then the transport's business.
-func Transport(rt http.RoundTripper) Opt {
-	return opt(func(c *config) { c.transport = rt })
+// standbyLag turns a MaxLag as the options read it into the max_lag a
+// request sends: -1 (actives only) for 0 or any negative value but Zero,
+// 0 for Zero.
+func standbyLag(v int64) int64 {
+	switch {
+	case v == Zero:
+		return 0
+	case v <= 0:
+		return -1
+	}
+	return v
 }
 
 // ReadOpt configures one read (Get or Scan).
@@ -78,13 +68,14 @@ type readOpt func(*readConfig)
 func (o readOpt) applyRead(c *readConfig) { o(c) }
 
 type readConfig struct {
-	maxLag      int64
+	maxLag      int64 // as sent: -1 for actives only
 	minPosition int64
 }
 
-// ReadMaxLag is MaxLag for one read; -1 allows actives only.
+// ReadMaxLag is MaxLag for one read, read the same way: 0 asks actives
+// only, Zero lets a caught-up standby answer too.
 func ReadMaxLag(n int64) ReadOpt {
-	return readOpt(func(c *readConfig) { c.maxLag = n })
+	return readOpt(func(c *readConfig) { c.maxLag = standbyLag(n) })
 }
 
 // MinPosition refuses (409, an *Error with Status 409) an answer from a

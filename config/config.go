@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 )
@@ -21,11 +22,11 @@ type Config struct {
 	ApplicationID    string   // application.id
 	BootstrapServers []string // bootstrap.servers
 
-	ClientTags               tags.Set      // client.tag.<key>
-	RackAwareAssignmentTags  tags.Keys     // rack.aware.assignment.tags
-	NumStandbyReplicas       int           // num.standby.replicas
-	AcceptableRecoveryLag    int64         // acceptable.recovery.lag
-	MaxWarmupReplicas        int           // max.warmup.replicas
+	ClientTags tags.Set // client.tag.<key>
+	// Placement are num.standby.replicas, rack.aware.assignment.tags,
+	// acceptable.recovery.lag and max.warmup.replicas: the settings that
+	// shape the group's plan, in the type every layer shares.
+	Placement                assignor.Settings
 	ProbingRebalanceInterval time.Duration // probing.rebalance.interval.ms
 	NumStreamThreads         int           // num.stream.threads
 	ApplicationServer        string        // application.server (host:port)

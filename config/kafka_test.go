@@ -75,7 +75,7 @@ func TestAKafkaStreamsPropertiesFileLoadsAsItIs(t *testing.T) {
 		t.Fatalf("a Kafka Streams properties file does not load:\n%v", err)
 	}
 	if c.ApplicationID != "orders-enricher" || len(c.BootstrapServers) != 3 || c.NumStreamThreads != 4 ||
-		c.NumStandbyReplicas != 1 || c.ClientTags.Value("zone") != "eu-west-1a" || c.CommitInterval != 10*time.Second ||
+		c.Placement.NumStandbyReplicas != 1 || c.ClientTags.Value("zone") != "eu-west-1a" || c.CommitInterval != 10*time.Second ||
 		c.SessionTimeout != 45*time.Second || c.ReplicationFactor != 3 || c.ProcessingExceptionHandler != HandlerSkip {
 		t.Errorf("the keys we implement did not take effect:\n%s", c)
 	}

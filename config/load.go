@@ -249,7 +249,7 @@ func build(settings []setting) (*Config, Errors) {
 		c.sources[k] = s.src
 		ts[i] = tags.Tag{Key: strings.TrimPrefix(k, tags.Prefix), Value: strings.TrimSpace(s.value)}
 	}
-	if terrs := tags.Check(ts, c.RackAwareAssignmentTags); terrs != nil {
+	if terrs := tags.Check(ts, c.Placement.RackAwareAssignmentTags); terrs != nil {
 		for _, e := range terrs {
 			msg := e.Msg
 			if v := settings[last[e.Config]].value; IsSecret(e.Config) && strings.TrimSpace(v) != "" {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -82,7 +83,7 @@ func TestTheKeyTableIsSortedAndComplete(t *testing.T) {
 			if !sf.IsExported() || sf.Name == "ClientTags" {
 				continue
 			}
-			if f.Kind() == reflect.Struct && sf.Type.PkgPath() == reflect.TypeFor[Config]().PkgPath() {
+			if f.Kind() == reflect.Struct && (sf.Type.PkgPath() == reflect.TypeFor[Config]().PkgPath() || sf.Type == reflect.TypeFor[assignor.Settings]()) {
 				walk(f, path+sf.Name+".")
 				continue
 			}
@@ -107,9 +108,9 @@ func TestDefaults(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"num.standby.replicas", c.NumStandbyReplicas, 0},
-		{"acceptable.recovery.lag", c.AcceptableRecoveryLag, int64(10000)},
-		{"max.warmup.replicas", c.MaxWarmupReplicas, 2},
+		{"num.standby.replicas", c.Placement.NumStandbyReplicas, 0},
+		{"acceptable.recovery.lag", c.Placement.AcceptableRecoveryLag, int64(10000)},
+		{"max.warmup.replicas", c.Placement.MaxWarmupReplicas, 2},
 		{"probing.rebalance.interval.ms", c.ProbingRebalanceInterval, 10 * time.Minute},
 		{"num.stream.threads", c.NumStreamThreads, runtime.NumCPU()},
 		{"state.dir", c.StateDir, wantStateDir},
@@ -131,7 +132,7 @@ func TestDefaults(t *testing.T) {
 		{"log.level", c.LogLevel, slog.LevelInfo},
 		{"state.leveldb.compression", c.LevelDB.Compression, CompressionSnappy},
 		{"state.leveldb.bloom.bits", c.LevelDB.BloomBits, 10},
-		{"rack.aware.assignment.tags", len(c.RackAwareAssignmentTags), 0},
+		{"rack.aware.assignment.tags", len(c.Placement.RackAwareAssignmentTags), 0},
 		{"client tags", c.ClientTags.Len(), 0},
 	}
 	for _, ch := range checks {
@@ -181,8 +182,8 @@ func TestDoneWhenExampleIsAcceptedWithItsSources(t *testing.T) {
 	if want := tags.MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1"); !c.ClientTags.Equal(want) {
 		t.Errorf("ClientTags = %v, want %v", c.ClientTags, want)
 	}
-	if !slices.Equal(c.RackAwareAssignmentTags, tags.Keys{"zone", "cluster"}) || c.NumStandbyReplicas != 2 {
-		t.Errorf("rack-aware tags %v, standbys %d", c.RackAwareAssignmentTags, c.NumStandbyReplicas)
+	if !slices.Equal(c.Placement.RackAwareAssignmentTags, tags.Keys{"zone", "cluster"}) || c.Placement.NumStandbyReplicas != 2 {
+		t.Errorf("rack-aware tags %v, standbys %d", c.Placement.RackAwareAssignmentTags, c.Placement.NumStandbyReplicas)
 	}
 	if got := c.Source("client.tag.zone").String(); got != file+":4" {
 		t.Errorf("source of client.tag.zone = %q, want %s:4", got, file)
@@ -216,9 +217,9 @@ func TestPrecedenceIsDefaultThenFileThenEnvThenFlags(t *testing.T) {
 		want   any
 		source string
 	}{
-		{"num.standby.replicas", c.NumStandbyReplicas, 1, file + ":3"},
-		{"max.warmup.replicas", c.MaxWarmupReplicas, 4, "env RACKSTREAM_MAX_WARMUP_REPLICAS"},
-		{"acceptable.recovery.lag", c.AcceptableRecoveryLag, int64(8), "flag --set"},
+		{"num.standby.replicas", c.Placement.NumStandbyReplicas, 1, file + ":3"},
+		{"max.warmup.replicas", c.Placement.MaxWarmupReplicas, 4, "env RACKSTREAM_MAX_WARMUP_REPLICAS"},
+		{"acceptable.recovery.lag", c.Placement.AcceptableRecoveryLag, int64(8), "flag --set"},
 		{"client.tag.zone", c.ClientTags.Value("zone"), "eu-central-1c", "env RACKSTREAM_CLIENT_TAG_ZONE"},
 		{"state.dir", c.StateDir, wantStateDir, "default (" + wantStateNote + ")"},
 	}
@@ -279,7 +280,7 @@ func TestUnrelatedEnvironmentIsIgnoredAndNearMissesWarned(t *testing.T) {
 	if !slices.Equal(c.Warnings(), want) {
 		t.Errorf("Warnings() = %q, want %q", c.Warnings(), want)
 	}
-	if c.NumStandbyReplicas != 0 {
+	if c.Placement.NumStandbyReplicas != 0 {
 		t.Errorf("a misspelt variable was applied")
 	}
 }
@@ -366,8 +367,8 @@ func TestValuesAreNormalised(t *testing.T) {
 	if c.ProcessingExceptionHandler != HandlerSkip {
 		t.Errorf("continue is an alias of skip: got %q", c.ProcessingExceptionHandler)
 	}
-	if c.LogLevel != slog.LevelDebug || c.NumStandbyReplicas != 3 {
-		t.Errorf("log level %v, standbys %d", c.LogLevel, c.NumStandbyReplicas)
+	if c.LogLevel != slog.LevelDebug || c.Placement.NumStandbyReplicas != 3 {
+		t.Errorf("log level %v, standbys %d", c.LogLevel, c.Placement.NumStandbyReplicas)
 	}
 	if !slices.Equal(c.BootstrapServers, []string{"a:1", "b:2"}) {
 		t.Errorf("bootstrap servers %q", c.BootstrapServers)
@@ -654,8 +655,8 @@ func FuzzLoad(f *testing.F) {
 func TestAKeySetTwiceInTheFileIsWarnedAndTheLaterWins(t *testing.T) {
 	file := writeFile(t, append(slices.Clone(required), "num.standby.replicas=1", "num.standby.replicas=2")...)
 	c := mustLoad(t, Sources{File: file})
-	if c.NumStandbyReplicas != 2 || c.Source("num.standby.replicas").Line != 4 {
-		t.Errorf("standbys %d from %v, want 2 from line 4", c.NumStandbyReplicas, c.Source("num.standby.replicas"))
+	if c.Placement.NumStandbyReplicas != 2 || c.Source("num.standby.replicas").Line != 4 {
+		t.Errorf("standbys %d from %v, want 2 from line 4", c.Placement.NumStandbyReplicas, c.Source("num.standby.replicas"))
 	}
 	want := []string{file + ":4: num.standby.replicas is also set on line 3; the later line wins"}
 	if !slices.Equal(c.Warnings(), want) {

@@ -288,7 +288,7 @@ func testVariant(t *testing.T, dir string) {
 		if cluster == "" || cfg.ClientTags.Value("cluster") != cluster {
 			t.Errorf("client.tag.cluster = %q, want the pod label rackstream.io/cluster %q", cfg.ClientTags.Value("cluster"), cluster)
 		}
-		for _, k := range cfg.RackAwareAssignmentTags {
+		for _, k := range cfg.Placement.RackAwareAssignmentTags {
 			if cfg.ClientTags.Value(k) == "" {
 				t.Errorf("rack.aware.assignment.tags names %s, which no pod sets", k)
 			}

@@ -72,9 +72,13 @@ func lookUpUsers(topo *processor.Topology, named *processor.Output[string, strin
 		})
 }
 
+func minimalRuntime(topo *processor.Topology, brokers []string, dir string) (*processor.Runtime, error) {
+	return processor.NewRuntime(topo, processor.Options{Brokers: brokers, StateDir: dir})
+}
+
 func mirrorCounts(ctx context.Context, brokers []string) error {
 	r, err := table.Open(ctx, state.ChangelogTopic("click-counter", "counts"),
-		table.SeedBrokers(brokers...)) // table.Partitioner(partition.FNV1a()) for goka tables
+		table.Options{Brokers: brokers}) // Partitioner: partition.FNV1a() for goka tables
 	if err != nil {
 		return err
 	}
@@ -87,8 +91,8 @@ func mirrorCounts(ctx context.Context, brokers []string) error {
 }
 
 func askTheCluster(ctx context.Context, token string, pool *x509.CertPool) error {
-	c, err := client.New(client.Endpoints("rackstream-0:8080", "rackstream-1:8080"),
-		client.AuthToken(token), client.RootCAs(pool), client.MaxLag(1000))
+	c, err := client.New(client.Options{Endpoints: []string{"rackstream-0:8080", "rackstream-1:8080"},
+		AuthToken: token, RootCAs: pool, MaxLag: 1000})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (b taskBackend) get(_ int32, s *storeSpec, key []byte) ([]byte, bool, error
 	return b.t.stores[s.index].Get(key)
 }
 
-func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
+func (b taskBackend) apply(_ int32, ts time.Time, ws []write) error {
 	t := b.t
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
@@ -43,10 +43,6 @@ func (b taskBackend) apply(_ int32, in *kgo.Record, ws []write) error {
 	}
 	if err := t.stoppedInTransaction(); err != nil {
 		return err
-	}
-	var ts time.Time
-	if in != nil {
-		ts = in.Timestamp
 	}
 	if c := t.cache; c != nil {
 		// Writes the cache must not merge go past it, before it is locked:
@@ -101,18 +97,6 @@ func (t *task) writeOne(w *write, ts time.Time) error {
 	}
 	t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	return nil
-}
-
-// scan reads a range of a store the record cache never holds (an
-// uncached store: a window or session store), seeing the task's writes
-// since the last commit.
-func (b taskBackend) scan(_ int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error {
-	b.t.closeMu.RLock()
-	defer b.t.closeMu.RUnlock()
-	if b.t.closed.Load() {
-		return fmt.Errorf("task %d: scan store %s: %w", b.t.id, s.name, ErrTaskClosed)
-	}
-	return b.t.stores[s.index].Scan(start, end, fn)
 }
 
 // write applies one store write: the write buffer and the changelog.

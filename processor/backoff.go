@@ -4,7 +4,7 @@ import "time"
 
 // rebuildBackoff decides the wait before the next rebuild of a failed Kafka
 // client, and the backoff after it, from the current backoff cur, the
-// first and max of Options.RebuildBackoff/MaxRebuildBackoff, how long the
+// first and max of Options.rebuildBackoff/maxRebuildBackoff, how long the
 // failed session ran and whether it received an assignment.
 //
 // Consecutive failures double the wait up to max, so that a broker that is

@@ -3,6 +3,7 @@ package processor
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -31,7 +32,7 @@ func BenchmarkCachedRecordPath(b *testing.B) {
 	ws := []write{{store: store, value: value}, {output: out, value: value}}
 	apply := func(k []byte) {
 		ws[0].key, ws[1].key = k, k
-		if err := be.apply(0, nil, ws); err != nil {
+		if err := be.apply(0, time.Time{}, ws); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,7 +38,7 @@ func (a *countApp) startCluster(t *testing.T, n int, standbys int, tweak func(i 
 	for i := 0; i < n; i++ {
 		name := "i" + strconv.Itoa(i)
 		o := a.options(t, name, zones[i%len(zones)])
-		o.NumStandbys = standbys
+		o.Placement.NumStandbyReplicas = standbys
 		if tweak != nil {
 			tweak(i, &o)
 		}
@@ -204,13 +204,13 @@ func TestClusterLosesNothingWhenAnInstanceLeavesCleanly(t *testing.T) {
 func TestClusterScalesOutThroughWarmupsWithoutLosingOrRepeating(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, clusterParts)
-	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.AcceptableRecoveryLag = 0 })
+	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) { o.Placement.AcceptableRecoveryLag = processor.Zero })
 	kafkatest.Eventually(t, 90*time.Second, "2 instances ready", func() bool { return allReady(ins...) })
 	a.produce(t, clusterRecords/2, clusterKeys, clusterPoison)
 	a.waitCommitted(t, 3*time.Minute)
 
 	o := a.options(t, "i2", zones[2])
-	o.NumStandbys, o.AcceptableRecoveryLag = 1, 0
+	o.Placement.NumStandbyReplicas, o.Placement.AcceptableRecoveryLag = 1, processor.Zero
 	ins = append(ins, a.start(t, "i2", o))
 	kafkatest.Eventually(t, 2*time.Minute, "the new instance runs tasks", func() bool {
 		for task := int32(0); task < clusterParts; task++ {
@@ -271,7 +271,7 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 		// checkpoint 0, about 8,000 records behind at the cut) is caught
 		// up too, and the plan may rightly prefer it to the standby for
 		// balance; this test is about the standby's promotion.
-		o.AcceptableRecoveryLag = 100
+		o.Placement.AcceptableRecoveryLag = 100
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second
@@ -414,8 +414,8 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 		name := "i" + strconv.Itoa(i)
 		o := a.options(t, name, zones[i%3])
 		o.Tags = mustTags(t, "zone", zones[i%3], "cluster", "k"+strconv.Itoa(i/3))
-		o.RackAwareTags = tags.Keys{"zone", "cluster"}
-		o.NumStandbys = 2
+		o.Placement.RackAwareAssignmentTags = tags.Keys{"zone", "cluster"}
+		o.Placement.NumStandbyReplicas = 2
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
 			o.ShutdownTimeout = 2 * time.Second

@@ -12,10 +12,17 @@ import (
 
 // Context is what a handler sees of the record it handles and of its task.
 // It is valid only during the handler call that received it.
+//
+// A punctuator and a timer handler have no record: their Context shows
+// an empty topic, the task's partition, offset -1, no key, value or
+// headers, and as its timestamp the time of the punctuation or the
+// timer's due time.
 type Context struct {
 	ctx     context.Context
 	topo    *Topology
 	rec     *kgo.Record
+	ts      time.Time // the record's extracted timestamp (streamtime.go)
+	tt      *taskTime
 	attempt int
 	be      backend
 	writes  []write
@@ -67,8 +74,9 @@ func (c *Context) Partition() int32 { return c.rec.Partition }
 // Offset returns the record's offset.
 func (c *Context) Offset() int64 { return c.rec.Offset }
 
-// Timestamp returns the record's timestamp.
-func (c *Context) Timestamp() time.Time { return c.rec.Timestamp }
+// Timestamp returns the record's timestamp, as its input's extractor gave
+// it (WithTimestamp); the records the handler writes and emits carry it.
+func (c *Context) Timestamp() time.Time { return c.ts }
 
 // Headers returns the record's headers. Do not modify them.
 func (c *Context) Headers() []kgo.RecordHeader { return c.rec.Headers }

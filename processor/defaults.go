@@ -18,52 +18,38 @@ import (
 // newer.
 const DefaultCommitIntervalExactlyOnce = 100 * time.Millisecond
 
-// DefaultOptions returns the defaults of every tunable field of Options:
-// the one place they are written (the configuration's key table takes its
-// defaults from here, and from state.DefaultOptions and
-// balancer.DefaultSettings, which these embed). Set Brokers and StateDir
-// and change what you need:
-//
-//	o := processor.DefaultOptions()
-//	o.Brokers, o.StateDir = []string{"kafka:9092"}, "/var/lib/rackstream"
-//	rt, err := processor.NewRuntime(topo, o)
-//
-// A field left at its zero value means zero, never "the default": a zero
-// CommitInterval commits after every batch, a zero ShutdownTimeout does not
-// wait for in-flight records, a zero CacheMaxBytes turns the record cache
-// off. Where zero makes no sense (a zero session timeout, no partitioner)
-// NewRuntime rejects it, naming the field and its configuration key.
+// DefaultOptions returns the options NewRuntime uses for fields left at
+// their zero value (Brokers and StateDir have none): the one place the
+// runtime's defaults are written, beside state.DefaultOptions and
+// assignor.DefaultSettings, whose values it carries. The configuration's
+// key table shows its defaults from here.
 func DefaultOptions() Options {
 	st, bal := state.DefaultOptions(), balancer.DefaultSettings()
 	return Options{
-		LevelDB:               st.LevelDB,
-		MemoryBytes:           st.MemoryBytes,
-		CleanupDelay:          st.CleanupDelay,
-		Capacity:              runtime.NumCPU(),
-		AcceptableRecoveryLag: bal.AcceptableRecoveryLag,
-		MaxWarmups:            bal.MaxWarmups,
-		ProbingInterval:       bal.ProbingInterval,
-		Partitioner:           partition.Murmur2(),
-		CacheMaxBytes:         10 << 20,
-		CommitInterval:        30 * time.Second,
-		Guarantee:             AtLeastOnce,
-		ErrorPolicy:           PolicyDeadLetter,
-		Retry:                 DefaultRetry(),
-		ReplicationFactor:     -1,
-		SessionTimeout:        10 * time.Second,
-		HeartbeatInterval:     bal.HeartbeatInterval,
-		ShutdownTimeout:       30 * time.Second,
-		RebuildBackoff:        time.Second,
+		LevelDB:           st.LevelDB,
+		MemoryBytes:       st.MemoryBytes,
+		CleanupDelay:      st.CleanupDelay,
+		Capacity:          runtime.NumCPU(),
+		Placement:         bal.Placement,
+		ProbingInterval:   bal.ProbingInterval,
+		Partitioner:       partition.Murmur2(),
+		CacheMaxBytes:     10 << 20,
+		CommitInterval:    30 * time.Second,
+		Guarantee:         AtLeastOnce,
+		ErrorPolicy:       PolicyDeadLetter,
+		ReplicationFactor: -1,
+		SessionTimeout:    10 * time.Second,
+		ShutdownTimeout:   30 * time.Second,
+		retry:             DefaultRetry(),
+		heartbeatInterval: bal.HeartbeatInterval,
+		rebuildBackoff:    time.Second,
 		// 5 s, not longer: a broker back from an outage finds every
-		// instance's next rebuild at most this far away (the fault
-		// suite's broker kill under exactly-once waited out 16 s
-		// doublings with the broker up), and one failed dial per
-		// instance per 5 s is no load on a broker that is down
-		// (Kafka's own reconnect.backoff.max.ms is 1 s).
-		MaxRebuildBackoff:     5 * time.Second,
-		TopologyCheckInterval: 30 * time.Second,
-		MaxPollRecords:        10000,
-		TaskQueue:             20000,
+		// instance's next rebuild at most this far away, and one failed
+		// dial per instance per 5 s is no load on a broker that is down.
+		maxRebuildBackoff:     5 * time.Second,
+		topologyCheckInterval: 30 * time.Second,
+		maxPollRecords:        10000,
+		taskQueue:             20000,
 	}
 }
 
@@ -77,11 +63,69 @@ func DefaultRetry() Retry {
 // <appID>-dlq (errors.dead.letter.queue.topic.name's default).
 func DeadLetterTopic(appID string) string { return appID + "-dlq" }
 
-// check reports the fields of o that no value of theirs makes sense at,
-// naming each with its configuration key, and sets the fields that derive
-// from other values: DLQTopic ("" is DeadLetterTopic(appID)), Logger
-// (nil is slog.Default()) and, under a memory budget, CacheMaxBytes (at
-// most its part: state.RecordCacheBytes).
+// orDefault reads an option whose zero value is not a setting: 0 is def.
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// orZero reads an option whose zero value is a setting: 0 is def, and
+// Zero asks for 0.
+func orZero[T ~int | ~int16 | ~int32 | ~int64](v, def T) T {
+	switch v {
+	case 0:
+		return def
+	case Zero:
+		return 0
+	}
+	return v
+}
+
+// resolve replaces each field of o left at its zero value by its default
+// (CommitInterval's depends on Guarantee) and each Zero by 0, then checks
+// the result.
+func (o *Options) resolve(appID string) error {
+	d := DefaultOptions()
+	o.LevelDB = o.LevelDB.OrDefaults()
+	o.MemoryBytes = orZero(o.MemoryBytes, d.MemoryBytes)
+	o.CleanupDelay = orZero(o.CleanupDelay, d.CleanupDelay)
+	p := &o.Placement
+	p.NumStandbyReplicas = orZero(p.NumStandbyReplicas, d.Placement.NumStandbyReplicas)
+	p.AcceptableRecoveryLag = orZero(p.AcceptableRecoveryLag, d.Placement.AcceptableRecoveryLag)
+	p.MaxWarmupReplicas = orDefault(p.MaxWarmupReplicas, d.Placement.MaxWarmupReplicas)
+	o.Capacity = orDefault(o.Capacity, d.Capacity)
+	o.ProbingInterval = orDefault(o.ProbingInterval, d.ProbingInterval)
+	if o.Partitioner == nil {
+		o.Partitioner = d.Partitioner
+	}
+	o.CacheMaxBytes = orZero(o.CacheMaxBytes, d.CacheMaxBytes)
+	o.Guarantee = orDefault(o.Guarantee, d.Guarantee)
+	if o.Guarantee == ExactlyOnceV2 {
+		d.CommitInterval = DefaultCommitIntervalExactlyOnce
+	}
+	o.CommitInterval = orZero(o.CommitInterval, d.CommitInterval)
+	o.ErrorPolicy = orDefault(o.ErrorPolicy, d.ErrorPolicy)
+	o.ReplicationFactor = orDefault(o.ReplicationFactor, d.ReplicationFactor)
+	o.SessionTimeout = orDefault(o.SessionTimeout, d.SessionTimeout)
+	o.ShutdownTimeout = orZero(o.ShutdownTimeout, d.ShutdownTimeout)
+	o.retry = orDefault(o.retry, d.retry)
+	o.heartbeatInterval = orDefault(o.heartbeatInterval, d.heartbeatInterval)
+	o.rebuildBackoff = orZero(o.rebuildBackoff, d.rebuildBackoff)
+	o.maxRebuildBackoff = orDefault(o.maxRebuildBackoff, d.maxRebuildBackoff)
+	o.topologyCheckInterval = orDefault(o.topologyCheckInterval, d.topologyCheckInterval)
+	o.maxPollRecords = orDefault(o.maxPollRecords, d.maxPollRecords)
+	o.taskQueue = orDefault(o.taskQueue, d.taskQueue)
+	return o.check(appID)
+}
+
+// check reports the fields of a resolved o (0 means 0) that are out of
+// range, naming each with its configuration key, and sets the fields that
+// derive from others: DLQTopic ("" is DeadLetterTopic(appID)), Logger (nil
+// is slog.Default()) and, under a memory budget, CacheMaxBytes (at most
+// its part: state.RecordCacheBytes).
 func (o *Options) check(appID string) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("processor: "+format, args...)) }
@@ -91,39 +135,29 @@ func (o *Options) check(appID string) error {
 	if o.StateDir == "" {
 		bad("no state directory (state.dir)")
 	}
-	if o.CleanupDelay < 0 {
-		bad("CleanupDelay (state.cleanup.delay.ms) %v: must be at least 0", o.CleanupDelay)
+	if err := o.LevelDB.Validate(); err != nil {
+		errs = append(errs, err)
 	}
-	if o.NumStandbys < 0 {
-		bad("NumStandbys (num.standby.replicas) %d: must be at least 0", o.NumStandbys)
+	if o.MemoryBytes < 0 {
+		bad("MemoryBytes (state.memory.bytes) %d: must be at least 0, or Zero for the per-store sizes", o.MemoryBytes)
+	}
+	if o.CleanupDelay < 0 {
+		bad("CleanupDelay (state.cleanup.delay.ms) %v: must be at least 0, or Zero to delete at the next cleanup", o.CleanupDelay)
+	}
+	if err := o.Placement.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("processor: %w", err))
 	}
 	if o.Capacity < 1 {
 		bad("Capacity (num.stream.threads) %d: must be at least 1", o.Capacity)
 	}
-	if o.AcceptableRecoveryLag < 0 {
-		bad("AcceptableRecoveryLag (acceptable.recovery.lag) %d: must be at least 0", o.AcceptableRecoveryLag)
-	}
-	if o.MaxWarmups < 1 {
-		bad("MaxWarmups (max.warmup.replicas) %d: must be at least 1", o.MaxWarmups)
-	}
 	if o.ProbingInterval < balancer.MinProbingInterval {
 		bad("ProbingInterval (probing.rebalance.interval.ms) %v: must be at least %v", o.ProbingInterval, balancer.MinProbingInterval)
 	}
-	if o.Partitioner == nil {
-		bad("no Partitioner (partitioner)")
-	}
 	if o.CacheMaxBytes < 0 {
-		bad("CacheMaxBytes (statestore.cache.max.bytes) %d: must be at least 0 (0: no record cache)", o.CacheMaxBytes)
-	}
-	if o.MemoryBytes < 0 {
-		bad("MemoryBytes (state.memory.bytes) %d: must be at least 0 (0: the per-store sizes)", o.MemoryBytes)
-	} else if o.MemoryBytes > 0 {
-		// The budget bounds the cache by its part: a smaller cache, or
-		// one turned off (0), stays as it is.
-		o.CacheMaxBytes = min(o.CacheMaxBytes, state.RecordCacheBytes(o.MemoryBytes))
+		bad("CacheMaxBytes (statestore.cache.max.bytes) %d: must be at least 0, or Zero for no record cache", o.CacheMaxBytes)
 	}
 	if o.CommitInterval < 0 {
-		bad("CommitInterval (commit.interval.ms) %v: must be at least 0 (0: commit after every batch)", o.CommitInterval)
+		bad("CommitInterval (commit.interval.ms) %v: must be at least 0, or Zero to commit after every batch", o.CommitInterval)
 	}
 	if _, err := ParseGuarantee(string(o.Guarantee)); err != nil {
 		bad("Guarantee (processing.guarantee) %q: must be at_least_once, exactly_once_v2 or at_most_once", o.Guarantee)
@@ -131,14 +165,8 @@ func (o *Options) check(appID string) error {
 	if o.Guarantee == ExactlyOnceV2 && o.CommitInterval >= TransactionTimeout {
 		bad("CommitInterval (commit.interval.ms) %v under ExactlyOnceV2: must be below the transaction timeout %v (DefaultCommitIntervalExactlyOnce is %v)", o.CommitInterval, TransactionTimeout, DefaultCommitIntervalExactlyOnce)
 	}
-	if _, err := ParseErrorPolicy(string(o.ErrorPolicy)); err != nil || o.ErrorPolicy == "" {
+	if _, err := ParseErrorPolicy(string(o.ErrorPolicy)); err != nil {
 		bad("ErrorPolicy (processing.exception.handler) %q: must be dlq, skip or fail", o.ErrorPolicy)
-	}
-	if o.Retry.Attempts < 1 {
-		bad("Retry.Attempts %d: must be at least 1 (1: no retries)", o.Retry.Attempts)
-	}
-	if o.Retry.Backoff < 0 || o.Retry.MaxBackoff < 0 {
-		bad("Retry backoffs %v and %v: must be at least 0", o.Retry.Backoff, o.Retry.MaxBackoff)
 	}
 	if o.ReplicationFactor == 0 || o.ReplicationFactor < -1 {
 		bad("ReplicationFactor (replication.factor) %d: must be -1 (the broker's default) or at least 1", o.ReplicationFactor)
@@ -146,23 +174,21 @@ func (o *Options) check(appID string) error {
 	if o.SessionTimeout <= 0 {
 		bad("SessionTimeout (session.timeout.ms) %v: must be positive", o.SessionTimeout)
 	}
-	if o.HeartbeatInterval < time.Millisecond {
-		bad("HeartbeatInterval %v: must be at least 1ms", o.HeartbeatInterval)
-	}
 	if o.ShutdownTimeout < 0 {
-		bad("ShutdownTimeout (shutdown.timeout.ms) %v: must be at least 0 (0: do not wait)", o.ShutdownTimeout)
+		bad("ShutdownTimeout (shutdown.timeout.ms) %v: must be at least 0, or Zero not to wait", o.ShutdownTimeout)
 	}
-	if o.RebuildBackoff < 0 || o.MaxRebuildBackoff < 0 {
-		bad("RebuildBackoff %v and MaxRebuildBackoff %v: must be at least 0", o.RebuildBackoff, o.MaxRebuildBackoff)
+	if o.retry.Attempts < 1 || o.retry.Backoff < 0 || o.retry.MaxBackoff < 0 {
+		bad("retry %+v: want at least 1 attempt and backoffs of at least 0", o.retry)
 	}
-	if o.TopologyCheckInterval <= 0 {
-		bad("TopologyCheckInterval %v: must be positive", o.TopologyCheckInterval)
+	if o.heartbeatInterval < time.Millisecond || o.rebuildBackoff < 0 || o.maxRebuildBackoff < 0 ||
+		o.topologyCheckInterval <= 0 || o.maxPollRecords < 1 || o.taskQueue < 1 {
+		bad("internal knobs out of range: heartbeat %v, rebuild backoff %v to %v, topology check %v, poll %d, task queue %d",
+			o.heartbeatInterval, o.rebuildBackoff, o.maxRebuildBackoff, o.topologyCheckInterval, o.maxPollRecords, o.taskQueue)
 	}
-	if o.MaxPollRecords < 1 {
-		bad("MaxPollRecords %d: must be at least 1", o.MaxPollRecords)
-	}
-	if o.TaskQueue < 1 {
-		bad("TaskQueue %d: must be at least 1", o.TaskQueue)
+	if o.MemoryBytes > 0 {
+		// The budget bounds the cache by its part: a smaller cache, or
+		// one turned off, stays as it is.
+		o.CacheMaxBytes = min(o.CacheMaxBytes, state.RecordCacheBytes(o.MemoryBytes))
 	}
 	if o.DLQTopic == "" {
 		o.DLQTopic = DeadLetterTopic(appID)

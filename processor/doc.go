@@ -42,6 +42,36 @@
 // Table). InnerJoin and LeftJoin (and InnerJoinBy, LeftJoinBy for a key
 // taken from the record) build the usual stream-table join handlers.
 //
+// # Time
+//
+// Each task has a stream time (Context.StreamTime): the largest timestamp
+// of the records it has handled, never going back, as Kafka Streams
+// defines it. A record's timestamp is its own unless its input has an
+// extractor (WithTimestamp); a record whose extractor fails, or whose
+// timestamp is before the epoch, goes to the error policy with stage
+// StageTimestamp. Records that do not decode, and co-partitioned tables'
+// records, do not move stream time. A task with several inputs takes
+// the records it has fetched in timestamp order across them, and waits up
+// to MaxTaskIdle for an input that has none (Kafka Streams waits longer
+// for an input known to lag; see input_align.go).
+//
+// Schedule runs a punctuator in every task on stream time (after the
+// record that reaches the next multiple of its interval) or on the wall
+// clock (between two records). OnTimer declares durable per-key timers: a
+// handler sets or cancels a key's timer on either clock (Timers.Set,
+// Timers.Cancel), and the timer handler runs once it is due, after the
+// record that moves stream time to it, or when the wall clock passes it.
+// Stream time and timers live in the task's store __time, declared by the
+// first stream-time punctuator, timer handler or KeepStreamTime, and are
+// written with the task's other writes. So they move with the task to any
+// instance, standby or not; a fired timer's removal commits with its
+// handler's writes (at least once under at-least-once, exactly once under
+// exactly-once); and a wall-clock timer that came due while its task had
+// no owner fires once the task resumes. Kafka Streams keeps a
+// partition's time in its committed offsets, but restarts the stream time
+// each windowed processor observes after a move; here one stream time per
+// task moves with its state. docs/time-and-windows.md has an example.
+//
 // # Tasks and the mapping contract
 //
 // Task i owns partition i of every input topic, of every co-partitioned
@@ -73,8 +103,8 @@
 // interval, so that instances started together do not all commit at once
 // ever after.
 //
-// With Options.CacheMaxBytes (statestore.cache.max.bytes) above 0, a record
-// cache merges the writes to one key of a store, and the emits of one key to
+// With Options.CacheMaxBytes (statestore.cache.max.bytes), a record cache
+// merges the writes to one key of a store, and the emits of one key to
 // an output, within a commit interval: only the last reaches the changelog
 // and the output, as in Kafka Streams. A commit writes it through and keeps
 // a store's entries, clean, for the next reads, and an output's keys, spent,
@@ -82,9 +112,9 @@
 // before stores), then writes through the least recently written key, one at
 // a time, so hot keys keep merging while a flood of cold keys passes
 // through. The budget is divided among the tasks active on the instance;
-// zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
-// above 0 sizes the stores and bounds the cache from one budget; 0 leaves
-// each its own size.
+// Zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
+// sizes the stores and bounds the cache from one budget; Zero leaves each
+// its own size.
 //
 // # Record cache and streams
 //
@@ -108,10 +138,12 @@
 // reduce or an aggregator, emitting every update or final results only)
 // over a window or session store: an ordinary changelogged store laid out
 // with package window's key encodings (windowstore.go). Its stream time is
-// its own (the largest timestamp it has seen in its task), stored with
-// its windows and last close time so that both move with the changelog;
-// windowed.go reads it in one place (observe), to be replaced by the
-// task's stream time. docs/time-and-windows.md is the user's guide.
+// its own, as a Kafka Streams windowed processor's: the largest timestamp
+// among the records that reached it in its task, where Context.StreamTime
+// is over all the task's records. It is stored with its windows and last
+// close time so that both move with the changelog, and read in one place
+// (windowed_process.go, observe): taking the task's instead is a change of
+// that line. docs/time-and-windows.md is the user's guide.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
@@ -138,11 +170,13 @@
 //
 // # Zero values and defaults
 //
-// DefaultOptions holds every default (the configuration's key table takes
-// its own from it); a zero field means zero, never "the default":
-// CommitInterval 0 commits after every batch a task works through,
-// ShutdownTimeout 0 does not wait, CacheMaxBytes 0 turns the record cache
-// off. NewRuntime rejects a zero that makes no sense, naming its key.
+// A field of Options left at its zero value takes its default, which
+// DefaultOptions holds (the configuration's key table shows its own from
+// it): Options{Brokers: brokers, StateDir: dir} is a complete
+// configuration. Where zero is a setting of its own, Zero asks for it:
+// CommitInterval: Zero commits after every batch a task works through,
+// ShutdownTimeout: Zero does not wait, CacheMaxBytes: Zero turns the record
+// cache off. NewRuntime rejects a value out of range, naming its key.
 //
 // # Reads
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/codec"
 	"github.com/rackstream/rackstream/processor"
 )
@@ -31,12 +32,12 @@ func clickCounter(ctx context.Context, brokers []string, stateDir string) error 
 			return updates.Emit(ctx, user, n+1)
 		})
 
-	opts := processor.DefaultOptions() // every setting at its default
-	opts.Brokers = brokers
-	opts.StateDir = stateDir
-	opts.NumStandbys = 1
-	opts.CommitInterval = time.Second // commit every second; the default is 30 s
-	rt, err := processor.NewRuntime(topo, opts)
+	rt, err := processor.NewRuntime(topo, processor.Options{
+		Brokers:        brokers,
+		StateDir:       stateDir,
+		Placement:      assignor.Settings{NumStandbyReplicas: 1}, // one standby per task
+		CommitInterval: time.Second,                              // every field left out takes its default
+	})
 	if err != nil {
 		return err
 	}

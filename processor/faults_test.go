@@ -42,7 +42,7 @@ func TestRuntimeStopsAndIsNotReadyWhenAPartitionCountChanges(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 4)
 	o := a.options(t, "solo", "a")
-	o.TopologyCheckInterval = 100 * time.Millisecond
+	processor.SetTopologyCheckInterval(&o, 100*time.Millisecond)
 	in := a.start(t, "solo", o)
 	a.produce(t, 400, 20, 0)
 	a.waitCommitted(t, time.Minute)
@@ -130,8 +130,7 @@ func TestRuntimeRebuildsTheClientAfterAFatalProduceErrorAndLosesNothing(t *testi
 	setMaxMessageBytes(&one)
 
 	o := a.options(t, "solo", "a")
-	o.RebuildBackoff = 50 * time.Millisecond
-	o.MaxRebuildBackoff = 200 * time.Millisecond
+	processor.SetRebuildBackoff(&o, 50*time.Millisecond, 200*time.Millisecond)
 	in := a.start(t, "solo", o)
 	a.produce(t, 3000, 30, 0)
 	kafkatest.Eventually(t, time.Minute, "the client rebuilt after the refused produce", func() bool {
@@ -153,7 +152,7 @@ func TestRuntimeStallsWhileTheBrokerIsUnreachableAndResumesLosingNothing(t *test
 	d := new(cutdial.Dialer)
 	o := a.options(t, "solo", "a")
 	o.ClientOpts = append(o.ClientOpts, kgo.Dialer(d.Dial))
-	o.RebuildBackoff = 50 * time.Millisecond
+	processor.SetRebuildBackoff(&o, 50*time.Millisecond, 0)
 	in := a.start(t, "solo", o)
 	a.produce(t, 3000, 30, 0)
 	a.waitCommitted(t, 2*time.Minute)
@@ -193,7 +192,7 @@ func TestRunFailsAtOnceOnSettingsARebuildCannotCure(t *testing.T) {
 	a := newCountApp(t, c, 2)
 	topo, _ := a.topology()
 	o := a.options(t, "solo", "a")
-	o.RackAwareTags = append(o.RackAwareTags, "cluster") // not one of the instance's tags
+	o.Placement.RackAwareAssignmentTags = append(o.Placement.RackAwareAssignmentTags, "cluster") // not one of the instance's tags
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)
@@ -311,8 +310,9 @@ func TestShutdownGivesUpAfterItsTimeoutNamingWhatItWaitsFor(t *testing.T) {
 	var logs syncBuffer
 	o := processor.DefaultOptions()
 	dir := t.TempDir()
-	o.Brokers, o.StateDir, o.CacheMaxBytes = c.Brokers, dir, 0
-	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.Brokers, o.StateDir, o.CacheMaxBytes = c.Brokers, dir, processor.Zero
+	o.SessionTimeout = 3 * time.Second
+	processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
 	o.ShutdownTimeout = time.Second
 	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	rt, err := processor.NewRuntime(topo, o)

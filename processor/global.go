@@ -256,12 +256,13 @@ func (r *Runtime) openGlobals(ctx context.Context) (_ *globals, err error) {
 		r.gmet.restoreStarted(s.topic)
 		// No Registerer: the stores' metrics (rackstream_state_*) are the
 		// runtime Manager's, and a second registration would collide.
-		rd, err := table.Open(ctx, s.topic,
-			table.KafkaOpts(r.clientOpts()...),
-			table.StateDir(GlobalDir(r.opts.StateDir, r.topo.appID)),
-			table.Partitioner(part),
-			table.LevelDB(r.opts.LevelDB),
-			table.Logger(r.log))
+		rd, err := table.Open(ctx, s.topic, table.Options{
+			KafkaOpts:   r.clientOpts(),
+			StateDir:    GlobalDir(r.opts.StateDir, r.topo.appID),
+			Partitioner: part,
+			LevelDB:     r.opts.LevelDB.Exactly(), // resolved: 0 means 0
+			Logger:      r.log,
+		})
 		r.gmet.restoreEnded(s.topic, time.Since(began))
 		if err != nil {
 			return nil, fmt.Errorf("processor %s: global table: %w", r.topo.appID, err)

@@ -120,7 +120,8 @@ func TestGlobalTableIsReadByEveryInstanceKeptCurrentAndRestoredAfterARestart(t *
 	optsA := testOptions(t, c.Brokers, "a")
 	optsB := testOptions(t, c.Brokers, "b")
 	for _, o := range []*processor.Options{&optsA, &optsB} {
-		o.SessionTimeout, o.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+		o.SessionTimeout = 6 * time.Second
+		processor.SetHeartbeatInterval(o, 200*time.Millisecond)
 	}
 	ia, ib := a.start(t, "a", optsA), a.start(t, "b", optsB)
 	kafkatest.Eventually(t, 2*time.Minute, "both instances ready", func() bool { return allReady(ia, ib) })

@@ -424,7 +424,8 @@ func (h *harness) feed(id int32, from int64, k string, vs ...string) *task {
 	}
 	p := kgo.FetchTopicPartition{Topic: harnessInput, FetchPartition: kgo.FetchPartition{Partition: id}}
 	for i, v := range vs {
-		p.Records = append(p.Records, &kgo.Record{Topic: harnessInput, Partition: id, Offset: from + int64(i), Key: []byte(k), Value: []byte(v)})
+		p.Records = append(p.Records, &kgo.Record{Topic: harnessInput, Partition: id, Offset: from + int64(i), Key: []byte(k), Value: []byte(v),
+			Timestamp: time.UnixMilli(from + int64(i))})
 	}
 	if !t.push(p) {
 		h.t.Fatalf("task %d took no more records", id)

@@ -179,5 +179,14 @@ func (taskCollector) Describe(chan<- *prometheus.Desc) {}
 func (c taskCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range c.live() {
 		t.stats.collect(ch)
+		if st := t.proc.tt.pub.Load(); st >= 0 {
+			ch <- prometheus.MustNewConstMetric(streamTimeDesc, prometheus.GaugeValue, float64(st)/1e3, taskLabel(t.id))
+		}
 	}
 }
+
+// streamTimeDesc is a task's stream time, collected from the live tasks
+// that have one.
+var streamTimeDesc = prometheus.NewDesc("rackstream_stream_time_seconds",
+	"The task's stream time (the largest record timestamp it has seen, never going back), in seconds since the epoch; none before its first record.",
+	[]string{"task"}, nil)

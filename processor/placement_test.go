@@ -23,7 +23,7 @@ func TestOnPlacementPublishesEachNewPlacementOnce(t *testing.T) {
 	var mu sync.Mutex
 	seen := make(map[int][]*balancer.Placement)
 	ins := a.startCluster(t, 2, 1, func(i int, o *processor.Options) {
-		o.AcceptableRecoveryLag = int64(1000 + i) // a different lag per instance
+		o.Placement.AcceptableRecoveryLag = int64(1000 + i) // a different lag per instance
 		o.OnPlacement = func(p *balancer.Placement) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -57,8 +57,8 @@ func TestOnPlacementPublishesEachNewPlacementOnce(t *testing.T) {
 		t.Fatalf("placements without the leader's settings: %+v %+v", last0.Settings, last1.Settings)
 	}
 	s0, s1 := last0.Settings, last1.Settings
-	if s0.NumStandbys != 1 || s0.AcceptableRecoveryLag != s1.AcceptableRecoveryLag || s0.MaxWarmups != s1.MaxWarmups ||
-		!slices.Equal(s0.RackAwareTags, s1.RackAwareTags) || (s0.AcceptableRecoveryLag != 1000 && s0.AcceptableRecoveryLag != 1001) {
+	if s0.NumStandbyReplicas != 1 || s0.AcceptableRecoveryLag != s1.AcceptableRecoveryLag || s0.MaxWarmupReplicas != s1.MaxWarmupReplicas ||
+		!slices.Equal(s0.RackAwareAssignmentTags, s1.RackAwareAssignmentTags) || (s0.AcceptableRecoveryLag != 1000 && s0.AcceptableRecoveryLag != 1001) {
 		t.Errorf("members disagree on the leader's settings, or they are not one instance's: %+v vs %+v", s0, s1)
 	}
 }

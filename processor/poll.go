@@ -16,7 +16,7 @@ func (s *session) poll(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(s.failed, cancel) // a fatal error wakes the poll
 	defer stop()
-	limit := int64(2 * s.r.opts.MaxPollRecords)
+	limit := int64(2 * s.r.opts.maxPollRecords)
 	for {
 		for s.queued.Load() > limit {
 			select {

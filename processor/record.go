@@ -68,7 +68,7 @@ const (
 	HeaderDLQPartition = "rackstream.dlq.partition"
 	HeaderDLQOffset    = "rackstream.dlq.offset"
 	HeaderDLQError     = "rackstream.dlq.error"
-	HeaderDLQStage     = "rackstream.dlq.stage" // decode-key, decode-value or handler
+	HeaderDLQStage     = "rackstream.dlq.stage" // decode-key, decode-value, timestamp or handler
 	HeaderDLQAttempts  = "rackstream.dlq.attempts"
 	HeaderDLQAppID     = "rackstream.dlq.application.id"
 )
@@ -93,12 +93,13 @@ func (e *PoisonError) Unwrap() error { return e.Err }
 type backend interface {
 	// get reads a store of task, seeing the task's uncommitted writes.
 	get(task int32, s *storeSpec, key []byte) ([]byte, bool, error)
-	// scan reads the keys in [start, end) of an uncached store of task
-	// (storeSpec.uncached), in key order, seeing the task's uncommitted
-	// writes, until fn returns false; the slices are valid during fn.
+	// apply makes the effects of one successfully handled record (or
+	// punctuation, or fired timer), stamped ts.
+	apply(task int32, ts time.Time, ws []write) error
+	// scan calls fn for each key of a store of task in [start, end), in
+	// key order, seeing the task's uncommitted writes, until fn returns
+	// false.
 	scan(task int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error
-	// apply makes the effects of one successfully handled record.
-	apply(task int32, src *kgo.Record, ws []write) error
 	// committedOffset returns the task's last committed offset of topic
 	// (the next record a new owner reads), -1 when none is known.
 	committedOffset(task int32, topic string) int64
@@ -127,6 +128,11 @@ type recordProcessor struct {
 	dlqTopic string
 	log      *slog.Logger
 	c        Context
+	// tt is the time of the task being processed; wallNow its wall
+	// clock; fireRec the record a punctuation's or timer's Context shows.
+	tt      *taskTime
+	wallNow func() time.Time
+	fireRec kgo.Record
 	// lastStage is the stage of the last poison record, for metrics.
 	lastStage string
 	// late is what the windowed aggregations found late in the last record
@@ -153,14 +159,20 @@ func (p *recordProcessor) logPoison(level slog.Level, msg string, attrs ...any) 
 	p.log.Log(context.Background(), level, msg, attrs...)
 }
 
-func newRecordProcessor(topo *Topology, policy ErrorPolicy, retry Retry, dlqTopic string, log *slog.Logger, be backend) *recordProcessor {
-	return &recordProcessor{
+func newRecordProcessor(topo *Topology, policy ErrorPolicy, retry Retry, dlqTopic string, log *slog.Logger, be backend, wallNow func() time.Time) *recordProcessor {
+	p := &recordProcessor{
 		topo: topo, policy: policy, retry: retry, dlqTopic: dlqTopic, log: log,
-		c: Context{topo: topo, be: be},
+		c: Context{topo: topo, be: be}, wallNow: wallNow,
 	}
+	p.setTime(newTaskTime())
+	return p
 }
 
-// process handles r. A non-nil error stops the task: a PoisonError under
+// setTime makes tt the time of the task processed next.
+func (p *recordProcessor) setTime(tt *taskTime) { p.tt, p.c.tt = tt, tt }
+
+// process handles r, and then what r's stream time made due (timers.go,
+// punctuate.go). A non-nil error stops the task: a PoisonError under
 // PolicyFail, a backend (store, dead-letter) failure, or ctx's error when
 // the task was stopped during a retry backoff (r was then not processed).
 func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, error) {
@@ -168,60 +180,140 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 	if in == nil {
 		return 0, fmt.Errorf("record from %s/%d@%d: not an input of topology %s", r.Topic, r.Partition, r.Offset, p.topo.appID)
 	}
-	var (
-		stage string
-		err   error
-		tries int
-	)
-	for attempt := 0; ; attempt++ {
-		tries = attempt + 1
-		stage, err = p.call(ctx, in, r, attempt)
-		if err == nil {
-			if err := p.c.be.apply(r.Partition, r, p.c.writes); err != nil {
+	if !p.tt.loaded {
+		if err := p.loadTime(r.Partition); err != nil {
+			return 0, err
+		}
+	}
+	p.late = p.late[:0]
+	ts, err := in.timestamp(r)
+	if err != nil {
+		return p.poison(r, StageTimestamp, err, 1)
+	}
+	f, err := p.run(ctx, r.Partition, ts, unit{in: in, r: r})
+	if err != nil {
+		return 0, err
+	}
+	out := outcomeProcessed
+	if f.err != nil {
+		if out, err = p.poison(r, f.stage, f.err, f.tries); err != nil {
+			return 0, err
+		}
+		// The record moved stream time before its handler failed.
+		if p.keepsTime() {
+			if err := p.apply(r.Partition, ts, []write{p.streamTimeWrite()}); err != nil {
 				return 0, fmt.Errorf("apply %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
-			p.late = append(p.late[:0], p.c.late...)
-			p.clear()
-			for _, l := range p.late {
-				if l.dropped {
-					return p.lateRecord(r, l.store)
-				}
+		}
+	}
+	for _, l := range p.late {
+		if l.dropped && f.err == nil {
+			if out, err = p.lateRecord(r, l.store); err != nil {
+				return 0, err
 			}
-			return outcomeProcessed, nil
+			break
+		}
+	}
+	if p.tt.st.Time() >= p.tt.streamDue {
+		if err := p.fireStream(ctx, r.Partition); err != nil {
+			return 0, err
+		}
+	}
+	return out, nil
+}
+
+// unit is one piece of work the processor runs with retries: an input
+// record (in, r), or a punctuation or a fired timer (fn, after the writes
+// pre: a fired timer's removal).
+type unit struct {
+	in  *inputSpec
+	r   *kgo.Record
+	fn  func(*Context) (stage string, err error)
+	pre []write
+}
+
+// failure is why a unit failed past its retries; err nil: it succeeded.
+type failure struct {
+	stage string
+	err   error
+	tries int
+}
+
+// run calls u, retrying as p.retry says, until it succeeds and its writes
+// (with the task's stream time, when it moved) are applied, or it fails
+// for good (the failure). A non-nil error stops the task: ctx's, when it
+// was stopped (u was then not processed), or the backend's.
+func (p *recordProcessor) run(ctx context.Context, task int32, ts time.Time, u unit) (failure, error) {
+	for attempt := 0; ; attempt++ {
+		stage, err := p.call(ctx, task, ts, u, attempt)
+		if err == nil {
+			if p.keepsTime() {
+				p.c.writes = append(p.c.writes, p.streamTimeWrite())
+			}
+			if err := p.apply(task, ts, p.c.writes); err != nil {
+				p.clear()
+				return failure{}, p.applyErr(u, err)
+			}
+			p.late = append(p.late, p.c.late...)
+			p.clear()
+			return failure{}, nil
 		}
 		if ctx.Err() != nil {
 			// The task is stopping (its stores may be closed under the
 			// handler): the record was not processed, and is no poison.
 			p.clear()
-			return 0, ctx.Err()
+			return failure{}, ctx.Err()
 		}
-		if stage != StageHandler || isPermanent(err) || tries >= p.retry.Attempts {
-			break
+		if stage != StageHandler || isPermanent(err) || attempt+1 >= p.retry.Attempts {
+			p.clear()
+			return failure{stage: stage, err: err, tries: attempt + 1}, nil
 		}
 		t := time.NewTimer(p.retry.wait(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			p.clear()
-			return 0, ctx.Err()
+			return failure{}, ctx.Err()
 		case <-t.C:
 		}
 	}
-	p.clear()
-	return p.poison(r, stage, err, tries)
 }
 
-// call runs one handler attempt, turning a panic into a permanent error.
-func (p *recordProcessor) call(ctx context.Context, in *inputSpec, r *kgo.Record, attempt int) (stage string, err error) {
-	p.c.ctx, p.c.rec, p.c.attempt, p.c.writes, p.c.arena, p.c.late = ctx, r, attempt, p.c.writes[:0], p.c.arena[:0], p.c.late[:0]
-	p.late = p.late[:0]
+// apply makes ws take effect, and the task's stream time with them.
+func (p *recordProcessor) apply(task int32, ts time.Time, ws []write) error {
+	if err := p.c.be.apply(task, ts, ws); err != nil {
+		return err
+	}
+	p.tt.dirty = false
+	return nil
+}
+
+func (p *recordProcessor) applyErr(u unit, err error) error {
+	if u.r != nil {
+		return fmt.Errorf("apply %s/%d@%d: %w", u.r.Topic, u.r.Partition, u.r.Offset, err)
+	}
+	return fmt.Errorf("apply: %w", err)
+}
+
+// call runs one attempt of u, turning a panic into a permanent error.
+func (p *recordProcessor) call(ctx context.Context, task int32, ts time.Time, u unit, attempt int) (stage string, err error) {
+	p.c.ctx, p.c.ts, p.c.attempt, p.c.writes, p.c.arena = ctx, ts, attempt, append(p.c.writes[:0], u.pre...), p.c.arena[:0]
+	p.c.late = p.c.late[:0]
+	p.c.rec = u.r
+	if u.r == nil {
+		p.fireRec = kgo.Record{Partition: task, Offset: -1, Timestamp: ts}
+		p.c.rec = &p.fireRec
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			stage = StageHandler
 			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", v, debug.Stack()))
 		}
 	}()
-	return in.process(&p.c, r)
+	if u.fn != nil {
+		return u.fn(&p.c)
+	}
+	return u.in.process(&p.c, u.r)
 }
 
 func (p *recordProcessor) clear() {

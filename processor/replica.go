@@ -2,6 +2,7 @@ package processor
 
 import (
 	"slices"
+	"time"
 
 	"github.com/rackstream/rackstream/state"
 	"github.com/rackstream/rackstream/table"
@@ -49,6 +50,9 @@ type Replica struct {
 	Task int32
 	// Role is the task's role here when the replica was handed out.
 	Role Role
+	// StreamTime is the active task's stream time; the zero Time when the
+	// task is not active here or has seen no record yet.
+	StreamTime time.Time
 
 	stores map[string]*state.DB
 	// cache is the active task's record cache, nil when the task is not
@@ -80,6 +84,11 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 		rep.stores[s.Name()] = s
 	}
 	if sess != nil && rep.Role == RoleActive {
+		if t := sess.m.task(task); t != nil {
+			if ms := t.proc.tt.pub.Load(); ms >= 0 {
+				rep.StreamTime = time.UnixMilli(ms).UTC()
+			}
+		}
 		if c, ok := sess.m.env.caches.Load(task); ok {
 			rep.cache = c.(*recordCache)
 			rep.targets = make(map[string]int, len(r.topo.stores))

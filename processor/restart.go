@@ -25,8 +25,8 @@ import (
 //
 // A poison record under processing.exception.handler=fail is not
 // restarted: that policy asks to stop. Consecutive failures of a task wait
-// longer each time, from Options.RebuildBackoff doubling to
-// MaxRebuildBackoff, the client rebuilds' backoff (rebuildBackoff): a
+// longer each time, from Options.rebuildBackoff doubling to
+// maxRebuildBackoff, the client rebuilds' backoff (rebuildBackoff): a
 // broker refusing a record keeps refusing it until someone changes a
 // topic's configuration. A task that ran for twice the maximum since its
 // last restart starts a new episode, at the first wait.
@@ -74,7 +74,7 @@ func (s *session) taskFailed(t *task, err error) {
 	if !restartable(s.r.opts.Guarantee, err) || s.ctx.Err() != nil {
 		return
 	}
-	wait := s.restarts.delay(t.id, s.r.opts.RebuildBackoff, s.r.opts.MaxRebuildBackoff, time.Now())
+	wait := s.restarts.delay(t.id, s.r.opts.rebuildBackoff, s.r.opts.maxRebuildBackoff, time.Now())
 	s.log.Warn("restarting a stopped task from its last commit", "task", t.id, "after", wait)
 	timer := time.AfterFunc(wait, func() {
 		if s.ctx.Err() == nil {

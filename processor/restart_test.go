@@ -44,7 +44,8 @@ func TestATaskStoppedByAChangelogFailureRestartsFromItsLastCommit(t *testing.T) 
 	})
 	reg := prometheus.NewRegistry()
 	o := testOptions(t, c.Brokers, "restart")
-	o.RebuildBackoff, o.MaxRebuildBackoff, o.Registerer = 200*time.Millisecond, time.Second, reg
+	o.Registerer = reg
+	processor.SetRebuildBackoff(&o, 200*time.Millisecond, time.Second)
 	in := runTopology(t, "restart", topo, o)
 	kafkatest.Eventually(t, time.Minute, "instance ready", func() bool { ok, _ := in.rt.Ready(); return ok })
 

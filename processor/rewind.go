@@ -124,5 +124,5 @@ func (s *session) pollOnce(ctx context.Context) kgo.Fetches {
 	if s.wakeWanted.Swap(false) {
 		cancel()
 	}
-	return s.cl.PollRecords(pctx, s.r.opts.MaxPollRecords)
+	return s.cl.PollRecords(pctx, s.r.opts.maxPollRecords)
 }

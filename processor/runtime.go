@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,151 +18,7 @@ import (
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/partition"
 	"github.com/rackstream/rackstream/state"
-	"github.com/rackstream/rackstream/tags"
 )
-
-// Options configure a Runtime. Start from DefaultOptions and set Brokers
-// and StateDir (required). A zero field means what its comment says (zero,
-// never "the default"), or NewRuntime rejects it naming the field and its
-// configuration key (in parentheses).
-type Options struct {
-	// Brokers are the seed brokers (bootstrap.servers).
-	Brokers []string
-	// ClientOpts are added to every Kafka client the runtime makes (group
-	// member, restore consumer, admin): TLS, SASL, a dialer, a client id.
-	ClientOpts []kgo.Opt
-	// ClientOptsFor, when set, returns options added after ClientOpts to
-	// the Kafka clients the runtime makes once it knows its process id
-	// (the group member, the placement and admin clients): typically
-	// kgo.ClientID("<name>-"+processID), so that the brokers' logs and
-	// quotas tell the instances apart. The state directory's restore
-	// consumer is made before the process id is read and gets ClientOpts
-	// only.
-	ClientOptsFor func(processID string) []kgo.Opt
-
-	// StateDir is the state directory (state.dir); the application's
-	// stores live in StateDir/<application.id>, its global tables in
-	// GlobalDir(StateDir, application.id).
-	StateDir string
-	// LevelDB are the stores' LevelDB options (state.leveldb.*; zero
-	// values as state.LevelDBOptions says).
-	LevelDB state.LevelDBOptions
-	// MemoryBytes is state.memory.bytes (state.DefaultMemoryBytes): above
-	// 0, one memory budget for the stores and the record cache that
-	// overrides LevelDB's sizes and bounds CacheMaxBytes by its quarter,
-	// split among the stores as they open (state's memory.go says how); 0
-	// keeps those sizes.
-	MemoryBytes int64
-	// CleanupDelay is how long the stores of a task this instance no
-	// longer holds stay on disk before they are deleted
-	// (state.cleanup.delay.ms): a task that comes back within it restores
-	// only what it missed. 0 deletes them at the next cleanup.
-	CleanupDelay time.Duration
-
-	// Endpoint is this instance's host:port for queries (application.server).
-	Endpoint string
-	// Tags are the client tags (client.tag.<key>).
-	Tags tags.Set
-	// RackAwareTags are the tag keys standbys spread over, in priority
-	// order (rack.aware.assignment.tags).
-	RackAwareTags tags.Keys
-	// NumStandbys is num.standby.replicas; 0 for none.
-	NumStandbys int
-	// Capacity is the instance's weight in placement (num.stream.threads);
-	// at least 1. Tasks always run in parallel, one goroutine each.
-	Capacity int
-	// AcceptableRecoveryLag is acceptable.recovery.lag; 0 accepts only
-	// fully caught-up replicas.
-	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas; at least 1.
-	MaxWarmups int
-	// ProbingInterval is probing.rebalance.interval.ms; at least a minute.
-	ProbingInterval time.Duration
-
-	// Partitioner maps keys to partitions for emits and dead letters
-	// (partitioner); required.
-	Partitioner partition.Partitioner
-	// CacheMaxBytes is statestore.cache.max.bytes: the record cache that
-	// merges writes to one key of a store, and emits of one key to an
-	// output, within a commit interval, so that only the last reaches the
-	// changelog and the output. It is divided among the tasks active on
-	// the instance, and a store's entries stay, clean, after a commit for
-	// the next reads (cache.go). 0 turns it
-	// off, also under a budget (MemoryBytes above 0 bounds it): every write and emit goes out, as tests that check every
-	// intermediate value need.
-	CacheMaxBytes int64
-	// CommitInterval is commit.interval.ms: how often the tasks commit
-	// (the first commit at a random point of the first interval, so that
-	// instances started together commit apart). 0 commits after every
-	// batch of records a task has worked through.
-	// Under ExactlyOnceV2 each commit ends a transaction: set it to
-	// DefaultCommitIntervalExactlyOnce (the configuration's default there).
-	CommitInterval time.Duration
-	// Guarantee is processing.guarantee (see Guarantee); required.
-	Guarantee Guarantee
-	// ErrorPolicy is processing.exception.handler; required.
-	ErrorPolicy ErrorPolicy
-	// Retry bounds the retries of a failing handler (DefaultRetry: 3
-	// attempts, 100ms doubling to 2s); Attempts at least 1.
-	Retry Retry
-	// DLQTopic is errors.dead.letter.queue.topic.name; "" names
-	// DeadLetterTopic(application id), <application.id>-dlq. It is created,
-	// with the inputs' partition count, if missing.
-	DLQTopic string
-	// ReplicationFactor of the changelog and dead-letter topics the runtime
-	// creates (replication.factor): -1 for the broker's default, else at
-	// least 1.
-	ReplicationFactor int16
-
-	// SessionTimeout is session.timeout.ms; positive.
-	SessionTimeout time.Duration
-	// HeartbeatInterval is the group heartbeat; at least 1 ms.
-	HeartbeatInterval time.Duration
-	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms):
-	// Run returns within it after its context is cancelled; work it could
-	// not commit by then (brokers unreachable) is logged with what it
-	// waited for and processed again by the next owner. 0 does not wait:
-	// in-flight records are abandoned uncommitted.
-	ShutdownTimeout time.Duration
-	// RebuildBackoff is the first wait before rebuilding a Kafka client
-	// after a fatal error; it doubles per consecutive failure up to
-	// MaxRebuildBackoff. 0 rebuilds at once.
-	RebuildBackoff    time.Duration
-	MaxRebuildBackoff time.Duration
-	// TopologyCheckInterval is how often the partition counts of the inputs
-	// and changelogs are checked while running; positive. A count that changed
-	// stops every task and makes the instance not ready, naming the topics
-	// and counts: keys would map to other partitions, so processing on is
-	// never right.
-	TopologyCheckInterval time.Duration
-	// MaxPollRecords bounds the records taken per poll; at least 1.
-	MaxPollRecords int
-	// TaskQueue is how many fetched records may wait per task before its
-	// partitions are paused until it has worked through half; at least 1.
-	TaskQueue int
-	// MaxTaskIdle is max.task.idle.ms, for topologies with co-partitioned
-	// tables (table_align.go): how long a task waits for new table records,
-	// when its table partition is caught up, before it processes an input
-	// record stamped later than everything the table has. 0 waits only for
-	// table records known to be on the broker (Kafka Streams' default); a
-	// negative value turns the timestamp alignment off (tables as of
-	// everything fetched).
-	MaxTaskIdle time.Duration
-
-	// OnPlacement, when set, is called once with every new placement of
-	// the group this instance learns (a new generation's, once it is
-	// known), from the group's assignment callback: it must not block for
-	// long. It is how the service's logs, dev, metrics and the HTTP status
-	// follow the placement without polling Placement. The placement
-	// carries the settings the leader planned it with
-	// (balancer.Placement.Settings).
-	OnPlacement func(*balancer.Placement)
-
-	// Logger receives structured logs; nil means slog.Default().
-	Logger *slog.Logger
-	// Registerer receives the runtime's and the stores' metrics (nil: none).
-	Registerer prometheus.Registerer
-}
 
 // Runtime runs a topology as one instance of its processor group: a member
 // of the consumer group <application.id> with Rackstream's balancer, one
@@ -261,7 +116,7 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.check(t.appID); err != nil {
+	if err := opts.resolve(t.appID); err != nil {
 		return nil, err
 	}
 	r := &Runtime{
@@ -436,7 +291,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.mu.Unlock()
 	}()
 	r.log.Info("starting", "inputs", r.topo.InputTopics(), "tasks", n, "endpoint", r.opts.Endpoint,
-		"tags", r.opts.Tags.String(), "standbys", r.opts.NumStandbys)
+		"tags", r.opts.Tags.String(), "standbys", r.opts.Placement.NumStandbyReplicas)
 
 	done := make(chan error, 1)
 	go func() {
@@ -496,7 +351,7 @@ func (r *Runtime) forceClose(closeMgr func()) error {
 // runSessions runs sessions, rebuilding the Kafka client after fatal
 // errors, until ctx is cancelled and the last one has shut down.
 func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) error {
-	backoff := r.opts.RebuildBackoff
+	backoff := r.opts.rebuildBackoff
 	for {
 		started, assigned := time.Now(), r.assignments.Load()
 		err := r.runSession(ctx, mgr, n)
@@ -509,7 +364,7 @@ func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) 
 			return fmt.Errorf("processor %s: %w", r.topo.appID, err)
 		}
 		var wait time.Duration
-		wait, backoff = rebuildBackoff(backoff, r.opts.RebuildBackoff, r.opts.MaxRebuildBackoff,
+		wait, backoff = rebuildBackoff(backoff, r.opts.rebuildBackoff, r.opts.maxRebuildBackoff,
 			time.Since(started), r.assignments.Load() > assigned)
 		r.met.rebuilds.Inc()
 		r.log.Error("kafka client failed; rebuilding it", "err", err, "backoff", wait)

@@ -164,11 +164,12 @@ type instance struct {
 func (a *countApp) options(t *testing.T, name string, zone string) processor.Options {
 	o := testOptions(t, a.c.Brokers, name)
 	o.Endpoint = name + ".test:8080"
-	o.Tags, o.RackAwareTags = mustTags(t, "zone", zone), tags.Keys{"zone"}
+	o.Tags, o.Placement.RackAwareAssignmentTags = mustTags(t, "zone", zone), tags.Keys{"zone"}
 	o.Capacity = 1
-	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.SessionTimeout = 3 * time.Second
+	processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
 	o.ShutdownTimeout = 20 * time.Second
-	o.Retry = processor.Retry{Attempts: 2, Backoff: time.Millisecond}
+	processor.SetRetry(&o, processor.Retry{Attempts: 2, Backoff: time.Millisecond})
 	return o
 }
 
@@ -178,7 +179,7 @@ func (a *countApp) options(t *testing.T, name string, zone string) processor.Opt
 func testOptions(t testing.TB, brokers []string, name string) processor.Options {
 	o := processor.DefaultOptions()
 	o.Brokers, o.StateDir = brokers, t.TempDir()
-	o.CommitInterval, o.CacheMaxBytes = 200*time.Millisecond, 0
+	o.CommitInterval, o.CacheMaxBytes = 200*time.Millisecond, processor.Zero
 	o.Logger = testLogger(t, name)
 	return o
 }
@@ -207,6 +208,12 @@ func testLogger(_ testing.TB, name string) *slog.Logger {
 func (a *countApp) start(t *testing.T, name string, opts processor.Options) *instance {
 	t.Helper()
 	topo, _ := a.topologyFor(name)
+	return startInstance(t, name, topo, opts)
+}
+
+// startInstance runs topo as instance name, stopped when the test ends.
+func startInstance(t *testing.T, name string, topo *processor.Topology, opts processor.Options) *instance {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	rt, err := processor.NewRuntime(topo, opts)
@@ -460,8 +467,7 @@ func TestBackpressurePausesAndResumesWithoutLosingOrRepeating(t *testing.T) {
 	a := newCountApp(t, c, 2)
 	a.produce(t, 5000, 20, 0)
 	o := a.options(t, "solo", "a")
-	o.TaskQueue = 50
-	o.MaxPollRecords = 500
+	processor.SetQueues(&o, 50, 500)
 	in := a.start(t, "solo", o)
 	a.waitCommitted(t, 2*time.Minute)
 	in.stop(t)

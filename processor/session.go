@@ -105,10 +105,9 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs.ApplicationID, bs.ProcessID, bs.Endpoint, bs.Tags = r.topo.appID, mgr.ProcessID(), r.opts.Endpoint, r.opts.Tags
 	bs.Capacity = r.opts.Capacity
 	bs.InputTopics, bs.ChangelogTopics = r.topo.InputTopics(), r.topo.ChangelogTopics()
-	bs.NumStandbys, bs.RackAwareTags = r.opts.NumStandbys, r.opts.RackAwareTags
-	bs.AcceptableRecoveryLag, bs.MaxWarmups, bs.ProbingInterval = r.opts.AcceptableRecoveryLag, r.opts.MaxWarmups, r.opts.ProbingInterval
+	bs.Placement, bs.ProbingInterval = r.opts.Placement, r.opts.ProbingInterval
 	bs.Checkpoints, bs.ClientOpts = checkpoints(mgr, r.log), r.clientOpts()
-	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.HeartbeatInterval
+	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.heartbeatInterval
 	bs.Logger = r.opts.Logger
 	bs.OnAssignment = func(a balancer.Assignment) { r.publish(a.Placement) }
 	bal, err := balancer.New(bs)
@@ -461,7 +460,7 @@ func (s *session) toCommit(asked bool) []*task {
 // task, pauses the inputs and keeps the instance not ready with the counts:
 // a silent re-map of keys to tasks would split their state.
 func (s *session) watchTopology() {
-	tick := time.NewTicker(s.r.opts.TopologyCheckInterval)
+	tick := time.NewTicker(s.r.opts.topologyCheckInterval)
 	defer tick.Stop()
 	adm := kadm.NewClient(s.cl)
 	for {
@@ -470,7 +469,7 @@ func (s *session) watchTopology() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.TopologyCheckInterval)
+		ctx, cancel := context.WithTimeout(s.ctx, s.r.opts.topologyCheckInterval)
 		n, err := CheckTopology(ctx, adm, s.r.topo)
 		cancel()
 		var pce *PartitionCountError

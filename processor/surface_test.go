@@ -25,21 +25,22 @@ var stateValues = []string{"LevelDBOptions", "Compression"}
 // instantiated: reflection cannot list a package's functions, but every
 // function's results are among these types.
 var roots = []any{
-	(*processor.Context)(nil), processor.ErrorPolicy(""), (*processor.FreshView)(nil),
+	processor.Clock(0), (*processor.Context)(nil), processor.ErrorPolicy(""), (*processor.FreshView)(nil),
 	(*processor.GlobalTable[string, string])(nil), processor.GlobalTableInfo{}, processor.GlobalTableOption(nil),
 	(*processor.GlobalView)(nil), processor.Guarantee(""), processor.Handler[string, string](nil),
-	(*processor.Input[string, string])(nil), processor.KeyValue[string, string]{},
+	(*processor.Input[string, string])(nil), processor.InputOption(nil), processor.KeyValue[string, string]{},
 	(*processor.Keyed[string, string])(nil), processor.Options{}, (*processor.Output[string, string])(nil),
-	(*processor.PartitionCountError)(nil), (*processor.PoisonError)(nil), processor.Replica{},
+	(*processor.PartitionCountError)(nil), (*processor.PoisonError)(nil), processor.Punctuator(nil), processor.Replica{},
 	processor.Retry{}, processor.Role(""), (*processor.Runtime)(nil), (*processor.Store[string, string])(nil),
 	processor.StoreInfo{}, processor.StoreOption(nil), (*processor.StoreView)(nil),
 	(*processor.Table[string, string])(nil), (*processor.TestDriver)(nil), processor.TestDriverOptions{},
+	processor.TimerHandler[string](nil), (*processor.Timers[string])(nil), processor.TimestampExtractor(nil),
 	processor.TopicCount{}, (*processor.Topology)(nil),
 	processor.WindowResult[string, int64]{}, processor.Windowed[string]{},
 	processor.Aggregator[string, string, int64]{}, processor.WindowOption(nil),
 	(*processor.WindowedAggregation[string, string, int64])(nil), processor.OutputOption(nil),
 	processor.WindowValue[int64]{}, processor.StoredWindow{},
-	(*table.Mirror)(nil), (*table.Opt)(nil), table.Typed[string, string]{},
+	(*table.Mirror)(nil), table.Options{}, table.Typed[string, string]{},
 }
 
 // TestRootsNameEveryExportedType keeps roots whole: a type added to

@@ -15,6 +15,9 @@ import (
 // time (table_align.go). It reports false when the task must end.
 func (t *task) take(p kgo.FetchTopicPartition) bool {
 	if !t.env.topo.hasTables() {
+		if t.alignsInputs() { // input_task.go
+			return t.takeInputs(p)
+		}
 		return t.takeOne(p)
 	}
 	a := t.tableAlign()
@@ -86,7 +89,7 @@ func (t *task) tableAlign() *tableAlign {
 	if t.align != nil {
 		return t.align
 	}
-	a := &tableAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.TaskQueue}
+	a := &tableAlign{idle: t.env.opts.MaxTaskIdle, limit: t.env.opts.taskQueue}
 	for _, s := range t.env.topo.stores {
 		if !s.table {
 			continue
@@ -152,7 +155,7 @@ func (t *task) waitTables(a *tableAlign) bool {
 	if t.ctx.Err() != nil {
 		return false
 	}
-	t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+	t.q.resume(t.env.opts.taskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 	var timeout <-chan time.Time
 	if !a.until.IsZero() {
 		timer := time.NewTimer(a.until.Sub(t.env.now()))

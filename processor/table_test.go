@@ -192,7 +192,8 @@ func testTableJoin(t *testing.T, g processor.Guarantee) {
 	a.setPrices(0, 15, "v1") // items 15..19 have no price
 	opts := testOptions(t, c.Brokers, "shop")
 	opts.Guarantee = g
-	opts.SessionTimeout, opts.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+	opts.SessionTimeout = 6 * time.Second
+	processor.SetHeartbeatInterval(&opts, 200*time.Millisecond)
 	in := a.start(t, "a", opts)
 	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
 	if !a.tableHas(in, 0, 15, "v1") || !a.tableHas(in, 15, items, "") {
@@ -302,8 +303,9 @@ func TestTableIsKeptWarmByStandbys(t *testing.T) {
 	var ins []*instance
 	for _, name := range []string{"a", "b"} {
 		o := testOptions(t, c.Brokers, name)
-		o.NumStandbys = 1
-		o.SessionTimeout, o.HeartbeatInterval = 6*time.Second, 200*time.Millisecond
+		o.Placement.NumStandbyReplicas = 1
+		o.SessionTimeout = 6 * time.Second
+		processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
 		ins = append(ins, a.start(t, name, o))
 	}
 	// standbysHave reports whether the standby replicas, together, hold
@@ -345,7 +347,7 @@ func TestTableJoinWithASmallTaskQueueProcessesEverything(t *testing.T) {
 	const items, rounds = 10, 40
 	a.setPrices(0, items, "v0")
 	opts := testOptions(t, c.Brokers, "small")
-	opts.TaskQueue, opts.MaxPollRecords = 8, 8
+	processor.SetQueues(&opts, 8, 8)
 	in := a.start(t, "small", opts)
 	kafkatest.Eventually(t, 2*time.Minute, "instance ready", func() bool { return allReady(in) })
 	for r := range rounds {

@@ -136,9 +136,17 @@ type task struct {
 	// durable is committed as the record path reads it (Context's
 	// committedOffset): topic -> int64, stored by setCommitted.
 	durable sync.Map
+	// wall wakes the task for what is due on the wall clock, set to
+	// wallAt (ms; math.MaxInt64: stopped); nil when its topology has
+	// nothing on the wall clock (wallclock.go). The task goroutine's.
+	wall   *time.Timer
+	wallAt int64
 	// align is the timestamp alignment with co-partitioned tables
 	// (table_align.go), made at the first batch; the task goroutine's.
 	align *tableAlign
+	// inputs is the timestamp order across several inputs
+	// (input_align.go), made at the first batch; the task goroutine's.
+	inputs *inputAlign
 	// first is, per input topic, the offset of the first record pushed
 	// to the task: where an aborted transaction rewinds to when the task
 	// committed nothing yet (rewind.go). The poll goroutine's.
@@ -211,8 +219,8 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 			t.acks.acked(e)
 		}
 	}
-	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.Retry, env.opts.DLQTopic,
-		env.log.With("task", id), taskBackend{t})
+	t.proc = newRecordProcessor(env.topo, env.opts.ErrorPolicy, env.opts.retry, env.opts.DLQTopic,
+		env.log.With("task", id), taskBackend{t}, env.now)
 	return t
 }
 
@@ -225,6 +233,9 @@ func (t *task) run() {
 		if n := t.q.close(); n > 0 {
 			t.env.taken(n)
 		}
+		if t.wall != nil {
+			t.wall.Stop()
+		}
 		if !t.exit.CompareAndSwap(taskRunning, taskExited) {
 			t.drop() // abandoned by stop: nobody else will
 		}
@@ -234,6 +245,9 @@ func (t *task) run() {
 		if t.ctx.Err() == nil {
 			t.setErr(fmt.Errorf("task %d: start: %w", t.id, err))
 		}
+		return
+	}
+	if !t.startClock() {
 		return
 	}
 	t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id))
@@ -252,9 +266,17 @@ func (t *task) run() {
 				continue
 			case <-t.cacheWake:
 				continue
+			case <-t.wallC():
+				if !t.fireWall() {
+					return
+				}
+				continue
 			}
 		}
-		if promoted && len(p.Records) > 1 {
+		// Not split for an input alignment (input_task.go), which takes
+		// the batches queued behind this one in before the rest of it:
+		// that would break the partition's offset order.
+		if promoted && len(p.Records) > 1 && !t.alignsInputs() {
 			// A moved task asks for its first commit after its first
 			// record, not its whole first batch: after a failover the
 			// first fetch holds up to a partition's fetch size of
@@ -278,11 +300,14 @@ func (t *task) run() {
 			return
 		}
 		if t.ctx.Err() == nil {
-			t.q.resume(t.env.opts.TaskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
+			t.q.resume(t.env.opts.taskQueue, func() { t.env.fetch.ResumeFetchPartitions(t.env.partitions(t.id)) })
 		}
 		t.env.worked(t, promoted)
 		promoted = false
 		t.writeAhead() // a chunk of the cache between two batches, when a commit asks
+		if !t.wallTick() {
+			return
+		}
 	}
 }
 
@@ -353,7 +378,7 @@ func (t *task) push(p kgo.FetchTopicPartition) bool {
 	if _, ok := t.first[p.Topic]; !ok && len(p.Records) > 0 {
 		t.first[p.Topic] = p.Records[0].Offset
 	}
-	return t.q.push(p, t.env.opts.TaskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
+	return t.q.push(p, t.env.opts.taskQueue, func() { t.env.fetch.PauseFetchPartitions(t.env.partitions(t.id)) })
 }
 
 // start opens the task's stores: a standby (or warmup) replica held here is

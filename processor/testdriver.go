@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +29,10 @@ type TestDriver struct {
 	dlq     []*kgo.Record
 	clock   time.Time
 	globals map[string]testGlobal // global table topic -> its table (global.go)
+	// wall is the driver's wall clock (AdvanceWallClockTime); times the
+	// tasks' stream time and schedules.
+	wall  time.Time
+	times map[int32]*taskTime
 }
 
 // TestDriverOptions configure a TestDriver. The zero value is usable.
@@ -76,8 +79,16 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 		offsets: make(map[string][]int64),
 		out:     make(map[string][]*kgo.Record),
 		clock:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		wall:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		times:   make(map[int32]*taskTime),
 	}
-	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, DeadLetterTopic(t.appID), opts.Logger, d)
+	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, DeadLetterTopic(t.appID), opts.Logger, d, d.WallClockTime)
+	for task := range opts.Partitions { // their wall-clock schedules start now
+		d.proc.setTime(d.time(task))
+		if err := d.proc.loadTime(task); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -107,8 +118,49 @@ func (d *TestDriver) PipeRecord(r *kgo.Record) error {
 		d.clock = d.clock.Add(time.Millisecond)
 		r.Timestamp = d.clock
 	}
+	d.proc.setTime(d.time(r.Partition))
 	_, err := d.proc.process(context.Background(), r)
 	return err
+}
+
+// time returns the time of task.
+func (d *TestDriver) time(task int32) *taskTime {
+	tt := d.times[task]
+	if tt == nil {
+		tt = newTaskTime()
+		d.times[task] = tt
+	}
+	return tt
+}
+
+// WallClockTime returns the driver's wall clock: 2026-01-01T00:00:00Z when
+// it starts, moved only by AdvanceWallClockTime.
+func (d *TestDriver) WallClockTime() time.Time { return d.wall }
+
+// AdvanceWallClockTime moves the driver's wall clock by by, and runs in
+// every task what that made due on the wall clock: timers, then
+// punctuators (Kafka Streams' TopologyTestDriver.advanceWallClockTime).
+// Tasks start their wall-clock schedules when the driver starts. The
+// returned error is a task's under PolicyFail.
+func (d *TestDriver) AdvanceWallClockTime(by time.Duration) error {
+	d.wall = d.wall.Add(by)
+	for task := range d.opts.Partitions {
+		d.proc.setTime(d.time(task))
+		if err := d.proc.fireWall(context.Background(), task, d.wall); err != nil {
+			return fmt.Errorf("task %d: %w", task, err)
+		}
+	}
+	return nil
+}
+
+// StreamTime returns the stream time of the task of partition, the zero
+// Time before its first record.
+func (d *TestDriver) StreamTime(partition int32) time.Time {
+	st := d.time(partition).st.Time()
+	if st < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(st).UTC()
 }
 
 // Pipe encodes key and value with in's codecs and handles them as a record
@@ -210,24 +262,7 @@ func (d *TestDriver) get(task int32, s *storeSpec, key []byte) ([]byte, bool, er
 	return v, ok, nil
 }
 
-func (d *TestDriver) scan(task int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error {
-	st := d.task(task)[s.index]
-	keys := make([]string, 0, len(st))
-	for k := range st {
-		if k >= string(start) && (end == nil || k < string(end)) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !fn([]byte(k), st[k]) {
-			break
-		}
-	}
-	return nil
-}
-
-func (d *TestDriver) apply(task int32, in *kgo.Record, ws []write) error {
+func (d *TestDriver) apply(task int32, ts time.Time, ws []write) error {
 	st := d.task(task)
 	for _, w := range ws {
 		// Staged bytes live in a reused buffer: keep copies.
@@ -239,7 +274,7 @@ func (d *TestDriver) apply(task int32, in *kgo.Record, ws []write) error {
 		case w.store != nil:
 			st[w.store.index][string(w.key)] = w.value
 		default:
-			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers, Timestamp: in.Timestamp}
+			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers, Timestamp: ts}
 			r.Partition = d.opts.Partitioner.Partition(w.key, d.opts.Partitions)
 			r.Offset = int64(len(d.out[r.Topic]))
 			d.out[r.Topic] = append(d.out[r.Topic], r)

@@ -27,7 +27,13 @@ type Topology struct {
 	stores  []*storeSpec
 	outputs []*outputSpec
 	globals []*globalSpec // global.go
-	errs    []error
+	// timeStore holds the tasks' stream time and durable timers (nil:
+	// none, streamtime.go); punctuators and timers are the scheduled
+	// work (punctuate.go, timers.go).
+	timeStore   *storeSpec
+	punctuators []*punctSpec
+	timers      map[string]*timerSpec
+	errs        []error
 }
 
 // New returns an empty topology for the processor group applicationID (the
@@ -69,9 +75,12 @@ func (in *Input[K, V]) Topic() string { return in.spec.topic }
 // and values with value, and calls h for each record. Each input topic is
 // declared once; all must have the same partition count (task i owns
 // partition i of each).
-func NewInput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V], h Handler[K, V]) *Input[K, V] {
+func NewInput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V], h Handler[K, V], opts ...InputOption) *Input[K, V] {
 	in := &Input[K, V]{key: key, val: value}
 	spec := &inputSpec{topic: topic}
+	for _, o := range opts {
+		o(spec)
+	}
 	spec.process = func(c *Context, r *kgo.Record) (stage string, err error) {
 		k, err := in.key.Decode(r.Key)
 		if err != nil {
@@ -83,6 +92,7 @@ func NewInput[K, V any](t *Topology, topic string, key codec.Codec[K], value cod
 				return StageDecodeValue, err
 			}
 		}
+		c.tt.observe(c.ts.UnixMilli()) // a record that decodes moves stream time
 		return StageHandler, h(c, k, v)
 	}
 	in.spec = spec
@@ -111,7 +121,8 @@ const (
 )
 
 type inputSpec struct {
-	topic string
+	topic   string
+	extract TimestampExtractor // nil: the record's timestamp
 	// process decodes r and calls the handler; stage says where err arose.
 	process func(c *Context, r *kgo.Record) (stage string, err error)
 }

@@ -54,9 +54,9 @@ func visits(topo *processor.Topology) *processor.Output[string, processor.Window
 	return out
 }
 
-// at pipes a record of key to topic at minute:second past midnight UTC,
+// clickAt pipes a record of key to topic at minute:second past midnight UTC,
 // January 1st 2026.
-func at(d *processor.TestDriver, topic, key, value string, minute, second int) {
+func clickAt(d *processor.TestDriver, topic, key, value string, minute, second int) {
 	ts := time.Date(2026, 1, 1, 0, minute, second, 0, time.UTC)
 	if err := d.PipeRecord(&kgo.Record{Topic: topic, Partition: -1, Key: []byte(key), Value: []byte(value), Timestamp: ts}); err != nil {
 		fmt.Println(err)
@@ -93,11 +93,11 @@ func ExampleNewWindowedAggregation_tumbling() {
 	topo := processor.New("clicks")
 	out := clicksPerMinute(topo)
 	d := newDriver(topo)
-	at(d, "clicks", "ann", "/a", 0, 5)
-	at(d, "clicks", "ann", "/b", 1, 2)
-	at(d, "clicks", "ann", "/c", 0, 59) // late, within grace: counted in 00:00
-	at(d, "clicks", "bob", "/a", 1, 9)  // stream time 01:09 < 01:10: 00:00 is still open
-	at(d, "clicks", "bob", "/b", 1, 10) // 00:00 closes
+	clickAt(d, "clicks", "ann", "/a", 0, 5)
+	clickAt(d, "clicks", "ann", "/b", 1, 2)
+	clickAt(d, "clicks", "ann", "/c", 0, 59) // late, within grace: counted in 00:00
+	clickAt(d, "clicks", "bob", "/a", 1, 9)  // stream time 01:09 < 01:10: 00:00 is still open
+	clickAt(d, "clicks", "bob", "/b", 1, 10) // 00:00 closes
 	printWindows(d, out)
 	// Output:
 	// ann 00:00:00.000-00:01:00.000 2
@@ -109,7 +109,7 @@ func ExampleNewWindowedAggregation_hopping() {
 	topo := processor.New("clicks")
 	out := clicksLastFiveMinutes(topo)
 	d := newDriver(topo)
-	at(d, "clicks", "ann", "/a", 1, 30)
+	clickAt(d, "clicks", "ann", "/a", 1, 30)
 	printWindows(d, out)
 	// Output:
 	// ann 23:57:00.000-00:02:00.000 1
@@ -125,8 +125,8 @@ func ExampleNewWindowedAggregation_sliding() {
 	topo := processor.New("payments")
 	out := spendWithinTenSeconds(topo)
 	d := newDriver(topo)
-	at(d, "payments", "ann", "300", 0, 20)
-	at(d, "payments", "ann", "200", 0, 25)
+	clickAt(d, "payments", "ann", "300", 0, 20)
+	clickAt(d, "payments", "ann", "200", 0, 25)
 	printWindows(d, out)
 	// Output:
 	// ann 00:00:10.000-00:00:20.000 300
@@ -142,9 +142,9 @@ func ExampleNewWindowedAggregation_session() {
 	topo := processor.New("visits")
 	out := visits(topo)
 	d := newDriver(topo)
-	at(d, "page-views", "ann", "/a", 0, 0)
-	at(d, "page-views", "ann", "/b", 50, 0)
-	at(d, "page-views", "ann", "/c", 25, 0) // late, within grace and 30 minutes of both
+	clickAt(d, "page-views", "ann", "/a", 0, 0)
+	clickAt(d, "page-views", "ann", "/b", 50, 0)
+	clickAt(d, "page-views", "ann", "/c", 25, 0) // late, within grace and 30 minutes of both
 	printWindows(d, out)
 	// Output:
 	// ann 00:00:00.000-00:00:00.000 1

@@ -75,9 +75,9 @@ func (r *windowed[K, V, A]) Sessions(key []byte, earliestEnd, latestStart int64)
 
 // observe advances the aggregation's stream time by a record at ts and
 // returns it: the one place the aggregation learns stream time. It keeps
-// its own (the largest timestamp it has seen in the task), persisted in
-// its store; with a task-wide stream time this becomes the task's, read
-// from r.ctx, and streamTime stays in the progress only as a record.
+// its own, as a Kafka Streams windowed processor does (the largest
+// timestamp among the records that reached it in the task), persisted in
+// its store; r.ctx.StreamTime() would be the task's, over all its records.
 func (r *windowed[K, V, A]) observe(ts int64) int64 {
 	st := window.RestoreStreamTime(r.meta.streamTime)
 	r.meta.streamTime = st.Observe(ts)

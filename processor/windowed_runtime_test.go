@@ -122,7 +122,8 @@ func (a *windowApp) start(t *testing.T, name string, g processor.Guarantee, twea
 	o.Guarantee = g
 	o.CommitInterval = 100 * time.Millisecond
 	o.CacheMaxBytes = 1 << 20 // on: windowed results must get past it whole
-	o.SessionTimeout, o.HeartbeatInterval = 3*time.Second, 200*time.Millisecond
+	o.SessionTimeout = 3 * time.Second
+	processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
 	if tweak != nil {
 		tweak(&o)
 	}

@@ -337,20 +337,55 @@ func TestQueriesThroughTheRuntime(t *testing.T) {
 		for _, in := range ins {
 			ids[get(t, in, "/v1/status", itToken).body["id"].(string)] = in
 		}
-		tasks := get(t, ins[1], "/v1/metadata", itToken).body["tasks"].([]any)
+		key := keys[0]
+		task := partition.Murmur2().Partition([]byte(key), partitions)
 		var (
-			key            string
-			standby, other *instance
+			victim, standby, other *instance
+			standbyID, killedID    any
 		)
-		key = keys[0]
-		tk := tasks[partition.Murmur2().Partition([]byte(key), partitions)].(map[string]any)
-		victim, standby := ids[tk["active"].(string)], ids[tk["standby"].([]any)[0].(string)]
+		// Before the kill, the input is committed (else the next owner
+		// counts its records again) and the key's standby holds what its
+		// active committed: its position at the changelog's end, read
+		// after the input's commit, whose changelog records were
+		// acknowledged before it. A standby's lag cannot say so: it counts
+		// from the last end the standby fetched.
+		adm := c.Admin()
+		kafkatest.Eventually(t, time.Minute, "the input committed and "+key+"'s standby at the end of its changelog", func() bool {
+			offsets, err := adm.FetchOffsets(t.Context(), app)
+			if err != nil || offsets.Error() != nil {
+				return false
+			}
+			for p, end := range c.EndOffsets(topic) {
+				if o, ok := offsets.Lookup(topic, p); !ok || o.At < end {
+					return false
+				}
+			}
+			end := c.EndOffsets(app + "-count-changelog")[task]
+			md := get(t, ins[1], "/v1/metadata", itToken)
+			if md.code != 200 {
+				return false
+			}
+			tk := md.body["tasks"].([]any)[task].(map[string]any)
+			victim, standby = ids[tk["active"].(string)], ids[tk["standby"].([]any)[0].(string)]
+			standbyID, killedID = tk["standby"].([]any)[0], tk["active"]
+			var st struct {
+				Replicas []query.ReplicaStatus `json:"replicas"`
+			}
+			if r := get(t, standby, "/v1/status", itToken); r.code != 200 || json.Unmarshal([]byte(r.raw), &st) != nil {
+				return false
+			}
+			for _, rs := range st.Replicas {
+				if rs.Store == "count" && rs.Task == task && rs.Role == query.RoleStandby && rs.Position >= end {
+					return true
+				}
+			}
+			return false
+		})
 		for _, in := range ins {
 			if in != victim && in != standby {
 				other = in
 			}
 		}
-		standbyID, killedID := tk["standby"].([]any)[0], tk["active"]
 		victim.kill(t)
 
 		// Within the session timeout the placement still names the killed

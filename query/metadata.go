@@ -12,6 +12,7 @@ import (
 
 	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
+	"github.com/rackstream/rackstream/tags"
 )
 
 // instanceStatus is GET /v1/status: this instance's readiness and its
@@ -100,16 +101,11 @@ func (s *Server) settings(p *balancer.Placement) *assignor.MetadataSettings {
 		}
 		st := *own
 		st.Source = assignor.SettingsFromInstance
-		st.RackAwareAssignmentTags = append([]string{}, own.RackAwareAssignmentTags...)
+		st.RackAwareAssignmentTags = append(tags.Keys{}, own.RackAwareAssignmentTags...)
 		return &st
 	}
-	st := &assignor.MetadataSettings{
-		Source:                  assignor.SettingsFromLeader,
-		NumStandbyReplicas:      p.Settings.NumStandbys,
-		AcceptableRecoveryLag:   p.Settings.AcceptableRecoveryLag,
-		MaxWarmupReplicas:       p.Settings.MaxWarmups,
-		RackAwareAssignmentTags: append([]string{}, p.Settings.RackAwareTags...),
-	}
+	st := &assignor.MetadataSettings{Source: assignor.SettingsFromLeader, Settings: *p.Settings}
+	st.RackAwareAssignmentTags = append(tags.Keys{}, p.Settings.RackAwareAssignmentTags...)
 	if own != nil {
 		st.ProbingRebalanceIntervalMs = own.ProbingRebalanceIntervalMs
 	}
@@ -171,6 +167,7 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) assign
 		id := p.Members[i].ProcessID
 		doc.Clients[i] = assignor.MetadataClientStatus{ID: id, Ready: st.Ready, Reason: st.Reason}
 		lags := map[int32]int64{}
+		streamTimes := map[int32]*int64{}
 		for _, rs := range st.Replicas {
 			if rs.Lag < 0 || rs.Task < 0 || int(rs.Task) >= len(p.Tasks) {
 				continue
@@ -178,9 +175,13 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) assign
 			if l, ok := lags[rs.Task]; !ok || rs.Lag > l {
 				lags[rs.Task] = rs.Lag
 			}
+			if rs.StreamTime != nil {
+				streamTimes[rs.Task] = rs.StreamTime
+			}
 		}
 		for task, lag := range lags {
-			doc.Lags = append(doc.Lags, assignor.MetadataLag{Task: int(task), Client: id, Role: placementRole(p, task, i, st.Replicas), Lag: lag})
+			doc.Lags = append(doc.Lags, assignor.MetadataLag{Task: int(task), Client: id, Role: placementRole(p, task, i, st.Replicas), Lag: lag,
+				StreamTime: streamTimes[task]})
 		}
 	}
 	slices.SortFunc(doc.Lags, func(a, b assignor.MetadataLag) int {

@@ -62,7 +62,8 @@ func TestMetadataPlacementIsIdenticalOnEveryInstance(t *testing.T) {
 
 func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.StatusTimeout = 500 * time.Millisecond }})
-	c.nodes[0].rt.replica(storeCounts, 2).set(func(s *ReplicaStatus) { s.Lag = 12 })
+	streamTime := int64(42_000)
+	c.nodes[0].rt.replica(storeCounts, 2).set(func(s *ReplicaStatus) { s.Lag, s.StreamTime = 12, &streamTime })
 	c.nodes[0].rt.replica(storeDocs, 2).set(func(s *ReplicaStatus) { s.Lag = 30 })
 	c.nodes[1].rt.mu.Lock()
 	c.nodes[1].rt.err = &NotReady{Condition: "task 1 is restoring"}
@@ -118,6 +119,9 @@ func TestMetadataStatusIsGatheredLiveAndNamesUnreachablePeers(t *testing.T) {
 			found = true
 			if l.Role != "standby" || l.Lag != 30 {
 				t.Errorf("lag of n1 on task 2: %+v, want standby 30 (the most of its stores')", l)
+			}
+			if l.StreamTime == nil || *l.StreamTime != streamTime {
+				t.Errorf("stream time of n1 on task 2: %v, want %d", l.StreamTime, streamTime)
 			}
 		}
 		if l.Client == "n3" || l.Client == "n4" {
@@ -213,8 +217,8 @@ func TestMetadataOfALargeGroupIsBoundedByTheStatusTimeout(t *testing.T) {
 // assignor.Metadata, the one definition of the document, and carries the
 // assignment settings, which assign's decoder then uses as they are.
 func TestMetadataIsTheAssignorsDocument(t *testing.T) {
-	settings := &assignor.MetadataSettings{NumStandbyReplicas: 2, AcceptableRecoveryLag: 77, MaxWarmupReplicas: 3,
-		RackAwareAssignmentTags: []string{"zone"}, ProbingRebalanceIntervalMs: 60000}
+	settings := &assignor.MetadataSettings{Settings: assignor.Settings{NumStandbyReplicas: 2, AcceptableRecoveryLag: 77, MaxWarmupReplicas: 3,
+		RackAwareAssignmentTags: []string{"zone"}}, ProbingRebalanceIntervalMs: 60000}
 	c := newCluster(t, clusterOpts{tweak: func(_ int, o *Options) { o.Settings = settings }})
 	a := c.get(c.nodes[1], "/v1/metadata")
 	if a.code != http.StatusOK {
@@ -240,14 +244,14 @@ func TestMetadataIsTheAssignorsDocument(t *testing.T) {
 	}
 	// Every task has one standby; the settings say two (a shortfall),
 	// and the decoder takes the settings, not a guess from the placement.
-	if in.NumStandbyReplicas != 2 || in.AcceptableRecoveryLag != 77 || in.MaxWarmupReplicas != 3 || !reflect.DeepEqual(in.RackAwareAssignmentTags, []string{"zone"}) {
+	if in.NumStandbyReplicas != 2 || in.AcceptableRecoveryLag != 77 || in.MaxWarmupReplicas != 3 || !reflect.DeepEqual(in.RackAwareAssignmentTags, tags.Keys{"zone"}) {
 		t.Errorf("decoded settings %+v", in)
 	}
 
 	// A placement that carries the leader's settings shows them, whatever
 	// this instance's own; the probing interval stays its own.
 	lp := *c.p
-	lp.Settings = &balancer.AssignmentSettings{NumStandbys: 1, AcceptableRecoveryLag: 5, MaxWarmups: 1, RackAwareTags: tags.Keys{"zone", "rack"}}
+	lp.Settings = &assignor.Settings{NumStandbyReplicas: 1, AcceptableRecoveryLag: 5, MaxWarmupReplicas: 1, RackAwareAssignmentTags: tags.Keys{"zone", "rack"}}
 	c.nodes[0].rt.mu.Lock()
 	c.nodes[0].rt.p = &lp
 	c.nodes[0].rt.mu.Unlock()
@@ -256,8 +260,8 @@ func TestMetadataIsTheAssignorsDocument(t *testing.T) {
 	if err := json.Unmarshal(a.body, &led); err != nil {
 		t.Fatal(err)
 	}
-	leader := assignor.MetadataSettings{Source: assignor.SettingsFromLeader, NumStandbyReplicas: 1, AcceptableRecoveryLag: 5, MaxWarmupReplicas: 1,
-		RackAwareAssignmentTags: []string{"zone", "rack"}, ProbingRebalanceIntervalMs: 60000}
+	leader := assignor.MetadataSettings{Source: assignor.SettingsFromLeader, Settings: assignor.Settings{NumStandbyReplicas: 1, AcceptableRecoveryLag: 5, MaxWarmupReplicas: 1,
+		RackAwareAssignmentTags: []string{"zone", "rack"}}, ProbingRebalanceIntervalMs: 60000}
 	if led.Settings == nil || !reflect.DeepEqual(*led.Settings, leader) {
 		t.Errorf("settings of a placement with the leader's: %+v, want %+v", led.Settings, leader)
 	}

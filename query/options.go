@@ -2,6 +2,7 @@ package query
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,9 +13,10 @@ import (
 	"github.com/rackstream/rackstream/partition"
 )
 
-// Options configure a Server. Start from DefaultOptions and set Reader:
-// a zero limit is refused, naming the field (a server without timeouts or
-// bounds is not a setting); other zero fields mean what their docs say.
+// Options configure a Server. Reader is required; a limit or Partitioner
+// left at its zero value takes DefaultOptions' value (a server without
+// timeouts or bounds is not a setting), and the other zero fields mean
+// what their docs say.
 type Options struct {
 	// Reader is what the server reads the placement, local replicas and
 	// readiness from: the runtime, adapted (service).
@@ -27,7 +29,7 @@ type Options struct {
 	// Stores are the stores queries may name.
 	Stores []ServedStore
 	// Partitioner maps a key to its task [murmur2]: the runtime's, the one
-	// every producer uses. Required.
+	// every producer uses.
 	Partitioner partition.Partitioner
 	// Settings are this instance's own assignment settings. /v1/metadata
 	// shows the leader's, carried in the placement, and these only for a
@@ -72,7 +74,8 @@ type Options struct {
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 
-	// Limits, each required to be positive; DefaultOptions' in brackets.
+	// Limits, each positive; a zero one takes DefaultOptions' value, in
+	// brackets.
 	ReadHeaderTimeout time.Duration // [5s]
 	ReadTimeout       time.Duration // [10s]
 	WriteTimeout      time.Duration // [30s]
@@ -104,8 +107,9 @@ type Options struct {
 	RetryAfter time.Duration
 }
 
-// DefaultOptions returns the defaults of every tunable field of Options:
-// the limits and the partitioner. Reader and the rest are the caller's.
+// DefaultOptions returns the defaults of every tunable field of Options,
+// which New applies to the fields left at zero: the limits and the
+// partitioner. Reader and the rest are the caller's.
 func DefaultOptions() Options {
 	return Options{
 		Partitioner:         partition.Murmur2(),
@@ -126,27 +130,38 @@ func DefaultOptions() Options {
 	}
 }
 
-// checkLimits refuses a missing partitioner and a limit that is not
-// positive, naming the field.
-func (o *Options) checkLimits() error {
+// resolveLimits replaces a nil partitioner and each limit left at zero by
+// DefaultOptions' value, and refuses every negative limit, naming the field.
+func (o *Options) resolveLimits() error {
+	d := DefaultOptions()
 	if o.Partitioner == nil {
-		return fmt.Errorf("query: no Options.Partitioner (partitioner): start from DefaultOptions")
+		o.Partitioner = d.Partitioner
 	}
-	for _, l := range []struct {
-		name string
-		v    int64
-	}{
-		{"ReadHeaderTimeout", int64(o.ReadHeaderTimeout)}, {"ReadTimeout", int64(o.ReadTimeout)},
-		{"WriteTimeout", int64(o.WriteTimeout)}, {"IdleTimeout", int64(o.IdleTimeout)},
-		{"MaxHeaderBytes", int64(o.MaxHeaderBytes)}, {"MaxKeyBytes", int64(o.MaxKeyBytes)},
-		{"MaxScanLimit", int64(o.MaxScanLimit)}, {"MaxForwards", int64(o.MaxForwards)},
-		{"ForwardTimeout", int64(o.ForwardTimeout)}, {"StatusTimeout", int64(o.StatusTimeout)},
-		{"HedgeAfter", int64(o.HedgeAfter)}, {"PeerFailureMemory", int64(o.PeerFailureMemory)},
-		{"MaxForwardBodyBytes", o.MaxForwardBodyBytes}, {"RetryAfter", int64(o.RetryAfter)},
-	} {
-		if l.v <= 0 {
-			return fmt.Errorf("query: Options.%s %d: must be positive (DefaultOptions has every limit)", l.name, l.v)
-		}
+	var errs []error
+	limit(&errs, "ReadHeaderTimeout", &o.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	limit(&errs, "ReadTimeout", &o.ReadTimeout, d.ReadTimeout)
+	limit(&errs, "WriteTimeout", &o.WriteTimeout, d.WriteTimeout)
+	limit(&errs, "IdleTimeout", &o.IdleTimeout, d.IdleTimeout)
+	limit(&errs, "MaxHeaderBytes", &o.MaxHeaderBytes, d.MaxHeaderBytes)
+	limit(&errs, "MaxKeyBytes", &o.MaxKeyBytes, d.MaxKeyBytes)
+	limit(&errs, "MaxScanLimit", &o.MaxScanLimit, d.MaxScanLimit)
+	limit(&errs, "MaxForwards", &o.MaxForwards, d.MaxForwards)
+	limit(&errs, "ForwardTimeout", &o.ForwardTimeout, d.ForwardTimeout)
+	limit(&errs, "HedgeAfter", &o.HedgeAfter, d.HedgeAfter)
+	limit(&errs, "PeerFailureMemory", &o.PeerFailureMemory, d.PeerFailureMemory)
+	limit(&errs, "StatusTimeout", &o.StatusTimeout, d.StatusTimeout)
+	limit(&errs, "MaxForwardBodyBytes", &o.MaxForwardBodyBytes, d.MaxForwardBodyBytes)
+	limit(&errs, "RetryAfter", &o.RetryAfter, d.RetryAfter)
+	return errors.Join(errs...)
+}
+
+// limit gives *v its default def when it is zero, and adds an error
+// naming the field when it is negative.
+func limit[T ~int | ~int64](errs *[]error, name string, v *T, def T) {
+	if *v == 0 {
+		*v = def
 	}
-	return nil
+	if *v < 0 {
+		*errs = append(*errs, fmt.Errorf("query: Options.%s %v: must be positive (0 takes DefaultOptions' %v)", name, *v, def))
+	}
 }

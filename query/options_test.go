@@ -7,15 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rackstream/rackstream/assignor/balancer"
 )
 
-// TestZeroOptionMeansZero is the table of what a zero in each field of
-// Options means: what the field's doc says where zero is a setting, an
-// error naming the field where it is not (a limit). No zero means "the
-// default": the defaults are DefaultOptions'.
-func TestZeroOptionMeansZero(t *testing.T) {
+// TestZeroOption is the table of what a zero in each field of Options
+// means: what the field's doc says where zero is a setting, DefaultOptions'
+// value for the partitioner and every limit (a server without bounds is
+// not a setting).
+func TestZeroOption(t *testing.T) {
 	for _, tc := range []struct {
 		field   string
 		zero    func(*Options)
@@ -33,7 +34,9 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		{"Stores", func(o *Options) { o.Stores = nil }, "", func(s *Server) string {
 			return unless(len(s.stores) == 0 && s.storeNames == "", "no stores, yet some are served")
 		}},
-		{"Partitioner", func(o *Options) { o.Partitioner = nil }, "no Options.Partitioner (partitioner)", nil},
+		{"Partitioner", func(o *Options) { o.Partitioner = nil }, "", func(s *Server) string {
+			return unless(s.opts.Partitioner != nil && s.opts.Partitioner.Name() == DefaultOptions().Partitioner.Name(), "no partitioner is not murmur2")
+		}},
 		{"AuthToken", func(o *Options) { o.AuthToken = "" }, "", func(s *Server) string {
 			return unless(s.token == nil && s.hopKey == nil && s.authorized(httptest.NewRequest("GET", "/v1/metadata", nil)),
 				"no token, yet a request without one is refused")
@@ -56,20 +59,48 @@ func TestZeroOptionMeansZero(t *testing.T) {
 		{"Logger", func(o *Options) { o.Logger = nil }, "", func(s *Server) string {
 			return unless(s.log == slog.Default(), "a nil logger is not slog.Default()")
 		}},
-		{"ReadHeaderTimeout", func(o *Options) { o.ReadHeaderTimeout = 0 }, "Options.ReadHeaderTimeout 0: must be positive", nil},
-		{"ReadTimeout", func(o *Options) { o.ReadTimeout = 0 }, "Options.ReadTimeout 0: must be positive", nil},
-		{"WriteTimeout", func(o *Options) { o.WriteTimeout = 0 }, "Options.WriteTimeout 0: must be positive", nil},
-		{"IdleTimeout", func(o *Options) { o.IdleTimeout = 0 }, "Options.IdleTimeout 0: must be positive", nil},
-		{"MaxHeaderBytes", func(o *Options) { o.MaxHeaderBytes = 0 }, "Options.MaxHeaderBytes 0: must be positive", nil},
-		{"MaxKeyBytes", func(o *Options) { o.MaxKeyBytes = 0 }, "Options.MaxKeyBytes 0: must be positive", nil},
-		{"MaxScanLimit", func(o *Options) { o.MaxScanLimit = 0 }, "Options.MaxScanLimit 0: must be positive", nil},
-		{"MaxForwards", func(o *Options) { o.MaxForwards = 0 }, "Options.MaxForwards 0: must be positive", nil},
-		{"ForwardTimeout", func(o *Options) { o.ForwardTimeout = 0 }, "Options.ForwardTimeout 0: must be positive", nil},
-		{"StatusTimeout", func(o *Options) { o.StatusTimeout = 0 }, "Options.StatusTimeout 0: must be positive", nil},
-		{"HedgeAfter", func(o *Options) { o.HedgeAfter = 0 }, "Options.HedgeAfter 0: must be positive", nil},
-		{"PeerFailureMemory", func(o *Options) { o.PeerFailureMemory = 0 }, "Options.PeerFailureMemory 0: must be positive", nil},
-		{"MaxForwardBodyBytes", func(o *Options) { o.MaxForwardBodyBytes = 0 }, "Options.MaxForwardBodyBytes 0: must be positive", nil},
-		{"RetryAfter", func(o *Options) { o.RetryAfter = 0 }, "Options.RetryAfter 0: must be positive", nil},
+		{"ReadHeaderTimeout", func(o *Options) { o.ReadHeaderTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.ReadHeaderTimeout == DefaultOptions().ReadHeaderTimeout, "a zero ReadHeaderTimeout is not its default")
+		}},
+		{"ReadTimeout", func(o *Options) { o.ReadTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.ReadTimeout == DefaultOptions().ReadTimeout, "a zero ReadTimeout is not its default")
+		}},
+		{"WriteTimeout", func(o *Options) { o.WriteTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.WriteTimeout == DefaultOptions().WriteTimeout, "a zero WriteTimeout is not its default")
+		}},
+		{"IdleTimeout", func(o *Options) { o.IdleTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.IdleTimeout == DefaultOptions().IdleTimeout, "a zero IdleTimeout is not its default")
+		}},
+		{"MaxHeaderBytes", func(o *Options) { o.MaxHeaderBytes = 0 }, "", func(s *Server) string {
+			return unless(s.opts.MaxHeaderBytes == DefaultOptions().MaxHeaderBytes, "a zero MaxHeaderBytes is not its default")
+		}},
+		{"MaxKeyBytes", func(o *Options) { o.MaxKeyBytes = 0 }, "", func(s *Server) string {
+			return unless(s.opts.MaxKeyBytes == DefaultOptions().MaxKeyBytes, "a zero MaxKeyBytes is not its default")
+		}},
+		{"MaxScanLimit", func(o *Options) { o.MaxScanLimit = 0 }, "", func(s *Server) string {
+			return unless(s.opts.MaxScanLimit == DefaultOptions().MaxScanLimit, "a zero MaxScanLimit is not its default")
+		}},
+		{"MaxForwards", func(o *Options) { o.MaxForwards = 0 }, "", func(s *Server) string {
+			return unless(s.opts.MaxForwards == DefaultOptions().MaxForwards, "a zero MaxForwards is not its default")
+		}},
+		{"ForwardTimeout", func(o *Options) { o.ForwardTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.ForwardTimeout == DefaultOptions().ForwardTimeout, "a zero ForwardTimeout is not its default")
+		}},
+		{"StatusTimeout", func(o *Options) { o.StatusTimeout = 0 }, "", func(s *Server) string {
+			return unless(s.opts.StatusTimeout == DefaultOptions().StatusTimeout, "a zero StatusTimeout is not its default")
+		}},
+		{"HedgeAfter", func(o *Options) { o.HedgeAfter = 0 }, "", func(s *Server) string {
+			return unless(s.opts.HedgeAfter == DefaultOptions().HedgeAfter, "a zero HedgeAfter is not its default")
+		}},
+		{"PeerFailureMemory", func(o *Options) { o.PeerFailureMemory = 0 }, "", func(s *Server) string {
+			return unless(s.opts.PeerFailureMemory == DefaultOptions().PeerFailureMemory, "a zero PeerFailureMemory is not its default")
+		}},
+		{"MaxForwardBodyBytes", func(o *Options) { o.MaxForwardBodyBytes = 0 }, "", func(s *Server) string {
+			return unless(s.opts.MaxForwardBodyBytes == DefaultOptions().MaxForwardBodyBytes, "a zero MaxForwardBodyBytes is not its default")
+		}},
+		{"RetryAfter", func(o *Options) { o.RetryAfter = 0 }, "", func(s *Server) string {
+			return unless(s.opts.RetryAfter == DefaultOptions().RetryAfter, "a zero RetryAfter is not its default")
+		}},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			o := DefaultOptions()
@@ -95,6 +126,17 @@ func TestZeroOptionMeansZero(t *testing.T) {
 	// Every field of Options is in the table.
 	if n := reflect.TypeFor[Options]().NumField(); n != 26 {
 		t.Errorf("Options has %d fields; the table covers 26: add the new ones", n)
+	}
+}
+
+// TestNegativeLimitsAreRefusedTogether: a negative limit is an error
+// naming its field; New reports every one at once.
+func TestNegativeLimitsAreRefusedTogether(t *testing.T) {
+	_, err := New(Options{Reader: &fakeReader{self: "n1"}, Logger: discardLogger(), MaxScanLimit: -1, ReadTimeout: -time.Second})
+	for _, want := range []string{"Options.MaxScanLimit -1: must be positive", "Options.ReadTimeout -1s: must be positive"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v; want an error containing %q", err, want)
+		}
 	}
 }
 

@@ -114,6 +114,9 @@ type ReplicaStatus struct {
 	// Position is the store's checkpoint: the next changelog offset to
 	// read (the last applied offset + 1).
 	Position int64 `json:"position"`
+	// StreamTime is the task's stream time in epoch ms, on an active
+	// replica of a task that has seen a record; absent otherwise.
+	StreamTime *int64 `json:"stream_time,omitempty"`
 	// Reason says why the replica does not serve reads, when it does not
 	// (a restore in progress, a failed task), in words clients may see.
 	Reason string `json:"reason,omitempty"`

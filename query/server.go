@@ -77,7 +77,7 @@ func New(opts Options) (*Server, error) {
 	if opts.PeerTLS != nil && opts.PeerTLS.InsecureSkipVerify {
 		return nil, errors.New("query: PeerTLS skips certificate verification: Rackstream never forwards to an unverified peer")
 	}
-	if err := opts.checkLimits(); err != nil {
+	if err := opts.resolveLimits(); err != nil {
 		return nil, err
 	}
 	s := &Server{

@@ -74,7 +74,7 @@ func (c *placementCollector) Collect(ch chan<- prometheus.Metric) {
 	short, without := 0, 0
 	standbys := c.standbys
 	if p.Settings != nil {
-		standbys = p.Settings.NumStandbys // the leader's: the same on every member
+		standbys = p.Settings.NumStandbyReplicas // the leader's: the same on every member
 	}
 	if standbys > 0 {
 		for i := range p.Tasks {

@@ -7,6 +7,7 @@ import (
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"
+	"github.com/rackstream/rackstream/tags"
 )
 
 // What each read isolation returns, through this adapter:
@@ -57,7 +58,12 @@ func (a runtimeAdapter) Replicas() []query.ReplicaStatus {
 			continue
 		}
 		for _, name := range rep.Stores() {
-			out = append(out, storeReplica{role: rep.Role, s: rep.Store(name)}.Status())
+			st := storeReplica{role: rep.Role, s: rep.Store(name)}.Status()
+			if !rep.StreamTime.IsZero() {
+				ms := rep.StreamTime.UnixMilli()
+				st.StreamTime = &ms
+			}
+			out = append(out, st)
 		}
 	}
 	return out
@@ -146,11 +152,7 @@ func (r storeReplica) Scan(start, end []byte, iso query.Isolation, fn func(key, 
 // these only for a placement without them (a group speaking an older wire
 // version), and their probing interval, which the assignment does not carry.
 func assignmentSettings(cfg *config.Config) *assignor.MetadataSettings {
-	return &assignor.MetadataSettings{
-		NumStandbyReplicas:         cfg.NumStandbyReplicas,
-		AcceptableRecoveryLag:      cfg.AcceptableRecoveryLag,
-		MaxWarmupReplicas:          cfg.MaxWarmupReplicas,
-		RackAwareAssignmentTags:    append([]string{}, cfg.RackAwareAssignmentTags...),
-		ProbingRebalanceIntervalMs: cfg.ProbingRebalanceInterval.Milliseconds(),
-	}
+	st := &assignor.MetadataSettings{Settings: cfg.Placement, ProbingRebalanceIntervalMs: cfg.ProbingRebalanceInterval.Milliseconds()}
+	st.RackAwareAssignmentTags = append(tags.Keys{}, cfg.Placement.RackAwareAssignmentTags...)
+	return st
 }

@@ -203,46 +203,46 @@ func New(opts Options) (*Instance, error) {
 	if opts.ProcessMetrics {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	// Every configured key maps to its option as it is: the key table
-	// takes its defaults from processor.DefaultOptions (and state's and
-	// the balancer's), and zero means zero on both sides. The options
-	// without a key keep DefaultOptions' values.
-	ro := processor.DefaultOptions()
-	ro.Brokers = cfg.BootstrapServers
-	ro.ClientOpts = kc.Opts(kclient.PurposeGroup, opts.ClientOpts...)
-	// Once the process id is known, the client ids carry it, so that the
-	// brokers' logs and quotas tell the instances apart; the caller's
-	// options still come last and win.
-	ro.ClientOptsFor = func(processID string) []kgo.Opt {
-		return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.PurposeGroup))}, opts.ClientOpts...)
+	// Every configured key maps to its option: the key table shows the
+	// defaults of processor.DefaultOptions (and state's and the
+	// assignor's), and a configured 0 passes through processor.Exactly
+	// where zero is a setting of its own (an option's zero value means its
+	// default).
+	ro := processor.Options{
+		Brokers:    cfg.BootstrapServers,
+		ClientOpts: kc.Opts(kclient.PurposeGroup, opts.ClientOpts...),
+		// Once the process id is known, the client ids carry it, so that
+		// the brokers' logs and quotas tell the instances apart; the
+		// caller's options still come last and win.
+		ClientOptsFor: func(processID string) []kgo.Opt {
+			return append([]kgo.Opt{kgo.ClientID(kc.WithInstance(processID).ClientID(kclient.PurposeGroup))}, opts.ClientOpts...)
+		},
+		StateDir:     cfg.StateDir,
+		CleanupDelay: processor.Exactly(cfg.StateCleanupDelay),
+		LevelDB: state.LevelDBOptions{
+			BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
+			WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
+			BloomBits:        cfg.LevelDB.BloomBits,
+			Compression:      compression,
+		}.Exactly(),
+		Endpoint:          endpoint,
+		Tags:              cfg.ClientTags,
+		Placement:         cfg.Placement,
+		Capacity:          cfg.NumStreamThreads,
+		ProbingInterval:   cfg.ProbingRebalanceInterval,
+		Partitioner:       part,
+		CacheMaxBytes:     processor.Exactly(cfg.StatestoreCacheMaxBytes),
+		MemoryBytes:       processor.Exactly(cfg.StateMemoryBytes), // above 0, overrides the LevelDB sizes
+		CommitInterval:    processor.Exactly(cfg.CommitInterval),
+		Guarantee:         guarantee,
+		ErrorPolicy:       policy,
+		DLQTopic:          cfg.DeadLetterQueueTopic,
+		ReplicationFactor: int16(cfg.ReplicationFactor),
+		SessionTimeout:    cfg.SessionTimeout,
+		ShutdownTimeout:   processor.Exactly(cfg.ShutdownTimeout),
+		MaxTaskIdle:       cfg.MaxTaskIdle, // 0 is its default; negative turns the alignment off
 	}
-	ro.StateDir = cfg.StateDir
-	ro.CleanupDelay = cfg.StateCleanupDelay
-	ro.LevelDB = state.LevelDBOptions{
-		BlockCacheBytes:  int(cfg.LevelDB.BlockCacheBytes),
-		WriteBufferBytes: int(cfg.LevelDB.WriteBufferBytes),
-		BloomBits:        cfg.LevelDB.BloomBits,
-		Compression:      compression,
-	}
-	ro.Endpoint = endpoint
-	ro.Tags = cfg.ClientTags
-	ro.RackAwareTags = cfg.RackAwareAssignmentTags
-	ro.NumStandbys = cfg.NumStandbyReplicas
-	ro.Capacity = cfg.NumStreamThreads
-	ro.AcceptableRecoveryLag = cfg.AcceptableRecoveryLag
-	ro.MaxWarmups = cfg.MaxWarmupReplicas
-	ro.ProbingInterval = cfg.ProbingRebalanceInterval
-	ro.Partitioner = part
-	ro.CacheMaxBytes = cfg.StatestoreCacheMaxBytes
-	ro.MemoryBytes = cfg.StateMemoryBytes // above 0, overrides the sizes above (processor's check)
-	ro.CommitInterval = cfg.CommitInterval
-	ro.Guarantee = guarantee
-	ro.ErrorPolicy = policy
-	ro.DLQTopic = cfg.DeadLetterQueueTopic
-	ro.ReplicationFactor = int16(cfg.ReplicationFactor)
-	ro.SessionTimeout = cfg.SessionTimeout
-	ro.ShutdownTimeout = cfg.ShutdownTimeout
-	ro.MaxTaskIdle = cfg.MaxTaskIdle
+	ro.Placement.AcceptableRecoveryLag = processor.Exactly(cfg.Placement.AcceptableRecoveryLag)
 	ro.Logger = log
 	ro.Registerer = reg
 	var rt *processor.Runtime
@@ -256,7 +256,7 @@ func New(opts Options) (*Instance, error) {
 	if err != nil {
 		return fail(fmt.Errorf("service: %w", err))
 	}
-	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.NumStandbyReplicas)); err != nil {
+	if err := reg.Register(newPlacementCollector(rt.Placement, cfg.Placement.NumStandbyReplicas)); err != nil {
 		return fail(fmt.Errorf("service: placement metrics: %w", err))
 	}
 	if err := registerBalancerMetrics(reg, rt.BalancerStats); err != nil {
@@ -458,6 +458,6 @@ func (in *Instance) watch(ctx context.Context) {
 			"group", in.cfg.ApplicationID,
 			"http", in.ln.Addr().String(),
 			"processor", string(in.cfg.Processor.Type),
-			"standbys", in.cfg.NumStandbyReplicas)
+			"standbys", in.cfg.Placement.NumStandbyReplicas)
 	}
 }

@@ -178,6 +178,36 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 	return nil
 }
 
+// learnEnds lists, in the background, the end offsets of t's changelogs
+// for its stores that have seen none, and gives each such store its end
+// unless a fetch gave it one meanwhile. The consumer delivers no empty
+// fetch, so a store subscribed at its changelog's end would otherwise learn
+// the end, and its lag, only from the next record written there.
+func (r *replicator) learnEnds(t *Task) {
+	unknown := false
+	for _, s := range t.stores {
+		unknown = unknown || s.end.Load() < 0
+	}
+	if !unknown {
+		return
+	}
+	r.listing.Add(1)
+	go func() {
+		defer r.listing.Done()
+		_, hwm, _, _, err := r.endOffsets(r.ctx, t)
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.m.log.Warn("state: a standby's changelog end offsets could not be listed; its lag stays unknown until a record comes",
+					"task", t.id, "err", err)
+			}
+			return
+		}
+		for s, end := range hwm {
+			s.end.CompareAndSwap(-1, end)
+		}
+	}()
+}
+
 func (r *replicator) subscribed(s *DB) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

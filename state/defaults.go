@@ -50,6 +50,47 @@ func DefaultLevelDBOptions() LevelDBOptions {
 	}
 }
 
+// Zero asks for zero in an option whose zero value means its default, as
+// the options of package processor and package table read
+// LevelDBOptions: BloomBits: Zero is no bloom filter.
+const Zero = -1
+
+// OrDefaults returns o read as options: a field left at zero takes
+// DefaultLevelDBOptions' value, and Zero asks for no block cache
+// (BlockCacheBytes) or no bloom filter (BloomBits). Compression's zero
+// value is snappy, the default.
+func (o LevelDBOptions) OrDefaults() LevelDBOptions {
+	d := DefaultLevelDBOptions()
+	switch o.BlockCacheBytes {
+	case 0:
+		o.BlockCacheBytes = d.BlockCacheBytes
+	case Zero:
+		o.BlockCacheBytes = 0
+	}
+	if o.WriteBufferBytes == 0 {
+		o.WriteBufferBytes = d.WriteBufferBytes
+	}
+	switch o.BloomBits {
+	case 0:
+		o.BloomBits = d.BloomBits
+	case Zero:
+		o.BloomBits = 0
+	}
+	return o
+}
+
+// Exactly returns o, whose values are as used, as options that OrDefaults
+// returns unchanged: no block cache or no bloom filter as Zero.
+func (o LevelDBOptions) Exactly() LevelDBOptions {
+	if o.BlockCacheBytes == 0 {
+		o.BlockCacheBytes = Zero
+	}
+	if o.BloomBits == 0 {
+		o.BloomBits = Zero
+	}
+	return o
+}
+
 // CleanupIntervalFor returns the background cleanup interval that suits a
 // cleanup delay: a quarter of it, at least a second and at most a minute.
 // Stores are then deleted within a quarter of the delay after it expires,

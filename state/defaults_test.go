@@ -152,3 +152,30 @@ func openAndRead(t *testing.T, m *Manager) {
 		t.Fatalf("read: %v", err)
 	}
 }
+
+// TestLevelDBOptionsReadAsOptions: a zero field takes its default, Zero
+// asks for no block cache or bloom filter, and Exactly turns values as
+// used into options that OrDefaults returns unchanged.
+func TestLevelDBOptionsReadAsOptions(t *testing.T) {
+	d := DefaultLevelDBOptions()
+	for _, tc := range []struct {
+		name     string
+		opts     LevelDBOptions
+		resolved LevelDBOptions
+	}{
+		{"zero is the defaults", LevelDBOptions{}, d},
+		{"Zero turns the block cache and bloom filter off", LevelDBOptions{BlockCacheBytes: Zero, BloomBits: Zero},
+			LevelDBOptions{WriteBufferBytes: d.WriteBufferBytes, Compression: d.Compression}},
+		{"set fields stay", LevelDBOptions{BlockCacheBytes: 1, WriteBufferBytes: 2, BloomBits: 3, Compression: CompressionNone},
+			LevelDBOptions{BlockCacheBytes: 1, WriteBufferBytes: 2, BloomBits: 3, Compression: CompressionNone}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.opts.OrDefaults(); got != tc.resolved {
+				t.Errorf("OrDefaults(%+v) = %+v, want %+v", tc.opts, got, tc.resolved)
+			}
+			if got := tc.resolved.Exactly().OrDefaults(); got != tc.resolved {
+				t.Errorf("Exactly then OrDefaults of %+v = %+v", tc.resolved, got)
+			}
+		})
+	}
+}

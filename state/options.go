@@ -44,8 +44,11 @@ func ParseCompression(s string) (Compression, error) {
 	return 0, fmt.Errorf("state: compression %q: want snappy or none", s)
 }
 
-// LevelDBOptions are the LevelDB settings that matter for a store. Start
-// from DefaultLevelDBOptions; a zero field means what its comment says.
+// LevelDBOptions are the LevelDB settings that matter for a store. In
+// Options and StoreSpec they hold values as used (start from
+// DefaultLevelDBOptions; a zero field means what its comment says); in the
+// options of package processor and package table, OrDefaults reads them:
+// a zero field takes its default there.
 type LevelDBOptions struct {
 	// BlockCacheBytes is the block cache of each store
 	// (state.leveldb.block.cache.bytes); 0 for none.

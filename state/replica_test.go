@@ -474,3 +474,39 @@ func TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne(t *testing.T) {
 		t.Logf("rf %d: %d replicas, min.insync.replicas %s", rf, replicas, minISR)
 	}
 }
+
+// TestStandbyOpenedAtItsQuietChangelogsEndKnowsItsLag: a standby reopened
+// on a store already at its changelog's end, with no record written since,
+// learns the end from a listing and reports lag 0, not "unknown" (-1), which
+// would keep it from answering reads that allow a lag.
+func TestStandbyOpenedAtItsQuietChangelogsEndKnowsItsLag(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	p := e.producer()
+	at := e.activeTask(e.open(t.TempDir()), 0, p)
+	must(t, at.Store("s").Put([]byte("k"), []byte("v")))
+	e.commit(at, p)
+	end := at.Store("s").Checkpoint()
+
+	dir := t.TempDir()
+	first := e.open(dir)
+	st, err := first.OpenTask(0, e.stores)
+	must(t, err)
+	must(t, st.StartStandby())
+	kafkatest.Eventually(t, time.Minute, "the first standby at the changelog's end", func() bool {
+		return st.Store("s").Checkpoint() == end
+	})
+	must(t, first.Close())
+
+	again, err := e.open(dir).OpenTask(0, e.stores)
+	must(t, err)
+	if ck := again.Store("s").Checkpoint(); ck != end {
+		t.Fatalf("reopened store's checkpoint %d, want %d", ck, end)
+	}
+	must(t, again.StartStandby())
+	kafkatest.Eventually(t, time.Minute, "the reopened standby's lag known", func() bool {
+		return again.Store("s").Lag() >= 0
+	})
+	if lag := again.Store("s").Lag(); lag != 0 {
+		t.Fatalf("reopened standby at the changelog's end: lag %d, want 0", lag)
+	}
+}

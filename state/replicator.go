@@ -39,6 +39,9 @@ type replicator struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// listing counts the background end offset listings (learnEnds) that
+	// close waits for.
+	listing sync.WaitGroup
 
 	// applyMu is held while a poll's records are applied; unsubscribe takes
 	// it so that a store is never written after it leaves.
@@ -155,6 +158,7 @@ func (r *replicator) close() {
 	}
 	r.cancel()
 	<-r.done
+	r.listing.Wait()
 	r.cl.Close()
 }
 

@@ -217,8 +217,10 @@ func (t *Task) Activate(producer Producer) error {
 }
 
 // StartStandby starts tailing every store's changelog from its checkpoint
-// in the background, through the same apply path as Restore. The task must
-// be idle.
+// in the background, through the same apply path as Restore. A store that
+// has seen no end offset of its changelog yet learns one from a listing,
+// also in the background, so that its lag is known even while no record
+// comes. The task must be idle.
 func (t *Task) StartStandby() error {
 	if err := t.Err(); err != nil {
 		return err
@@ -226,7 +228,11 @@ func (t *Task) StartStandby() error {
 	if err := t.setRole(RoleStandby, RoleIdle); err != nil {
 		return err
 	}
-	return t.m.rep.subscribe(t, -1)
+	if err := t.m.rep.subscribe(t, -1); err != nil {
+		return err
+	}
+	t.m.rep.learnEnds(t)
+	return nil
 }
 
 // Promote turns a standby or idle task active without reopening its

@@ -53,9 +53,10 @@ func childMain() int {
 	out := json.NewEncoder(os.Stdout)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := table.Open(ctx, os.Getenv(envTopic),
-		table.SeedBrokers(strings.Split(os.Getenv(envBrokers), ",")...),
-		table.Logger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	r, err := table.Open(ctx, os.Getenv(envTopic), table.Options{
+		Brokers: strings.Split(os.Getenv(envBrokers), ","),
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
 	if err != nil {
 		out.Encode(answer{Err: err.Error()})
 		return 1

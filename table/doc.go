@@ -14,7 +14,7 @@
 // are Mirrors the runtime opens for itself.
 //
 //	r, err := table.Open(ctx, "click-counter-counts-changelog",
-//		table.SeedBrokers("localhost:9092"))
+//		table.Options{Brokers: []string{"localhost:9092"}})
 //	...
 //	defer r.Close(ctx)
 //	v, found, err := r.Get([]byte("ann"))

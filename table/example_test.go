@@ -29,7 +29,7 @@ func Example() {
 	kadm.NewClient(cl).CreateTopic(ctx, 4, 1, map[string]*string{"cleanup.policy": new("compact")}, changelog)
 	cl.ProduceSync(ctx, kgo.KeyStringRecord("ann", "3"), kgo.KeyStringRecord("bob", "1"))
 
-	r, err := table.Open(ctx, changelog, table.SeedBrokers(brokers...), table.Logger(slog.New(slog.DiscardHandler)))
+	r, err := table.Open(ctx, changelog, table.Options{Brokers: brokers, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
 		return

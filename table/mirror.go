@@ -45,16 +45,19 @@ const pollEvery = 10 * time.Millisecond
 // returns once all are caught up with the end offsets as they were when it
 // started, or when ctx is done. The Mirror then keeps them current in the
 // background until Close. The topic must exist.
-func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error) {
-	c := config{partitioner: partition.Murmur2(), logger: slog.Default(), leveldb: state.DefaultLevelDBOptions()}
-	for _, o := range opts {
-		o.apply(&c)
-	}
+func Open(ctx context.Context, topic string, o Options) (_ *Mirror, err error) {
 	if topic == "" {
 		return nil, errors.New("table: open: empty topic name")
 	}
-	r := &Mirror{topic: topic, part: c.partitioner, log: c.logger.With("table", topic), closed: make(chan struct{})}
-	dir := c.dir
+	if o.Partitioner == nil {
+		o.Partitioner = partition.Murmur2()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	kafka := o.kafkaOpts()
+	r := &Mirror{topic: topic, part: o.Partitioner, log: o.Logger.With("table", topic), closed: make(chan struct{})}
+	dir := o.StateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "rackstream-table-"); err != nil {
 			return nil, fmt.Errorf("table %s: temporary state directory: %w", topic, err)
@@ -66,7 +69,7 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error)
 			r.shutdown() // r, not the nil returned with err
 		}
 	}()
-	if r.cl, err = kgo.NewClient(append(c.kafka, kgo.MetadataMinAge(time.Second))...); err != nil {
+	if r.cl, err = kgo.NewClient(append(kafka, kgo.MetadataMinAge(time.Second))...); err != nil {
 		return nil, fmt.Errorf("table %s: kafka client: %w", topic, err)
 	}
 	r.adm = kadm.NewClient(r.cl)
@@ -76,12 +79,12 @@ func Open(ctx context.Context, topic string, opts ...Opt) (_ *Mirror, err error)
 	}
 	so := state.DefaultOptions()
 	so.Dir, so.ApplicationID = dir, "table-"+topic
-	so.LevelDB = c.leveldb
-	so.ClientOpts = c.kafka
+	so.LevelDB = o.LevelDB.OrDefaults()
+	so.ClientOpts = kafka
 	// The last stable offset: an exactly-once writer's aborted records are
 	// never applied. Without transactions it is the high watermark.
 	so.ReadCommitted = true
-	so.Logger, so.Registerer = r.log, c.registerer
+	so.Logger, so.Registerer = r.log, o.Registerer
 	r.mgr, err = state.Open(so)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", topic, err)

@@ -202,8 +202,8 @@ func TestReaderReopenedOnItsStateDirRestoresOnlyWhatItMissed(t *testing.T) {
 	dir := t.TempDir()
 	open := func() (*table.Mirror, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
-		r, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir),
-			table.Partitioner(fnv), table.Registerer(reg), table.Logger(slog.New(slog.DiscardHandler)))
+		r, err := table.Open(t.Context(), topic, table.Options{KafkaOpts: c.ClientOpts(), StateDir: dir,
+			Partitioner: fnv, Registerer: reg, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestReaderScanBoundsAndStop(t *testing.T) {
 	topic := c.Name("table-scan")
 	c.CreateTopic(topic, 5, compact)
 	produce(t, c, topic, partition.Murmur2(), keyValues("k", 40, "x")...)
-	r, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.Logger(slog.New(slog.DiscardHandler)))
+	r, err := table.Open(t.Context(), topic, table.Options{KafkaOpts: c.ClientOpts(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,14 +309,14 @@ func TestOpenOnAMissingTopicFailsNamingIt(t *testing.T) {
 	c := kafkatest.New(t)
 	topic := c.Name("table-missing")
 	dir := t.TempDir()
-	_, err := table.Open(t.Context(), topic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	_, err := table.Open(t.Context(), topic, table.Options{KafkaOpts: c.ClientOpts(), StateDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), topic) {
 		t.Fatalf("Open on a missing topic: %v; want an error naming %s", err, topic)
 	}
 	// The state directory is not left locked.
 	produceTopic := c.Name("table-present")
 	c.CreateTopic(produceTopic, 1, compact)
-	r, err := table.Open(t.Context(), produceTopic, table.KafkaOpts(c.ClientOpts()...), table.StateDir(dir), table.Logger(slog.New(slog.DiscardHandler)))
+	r, err := table.Open(t.Context(), produceTopic, table.Options{KafkaOpts: c.ClientOpts(), StateDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -323,28 +324,28 @@ func appendPlacement(e *enc, p *Placement, version uint8) {
 	if version >= Version4 {
 		s := p.Settings
 		if s == nil {
-			s = &AssignmentSettings{MaxWarmups: 1} // not known: the leader's own are always set
+			s = &assignor.Settings{MaxWarmupReplicas: 1} // not known: the leader's own are always set
 		}
-		e.uvarint(uint64(s.NumStandbys))
+		e.uvarint(uint64(s.NumStandbyReplicas))
 		e.uvarint(uint64(s.AcceptableRecoveryLag))
-		e.uvarint(uint64(s.MaxWarmups))
-		e.uvarint(uint64(len(s.RackAwareTags)))
-		for _, k := range s.RackAwareTags {
+		e.uvarint(uint64(s.MaxWarmupReplicas))
+		e.uvarint(uint64(len(s.RackAwareAssignmentTags)))
+		for _, k := range s.RackAwareAssignmentTags {
 			e.str(k)
 		}
 	}
 }
 
 // decodeSettings reads the placement's settings (version 4 and up).
-func decodeSettings(d *dec) *AssignmentSettings {
-	s := &AssignmentSettings{
-		NumStandbys:           int(d.uvarintIn("placement.settings.num_standby_replicas", 0, math.MaxInt32)),
+func decodeSettings(d *dec) *assignor.Settings {
+	s := &assignor.Settings{
+		NumStandbyReplicas:    int(d.uvarintIn("placement.settings.num_standby_replicas", 0, math.MaxInt32)),
 		AcceptableRecoveryLag: int64(d.uvarintIn("placement.settings.acceptable_recovery_lag", 0, math.MaxInt64)),
-		MaxWarmups:            int(d.uvarintIn("placement.settings.max_warmup_replicas", 1, math.MaxInt32)),
+		MaxWarmupReplicas:     int(d.uvarintIn("placement.settings.max_warmup_replicas", 1, math.MaxInt32)),
 	}
 	n := d.count("placement.settings.rack_aware_assignment_tags", tags.MaxKeys, 2)
 	for i := 0; i < n && d.err == nil; i++ {
-		s.RackAwareTags = append(s.RackAwareTags, d.str("placement.settings.rack_aware_assignment_tags", 4*tags.MaxKeyLen, true))
+		s.RackAwareAssignmentTags = append(s.RackAwareAssignmentTags, d.str("placement.settings.rack_aware_assignment_tags", 4*tags.MaxKeyLen, true))
 	}
 	if d.err != nil {
 		return nil

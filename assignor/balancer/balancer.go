@@ -549,7 +549,7 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	}
 	var caught []int32
 	for _, t := range watch {
-		if !b.probedFor[t] && max(0, ends.sum(t)-cps[t]) <= b.s.AcceptableRecoveryLag {
+		if !b.probedFor[t] && max(0, ends.sum(t)-cps[t]) <= b.s.Placement.AcceptableRecoveryLag {
 			caught = append(caught, t)
 		}
 	}
@@ -561,7 +561,7 @@ func (b *Balancer) probeReason(stop chan struct{}) string {
 	}
 	b.probedRoles = rolesOf(&cur)
 	return fmt.Sprintf("replica tasks %v of generation %d caught up (lag <= acceptable.recovery.lag %d)",
-		caught, cur.Generation, b.s.AcceptableRecoveryLag)
+		caught, cur.Generation, b.s.Placement.AcceptableRecoveryLag)
 }
 
 // mergeTasks returns the sorted union of two sorted task lists.

@@ -21,7 +21,7 @@ func Example() {
 	s.Endpoint = "orders-0.orders:8080"
 	s.Tags = tags.MustSet("zone", "eu-central-1a", "cluster", "k8s-cluster1")
 	s.InputTopics, s.ChangelogTopics = []string{"orders"}, []string{"orders-totals-changelog"}
-	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Placement.NumStandbyReplicas, s.Placement.RackAwareAssignmentTags = 2, tags.Keys{"zone", "cluster"}
 	s.Checkpoints = func() map[int32]int64 { return nil } // the state engine's next offsets per task
 	b, err := balancer.New(s)
 	if err != nil {

@@ -52,7 +52,7 @@ func goldenAssignmentV4() AssignmentData {
 	a := goldenAssignmentV3()
 	a.Version, a.CommonVersion = Version4, Version4
 	p := *a.Placement
-	p.Settings = &AssignmentSettings{NumStandbys: 1, AcceptableRecoveryLag: 10000, MaxWarmups: 2, RackAwareTags: tags.Keys{"zone"}}
+	p.Settings = &assignor.Settings{NumStandbyReplicas: 1, AcceptableRecoveryLag: 10000, MaxWarmupReplicas: 2, RackAwareAssignmentTags: tags.Keys{"zone"}}
 	a.Placement = &p
 	return a
 }

@@ -121,7 +121,7 @@ func (g *group) settings(pid string, tg tags.Set) Settings {
 	s := DefaultSettings()
 	s.ApplicationID, s.ProcessID, s.Endpoint, s.Tags = g.app, pid, pid+":8080", tg
 	s.InputTopics, s.ChangelogTopics = []string{g.input}, []string{g.changelog}
-	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Placement.NumStandbyReplicas, s.Placement.RackAwareAssignmentTags = 2, tags.Keys{"zone", "cluster"}
 	s.Checkpoints, s.EndOffsets = g.o.checkpoints(pid), g.o.endOffsets
 	s.HeartbeatInterval, s.Logger = testHeartbeat, testLogger()
 	s.OnAssignment = func(a Assignment) {
@@ -522,9 +522,9 @@ func TestGroupWarmupThatCatchesUpTriggersTheProbingRebalance(t *testing.T) {
 	}
 	settings := func(pid string) Settings {
 		s := g.settings(pid, tags.Set{})
-		s.NumStandbys = 0
-		s.RackAwareTags = nil
-		s.AcceptableRecoveryLag = 10
+		s.Placement.NumStandbyReplicas = 0
+		s.Placement.RackAwareAssignmentTags = nil
+		s.Placement.AcceptableRecoveryLag = 10
 		s.WarmupCheckInterval = 100 * time.Millisecond
 		return s
 	}

@@ -42,7 +42,7 @@ func largeGroup(t testing.TB) (*sim, *simMember, *publishedRecord) {
 			"rack", fmt.Sprintf("rack-%02d", i%10),
 		), o)
 		st.Endpoint = fmt.Sprintf("rackstream-%d.rackstream.prod.svc.cluster.local:8080", i)
-		st.RackAwareTags = tags.Keys{"zone", "cluster", "rack"}
+		st.Placement.RackAwareAssignmentTags = tags.Keys{"zone", "cluster", "rack"}
 		st.publish = func(p *Placement, v uint8) (*PlacementRef, error) {
 			rec.value, rec.crc = encodePlacementRecord(p, v)
 			return &PlacementRef{Topic: "app-placement", Partition: 0, Offset: 42, CRC: rec.crc}, nil

@@ -119,7 +119,7 @@ func (b *Balancer) newGroupBalancer(members []kmsg.JoinGroupResponseMember) (*gr
 
 // missingKeys returns a rack-aware key the subscription's tags lack, or "".
 func (b *Balancer) missingKeys(sub *Subscription) string {
-	for _, k := range b.s.RackAwareTags {
+	for _, k := range b.s.Placement.RackAwareAssignmentTags {
 		if _, ok := sub.Tags.Get(k); !ok {
 			return k
 		}
@@ -293,13 +293,7 @@ func partitionsBytes(ts map[string][]int32) int {
 // the changelog end (claimedLag): their lag is left unknown.
 func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, haveEnds bool) (assignor.Input, map[string][]int32) {
 	s := &g.b.s
-	in := assignor.Input{
-		NumStandbyReplicas:      s.NumStandbys,
-		RackAwareAssignmentTags: []string(s.RackAwareTags),
-		Tasks:                   numTasks,
-		AcceptableRecoveryLag:   s.AcceptableRecoveryLag,
-		MaxWarmupReplicas:       s.MaxWarmups,
-	}
+	in := assignor.Input{Settings: s.Placement, Tasks: numTasks}
 	// A task's previous active is the claim of the newest plan.
 	type claim struct {
 		gen int32
@@ -384,7 +378,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 
 // placement turns the plan into the wire placement after the hand-off.
 func (g *groupBalancer) placement(plan *assignor.Plan, subs []*Subscription, held map[int]bool, generation int32, numTasks int) *Placement {
-	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.assignmentSettings()}
+	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.placementSettings()}
 	idx := make(map[string]int, len(subs))
 	for i, sub := range subs {
 		idx[sub.ProcessID] = i

@@ -60,30 +60,14 @@ type Placement struct {
 	// generation with, so that every member (and a replan of this
 	// placement) knows them rather than guessing from its own
 	// configuration; nil when the group speaks wire version 3 or older.
-	Settings *AssignmentSettings
+	Settings *assignor.Settings
 }
 
-// AssignmentSettings are the settings that shape a plan, as the leader
-// used them (wire version 4 and up).
-type AssignmentSettings struct {
-	// NumStandbys is num.standby.replicas.
-	NumStandbys int
-	// AcceptableRecoveryLag is acceptable.recovery.lag.
-	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas.
-	MaxWarmups int
-	// RackAwareTags is rack.aware.assignment.tags, highest priority first.
-	RackAwareTags tags.Keys
-}
-
-// assignmentSettings are s's settings that shape a plan.
-func (s *Settings) assignmentSettings() *AssignmentSettings {
-	return &AssignmentSettings{
-		NumStandbys:           s.NumStandbys,
-		AcceptableRecoveryLag: s.AcceptableRecoveryLag,
-		MaxWarmups:            s.MaxWarmups,
-		RackAwareTags:         slices.Clone(s.RackAwareTags),
-	}
+// placementSettings returns a copy of s.Placement for a placement to carry.
+func (s *Settings) placementSettings() *assignor.Settings {
+	p := s.Placement
+	p.RackAwareAssignmentTags = slices.Clone(p.RackAwareAssignmentTags)
+	return &p
 }
 
 // MemberIndex returns the index of the member with the given process id, or

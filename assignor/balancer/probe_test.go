@@ -15,7 +15,7 @@ import (
 
 func TestProbeTriggersAreLaggingReplicasWhoseMoveWouldBalance(t *testing.T) {
 	in := &assignor.Input{
-		AcceptableRecoveryLag: 10,
+		Settings: assignor.Settings{AcceptableRecoveryLag: 10},
 		Clients: []assignor.Client{
 			{ID: "a", Capacity: 1, Lags: map[int]int64{0: 0, 1: 0, 2: 0, 3: 900}},
 			{ID: "b", Capacity: 1, Lags: map[int]int64{0: 500, 1: 5}},
@@ -55,9 +55,9 @@ func TestProbeTriggersAreLaggingReplicasWhoseMoveWouldBalance(t *testing.T) {
 // one standby, acceptable.recovery.lag 10.
 func twoMemberSettings(pid string, o *offsets) Settings {
 	s := simSettings(pid, tags.Set{}, o)
-	s.NumStandbys = 1
-	s.RackAwareTags = nil
-	s.AcceptableRecoveryLag = 10
+	s.Placement.NumStandbyReplicas = 1
+	s.Placement.RackAwareAssignmentTags = nil
+	s.Placement.AcceptableRecoveryLag = 10
 	return s
 }
 
@@ -226,9 +226,9 @@ func TestGroupLaterMembersCaughtUpStandbysBalanceWithoutWaitingForTheProbingInte
 	}
 	settings := func(pid string) Settings {
 		s := g.settings(pid, tags.Set{})
-		s.NumStandbys = 1
-		s.RackAwareTags = nil
-		s.AcceptableRecoveryLag = 10
+		s.Placement.NumStandbyReplicas = 1
+		s.Placement.RackAwareAssignmentTags = nil
+		s.Placement.AcceptableRecoveryLag = 10
 		s.WarmupCheckInterval = 100 * time.Millisecond
 		return s
 	}

@@ -42,8 +42,7 @@ const (
 func DefaultSettings() Settings {
 	return Settings{
 		Capacity:                   1,
-		AcceptableRecoveryLag:      assignor.DefaultAcceptableRecoveryLag,
-		MaxWarmups:                 assignor.DefaultMaxWarmupReplicas,
+		Placement:                  assignor.DefaultSettings(),
 		ProbingInterval:            DefaultProbingInterval,
 		PlacementReplicationFactor: -1,
 		MaxInlineBytes:             DefaultMaxInlineBytes,
@@ -76,15 +75,12 @@ type Settings struct {
 	// partition i of each. A task's lag is the sum over them of end offset
 	// minus checkpoint.
 	ChangelogTopics []string
-	// NumStandbys is num.standby.replicas; 0 for none.
-	NumStandbys int
-	// RackAwareTags is rack.aware.assignment.tags, highest priority first.
-	RackAwareTags tags.Keys
-	// AcceptableRecoveryLag is acceptable.recovery.lag; 0 accepts only fully
-	// caught-up replicas.
-	AcceptableRecoveryLag int64
-	// MaxWarmups is max.warmup.replicas; at least 1.
-	MaxWarmups int
+	// Placement are the settings that shape a plan (num.standby.replicas,
+	// rack.aware.assignment.tags, acceptable.recovery.lag,
+	// max.warmup.replicas): the leader plans with its own, and carries them
+	// to every member in the placement. Every key of
+	// RackAwareAssignmentTags must be one of Tags.
+	Placement assignor.Settings
 	// ProbingInterval is probing.rebalance.interval.ms: while the plan asks
 	// for probing (its actives wait for a receiver to catch up), a probing
 	// rebalance runs at least this often, sooner when a probe trigger or
@@ -179,19 +175,13 @@ func (s *Settings) validate() error {
 			bad("balancer: empty topic name in input or changelog topics")
 		}
 	}
-	if s.NumStandbys < 0 {
-		bad("balancer: num.standby.replicas %d: Value must be at least 0", s.NumStandbys)
+	if err := s.Placement.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("balancer: %w", err))
 	}
-	for _, k := range s.RackAwareTags {
+	for _, k := range s.Placement.RackAwareAssignmentTags {
 		if _, ok := s.Tags.Get(k); !ok {
 			bad("balancer: rack.aware.assignment.tags names %q, which is not a client tag of this instance (client.tag.%s)", k, k)
 		}
-	}
-	if s.AcceptableRecoveryLag < 0 {
-		bad("balancer: acceptable.recovery.lag %d: Value must be at least 0", s.AcceptableRecoveryLag)
-	}
-	if s.MaxWarmups < 1 {
-		bad("balancer: max.warmup.replicas %d: Value must be at least 1", s.MaxWarmups)
 	}
 	if s.ProbingInterval < MinProbingInterval {
 		bad("balancer: probing.rebalance.interval.ms %d: Value must be at least %d", s.ProbingInterval.Milliseconds(), MinProbingInterval.Milliseconds())

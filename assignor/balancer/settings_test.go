@@ -15,7 +15,7 @@ func TestZeroSettingMeansZero(t *testing.T) {
 	valid := func() Settings {
 		s := DefaultSettings()
 		s.ApplicationID, s.ProcessID, s.InputTopics = "app", "p0", []string{"in"}
-		s.Tags, s.RackAwareTags = tags.MustSet("zone", "a"), tags.Keys{"zone"}
+		s.Tags, s.Placement.RackAwareAssignmentTags = tags.MustSet("zone", "a"), tags.Keys{"zone"}
 		return s
 	}
 	if err := func() *Settings { s := valid(); return &s }().validate(); err != nil {
@@ -32,18 +32,18 @@ func TestZeroSettingMeansZero(t *testing.T) {
 		{"Endpoint", func(s *Settings) { s.Endpoint = "" }, "", func(s *Settings) string {
 			return ifNot(s.Endpoint == "", "an empty endpoint is announced as none")
 		}},
-		{"Tags", func(s *Settings) { s.Tags, s.RackAwareTags = tags.Set{}, nil }, "", nil},
+		{"Tags", func(s *Settings) { s.Tags, s.Placement.RackAwareAssignmentTags = tags.Set{}, nil }, "", nil},
 		{"Capacity", func(s *Settings) { s.Capacity = 0 }, "capacity (num.stream.threads) 0: Value must be at least 1", nil},
 		{"InputTopics", func(s *Settings) { s.InputTopics = nil }, "at least one input topic is required", nil},
 		{"ChangelogTopics", func(s *Settings) { s.ChangelogTopics = nil }, "", nil}, // stateless: lag 0 everywhere
-		{"NumStandbys", func(s *Settings) { s.NumStandbys = 0 }, "", func(s *Settings) string {
-			return ifNot(s.NumStandbys == 0, "zero standbys became something else")
+		{"NumStandbys", func(s *Settings) { s.Placement.NumStandbyReplicas = 0 }, "", func(s *Settings) string {
+			return ifNot(s.Placement.NumStandbyReplicas == 0, "zero standbys became something else")
 		}},
-		{"RackAwareTags", func(s *Settings) { s.RackAwareTags = nil }, "", nil},
-		{"AcceptableRecoveryLag", func(s *Settings) { s.AcceptableRecoveryLag = 0 }, "", func(s *Settings) string {
-			return ifNot(s.AcceptableRecoveryLag == 0, "acceptable.recovery.lag=0 (only caught-up replicas) became the default")
+		{"RackAwareTags", func(s *Settings) { s.Placement.RackAwareAssignmentTags = nil }, "", nil},
+		{"AcceptableRecoveryLag", func(s *Settings) { s.Placement.AcceptableRecoveryLag = 0 }, "", func(s *Settings) string {
+			return ifNot(s.Placement.AcceptableRecoveryLag == 0, "acceptable.recovery.lag=0 (only caught-up replicas) became the default")
 		}},
-		{"MaxWarmups", func(s *Settings) { s.MaxWarmups = 0 }, "max.warmup.replicas 0: Value must be at least 1", nil},
+		{"MaxWarmups", func(s *Settings) { s.Placement.MaxWarmupReplicas = 0 }, "max.warmup.replicas: must be at least 1, got 0", nil},
 		{"ProbingInterval", func(s *Settings) { s.ProbingInterval = 0 }, "probing.rebalance.interval.ms 0: Value must be at least 60000", nil},
 		{"PlacementReplicationFactor", func(s *Settings) { s.PlacementReplicationFactor = 0 }, "replication.factor 0 of the placement topic", nil},
 		{"MaxInlineBytes", func(s *Settings) { s.MaxInlineBytes = 0 }, "", func(s *Settings) string {
@@ -81,7 +81,7 @@ func TestZeroSettingMeansZero(t *testing.T) {
 
 func TestDefaultSettingsAreKafkaStreams(t *testing.T) {
 	s := DefaultSettings()
-	if s.AcceptableRecoveryLag != assignor.DefaultAcceptableRecoveryLag || s.MaxWarmups != assignor.DefaultMaxWarmupReplicas ||
+	if s.Placement.AcceptableRecoveryLag != assignor.DefaultAcceptableRecoveryLag || s.Placement.MaxWarmupReplicas != assignor.DefaultMaxWarmupReplicas ||
 		s.ProbingInterval != DefaultProbingInterval || s.Capacity != 1 || s.PlacementReplicationFactor != -1 {
 		t.Errorf("defaults %+v", s)
 	}

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
 )
 
 // TestDecodeAssignmentRejectsBadSettings: the leader's settings in a
 // version-4 placement are checked like the configuration checks them.
 func TestDecodeAssignmentRejectsBadSettings(t *testing.T) {
-	enc := func(mut func(*AssignmentSettings)) []byte {
+	enc := func(mut func(*assignor.Settings)) []byte {
 		a := goldenAssignmentV4()
 		s := *a.Placement.Settings
 		mut(&s)
@@ -25,11 +26,11 @@ func TestDecodeAssignmentRejectsBadSettings(t *testing.T) {
 		in    []byte
 		field string
 	}{
-		{"no warmup allowed", enc(func(s *AssignmentSettings) { s.MaxWarmups = 0 }), "max_warmup_replicas"},
-		{"standbys beyond int32", enc(func(s *AssignmentSettings) { s.NumStandbys = 1 << 31 }), "num_standby_replicas"},
-		{"six rack-aware tags", enc(func(s *AssignmentSettings) { s.RackAwareTags = tags.Keys{"a", "b", "c", "d", "e", "f"} }), "rack_aware_assignment_tags"},
-		{"an empty rack-aware tag", enc(func(s *AssignmentSettings) { s.RackAwareTags = tags.Keys{""} }), "rack_aware_assignment_tags"},
-		{"truncated settings", func() []byte { b := enc(func(*AssignmentSettings) {}); return b[:len(b)-3] }(), "rack_aware_assignment_tags"},
+		{"no warmup allowed", enc(func(s *assignor.Settings) { s.MaxWarmupReplicas = 0 }), "max_warmup_replicas"},
+		{"standbys beyond int32", enc(func(s *assignor.Settings) { s.NumStandbyReplicas = 1 << 31 }), "num_standby_replicas"},
+		{"six rack-aware tags", enc(func(s *assignor.Settings) { s.RackAwareAssignmentTags = tags.Keys{"a", "b", "c", "d", "e", "f"} }), "rack_aware_assignment_tags"},
+		{"an empty rack-aware tag", enc(func(s *assignor.Settings) { s.RackAwareAssignmentTags = tags.Keys{""} }), "rack_aware_assignment_tags"},
+		{"truncated settings", func() []byte { b := enc(func(*assignor.Settings) {}); return b[:len(b)-3] }(), "rack_aware_assignment_tags"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeAssignment(tc.in, LatestVersion, "p2")
@@ -65,11 +66,11 @@ func TestEveryMemberKnowsTheLeadersSettings(t *testing.T) {
 	s := newSim(t, 6)
 	for i := range 3 {
 		st := simSettings(fmt.Sprintf("p%d", i), zoneCluster(i), o)
-		st.NumStandbys, st.AcceptableRecoveryLag, st.MaxWarmups = i, int64(100*i), 1+i
+		st.Placement.NumStandbyReplicas, st.Placement.AcceptableRecoveryLag, st.Placement.MaxWarmupReplicas = i, int64(100*i), 1+i
 		s.add(fmt.Sprintf("m%d", i), st)
 	}
 	s.settle("m1", 3)
-	want := &AssignmentSettings{NumStandbys: 1, AcceptableRecoveryLag: 100, MaxWarmups: 2, RackAwareTags: tags.Keys{"zone", "cluster"}}
+	want := &assignor.Settings{NumStandbyReplicas: 1, AcceptableRecoveryLag: 100, MaxWarmupReplicas: 2, RackAwareAssignmentTags: tags.Keys{"zone", "cluster"}}
 	for _, m := range s.members {
 		p := m.b.Placement()
 		if p == nil || !reflect.DeepEqual(p.Settings, want) {

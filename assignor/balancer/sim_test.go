@@ -92,7 +92,7 @@ func simSettings(pid string, tg tags.Set, o *offsets) Settings {
 	s := DefaultSettings()
 	s.ApplicationID, s.ProcessID, s.Endpoint, s.Tags = "sim", pid, pid+":8080", tg
 	s.InputTopics, s.ChangelogTopics = []string{simInput}, []string{simChangelog}
-	s.NumStandbys, s.RackAwareTags = 2, tags.Keys{"zone", "cluster"}
+	s.Placement.NumStandbyReplicas, s.Placement.RackAwareAssignmentTags = 2, tags.Keys{"zone", "cluster"}
 	s.Checkpoints, s.EndOffsets, s.Logger = o.checkpoints(pid), o.endOffsets, quietLogger()
 	return s
 }

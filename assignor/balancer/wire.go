@@ -21,7 +21,7 @@ const (
 	// layout is version 2's.
 	Version3 uint8 = 3
 	// Version4 adds to the placement the assignment settings the leader
-	// planned with (AssignmentSettings). The subscription's layout is
+	// planned with (assignor.Settings). The subscription's layout is
 	// version 2's.
 	Version4 uint8 = 4
 	// LatestVersion is the newest version this build writes and reads.

@@ -272,8 +272,8 @@ func startRackstreamOn(tb testing.TB, c *kafkatest.Cluster, name, input, dir str
 	o.ClientOpts = c.ClientOpts()[1:] // SASL, when the cluster has it
 	o.LevelDB.WriteBufferBytes = envInt(tb, "GOKA_BENCH_RS_WRITE_BUFFER", o.LevelDB.WriteBufferBytes)
 	o.Partitioner = fnv1a
-	o.CommitInterval = time.Second // sarama's auto-commit interval, which goka uses
-	o.CacheMaxBytes = 0            // as before the defaults moved: goka has no record cache
+	o.CommitInterval = time.Second   // sarama's auto-commit interval, which goka uses
+	o.CacheMaxBytes = processor.Zero // as before the defaults moved: goka has no record cache
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()})).With("instance", name)
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {

@@ -49,7 +49,7 @@ func TestGokaLoopbackPortsAsAnOutputAndAnInputOnOneTopic(t *testing.T) {
 	// The record cache merges emits of one key within a commit interval:
 	// right for table updates, wrong for a loop of events, each of which
 	// must arrive. A loopback runs without it.
-	o.CacheMaxBytes = 0
+	o.CacheMaxBytes = processor.Zero
 	rt, err := processor.NewRuntime(topo, o)
 	if err != nil {
 		t.Fatal(err)

@@ -99,8 +99,8 @@ func TestGokaStoppedMidStreamContinuesInRackstreamExactly(t *testing.T) {
 	// goka's View, ported: a table.Mirror on the group table, with goka's
 	// partitioner and codecs, holds goka's counts: they add up to the
 	// records goka handled.
-	view, err := table.Open(context.Background(), group+"-table", table.KafkaOpts(c.ClientOpts()...),
-		table.Partitioner(partition.FNV1a()), table.Logger(slog.New(slog.DiscardHandler)))
+	view, err := table.Open(context.Background(), group+"-table", table.Options{KafkaOpts: c.ClientOpts(),
+		Partitioner: partition.FNV1a(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -570,7 +570,7 @@ func (e rackstream) start(ctx context.Context, c *kafkatest.Cluster, app, input,
 	})
 	o := processor.DefaultOptions()
 	o.Brokers, o.ClientOpts, o.StateDir = c.Brokers, c.ClientOpts(), stateDir
-	o.NumStandbys, o.CommitInterval, o.CacheMaxBytes = e.s.standbys, e.s.commit, e.s.cacheBytes
+	o.Placement.NumStandbyReplicas, o.CommitInterval, o.CacheMaxBytes = e.s.standbys, processor.Exactly(e.s.commit), processor.Exactly(e.s.cacheBytes)
 	o.Guarantee = processor.Guarantee(e.s.guarantee) // the same processing.guarantee as Kafka Streams'
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rt, err := processor.NewRuntime(topo, o)

@@ -17,6 +17,7 @@ import (
 	"github.com/rackstream/rackstream/harness/cluster"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 	"github.com/rackstream/rackstream/service"
+	"github.com/rackstream/rackstream/tags"
 )
 
 // TestAssignReplaysALiveMetadataDocumentToTheSamePlacement: the
@@ -103,7 +104,7 @@ func TestAssignReplaysALiveMetadataDocumentToTheSamePlacement(t *testing.T) {
 	// documents show the leader's.
 	if s := doc.Settings; s == nil || s.Source != assignor.SettingsFromLeader || s.NumStandbyReplicas != 2 ||
 		s.AcceptableRecoveryLag != 500 && s.AcceptableRecoveryLag != 600 || s.MaxWarmupReplicas != 1 ||
-		!reflect.DeepEqual(s.RackAwareAssignmentTags, []string{"zone"}) || !reflect.DeepEqual(settings[0], settings[1]) {
+		!reflect.DeepEqual(s.RackAwareAssignmentTags, tags.Keys{"zone"}) || !reflect.DeepEqual(settings[0], settings[1]) {
 		t.Fatalf("the documents' settings are %+v and %+v; want the leader's on both", settings[0], settings[1])
 	}
 

@@ -15,8 +15,8 @@ func podsDocument(t *testing.T) (doc string, ids []string) {
 	t.Helper()
 	zones := []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"}
 	m := assignor.Metadata{Generation: 3, Self: "", Partitioner: "murmur2", Partitions: 3,
-		Settings: &assignor.MetadataSettings{Source: assignor.SettingsFromLeader, NumStandbyReplicas: 1, AcceptableRecoveryLag: 10000,
-			MaxWarmupReplicas: 2, RackAwareAssignmentTags: []string{"zone"}}}
+		Settings: &assignor.MetadataSettings{Source: assignor.SettingsFromLeader, Settings: assignor.Settings{NumStandbyReplicas: 1,
+			AcceptableRecoveryLag: 10000, MaxWarmupReplicas: 2, RackAwareAssignmentTags: []string{"zone"}}}}
 	for i := range 3 {
 		id := fmt.Sprintf("%08x-1c8e-4f7a-9a43-2d0c51e0a00%d", 0x704b5290+i, i)
 		ids = append(ids, id)

@@ -168,7 +168,7 @@ func TestAssignRejectsBadInputWithExit2NamingTheField(t *testing.T) {
 		{"duplicate ids", `{"tasks": 1, "clients": [{"id": "a", "tags": {}}, {"id": "a", "tags": {}}]}`, nil, "clients[1].id"},
 		{"tag key missing from a client", `{"tasks": 1, "rack_aware_assignment_tags": ["zone"], "clients": [{"id": "a", "tags": {"rack": "r"}}]}`, nil, "clients[0].tags"},
 		{"lag for a task that does not exist", `{"tasks": 1, "clients": [{"id": "a", "tags": {}, "lags": {"5": 1}}]}`, nil, `clients[0].lags["5"]`},
-		{"negative count", `{"tasks": 2, "num_standby_replicas": -1, "clients": [{"id": "a", "tags": {}}]}`, nil, "num_standby_replicas"},
+		{"negative count", `{"tasks": 2, "num_standby_replicas": -1, "clients": [{"id": "a", "tags": {}}]}`, nil, "num.standby.replicas"},
 		{"unknown field", `{"tasks": 2, "num_standbys": 1, "clients": [{"id": "a", "tags": {}}]}`, nil, `unknown field "num_standbys"`},
 		{"missing tasks", `{"clients": [{"id": "a", "tags": {}}]}`, nil, "tasks: required"},
 		{"client without tags", `{"tasks": 1, "clients": [{"id": "a"}]}`, nil, "clients[0].tags"},

@@ -88,16 +88,15 @@ func main() {
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	topo, _ := Topology("clickstats", "clicks", "click-stats")
-	opts := processor.DefaultOptions()
-	opts.Brokers, opts.StateDir = strings.Split(*brokers, ","), *stateDir
-	opts.NumStandbys, opts.Logger = *standbys, log
+	opts := processor.Options{Brokers: strings.Split(*brokers, ","), StateDir: *stateDir, Logger: log}
+	opts.Placement.NumStandbyReplicas = *standbys
 	if *zone != "" {
 		t, err := tags.FromMap(map[string]string{"zone": *zone})
 		if err != nil {
 			log.Error("bad --zone", "err", err)
 			os.Exit(2)
 		}
-		opts.Tags, opts.RackAwareTags = t, tags.Keys{"zone"}
+		opts.Tags, opts.Placement.RackAwareAssignmentTags = t, tags.Keys{"zone"}
 	}
 	rt, err := processor.NewRuntime(topo, opts)
 	if err != nil {
