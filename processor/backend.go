@@ -45,9 +45,23 @@ func (b taskBackend) apply(_ int32, ts time.Time, ws []write) error {
 		return err
 	}
 	if c := t.cache; c != nil {
+		// Writes the cache must not merge go past it, before it is locked:
+		// producing may block.
+		if t.uncached {
+			for i := range ws {
+				if w := &ws[i]; w.uncached() {
+					if err := t.writeOne(w, ts); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		c.mu.Lock() // against latest readers (cache.go)
 		for i := range ws {
 			w := &ws[i]
+			if t.uncached && w.uncached() {
+				continue
+			}
 			target := len(t.stores) + w.outputIndex()
 			if w.store != nil {
 				target = w.store.index
@@ -68,15 +82,20 @@ func (b taskBackend) apply(_ int32, ts time.Time, ws []write) error {
 	// timestamp (Kafka Streams' default for what a record makes); merged
 	// in the cache above, with the time it is flushed.
 	for i := range ws {
-		w := &ws[i]
-		if w.store != nil {
-			if err := t.write(w.store.index, w.key, w.value, w.del, ts); err != nil {
-				return err
-			}
-			continue
+		if err := t.writeOne(&ws[i], ts); err != nil {
+			return err
 		}
-		t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	}
+	return nil
+}
+
+// writeOne writes w through, past the record cache: a store write or an
+// emit stamped ts.
+func (t *task) writeOne(w *write, ts time.Time) error {
+	if w.store != nil {
+		return t.write(w.store.index, w.key, w.value, w.del, ts)
+	}
+	t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	return nil
 }
 
@@ -117,6 +136,20 @@ func (t *task) writeThrough(target int, key, value []byte, headers []kgo.RecordH
 	}
 	t.emit(t.env.topo.outputs[target-len(t.stores)].topic, key, value, headers, time.Time{})
 	return nil
+}
+
+// setCommitted records the committed offset of the task's partition of
+// topic, for the commit (committed) and the record path (durable).
+func (t *task) setCommitted(topic string, offset int64) {
+	t.committed[topic] = offset
+	t.durable.Store(topic, offset)
+}
+
+func (b taskBackend) committedOffset(_ int32, topic string) int64 {
+	if v, ok := b.t.durable.Load(topic); ok {
+		return v.(int64)
+	}
+	return -1
 }
 
 func (b taskBackend) deadLetter(dl *kgo.Record) error {

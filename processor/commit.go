@@ -179,7 +179,7 @@ func (c *commits) commitTasks(ctx context.Context, tasks []*task, ahead bool) er
 	for _, t := range committing {
 		for topic, m := range offsets {
 			if eo, ok := m[t.id]; ok {
-				t.committed[topic] = eo.Offset
+				t.setCommitted(topic, eo.Offset)
 			}
 		}
 	}

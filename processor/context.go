@@ -26,6 +26,11 @@ type Context struct {
 	attempt int
 	be      backend
 	writes  []write
+	// late lists the windowed aggregations this call found the record too
+	// late for, in some or all of its windows (windowed_process.go): the
+	// record processor counts them and, under the error policy dlq,
+	// dead-letters a record one of them dropped whole.
+	late []lateMark
 	// arena holds the encoded keys and values of this call's writes; it is
 	// reused for the next record once they are applied (the backend copies
 	// what it keeps).
@@ -135,6 +140,16 @@ func (c *Context) stage(t *Topology, w write) error {
 	}
 	c.writes = append(c.writes, w)
 	return nil
+}
+
+// uncached reports whether w goes past the record cache: a write to a
+// window or session store, or an emit to a stream output (doc.go, "Record
+// cache and streams").
+func (w *write) uncached() bool {
+	if w.store != nil {
+		return w.store.uncached
+	}
+	return w.output.stream
 }
 
 func (w *write) outputIndex() int {

@@ -116,6 +116,35 @@
 // sizes the stores and bounds the cache from one budget; Zero leaves each
 // its own size.
 //
+// # Record cache and streams
+//
+// The record cache merges per key, which is right for a table (a store, or
+// an output whose records update a key) and wrong for a stream, whose
+// records are events. So a stream gets past it whole: an output declared
+// AsStream (every windowed output, NewWindowedOutput) has each emit
+// produced in order when its record's effects are applied, never merged;
+// and a window or session store's writes go straight to its write buffer
+// and changelog, so that its range reads (Context's scan) need no merge
+// with the cache. Results of different windows of one key are therefore
+// never merged, whatever the key is. The emits of an AsStream output are
+// still covered by the commit like every effect: a commit waits for them to
+// be acknowledged (or puts them in its transaction) before it commits the
+// offsets.
+//
+// # Windows
+//
+// NewWindowedAggregation declares a windowed aggregation (tumbling,
+// hopping, sliding or session windows of package window, with count,
+// reduce or an aggregator, emitting every update or final results only)
+// over a window or session store: an ordinary changelogged store laid out
+// with package window's key encodings (windowstore.go). Its stream time is
+// its own, as a Kafka Streams windowed processor's: the largest timestamp
+// among the records that reached it in its task, where Context.StreamTime
+// is over all the task's records. It is stored with its windows and last
+// close time so that both move with the changelog, and read in one place
+// (windowed_process.go, observe): taking the task's instead is a change of
+// that line. docs/time-and-windows.md is the user's guide.
+//
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
 // Kafka transaction of the instance's one producer with every task's

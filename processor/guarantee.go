@@ -78,7 +78,7 @@ func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Recor
 		}
 		err = c.offsets.CommitOffsets(ctx, offsets)
 		if err == nil {
-			t.committed[last.Topic] = last.Offset + 1
+			t.setCommitted(last.Topic, last.Offset+1)
 		}
 		t.commitMu.Unlock()
 		if err == nil {

@@ -93,6 +93,7 @@ type taskStats struct {
 	deadLettered *prometheus.CounterVec // stage
 	skipped      *prometheus.CounterVec // stage
 	lag          *prometheus.GaugeVec   // topic; the partition is the task
+	late         *prometheus.CounterVec // store
 }
 
 func newTaskStats(id int32) *taskStats {
@@ -129,6 +130,11 @@ func newTaskStats(id int32) *taskStats {
 			Help:        "Poison records skipped under the error policy skip, by task and stage.",
 			ConstLabels: task,
 		}, []string{"stage"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "rackstream_window_late_records_total",
+			Help:        "Windows a record came too late for (closed: grace passed), by task and store, counted once per window a record missed as Kafka Streams' dropped-records-total; a record dropped whole is also dead-lettered under the error policy dlq.",
+			ConstLabels: task,
+		}, []string{"store"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "rackstream_consumer_lag_records",
 			Help:        "Records between the last processed offset and the partition's high watermark, as of the last fetch.",
@@ -137,10 +143,13 @@ func newTaskStats(id int32) *taskStats {
 	}
 }
 
-// record counts one record whose processing finished, by its outcome.
+// record counts one record whose processing finished, by its outcome;
+// stage is the poison record's stage.
 func (s *taskStats) record(out outcome, stage string) {
 	s.processed.Inc()
 	switch out {
+	case outcomeLateDeadLettered:
+		s.deadLettered.WithLabelValues(StageLate).Inc()
 	case outcomeDeadLettered:
 		s.deadLettered.WithLabelValues(stage).Inc()
 	case outcomeSkipped:
@@ -155,6 +164,7 @@ func (s *taskStats) collect(ch chan<- prometheus.Metric) {
 	s.deadLettered.Collect(ch)
 	s.skipped.Collect(ch)
 	s.lag.Collect(ch)
+	s.late.Collect(ch)
 }
 
 // taskCollector collects the series of the tasks live on this instance at

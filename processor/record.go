@@ -100,6 +100,9 @@ type backend interface {
 	// key order, seeing the task's uncommitted writes, until fn returns
 	// false.
 	scan(task int32, s *storeSpec, start, end []byte, fn func(key, value []byte) bool) error
+	// committedOffset returns the task's last committed offset of topic
+	// (the next record a new owner reads), -1 when none is known.
+	committedOffset(task int32, topic string) int64
 	// deadLetter sends a poison record to the dead-letter topic.
 	deadLetter(dl *kgo.Record) error
 }
@@ -111,6 +114,9 @@ const (
 	outcomeProcessed outcome = iota
 	outcomeDeadLettered
 	outcomeSkipped
+	// outcomeLateDeadLettered: a windowed aggregation dropped the record,
+	// too late for every window it falls in, and it was dead-lettered.
+	outcomeLateDeadLettered
 )
 
 // recordProcessor runs records of one task through decoding, the handler,
@@ -129,6 +135,9 @@ type recordProcessor struct {
 	fireRec kgo.Record
 	// lastStage is the stage of the last poison record, for metrics.
 	lastStage string
+	// late is what the windowed aggregations found late in the last record
+	// (Context.late), for metrics.
+	late []lateMark
 	// A burst of poison records (a producer writing garbage) is logged at
 	// most once a second per task; the metrics count every one.
 	lastLog    time.Time
@@ -176,6 +185,7 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			return 0, err
 		}
 	}
+	p.late = p.late[:0]
 	ts, err := in.timestamp(r)
 	if err != nil {
 		return p.poison(r, StageTimestamp, err, 1)
@@ -194,6 +204,14 @@ func (p *recordProcessor) process(ctx context.Context, r *kgo.Record) (outcome, 
 			if err := p.apply(r.Partition, ts, []write{p.streamTimeWrite()}); err != nil {
 				return 0, fmt.Errorf("apply %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
+		}
+	}
+	for _, l := range p.late {
+		if l.dropped && f.err == nil {
+			if out, err = p.lateRecord(r, l.store); err != nil {
+				return 0, err
+			}
+			break
 		}
 	}
 	if p.tt.st.Time() >= p.tt.streamDue {
@@ -236,6 +254,7 @@ func (p *recordProcessor) run(ctx context.Context, task int32, ts time.Time, u u
 				p.clear()
 				return failure{}, p.applyErr(u, err)
 			}
+			p.late = append(p.late, p.c.late...)
 			p.clear()
 			return failure{}, nil
 		}
@@ -279,6 +298,7 @@ func (p *recordProcessor) applyErr(u unit, err error) error {
 // call runs one attempt of u, turning a panic into a permanent error.
 func (p *recordProcessor) call(ctx context.Context, task int32, ts time.Time, u unit, attempt int) (stage string, err error) {
 	p.c.ctx, p.c.ts, p.c.attempt, p.c.writes, p.c.arena = ctx, ts, attempt, append(p.c.writes[:0], u.pre...), p.c.arena[:0]
+	p.c.late = p.c.late[:0]
 	p.c.rec = u.r
 	if u.r == nil {
 		p.fireRec = kgo.Record{Partition: task, Offset: -1, Timestamp: ts}
@@ -299,10 +319,25 @@ func (p *recordProcessor) call(ctx context.Context, task int32, ts time.Time, u 
 func (p *recordProcessor) clear() {
 	clear(p.c.writes) // drop references to keys and values
 	p.c.writes = p.c.writes[:0]
-	p.c.rec, p.c.ctx = nil, nil
+	p.c.rec, p.c.ctx, p.c.late = nil, nil, p.c.late[:0]
 	if cap(p.c.arena) > 1<<20 {
 		p.c.arena = nil // one huge record should not pin its buffer
 	}
+}
+
+// lateRecord dead-letters, under the error policy dlq with stage
+// StageLate, a record a windowed aggregation of store s dropped whole as
+// late, its effects (the aggregation's progress) applied. Kafka Streams
+// only drops and counts such records.
+func (p *recordProcessor) lateRecord(r *kgo.Record, s *storeSpec) (outcome, error) {
+	if p.policy != PolicyDeadLetter {
+		return outcomeProcessed, nil
+	}
+	err := fmt.Errorf("record at %d ms is too late for the windows of store %s: they closed (grace passed)", r.Timestamp.UnixMilli(), s.name)
+	if err := p.c.be.deadLetter(p.deadLetterRecord(r, StageLate, err.Error(), 1)); err != nil {
+		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
+	}
+	return outcomeLateDeadLettered, nil
 }
 
 func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries int) (outcome, error) {
@@ -323,7 +358,17 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 	if isPermanent(err) && stage == StageHandler && len(msg) > 4096 {
 		msg = msg[:4096] // a panic's stack trace
 	}
-	dl := &kgo.Record{
+	if err := p.c.be.deadLetter(p.deadLetterRecord(r, stage, msg, tries)); err != nil {
+		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
+	}
+	p.logPoison(slog.LevelWarn, "poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
+	return outcomeDeadLettered, nil
+}
+
+// deadLetterRecord is r as the dead-letter topic receives it: as it arrived,
+// with headers naming its source, stage and error.
+func (p *recordProcessor) deadLetterRecord(r *kgo.Record, stage, msg string, tries int) *kgo.Record {
+	return &kgo.Record{
 		Topic:     p.dlqTopic,
 		Key:       r.Key,
 		Value:     r.Value,
@@ -338,9 +383,4 @@ func (p *recordProcessor) poison(r *kgo.Record, stage string, err error, tries i
 			kgo.RecordHeader{Key: HeaderDLQAppID, Value: []byte(p.topo.appID)},
 		),
 	}
-	if err := p.c.be.deadLetter(dl); err != nil {
-		return 0, fmt.Errorf("dead-letter %s/%d@%d to %s: %w", r.Topic, r.Partition, r.Offset, p.dlqTopic, err)
-	}
-	p.logPoison(slog.LevelWarn, "poison record dead-lettered", append(attrs, slog.String("dlq", p.dlqTopic))...)
-	return outcomeDeadLettered, nil
 }

@@ -60,6 +60,8 @@ type Replica struct {
 	// its index in the cache (its place in the topology).
 	cache   *recordCache
 	targets map[string]int
+	// topo is the running topology: which stores are window stores.
+	topo *Topology
 	// eos: the runtime runs exactly-once, where the latest writes belong
 	// to an open transaction and Fresh offers no view of them.
 	eos bool
@@ -77,7 +79,7 @@ func (r *Runtime) Replica(task int32) (Replica, bool) {
 	if st == nil {
 		return Replica{}, false
 	}
-	rep := Replica{Task: task, Role: roleOf(st.Role()), stores: make(map[string]*state.DB), eos: r.opts.Guarantee == ExactlyOnceV2}
+	rep := Replica{Task: task, Role: roleOf(st.Role()), stores: make(map[string]*state.DB), eos: r.opts.Guarantee == ExactlyOnceV2, topo: r.topo}
 	for _, s := range st.Stores() {
 		rep.stores[s.Name()] = s
 	}
@@ -115,7 +117,7 @@ func (rep Replica) Store(store string) *StoreView {
 	if s == nil {
 		return nil
 	}
-	return &StoreView{db: s}
+	return &StoreView{db: s, window: rep.windowOf(store)}
 }
 
 // Fresh returns a read-only view of store's latest processed state, nil
@@ -125,7 +127,7 @@ func (rep Replica) Fresh(store string) *FreshView {
 	if s == nil || rep.eos {
 		return nil
 	}
-	v := &FreshView{db: s}
+	v := &FreshView{db: s, window: rep.windowOf(store)}
 	if i, ok := rep.targets[store]; ok {
 		v.cache, v.target = rep.cache, i
 	}
@@ -141,7 +143,8 @@ func (rep Replica) Fresh(store string) *FreshView {
 //
 // It has no write method: a store changes only through its task.
 type StoreView struct {
-	db *state.DB
+	db     *state.DB
+	window *windowStore // a window or session store's layout, else nil
 }
 
 // Name returns the store's name.
@@ -199,6 +202,7 @@ type FreshView struct {
 	db     *state.DB
 	cache  *recordCache // nil: none
 	target int
+	window *windowStore // a window or session store's layout, else nil
 }
 
 // Get returns the latest value of key.

@@ -442,7 +442,7 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 func (t *Topology) storeSpecs() []state.StoreSpec {
 	specs := make([]state.StoreSpec, len(t.stores))
 	for i, s := range t.stores {
-		specs[i] = state.StoreSpec{Name: s.name, Changelog: s.changelog}
+		specs[i] = state.StoreSpec{Name: s.name, Changelog: s.changelog, ChangelogConfigs: s.changelogConfigs}
 	}
 	return specs
 }

@@ -36,6 +36,10 @@ var roots = []any{
 	(*processor.Table[string, string])(nil), (*processor.TestDriver)(nil), processor.TestDriverOptions{},
 	processor.TimerHandler[string](nil), (*processor.Timers[string])(nil), processor.TimestampExtractor(nil),
 	processor.TopicCount{}, (*processor.Topology)(nil),
+	processor.WindowResult[string, int64]{}, processor.Windowed[string]{},
+	processor.Aggregator[string, string, int64]{}, processor.WindowOption(nil),
+	(*processor.WindowedAggregation[string, string, int64])(nil), processor.OutputOption(nil),
+	processor.WindowValue[int64]{}, processor.StoredWindow{},
 	(*table.Mirror)(nil), table.Options{}, table.Typed[string, string]{},
 }
 
@@ -152,6 +156,7 @@ func TestNoExportedPathReachesTheStateEngine(t *testing.T) {
 // here, after checking that it cannot write.
 func TestReadViewsHaveNoWriteMethod(t *testing.T) {
 	reads := []string{"Checkpoint", "Err", "Get", "Lag", "Name", "Scan", "Task"}
+	windowReads := []string{"AllWindows", "Windows"}
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[*processor.StoreView](),
 		reflect.TypeFor[*processor.FreshView](),
@@ -163,6 +168,8 @@ func TestReadViewsHaveNoWriteMethod(t *testing.T) {
 		switch typ {
 		case reflect.TypeFor[processor.Replica]():
 			allowed = []string{"Fresh", "Store", "Stores"}
+		case reflect.TypeFor[*processor.StoreView](), reflect.TypeFor[*processor.FreshView]():
+			allowed = append(slices.Clone(reads), windowReads...)
 		case reflect.TypeFor[*processor.GlobalView]():
 			allowed = append(slices.Clone(reads), "Lags", "Positions", "Topic")
 		case reflect.TypeFor[*table.Mirror]():

@@ -125,11 +125,17 @@ type task struct {
 	stores    []*state.DB // in topology order
 	activated bool
 	cache     *recordCache // nil when statestore.cache.max.bytes is 0
+	// uncached: the topology has writes the cache must not take (an
+	// AsStream output, a window store); set once, at creation.
+	uncached bool
 	// outs carves the output records the task emits (emit), two
 	// allocations per emit saved on the per-record path (recarena).
 	outs      recarena.Arena
 	next      map[string]kgo.EpochOffset // per input topic: offset after the last processed record
 	committed map[string]int64           // per input topic: last committed offset (commitMu; turn under exactly-once)
+	// durable is committed as the record path reads it (Context's
+	// committedOffset): topic -> int64, stored by setCommitted.
+	durable sync.Map
 	// wall wakes the task for what is due on the wall clock, set to
 	// wallAt (ms; math.MaxInt64: stopped); nil when its topology has
 	// nothing on the wall clock (wallclock.go). The task goroutine's.
@@ -194,6 +200,7 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 		committed: make(map[string]int64),
 		first:     make(map[string]int64),
 	}
+	t.uncached = env.topo.hasUncached()
 	if b := env.opts.CacheMaxBytes; b > 0 {
 		// Kafka Streams divides the cache among its threads; the member
 		// divides it among its active tasks (shareCache) as soon as this
@@ -354,6 +361,9 @@ func (t *task) work(records []*kgo.Record) bool {
 			t.stats.endToEnd.Observe(max(0, now.Sub(rec.Timestamp).Seconds()))
 		}
 		t.stats.record(out, t.proc.lastStage)
+		for _, l := range t.proc.late {
+			t.stats.late.WithLabelValues(l.store.name).Add(float64(l.windows))
+		}
 	}
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -282,8 +283,49 @@ func (d *TestDriver) apply(task int32, ts time.Time, ws []write) error {
 	return nil
 }
 
+// committedOffset is the next offset of topic's partition: the driver
+// commits every record as it is handled.
+func (d *TestDriver) committedOffset(task int32, topic string) int64 {
+	if offs := d.offsets[topic]; offs != nil {
+		return offs[task]
+	}
+	return -1
+}
+
 func (d *TestDriver) deadLetter(dl *kgo.Record) error {
 	dl.Offset = int64(len(d.dlq))
 	d.dlq = append(d.dlq, dl)
 	return nil
+}
+
+// WindowResult is one window of a windowed aggregation's store and its
+// aggregate.
+type WindowResult[K, A any] struct {
+	Windowed[K]
+	Value A
+}
+
+// ReadWindows returns the windows a's store holds across tasks, as a query
+// sees them (expired ones hidden), by task, then window time, then key.
+func ReadWindows[K, V, A any](d *TestDriver, a *WindowedAggregation[K, V, A]) ([]WindowResult[K, A], error) {
+	var out []WindowResult[K, A]
+	for task := range d.opts.Partitions {
+		scan := func(start, end []byte, fn func(k, v []byte) bool) error { return d.scan(task, a.spec, start, end, fn) }
+		raw, err := a.spec.window.timeRange(scan, 0, math.MaxInt64)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range raw {
+			k, err := a.key.Decode(w.key)
+			if err != nil {
+				return nil, fmt.Errorf("store %s: decode key %q: %w", a.spec.name, w.key, err)
+			}
+			v, err := a.val.Decode(w.agg)
+			if err != nil {
+				return nil, fmt.Errorf("store %s: decode window of key %q: %w", a.spec.name, w.key, err)
+			}
+			out = append(out, WindowResult[K, A]{Windowed: a.windowed(k, w.win), Value: v})
+		}
+	}
+	return out, nil
 }

@@ -115,6 +115,9 @@ const (
 	StageDecodeKey   = "decode-key"
 	StageDecodeValue = "decode-value"
 	StageHandler     = "handler"
+	// StageLate names a record a windowed aggregation dropped as too late
+	// (its windows closed), dead-lettered under the error policy dlq.
+	StageLate = "late"
 )
 
 type inputSpec struct {
@@ -154,6 +157,15 @@ type storeSpec struct {
 	// table: a co-partitioned table's store (table.go), read-only to
 	// handlers and fed by the task from its changelog, the table's topic.
 	table bool
+	// uncached: the record cache never holds the store's writes, and
+	// handlers read it by range (Context.scan): a window or session store
+	// (windowstore.go).
+	uncached bool
+	// window is a window or session store's layout (windowstore.go).
+	window *windowStore
+	// changelogConfigs are topic configs the changelog is created with
+	// beyond cleanup.policy=compact (a window store's retention).
+	changelogConfigs map[string]string
 	// render decodes a stored value for display (HTTP queries): the
 	// codec's T, which encoding/json renders as the store's type.
 	render func([]byte) (any, error)
@@ -256,13 +268,19 @@ type Output[K, V any] struct {
 type outputSpec struct {
 	index int
 	topic string
+	// stream: every emit reaches the topic, in order, past the record
+	// cache's merge per key (a windowed output).
+	stream bool
 }
 
 // NewOutput declares that handlers emit to topic, encoding with key and
 // value. Records are partitioned with the runtime's partitioner, so an
 // output keyed like the inputs is co-partitioned with them.
-func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V]) *Output[K, V] {
+func NewOutput[K, V any](t *Topology, topic string, key codec.Codec[K], value codec.Codec[V], opts ...OutputOption) *Output[K, V] {
 	spec := &outputSpec{topic: topic}
+	for _, o := range opts {
+		o(spec)
+	}
 	switch {
 	case checkTopicName(topic) != nil:
 		t.errs = append(t.errs, fmt.Errorf("output %q: %w", topic, checkTopicName(topic)))
@@ -367,6 +385,11 @@ type StoreInfo struct {
 	// display: the result marshals with encoding/json as the store's type
 	// (a string as a string, []byte as base64, a JSON[T] value as itself).
 	Render func(value []byte) (any, error)
+	// Windows is "time" (tumbling, hopping), "sliding" or "session" for
+	// a windowed aggregation's store, read by the store views' Windows and
+	// AllWindows (whose values Render decodes); "" for a
+	// key-value store.
+	Windows string
 }
 
 // Stores returns the declared stores in declaration order.
@@ -374,6 +397,9 @@ func (t *Topology) Stores() []StoreInfo {
 	out := make([]StoreInfo, len(t.stores))
 	for i, s := range t.stores {
 		out[i] = StoreInfo{Name: s.name, Changelog: s.changelog, Render: s.render}
+		if s.window != nil {
+			out[i].Windows = s.window.layout.kind.String()
+		}
 	}
 	return out
 }

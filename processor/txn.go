@@ -295,7 +295,7 @@ func (c *commits) transact(ctx context.Context, tasks []*task) (aborted []*task,
 		}
 		for topic, m := range offsets {
 			if eo, ok := m[t.id]; ok {
-				t.committed[topic] = eo.Offset
+				t.setCommitted(topic, eo.Offset)
 			}
 		}
 	}

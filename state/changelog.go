@@ -42,6 +42,12 @@ func (e *ChangelogError) Error() string {
 // be unknown for the client's metadata min age: that is retried for
 // unknownTopicPatience.
 func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
+	return ensureChangelogTopics(ctx, adm, partitions, replicationFactor, nil, topics)
+}
+
+// ensureChangelogTopics is ensureChangelogs creating each missing topic
+// with configs[topic] over the defaults.
+func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, configs map[string]map[string]string, topics []string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)
 	}
@@ -63,7 +69,7 @@ func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, r
 		}
 	}
 	for _, topic := range missing {
-		created, err := createChangelog(ctx, adm, topic, partitions, replicationFactor)
+		created, err := createChangelog(ctx, adm, topic, partitions, replicationFactor, configs[topic])
 		if err != nil {
 			return err
 		}
@@ -78,8 +84,11 @@ func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, r
 }
 
 // createChangelog creates topic; false with no error when it already exists.
-func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16) (bool, error) {
+func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16, extra map[string]string) (bool, error) {
 	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	for k, v := range extra {
+		configs[k] = kadm.StringPtr(v)
+	}
 	if rf-1 >= 1 {
 		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(rf - 1)))
 	}

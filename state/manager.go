@@ -530,5 +530,12 @@ func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replic
 	if err := m.rep.start(); err != nil {
 		return err
 	}
-	return ensureChangelogs(ctx, m.rep.adm, partitions, replicationFactor, changelogTopics(m.opts.ApplicationID, specs)...)
+	topics := changelogTopics(m.opts.ApplicationID, specs)
+	configs := make(map[string]map[string]string)
+	for i, s := range specs {
+		if len(s.ChangelogConfigs) > 0 {
+			configs[topics[i]] = s.ChangelogConfigs
+		}
+	}
+	return ensureChangelogTopics(ctx, m.rep.adm, partitions, replicationFactor, configs, topics)
 }

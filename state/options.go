@@ -138,6 +138,11 @@ type StoreSpec struct {
 	// Set it to adopt an existing compacted topic, such as a goka group
 	// table.
 	Changelog string
+	// ChangelogConfigs are topic configs a missing changelog is created
+	// with, over cleanup.policy=compact: a window store's
+	// cleanup.policy=compact,delete and retention.ms. An existing
+	// changelog is not altered; it must still be compacted.
+	ChangelogConfigs map[string]string
 	// LevelDB overrides the Manager's LevelDB options for this store when
 	// non-nil.
 	LevelDB *LevelDBOptions
