@@ -169,7 +169,39 @@ type Processor struct {
 	TableGlobal    bool          // processor.table.global
 	Join           JoinType      // processor.join
 	JoinKeyField   string        // processor.join.key.field
+	TimestampField string        // processor.timestamp.field; "" = the record's timestamp
+	Window         Window        // processor.window.*
 }
+
+// Window holds a windowed count or sum's settings (processor.window.*),
+// durations in milliseconds, 0 where a key is unset.
+type Window struct {
+	Type      WindowType // processor.window.type; "" = not windowed
+	Size      int64      // processor.window.size.ms
+	Advance   int64      // processor.window.advance.ms
+	Gap       int64      // processor.window.gap.ms
+	Grace     int64      // processor.window.grace.ms
+	Retention int64      // processor.window.retention.ms; 0 = the minimum
+	Emit      WindowEmit // processor.window.emit
+}
+
+// WindowType is processor.window.type.
+type WindowType string
+
+const (
+	WindowTumbling WindowType = "tumbling"
+	WindowHopping  WindowType = "hopping"
+	WindowSliding  WindowType = "sliding"
+	WindowSession  WindowType = "session"
+)
+
+// WindowEmit is processor.window.emit.
+type WindowEmit string
+
+const (
+	WindowEmitUpdate WindowEmit = "update" // every update of a window
+	WindowEmitFinal  WindowEmit = "final"  // each window once, when it closes
+)
 
 // JoinType is processor.join: how the built-in join treats a record whose
 // key the table does not have.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rackstream/rackstream/internal/textsafe"
 	"github.com/rackstream/rackstream/tags"
+	"github.com/rackstream/rackstream/window"
 )
 
 // keyDef defines one configuration key. The table of them, keys, is the one
@@ -165,9 +166,32 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return &c.Processor.TableGlobal }},
 	{name: "processor.table.topic", doc: "For `processor.type=join` (required): the compacted topic holding the table, key to value.",
 		field: func(c *Config) any { return &c.Processor.TableTopic }},
+	{name: "processor.timestamp.field", doc: "For every built-in: the top-level JSON field of the record's value holding its time, epoch milliseconds (a number or a string of digits) or an RFC 3339 string; empty for the record's Kafka timestamp. A record without a valid time follows `processing.exception.handler`.",
+		field: func(c *Config) any { return &c.Processor.TimestampField }},
 	{name: "processor.type", enum: []string{"", "latest", "count", "sum", "join"},
 		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key), `join` (each record enriched with a table's value). Empty when Rackstream is used as a library.",
 		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
+	{name: "processor.window.advance.ms", def: "0", min: 0, hasMin: true, max: window.MaxDuration, hasMax: true,
+		doc:   "For `processor.window.type=hopping` (required): the distance in milliseconds between consecutive window starts, at most `processor.window.size.ms`.",
+		field: func(c *Config) any { return &c.Processor.Window.Advance }},
+	{name: "processor.window.emit", def: string(WindowEmitUpdate), enum: []string{string(WindowEmitUpdate), string(WindowEmitFinal)},
+		doc:   "For a windowed `count` or `sum`: `update` emits a window's result on every record; `final` emits it once, when stream time passes the window's end plus `processor.window.grace.ms` (Kafka Streams' `EmitStrategy.onWindowClose()`).",
+		field: func(c *Config) any { return (*string)(&c.Processor.Window.Emit) }},
+	{name: "processor.window.gap.ms", def: "0", min: 0, hasMin: true, max: window.MaxDuration, hasMax: true,
+		doc:   "For `processor.window.type=session` (required): the inactivity gap in milliseconds that ends a key's session.",
+		field: func(c *Config) any { return &c.Processor.Window.Gap }},
+	{name: "processor.window.grace.ms", def: "0", min: 0, hasMin: true, max: window.MaxDuration, hasMax: true,
+		doc:   "For a windowed `count` or `sum`: how long in milliseconds after a window's end (a session's end plus gap) it still takes late records.",
+		field: func(c *Config) any { return &c.Processor.Window.Grace }},
+	{name: "processor.window.retention.ms", def: "0", min: 0, hasMin: true, max: window.MaxDuration, hasMax: true,
+		doc:   "For a windowed `count` or `sum`: how long in milliseconds the store keeps windows (for queries) after the newest one; 0 for the minimum, the window length plus grace (sliding: twice the size plus grace). It may not be shorter than that minimum.",
+		field: func(c *Config) any { return &c.Processor.Window.Retention }},
+	{name: "processor.window.size.ms", def: "0", min: 0, hasMin: true, max: window.MaxDuration, hasMax: true,
+		doc:   "For `processor.window.type` `tumbling`, `hopping` (the window length) and `sliding` (the largest time difference between two records of a window), required: milliseconds.",
+		field: func(c *Config) any { return &c.Processor.Window.Size }},
+	{name: "processor.window.type", enum: []string{"", string(WindowTumbling), string(WindowHopping), string(WindowSliding), string(WindowSession)},
+		doc:   "For `processor.type` `count` and `sum`: counts or sums each key's records per window of time (store `count` or `sum` a window store, queried at `/v1/stores/<type>/windows/<key>`), or empty for a running total per key. Output values are `{\"start\": ms, \"end\": ms, \"value\": n}` under the input key.",
+		field: func(c *Config) any { return (*string)(&c.Processor.Window.Type) }},
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTags }},
