@@ -51,6 +51,9 @@ func (c *Config) checkWindow(fail func(key, format string, args ...any)) {
 	if w.Type == "" || !applies {
 		return
 	}
+	if c.Processor.ChangelogTopic != "" {
+		fail("processor.changelog.topic", "processor.changelog.topic does not apply to a windowed store: its changelog is <application.id>-%s-changelog", c.Processor.Type)
+	}
 	def, err := WindowDef(w)
 	for _, fe := range fieldErrors(err) {
 		fail("processor.window."+fe.Field, "processor.window.%s %s", fe.Field, fe.Reason)

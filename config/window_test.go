@@ -29,6 +29,7 @@ func TestWindowedBuiltinsNameTheKeyAtFault(t *testing.T) {
 		{"a retention below the minimum", []string{"processor.window.type=tumbling", "processor.window.size.ms=60000", "processor.window.grace.ms=5000", "processor.window.retention.ms=60000"}, "processor.window.retention.ms must be >= 65000 (the window length plus grace), got 60000"},
 		{"a sliding retention below twice the size", []string{"processor.window.type=sliding", "processor.window.size.ms=10000", "processor.window.retention.ms=15000"}, "processor.window.retention.ms must be >= 20000"},
 		{"an unknown emit", []string{"processor.window.type=tumbling", "processor.window.size.ms=60000", "processor.window.emit=never"}, "Invalid value never for configuration processor.window.emit"},
+		{"a windowed store's changelog", []string{"processor.window.type=session", "processor.window.gap.ms=1000", "processor.changelog.topic=c"}, "processor.changelog.topic does not apply to a windowed store: its changelog is <application.id>-count-changelog"},
 		{"windows on latest", []string{"processor.type=latest", "processor.window.type=tumbling", "processor.window.size.ms=60000"}, `processor.window.type is for processor.type count or sum, not "latest"`},
 	}
 	for _, tt := range tests {

@@ -14,8 +14,14 @@
 //   - join: each record enriched with the value its key (or a field of its
 //     value) has in a table, co-partitioned or global (join.go).
 //
+// count and sum take processor.window.type to count or sum per window of
+// time instead (windowed.go), and every built-in takes
+// processor.timestamp.field, a JSON field holding the record's time
+// (timestamp.go).
+//
 // latest, count and sum each keep their state in one store named after the
-// type (so the HTTP query of a key is /v1/stores/<type>/keys/<key>) and,
+// type (so the HTTP query of a key is /v1/stores/<type>/keys/<key>, or for
+// windows /v1/stores/<type>/windows/<key>) and,
 // with processor.output.topic, emit every updated value per key to that
 // topic: the new value, or a tombstone when latest deletes a key; join
 // keeps no state of its own (join.go). Keys are bytes, taken as they are.
@@ -36,9 +42,10 @@ import (
 // Processor is a built-in processor's topology and the names a user needs
 // to query it.
 type Processor struct {
-	topo  *processor.Topology
-	kind  config.ProcessorType
-	store string
+	topo     *processor.Topology
+	kind     config.ProcessorType
+	store    string
+	windowed bool
 
 	// Handles for tests (one set is non-nil, by kind).
 	in     *processor.Input[[]byte, []byte]
@@ -51,6 +58,12 @@ type Processor struct {
 	outDec *processor.Output[[]byte, Decimal]
 	joinIn *processor.Input[[]byte, joinInput]
 	join   *join
+
+	// Windowed count and sum (windowed.go).
+	winCount  *processor.WindowedAggregation[[]byte, []byte, int64]
+	winSum    *processor.WindowedAggregation[[]byte, Decimal, Decimal]
+	winOutInt *processor.Output[[]byte, processor.WindowValue[int64]]
+	winOutDec *processor.Output[[]byte, processor.WindowValue[Decimal]]
 }
 
 // New builds the built-in processor p describes for the processor group
@@ -67,31 +80,47 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 	if p.ChangelogTopic != "" {
 		storeOpts = append(storeOpts, processor.WithChangelog(p.ChangelogTopic))
 	}
-	b := &Processor{topo: topo, kind: p.Type, store: string(p.Type)}
+	var inOpts []processor.InputOption
+	if p.TimestampField != "" {
+		inOpts = append(inOpts, processor.WithTimestamp(fieldTimestamp(p.TimestampField)))
+	}
+	b := &Processor{topo: topo, kind: p.Type, store: string(p.Type), windowed: p.Window.Type != ""}
+	if b.windowed {
+		if p.ChangelogTopic != "" {
+			return nil, errors.New("builtin: processor.changelog.topic does not apply to a windowed store (its changelog is <application.id>-<store>-changelog)")
+		}
+		if err := b.newWindowed(p, inOpts); err != nil {
+			return nil, err
+		}
+		if err := topo.Validate(); err != nil {
+			return nil, fmt.Errorf("builtin %s: %w", p.Type, err)
+		}
+		return b, nil
+	}
 	switch p.Type {
 	case config.ProcessorLatest:
 		b.latest = processor.NewStore(topo, b.store, codec.Bytes(), valueCodec{}, storeOpts...)
 		if p.OutputTopic != "" {
 			b.outRaw = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), valueCodec{})
 		}
-		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleLatest)
+		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleLatest, inOpts...)
 	case config.ProcessorCount:
 		b.count = processor.NewStore(topo, b.store, codec.Bytes(), codec.Int64(), storeOpts...)
 		if p.OutputTopic != "" {
 			b.outInt = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), codec.Int64())
 		}
-		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleCount)
+		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleCount, inOpts...)
 	case config.ProcessorSum:
 		b.sum = processor.NewStore(topo, b.store, codec.Bytes(), decimalCodec{}, storeOpts...)
 		if p.OutputTopic != "" {
 			b.outDec = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), decimalCodec{})
 		}
-		b.sumIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.handleSum)
+		b.sumIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.handleSum, inOpts...)
 	case config.ProcessorJoin: // join.go
 		if p.TableTopic == "" || p.OutputTopic == "" {
 			return nil, errors.New("builtin: processor.type=join requires processor.table.topic and processor.output.topic")
 		}
-		b.newJoin(topo, p)
+		b.newJoin(topo, p, inOpts)
 	case "":
 		return nil, errors.New("builtin: processor.type is not set (latest, count, sum or join)")
 	default:
@@ -105,6 +134,10 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 
 // Topology returns the processor's topology, to run with processor.Runtime.
 func (b *Processor) Topology() *processor.Topology { return b.topo }
+
+// Windowed reports whether the processor's store is a window or session
+// store (processor.window.type set).
+func (b *Processor) Windowed() bool { return b.windowed }
 
 // Type returns the processor's type.
 func (b *Processor) Type() config.ProcessorType { return b.kind }

@@ -153,10 +153,7 @@ func TestSumSendsValuesThatAreNotNumbersToTheDeadLetterTopic(t *testing.T) {
 			if len(dl) != 1 {
 				t.Fatalf("%d dead letters, want 1", len(dl))
 			}
-			h := map[string]string{}
-			for _, x := range dl[0].Headers {
-				h[x.Key] = string(x.Value)
-			}
+			h := headers(dl[0])
 			if h[processor.HeaderDLQStage] != processor.StageDecodeValue || !strings.Contains(h[processor.HeaderDLQError], tc.want) {
 				t.Errorf("dead-letter headers %v, want stage %s and an error with %q", h, processor.StageDecodeValue, tc.want)
 			}
@@ -226,4 +223,13 @@ func TestChangelogTopicIsConfigurable(t *testing.T) {
 	if cl := b.Topology().ChangelogTopics(); cl[0] != "app-latest-changelog" {
 		t.Errorf("default changelog %v", cl)
 	}
+}
+
+// headers returns r's headers by key.
+func headers(r *kgo.Record) map[string]string {
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		h[x.Key] = string(x.Value)
+	}
+	return h
 }

@@ -96,7 +96,7 @@ func (c joinInputCodec) Decode(b []byte) (joinInput, error) {
 }
 
 // newJoin declares the join's table, output and input on topo.
-func (b *Processor) newJoin(topo *processor.Topology, p config.Processor) {
+func (b *Processor) newJoin(topo *processor.Topology, p config.Processor, inOpts []processor.InputOption) {
 	j := &join{kind: p.Join, out: processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), joinedCodec{})}
 	if p.TableGlobal {
 		j.table = processor.NewGlobalTable(topo, p.TableTopic, codec.Bytes(), valueCodec{})
@@ -125,6 +125,6 @@ func (b *Processor) newJoin(topo *processor.Topology, p config.Processor) {
 			return j.out.Emit(ctx, key, jv)
 		})
 	}
-	b.joinIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), joinInputCodec{field: p.JoinKeyField}, h)
+	b.joinIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), joinInputCodec{field: p.JoinKeyField}, h, inOpts...)
 	b.join = j
 }
