@@ -157,7 +157,7 @@ func (s *Server) forward(ctx context.Context, route string, m balancer.Member, g
 // to read, and however many scans wait on peers, lookups and status
 // requests still find a slot.
 func (s *Server) takeSlot(route string) (release func(), err error) {
-	scan := route == routeScan
+	scan := route == routeScan || route == routeWindowsScan
 	if scan {
 		select {
 		case s.scans <- struct{}{}:

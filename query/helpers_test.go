@@ -38,6 +38,7 @@ type fakeReplica struct {
 	keys   []string    // sorted
 	err    error       // when set, reads fail with it
 	isos   []Isolation // the isolation of every read, in order
+	wins   []StoredWindow
 }
 
 // isolations returns the isolation of every read so far.
@@ -165,6 +166,7 @@ const (
 	storeDocs   = "docs"   // JSON
 	storeNames  = "names"  // strings
 	storeRaw    = "raw"    // bytes
+	storeWins   = "wins"   // a window store of int64 (windows_test.go)
 )
 
 func testStores() []ServedStore {
@@ -173,6 +175,7 @@ func testStores() []ServedStore {
 		{Name: storeDocs, Render: func(b []byte) (any, error) { return codec.JSON[any]().Decode(b) }},
 		{Name: storeNames, Render: func(b []byte) (any, error) { return codec.String().Decode(b) }},
 		{Name: storeRaw, Render: func(b []byte) (any, error) { return codec.Bytes().Decode(b) }},
+		{Name: storeWins, Render: func(b []byte) (any, error) { return codec.Int64().Decode(b) }, Windowed: true},
 	}
 }
 

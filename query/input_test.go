@@ -24,7 +24,7 @@ func TestEveryBadInputGetsItsStatusAndAClearMessage(t *testing.T) {
 		code       int
 		msg        string
 	}{
-		{"unknown store names it", "/v1/stores/nope/keys/a", 404, `unknown store "nope" (stores: counts, docs, names, raw)`},
+		{"unknown store names it", "/v1/stores/nope/keys/a", 404, `unknown store "nope" (stores: counts, docs, names, raw, wins)`},
 		{"unknown store in scan", "/v1/stores/nope/scan", 404, `unknown store "nope"`},
 		{"invalid store name", "/v1/stores/a%20b/keys/a", 400, `invalid store name "a b"`},
 		{"empty store name", "/v1/stores//keys/a", 400, "empty store name"},
@@ -41,7 +41,7 @@ func TestEveryBadInputGetsItsStatusAndAClearMessage(t *testing.T) {
 		{"bad query escape", "/v1/stores/counts/keys/a?max_lag=%zz", 400, "query string"},
 		{"absent key", "/v1/stores/counts/keys/b", 404, `key "b" not found in store counts`},
 		{"unknown route", "/v1/tables/x", 404, "no route for path /v1/tables/x"},
-		{"unknown store subresource", "/v1/stores/counts/range", 404, "want /v1/stores/{store}/keys/{key} or /v1/stores/{store}/scan"},
+		{"unknown store subresource", "/v1/stores/counts/range", 404, "want /v1/stores/{store}/keys/{key}, /v1/stores/{store}/scan, /v1/stores/{store}/windows/{key} or /v1/stores/{store}/windows"},
 		{"scan limit zero", "/v1/stores/counts/scan?limit=0", 400, `limit "0": want a whole number from 1 to 1000`},
 		{"scan limit too large", "/v1/stores/counts/scan?limit=1001", 400, `limit "1001"`},
 		{"scan from after to", "/v1/stores/counts/scan?from=b&to=a", 400, `from "b" is after to "a"`},

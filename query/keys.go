@@ -21,12 +21,18 @@ type keyAnswer struct {
 	Key          string          `json:"key,omitempty"`
 	KeyBase64URL string          `json:"key_base64url,omitempty"`
 	Value        json.RawMessage `json:"value"`
-	Task         int32           `json:"task"`
-	ServedBy     string          `json:"served_by"`
-	Role         ReplicaRole     `json:"role"`
-	Lag          int64           `json:"lag"`
-	Position     int64           `json:"position"`
-	Generation   int32           `json:"generation"`
+	answerMeta
+}
+
+// answerMeta is what a key lookup's answer says of the replica that
+// answered it.
+type answerMeta struct {
+	Task       int32       `json:"task"`
+	ServedBy   string      `json:"served_by"`
+	Role       ReplicaRole `json:"role"`
+	Lag        int64       `json:"lag"`
+	Position   int64       `json:"position"`
+	Generation int32       `json:"generation"`
 }
 
 // failure is why one candidate replica could not answer, in words a
@@ -104,16 +110,25 @@ func candidates(p *balancer.Placement, self int, task int32, standbys bool) []ca
 // a hop is answered from the local replica only. A global store's key is
 // read locally, whoever asks.
 func (s *Server) key(w *statusWriter, r *http.Request, o origin) {
-	name, escapedKey, err := parseStorePath(w.path)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	st, ok := s.store(w, name)
+	s.lookup(w, r, o, false)
+}
+
+// lookup answers a key lookup, or with windows a key's windows (GET
+// /v1/stores/{store}/windows/{key}, windows.go): both are routed to the
+// key's task alike.
+func (s *Server) lookup(w *statusWriter, r *http.Request, o origin, windows bool) {
+	st, escapedKey, ok := s.pathStore(w, windows)
 	if !ok {
 		return
 	}
-	req, err := parseKeyRequest(name, escapedKey, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	name := st.Name
+	var err error
+	var req keyRequest
+	if windows {
+		req, err = parseWindowsRequest(name, escapedKey, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	} else {
+		req, err = parseKeyRequest(name, escapedKey, r.URL.RawQuery, s.opts.MaxKeyBytes)
+	}
 	if err != nil {
 		s.fail(w, http.StatusBadRequest, err.Error())
 		return
@@ -196,7 +211,7 @@ func (s *Server) ask(w *statusWriter, r *http.Request, st ServedStore, req *keyR
 		cancels[i] = cancel
 		go func() {
 			defer cancel()
-			a, err := s.forward(ctx, routeKeys, m, p.Generation, path, query, s.opts.ForwardTimeout)
+			a, err := s.forward(ctx, req.route(), m, p.Generation, path, query, s.opts.ForwardTimeout)
 			s.notePeer(ctx, m.ProcessID, err)
 			results <- outcome{i: i, a: a, err: err}
 		}()
@@ -326,7 +341,7 @@ func notFoundMsg(req *keyRequest, task int32) string {
 
 // readLocal reads key from this instance's replica of task, if that
 // replica may answer: an active one, or a standby within max_lag.
-func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int32) (*keyAnswer, bool, *failure) {
+func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int32) (any, bool, *failure) {
 	self := s.rt.Self()
 	rep := s.replica(st, task)
 	if rep == nil {
@@ -340,7 +355,19 @@ func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int3
 	if f := qualifies(self, stat, req.maxLag); f != nil {
 		return nil, false, f
 	}
-	value, found, pos, err := rep.Get(req.key, req.isolation)
+	var (
+		value []byte
+		wins  []StoredWindow
+		found bool
+		pos   int64
+		err   error
+	)
+	if req.windows {
+		wins, pos, err = readWindows(rep, req)
+		found = true // no window is an empty list
+	} else {
+		value, found, pos, err = rep.Get(req.key, req.isolation)
+	}
 	if err != nil {
 		if s.logs.first(fmt.Sprintf("read\x00%s\x00%d", req.store, task), repeatLogEvery) {
 			s.log.Warn("read from a local replica failed", "store", req.store, "task", task, "err", err)
@@ -354,20 +381,36 @@ func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int3
 	if !found {
 		return nil, false, nil
 	}
-	ans := &keyAnswer{Task: task, ServedBy: self, Role: stat.Role, Position: pos, Generation: gen}
+	meta := answerMeta{Task: task, ServedBy: self, Role: stat.Role, Position: pos, Generation: gen}
 	if stat.Role == RoleStandby {
-		ans.Lag = stat.Lag
+		meta.Lag = stat.Lag
 	}
+	key, keyB64 := "", ""
 	if k, text := renderKey(req.key, req.base64); text || req.base64 {
-		ans.Key = k
+		key = k
 	} else {
-		ans.KeyBase64URL = k
+		keyB64 = k
 	}
+	if req.windows {
+		ans := &windowsAnswer{Key: key, KeyBase64URL: keyB64, Windows: make([]windowValue, len(wins)), answerMeta: meta}
+		for i, win := range wins {
+			ans.Windows[i] = windowValue{Start: win.Start, End: win.End}
+			if ans.Windows[i].Value, err = renderValue(st, win.Value); err != nil {
+				return nil, false, undecodable(req, err)
+			}
+		}
+		return ans, true, nil
+	}
+	ans := &keyAnswer{Key: key, KeyBase64URL: keyB64, answerMeta: meta}
 	if ans.Value, err = renderValue(st, value); err != nil {
-		return nil, false, &failure{code: http.StatusInternalServerError,
-			msg: fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(req.key)), req.store, err)}
+		return nil, false, undecodable(req, err)
 	}
 	return ans, true, nil
+}
+
+func undecodable(req *keyRequest, err error) *failure {
+	return &failure{code: http.StatusInternalServerError,
+		msg: fmt.Sprintf("value of key %q in store %s does not decode with the store's codec: %v", truncate(string(req.key)), req.store, err)}
 }
 
 // replica returns the local replica of st that answers for task: for a

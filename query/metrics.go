@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.inFlight = promreg.Register(reg, m.inFlight)
 	}
 	// Pre-create the common series so that dashboards see zeros, not gaps.
-	for _, r := range []string{routeKeys, routeScan, routeMetadata} {
+	for _, r := range []string{routeKeys, routeScan, routeWindows, routeWindowsScan, routeMetadata} {
 		m.requests.WithLabelValues(r, "200")
 		m.latency.WithLabelValues(r)
 		for _, res := range []string{resultOK, resultError, resultRejected, resultBadEndpoint} {

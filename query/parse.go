@@ -33,16 +33,38 @@ type keyRequest struct {
 	minPosition int64
 	// isolation is the isolation parameter, "" when absent.
 	isolation Isolation
+	// windows marks a read of the key's windows in [timeFrom, timeTo]
+	// (GET /v1/stores/{store}/windows/{key}).
+	windows          bool
+	timeFrom, timeTo int64
+}
+
+// route is the request's route, as a metric label.
+func (r *keyRequest) route() string {
+	if r.windows {
+		return routeWindows
+	}
+	return routeKeys
 }
 
 // parseKeyRequest parses the key segment and query of a key lookup. maxKey
 // bounds the decoded key's length in bytes.
 func parseKeyRequest(store, escapedKey, rawQuery string, maxKey int) (keyRequest, error) {
-	req := keyRequest{store: store, maxLag: -1, minPosition: -1}
-	q, err := parseQuery(rawQuery, "key_encoding", "max_lag", "min_position", "isolation")
+	q, err := parseQuery(rawQuery, keyParams...)
 	if err != nil {
-		return req, err
+		return keyRequest{}, err
 	}
+	return parseKeyQuery(store, escapedKey, q, maxKey)
+}
+
+// keyParams are a key lookup's query parameters.
+var keyParams = []string{"key_encoding", "max_lag", "min_position", "isolation"}
+
+// parseKeyQuery parses the key segment and the parsed query q of a key
+// lookup.
+func parseKeyQuery(store, escapedKey string, q map[string]string, maxKey int) (keyRequest, error) {
+	req := keyRequest{store: store, maxLag: -1, minPosition: -1}
+	var err error
 	if req.base64, req.maxLag, req.isolation, err = parseReadOptions(q); err != nil {
 		return req, err
 	}
@@ -88,6 +110,10 @@ type scanRequest struct {
 	// long as a stored key.
 	floor    []byte
 	floorSet bool
+	// windows marks a read of every key's windows in [timeFrom, timeTo]
+	// (GET /v1/stores/{store}/windows): its items' raw keys are windowKeys.
+	windows          bool
+	timeFrom, timeTo int64
 }
 
 const defaultScanLimit = 100
@@ -130,26 +156,37 @@ func parseScanRequest(store, rawQuery string, maxKey, maxLimit int) (scanRequest
 	if req.hasFrom && req.hasTo && bytes.Compare(req.from, req.to) > 0 {
 		return req, fmt.Errorf("from %s is after to %s", strconv.Quote(truncate(q["from"])), strconv.Quote(truncate(q["to"])))
 	}
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return req, fmt.Errorf("limit %s: want a whole number from 1 to %d", strconv.Quote(truncate(v)), maxLimit)
-		}
-		req.limit = n
-	}
-	if v, ok := q["tasks"]; ok {
-		if req.tasks, err = parseTasks(v); err != nil {
-			return req, err
-		}
-	}
-	if v, ok := q["cursor"]; ok {
-		if req.after, err = decodeCursor(v, req.identity()); err != nil {
-			return req, err
-		}
-		req.hasAfter = true
+	if err := req.parsePaging(q, maxLimit); err != nil {
+		return req, err
 	}
 	req.bounds()
 	return req, nil
+}
+
+// parsePaging parses what every paged read takes: limit, tasks and the
+// cursor, which must belong to a read of the same identity.
+func (r *scanRequest) parsePaging(q map[string]string, maxLimit int) error {
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return fmt.Errorf("limit %s: want a whole number from 1 to %d", strconv.Quote(truncate(v)), maxLimit)
+		}
+		r.limit = n
+	}
+	if v, ok := q["tasks"]; ok {
+		var err error
+		if r.tasks, err = parseTasks(v); err != nil {
+			return err
+		}
+	}
+	if v, ok := q["cursor"]; ok {
+		var err error
+		if r.after, err = decodeCursor(v, r.identity()); err != nil {
+			return err
+		}
+		r.hasAfter = true
+	}
+	return nil
 }
 
 // bounds computes the effective range: from, the prefix and the cursor
@@ -209,6 +246,11 @@ func (r *scanRequest) identity() uint32 {
 	put(r.to, r.hasTo)
 	for _, t := range r.tasks {
 		h.Write(n[:binary.PutUvarint(n[:], uint64(t))])
+	}
+	if r.windows {
+		h.Write([]byte("windows"))
+		h.Write(n[:binary.PutUvarint(n[:], uint64(r.timeFrom))])
+		h.Write(n[:binary.PutUvarint(n[:], uint64(r.timeTo))])
 	}
 	return h.Sum32()
 }

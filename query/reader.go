@@ -26,6 +26,8 @@ type Reader interface {
 	Replica(store string, task int32) ReplicaView
 	// Global returns this instance's local copy of a global store (one
 	// every instance holds whole, ServedStore.Global), nil when it holds none.
+	// A replica of a windowed store (ServedStore.Windowed) is also a
+	// WindowView.
 	// The server reads a global store only here, never from a peer.
 	Global(store string) ReplicaView
 	// Replicas returns the status of every local replica (every store of
@@ -138,6 +140,31 @@ type ReplicaView interface {
 	Scan(start, end []byte, iso Isolation, fn func(key, value []byte) bool) (position int64, err error)
 }
 
+// WindowView is a local replica of a window or session store, as window
+// queries read it: read-only, safe for concurrent use, and answering an
+// error once the replica's store has failed. Each read returns a position
+// the windows are at least as new as, as ReplicaView's do. Windows whose
+// retention has expired are not returned.
+type WindowView interface {
+	// Windows returns key's windows as iso sees them, oldest first: those
+	// starting in [timeFrom, timeTo], or, in a session store, the sessions
+	// that end at or after timeFrom and start at or before timeTo.
+	Windows(key []byte, timeFrom, timeTo int64, iso Isolation) ([]StoredWindow, int64, error)
+	// AllWindows returns every key's windows in the time range (as Windows
+	// selects them), in any order.
+	AllWindows(timeFrom, timeTo int64, iso Isolation) ([]StoredWindow, int64, error)
+}
+
+// StoredWindow is one window of a window or session store: its key, its
+// bounds in epoch milliseconds (End exclusive for tumbling and hopping
+// windows, inclusive for sliding windows and sessions) and its stored
+// aggregate, which ServedStore.Render decodes.
+type StoredWindow struct {
+	Key        []byte
+	Start, End int64
+	Value      []byte
+}
+
 // ServedStore describes a store the server answers queries for.
 type ServedStore struct {
 	// Name is the store's name, as in the URL.
@@ -152,4 +179,8 @@ type ServedStore struct {
 	// routed by task or forwarded; its answers name task GlobalTask, and a
 	// scan of it takes no tasks parameter.
 	Global bool
+	// Windowed marks a window or session store (a windowed aggregation's):
+	// it is read by time range, at /v1/stores/{store}/windows, through
+	// WindowView, and only so.
+	Windowed bool
 }

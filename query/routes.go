@@ -12,15 +12,17 @@ import (
 
 // Routes, as metric labels.
 const (
-	routeMetadata = "metadata"
-	routeStatus   = "status"
-	routeKeys     = "keys"
-	routeScan     = "scan"
-	routeMetrics  = "metrics"
-	routeHealthz  = "healthz"
-	routeReadyz   = "readyz"
-	routeProfile  = "pprof"
-	routeUnknown  = "unknown"
+	routeMetadata    = "metadata"
+	routeStatus      = "status"
+	routeKeys        = "keys"
+	routeScan        = "scan"
+	routeWindows     = "windows"
+	routeWindowsScan = "windows_scan"
+	routeMetrics     = "metrics"
+	routeHealthz     = "healthz"
+	routeReadyz      = "readyz"
+	routeProfile     = "pprof"
+	routeUnknown     = "unknown"
 )
 
 // routes declares the API on an http.ServeMux. Each path has a GET route
@@ -45,6 +47,8 @@ func (s *Server) routes() {
 		}},
 		{"/v1/stores/{store}/keys/{key...}", routeKeys, false, s.key},
 		{"/v1/stores/{store}/scan", routeScan, false, s.scan},
+		{"/v1/stores/{store}/windows/{key...}", routeWindows, false, s.windows},
+		{"/v1/stores/{store}/windows", routeWindowsScan, false, s.allWindows},
 	} {
 		s.mux.HandleFunc("GET "+rt.path, s.handler(rt.name, rt.open, rt.h))
 		s.mux.HandleFunc(rt.path, s.refuseMethods(rt.name))
@@ -59,7 +63,7 @@ func (s *Server) routes() {
 		}
 		msg := "no route for path " + truncate(w.path)
 		if strings.HasPrefix(w.path, "/v1/stores/") {
-			msg += ": want /v1/stores/{store}/keys/{key} or /v1/stores/{store}/scan"
+			msg += ": want /v1/stores/{store}/keys/{key}, /v1/stores/{store}/scan, /v1/stores/{store}/windows/{key} or /v1/stores/{store}/windows"
 		}
 		s.failCode(w, http.StatusNotFound, codeNoRoute, msg)
 	}))
@@ -142,7 +146,7 @@ func (s *Server) dispatch(w *statusWriter, r *http.Request) {
 // routePath is the path the mux routes a request by. ServeMux redirects a
 // path that is not clean (a//b, a/./b, a/../b) to its cleaned form, but a
 // key may be any bytes and a store name may contain '.': under /v1/stores/
-// the store segment and the key (everything after keys/) are routed as
+// the store segment and the key (everything after keys/ or windows/) are routed as
 // single segments with '/' and '.' escaped, so that the path's shape
 // alone chooses the route. The handlers read the store and key from the
 // path as received (parseStorePath), never from the routing path.
@@ -155,8 +159,10 @@ func routePath(escaped string) string {
 	if !ok {
 		return "/v1/stores/" + segment(rest)
 	}
-	if key, ok := strings.CutPrefix(sub, "keys/"); ok {
-		return "/v1/stores/" + segment(store) + "/keys/" + segment(key)
+	for _, kind := range []string{"keys/", "windows/"} {
+		if key, ok := strings.CutPrefix(sub, kind); ok {
+			return "/v1/stores/" + segment(store) + "/" + kind + segment(key)
+		}
 	}
 	return "/v1/stores/" + segment(store) + "/" + segment(sub)
 }
@@ -183,9 +189,10 @@ func cleanPath(p string) string {
 	return c
 }
 
-// parseStorePath returns the store and, under keys/, the still-escaped key
-// of a /v1/stores/ path as the client sent it. Keys may contain '/',
-// escaped (%2F) or not: everything after /keys/ is the key.
+// parseStorePath returns the store and, under keys/ or windows/, the
+// still-escaped key of a /v1/stores/ path as the client sent it. Keys may
+// contain '/', escaped (%2F) or not: everything after /keys/ (/windows/) is
+// the key.
 func parseStorePath(escaped string) (store, escapedKey string, err error) {
 	rest, ok := strings.CutPrefix(escaped, "/v1/stores/")
 	if !ok {
@@ -198,7 +205,10 @@ func parseStorePath(escaped string) (store, escapedKey string, err error) {
 	if err := checkStoreName(store); err != nil {
 		return "", "", err
 	}
-	escapedKey, _ = strings.CutPrefix(sub, "keys/")
+	escapedKey, ok = strings.CutPrefix(sub, "keys/")
+	if !ok {
+		escapedKey, _ = strings.CutPrefix(sub, "windows/")
+	}
 	return store, escapedKey, nil
 }
 

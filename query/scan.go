@@ -53,15 +53,11 @@ const forwardedMaxKey = 1 << 20
 // only; an authenticated one may carry keys as long as stored ones. A
 // global store is scanned locally, whoever asks.
 func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
-	name, _, err := parseStorePath(w.path)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	st, ok := s.store(w, name)
+	st, _, ok := s.pathStore(w, false)
 	if !ok {
 		return
 	}
+	name := st.Name
 	maxKey := s.opts.MaxKeyBytes
 	if o.peer {
 		maxKey = forwardedMaxKey
@@ -79,6 +75,21 @@ func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 		s.scanGlobal(w, st, &req)
 		return
 	}
+	s.page(w, r, o, st, &req, pager{local: s.scanLocal, peer: s.scanPeer, write: s.writePage})
+}
+
+// pager is how a paged read (a scan, every key's windows) reads tasks'
+// items, locally and from a peer, and writes its page. Items are ordered
+// by their raw key, which a cursor continues after.
+type pager struct {
+	local func(st ServedStore, req *scanRequest, tasks []int32) ([]scanItem, bool, failures)
+	peer  func(r *http.Request, p *balancer.Placement, member int, req *scanRequest, tasks []int32, c candidate) ([]scanItem, bool, *failure)
+	write func(w *statusWriter, st ServedStore, ans *scanAnswer, b64 bool)
+}
+
+// page answers a paged read of a partitioned store: every task (or those
+// in tasks=) read from its best candidate, merged in raw key order.
+func (s *Server) page(w *statusWriter, r *http.Request, o origin, st ServedStore, req *scanRequest, pg pager) {
 	p, ok := s.placement(w)
 	if !ok {
 		return
@@ -100,7 +111,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 	}
 
 	if o.hop {
-		items, more, fails := s.scanLocal(st, &req, tasks)
+		items, more, fails := pg.local(st, req, tasks)
 		if len(fails) > 0 {
 			code, msg := fails.answer()
 			s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
@@ -113,11 +124,11 @@ func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 			ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 		}
 		ans.ServedBy[s.rt.Self()] = tasks
-		s.writePage(w, st, ans, req.base64)
+		pg.write(w, st, ans, req.base64)
 		return
 	}
 
-	items, more, servedBy, fs := s.gather(r, p, &req, st, tasks)
+	items, more, servedBy, fs := s.gather(r, p, req, st, tasks, pg)
 	if fs != nil {
 		code, msg := fs.answer()
 		s.failure(w, failure{code: code, msg: fmt.Sprintf("store %s: %s", req.store, msg)})
@@ -134,7 +145,7 @@ func (s *Server) scan(w *statusWriter, r *http.Request, o origin) {
 	if more && len(items) > 0 {
 		ans.NextCursor = encodeCursor(req.identity(), items[len(items)-1].raw)
 	}
-	s.writePage(w, st, ans, req.base64)
+	pg.write(w, st, ans, req.base64)
 }
 
 // scanGlobal answers a scan of a global store from its local copy.
@@ -186,7 +197,7 @@ func (s *Server) writePage(w *statusWriter, st ServedStore, ans *scanAnswer, b64
 
 // gather reads every task's page from its best candidate, moving a task to
 // its next candidate when one fails, and returns the items unsorted.
-func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest, st ServedStore, tasks []int32) (items []scanItem, more bool, servedBy map[string][]int32, fs failures) {
+func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest, st ServedStore, tasks []int32, pg pager) (items []scanItem, more bool, servedBy map[string][]int32, fs failures) {
 	self := p.MemberIndex(s.rt.Self())
 	type state struct {
 		cands []candidate
@@ -228,13 +239,13 @@ func (s *Server) gather(r *http.Request, p *balancer.Placement, req *scanRequest
 				res := result{member: m, tasks: ts, failed: map[int32]failure{}}
 				if m == self {
 					var fails failures
-					res.items, res.more, fails = s.scanLocal(st, req, ts)
+					res.items, res.more, fails = pg.local(st, req, ts)
 					for _, f := range fails {
 						res.failed[f.task] = f
 					}
 				} else {
 					var f *failure
-					res.items, res.more, f = s.scanPeer(r, p, m, req, ts, states[ts[0]].cands[states[ts[0]].next])
+					res.items, res.more, f = pg.peer(r, p, m, req, ts, states[ts[0]].cands[states[ts[0]].next])
 					if f != nil {
 						for _, t := range ts {
 							res.failed[t] = *f
@@ -293,13 +304,9 @@ func (s *Server) scanLocal(st ServedStore, req *scanRequest, tasks []int32) ([]s
 	keep := req.limit + 1 // one more than a page says whether more remain
 	var page, merged []scanItem
 	for _, t := range tasks {
-		rep := s.replica(st, t)
-		if rep == nil {
-			fails = append(fails, taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s holds no replica of task %d", self, t)))
-			continue
-		}
-		if f := qualifies(self, rep.Status(), req.maxLag); f != nil {
-			fails = append(fails, taskFailure(t, f.code, f.msg))
+		rep, f := s.pageReplica(st, req, t)
+		if f != nil {
+			fails = append(fails, *f)
 			continue
 		}
 		// Once keep items are held, only keys below the largest can enter.
@@ -334,6 +341,22 @@ func (s *Server) scanLocal(st ServedStore, req *scanRequest, tasks []int32) ([]s
 	return items, more, fails
 }
 
+// pageReplica returns the local replica that answers a paged read for
+// task t, or the task's failure when none may.
+func (s *Server) pageReplica(st ServedStore, req *scanRequest, t int32) (ReplicaView, *failure) {
+	self := s.rt.Self()
+	rep := s.replica(st, t)
+	if rep == nil {
+		f := taskFailure(t, http.StatusServiceUnavailable, fmt.Sprintf("%s holds no replica of task %d", self, t))
+		return nil, &f
+	}
+	if f := qualifies(self, rep.Status(), req.maxLag); f != nil {
+		tf := taskFailure(t, f.code, f.msg)
+		return nil, &tf
+	}
+	return rep, nil
+}
+
 // mergeItems appends to dst the first keep items of a and b, both in key
 // order, in key order.
 func mergeItems(dst, a, b []scanItem, keep int) []scanItem {
@@ -354,9 +377,7 @@ func mergeItems(dst, a, b []scanItem, keep int) []scanItem {
 // cursor, which has no key limit because a stored key has none. A request
 // that would not fit a peer's request line is a 400: it can never succeed.
 func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, req *scanRequest, tasks []int32, c candidate) ([]scanItem, bool, *failure) {
-	q := url.Values{}
-	q.Set("key_encoding", encodingBase64URL)
-	q.Set("limit", strconv.Itoa(req.limit))
+	q := req.peerQuery(tasks)
 	fwd := scanRequest{store: req.store, from: req.floor, hasFrom: req.floorSet, to: req.end, hasTo: req.end != nil, tasks: tasks}
 	if fwd.hasFrom {
 		q.Set("from", base64.RawURLEncoding.EncodeToString(fwd.from))
@@ -367,47 +388,86 @@ func (s *Server) scanPeer(r *http.Request, p *balancer.Placement, member int, re
 	if req.hasAfter {
 		q.Set("cursor", encodeCursor(fwd.identity(), req.after))
 	}
-	if req.maxLag >= 0 {
-		q.Set("max_lag", strconv.FormatInt(req.maxLag, 10))
-	}
-	if req.isolationGiven { // else the peer's default, the same as this one's
-		q.Set("isolation", string(req.isolation))
-	}
-	q.Set("tasks", formatTasks(tasks))
-	m := p.Members[member]
-	path, rawQuery := "/v1/stores/"+url.PathEscape(req.store)+"/scan", q.Encode()
-	if n := len(path) + 1 + len(rawQuery); n > s.opts.MaxHeaderBytes {
-		return nil, false, &failure{code: http.StatusBadRequest, msg: fmt.Sprintf(
-			"the scan is too long to forward to %s %s: its bounds and cursor make a request line of %d bytes, over the limit of %d",
-			c.role, m.ProcessID, n, s.opts.MaxHeaderBytes)}
-	}
-	a, err := s.forward(r.Context(), routeScan, m, p.Generation, path, rawQuery, s.opts.ForwardTimeout)
-	if err != nil {
-		f := forwardFailure(c, err)
-		return nil, false, &f
-	}
-	if a.code != http.StatusOK {
-		f := peerFailure(c, m.ProcessID, a)
-		return nil, false, &f
-	}
 	var ans scanAnswer
-	if err := json.Unmarshal(a.body, &ans); err != nil {
-		s.log.Warn("a peer's scan page does not decode", "peer", m.ProcessID, "err", err)
-		return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan page that does not decode", c.role, m.ProcessID)}
+	if f := s.askPeer(r, p, member, c, routeScan, "/v1/stores/"+url.PathEscape(req.store)+"/scan", q, &ans); f != nil {
+		return nil, false, f
 	}
 	for i := range ans.Items {
 		it := &ans.Items[i]
-		if it.Key == nil {
-			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a scan item without a key", c.role, m.ProcessID)}
-		}
-		if it.raw, err = base64.RawURLEncoding.DecodeString(*it.Key); err != nil {
-			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url", c.role, m.ProcessID)}
-		}
-		if !slices.Contains(tasks, it.Task) {
-			return nil, false, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item of task %d, not asked for", c.role, m.ProcessID, it.Task)}
+		var f *failure
+		if it.raw, f = peerItem(c, p.Members[member].ProcessID, tasks, it.Key, it.Task); f != nil {
+			return nil, false, f
 		}
 	}
 	return ans.Items, ans.NextCursor != "", nil
+}
+
+// peerQuery is the query of a paged read forwarded for tasks, but for its
+// range and cursor: keys in base64url, so that any key survives the trip,
+// and the client's limit, max_lag and isolation.
+func (r *scanRequest) peerQuery(tasks []int32) url.Values {
+	q := url.Values{}
+	q.Set("key_encoding", encodingBase64URL)
+	q.Set("limit", strconv.Itoa(r.limit))
+	if r.maxLag >= 0 {
+		q.Set("max_lag", strconv.FormatInt(r.maxLag, 10))
+	}
+	if r.isolationGiven { // else the peer's default, the same as this one's
+		q.Set("isolation", string(r.isolation))
+	}
+	q.Set("tasks", formatTasks(tasks))
+	return q
+}
+
+// peerItem checks an item of a peer's page, of task, and decodes its
+// base64url key.
+func peerItem(c candidate, id string, tasks []int32, key *string, task int32) ([]byte, *failure) {
+	if key == nil {
+		return nil, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item without a key", c.role, id)}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(*key)
+	if err != nil {
+		return nil, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a key that is not base64url", c.role, id)}
+	}
+	if !slices.Contains(tasks, task) {
+		return nil, &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered an item of task %d, not asked for", c.role, id, task)}
+	}
+	return raw, nil
+}
+
+// askPeer forwards a paged read to member (candidate c) and decodes its
+// 200 answer into ans, or returns why it could not. A request that would
+// not fit a peer's request line is a 400: it can never succeed.
+func (s *Server) askPeer(r *http.Request, p *balancer.Placement, member int, c candidate, route, path string, q url.Values, ans any) *failure {
+	m := p.Members[member]
+	rawQuery := q.Encode()
+	if n := len(path) + 1 + len(rawQuery); n > s.opts.MaxHeaderBytes {
+		return &failure{code: http.StatusBadRequest, msg: fmt.Sprintf(
+			"the %s is too long to forward to %s %s: its bounds and cursor make a request line of %d bytes, over the limit of %d",
+			pageNoun(route), c.role, m.ProcessID, n, s.opts.MaxHeaderBytes)}
+	}
+	a, err := s.forward(r.Context(), route, m, p.Generation, path, rawQuery, s.opts.ForwardTimeout)
+	if err != nil {
+		f := forwardFailure(c, err)
+		return &f
+	}
+	if a.code != http.StatusOK {
+		f := peerFailure(c, m.ProcessID, a)
+		return &f
+	}
+	if err := json.Unmarshal(a.body, ans); err != nil {
+		s.log.Warn("a peer's page does not decode", "peer", m.ProcessID, "route", route, "err", err)
+		return &failure{code: http.StatusBadGateway, msg: fmt.Sprintf("%s %s answered a %s page that does not decode", c.role, m.ProcessID, pageNoun(route))}
+	}
+	return nil
+}
+
+// pageNoun names a paged route's read in messages.
+func pageNoun(route string) string {
+	if route == routeWindowsScan {
+		return "window read"
+	}
+	return "scan"
 }
 
 // renderItems sets each item's key for the client's key encoding.

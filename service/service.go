@@ -265,7 +265,7 @@ func New(opts Options) (*Instance, error) {
 	var stores []query.ServedStore
 	var names []string
 	for _, s := range topo.Stores() {
-		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render})
+		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render, Windowed: s.Windows != ""})
 		names = append(names, s.Name)
 	}
 	for _, g := range topo.GlobalTables() { // named by topic, answered locally (global.go)
