@@ -121,21 +121,43 @@ type Value struct {
 func (v *Value) Decode(dst any) error { return json.Unmarshal(v.Raw, dst) }
 
 type keyAnswer struct {
-	Value      json.RawMessage `json:"value"`
-	Task       int32           `json:"task"`
-	ServedBy   string          `json:"served_by"`
-	Role       string          `json:"role"`
-	Lag        int64           `json:"lag"`
-	Position   int64           `json:"position"`
-	Generation int32           `json:"generation"`
+	Value json.RawMessage `json:"value"`
+	answerMeta
+}
+
+func (a *keyAnswer) meta() *answerMeta { return &a.answerMeta }
+
+// answerMeta is what a lookup's answer says of the replica that answered.
+type answerMeta struct {
+	Task       int32  `json:"task"`
+	ServedBy   string `json:"served_by"`
+	Role       string `json:"role"`
+	Lag        int64  `json:"lag"`
+	Position   int64  `json:"position"`
+	Generation int32  `json:"generation"`
 }
 
 // Get reads key from store, asking the key's active directly, and, when
 // standbys may answer (MaxLag, ReadMaxLag), its standbys after it.
 func (c *Client) Get(ctx context.Context, store string, key []byte, opts ...ReadOpt) (*Value, error) {
+	var a keyAnswer
+	if err := c.lookup(ctx, store, "keys", key, nil, opts, &a); err != nil {
+		return nil, err
+	}
+	return &Value{Key: key, Raw: a.Value, Task: a.Task, ServedBy: a.ServedBy, Role: a.Role, Lag: a.Lag,
+		Position: a.Position, Generation: a.Generation}, nil
+}
+
+// lookup reads key under /v1/stores/{store}/{kind}/ with the query extra
+// and decodes the answer into ans, whose embedded keyAnswer fields say who
+// answered.
+func (c *Client) lookup(ctx context.Context, store, kind string, key []byte, extra url.Values, opts []ReadOpt, ans interface{ meta() *answerMeta }) error {
 	rc := c.readConfig(opts)
-	path := "/v1/stores/" + url.PathEscape(store) + "/keys/" + base64.RawURLEncoding.EncodeToString(key)
+	path := "/v1/stores/" + url.PathEscape(store) + "/" + kind + "/" + base64.RawURLEncoding.EncodeToString(key)
 	q := url.Values{"key_encoding": {"base64url"}}
+	for k, v := range extra {
+		q[k] = v
+	}
 	if rc.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(rc.maxLag, 10))
 	}
@@ -146,7 +168,7 @@ func (c *Client) Get(ctx context.Context, store string, key []byte, opts ...Read
 	for attempt := range 2 {
 		p, err := c.placement(ctx, attempt > 0)
 		if err != nil {
-			return nil, errors.Join(append(errs, err)...)
+			return errors.Join(append(errs, err)...)
 		}
 		task := p.part.Partition(key, int32(len(p.tasks)))
 		cands := p.candidates(task, rc.maxLag >= 0)
@@ -155,23 +177,21 @@ func (c *Client) Get(ctx context.Context, store string, key []byte, opts ...Read
 		}
 		in, body, err := c.tryEach(ctx, cands, path, q, &errs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if body == nil {
 			continue
 		}
-		var a keyAnswer
-		if err := json.Unmarshal(body, &a); err != nil {
-			return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
+		if err := json.Unmarshal(body, ans); err != nil {
+			return &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
 				Message: "answer does not decode", Err: err}
 		}
-		if a.Generation != p.generation || a.ServedBy != in.id {
+		if m := ans.meta(); m.Generation != p.generation || m.ServedBy != in.id {
 			c.markStale(p) // a rebalance, or the instance forwarded
 		}
-		return &Value{Key: key, Raw: a.Value, Task: a.Task, ServedBy: a.ServedBy, Role: a.Role, Lag: a.Lag,
-			Position: a.Position, Generation: a.Generation}, nil
+		return nil
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // tryEach asks the instances in turn for GET path?q. It returns the first

@@ -38,6 +38,12 @@
 // key order (the server does the fan-out); Scanner pages through a whole
 // range with the opaque cursor, each key once.
 //
+// # Windows
+//
+// A window or session store is read by time: Windows reads a key's windows
+// in a time range, routed as Get; AllWindows reads every key's windows in a
+// time range a page at a time, as Scan.
+//
 // # Security and errors
 //
 // AuthToken sends Authorization: Bearer <token> (the cluster's

@@ -66,32 +66,45 @@ type scanAnswer struct {
 // another is asked when it cannot.
 func (c *Client) Scan(ctx context.Context, store string, req ScanRequest, opts ...ReadOpt) (*Page, error) {
 	rc := c.readConfig(opts)
-	path := "/v1/stores/" + url.PathEscape(store) + "/scan"
-	q := scanQuery(req, rc)
+	var page *Page
+	err := c.paged(ctx, "/v1/stores/"+url.PathEscape(store)+"/scan", scanQuery(req, rc), func(body []byte) (int32, error) {
+		var err error
+		if page, err = parsePage(body); err != nil {
+			return 0, err
+		}
+		return page.Generation, nil
+	})
+	return page, err
+}
+
+// paged asks one instance, then another, for GET path?q, a page of a
+// paged read, and hands its 200 answer to parse, which returns the page's
+// generation.
+func (c *Client) paged(ctx context.Context, path string, q url.Values, parse func(body []byte) (int32, error)) error {
 	var errs []error
 	for attempt := range 2 {
 		p, err := c.placement(ctx, attempt > 0)
 		if err != nil {
-			return nil, errors.Join(append(errs, err)...)
+			return errors.Join(append(errs, err)...)
 		}
 		in, body, err := c.tryEach(ctx, p.instances(c.next.Add(1)), path, q, &errs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if body == nil {
 			continue
 		}
-		page, err := parsePage(body)
+		gen, err := parse(body)
 		if err != nil {
-			return nil, &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
-				Message: "scan page does not decode", Err: err}
+			return &Error{Instance: in.id, Endpoint: in.endpoint, Request: "GET " + path, Status: http.StatusOK,
+				Message: "page does not decode", Err: err}
 		}
-		if page.Generation != p.generation {
+		if gen != p.generation {
 			c.markStale(p)
 		}
-		return page, nil
+		return nil
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func scanQuery(req ScanRequest, rc readConfig) url.Values {
@@ -106,23 +119,28 @@ func scanQuery(req ScanRequest, rc readConfig) url.Values {
 	if req.To != nil {
 		q.Set("to", enc(req.To))
 	}
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
+	pagingQuery(q, req.Limit, req.Tasks, req.Cursor, rc)
+	return q
+}
+
+// pagingQuery sets what every paged read takes in q.
+func pagingQuery(q url.Values, limit int, tasks []int32, cursor string, rc readConfig) {
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	if len(req.Tasks) > 0 {
-		ts := make([]string, len(req.Tasks))
-		for i, t := range req.Tasks {
+	if len(tasks) > 0 {
+		ts := make([]string, len(tasks))
+		for i, t := range tasks {
 			ts[i] = strconv.Itoa(int(t))
 		}
 		q.Set("tasks", strings.Join(ts, ","))
 	}
-	if req.Cursor != "" {
-		q.Set("cursor", req.Cursor)
+	if cursor != "" {
+		q.Set("cursor", cursor)
 	}
 	if rc.maxLag >= 0 {
 		q.Set("max_lag", strconv.FormatInt(rc.maxLag, 10))
 	}
-	return q
 }
 
 func parsePage(body []byte) (*Page, error) {
@@ -132,17 +150,26 @@ func parsePage(body []byte) (*Page, error) {
 	}
 	page := &Page{Items: make([]Item, len(a.Items)), NextCursor: a.NextCursor, Generation: a.Generation, ServedBy: a.ServedBy}
 	for i, it := range a.Items {
-		enc := it.KeyBase64URL
-		if it.Key != nil {
-			enc = *it.Key // base64url, as asked
-		}
-		k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(enc, "="))
+		k, err := itemKey(i, it.Key, it.KeyBase64URL)
 		if err != nil {
-			return nil, fmt.Errorf("item %d: key %q is not base64url: %w", i, truncate(enc), err)
+			return nil, err
 		}
 		page.Items[i] = Item{Key: k, Raw: it.Value, Task: it.Task}
 	}
 	return page, nil
+}
+
+// itemKey decodes the i-th item's key, base64url as the client asks.
+func itemKey(i int, key *string, keyBase64URL string) ([]byte, error) {
+	enc := keyBase64URL
+	if key != nil {
+		enc = *key // base64url, as asked
+	}
+	k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(enc, "="))
+	if err != nil {
+		return nil, fmt.Errorf("item %d: key %q is not base64url: %w", i, truncate(enc), err)
+	}
+	return k, nil
 }
 
 // Scanner returns every key of the scan, page after page, in key order,
