@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +123,49 @@ func TestARecordWithoutItsTimestampFieldIsDeadLettered(t *testing.T) {
 				t.Error("the record without a time was stored, or the next one was not")
 			}
 		})
+	}
+}
+
+// TestTheDocumentedWindowedCountRuns loads the properties example of
+// docs/time-and-windows.md and runs the built-in it describes.
+func TestTheDocumentedWindowedCountRuns(t *testing.T) {
+	const page, marker = "../../docs/time-and-windows.md", "<!-- example: service/builtin's TestTheDocumentedWindowedCountRuns"
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), marker)
+	_, rest, ok2 := strings.Cut(rest, "```properties\n")
+	props, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("%s has no properties block after its marker", page)
+	}
+	file := filepath.Join(t.TempDir(), "clicks.properties")
+	if err := os.WriteFile(file, []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(config.Sources{File: file})
+	if err != nil {
+		t.Fatalf("the example does not load:\n%v", err)
+	}
+	b, err := New(cfg.ApplicationID, cfg.Processor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := processor.NewTestDriver(b.Topology(), processor.TestDriverOptions{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range []string{"1000", "59000", "65000", "70000"} { // 70000 closes [0, 60000) after its grace
+		if err := d.PipeRecord(&kgo.Record{Topic: "clicks", Partition: 0, Key: []byte("u1"), Value: []byte(`{"ts": ` + ts + `}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range d.Emitted("clicks-per-minute") {
+		got = append(got, string(r.Key)+"="+string(r.Value))
+	}
+	if want := `u1={"start":0,"end":60000,"value":2}`; strings.Join(got, " ") != want {
+		t.Errorf("final results %q, want %s", got, want)
 	}
 }
