@@ -22,8 +22,10 @@ an in-process Kafka cluster (kfake, on 127.0.0.1:--kafka-port; or
 of the group rackstream-dev (--app) tagged like KIP-708's example (zones
 eu-central-1a|b|c x clusters k8s-cluster1|2), each with its own state
 directory under a temporary directory and its own HTTP port on 127.0.0.1.
-They run the built-in count processor over the topic <app>-events,
-fed by a built-in producer (keys user-1..user-100) at --rate records/s.
+They count the records of the topic <app>-events per key, as the built-in
+count processor does (store count), and per key and minute (the window
+store count-per-minute), fed by a built-in producer (keys
+user-1..user-100) at --rate records/s.
 
 Once every instance is ready it prints the placement (task -> active and
 standbys with their tags) and each instance's HTTP address, and prints the

@@ -231,6 +231,7 @@ func (d *devCluster) printHelp() {
 Try:
   curl http://%[1]s/v1/metadata
   curl http://%[1]s/v1/stores/count/keys/user-7
+  curl http://%[1]s/v1/stores/count-per-minute/windows/user-7
   curl -X POST http://%[1]s/v1/dev/instances/i2/kill
 Console: kill <id>, stop <id>, start <id>, placement, status, help. Ctrl-C stops everything.
 `, a)

@@ -101,6 +101,7 @@ func (in *devInstance) newService() (*service.Instance, *cutdial.Dialer, error) 
 	dialer := new(cutdial.Dialer)
 	svc, err := service.New(service.Options{
 		Config:     cfg,
+		Topology:   devTopology(cfg.ApplicationID, in.d.o.topic()),
 		Logger:     in.d.log.With("instance", in.name),
 		Listener:   ln,
 		ClientOpts: []kgo.Opt{kgo.Dialer(dialer.Dial)},
