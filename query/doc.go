@@ -19,6 +19,12 @@
 //	        ?prefix=&from=&to=&limit=   (or tasks=1,4,7), merged from their
 //	        &cursor=&max_lag=&tasks=    owners, paged with an opaque cursor
 //	        &isolation=
+//	GET /v1/stores/{store}/windows/{key} a key's windows in a time range, of
+//	        ?time_from=&time_to=         a window or session store, routed
+//	                                     and read as one key (windows.go)
+//	GET /v1/stores/{store}/windows      every key's windows in a time range,
+//	        ?time_from=&time_to=&limit= merged and paged as a scan
+//	        &cursor=&max_lag=&tasks=
 //	GET /v1/metadata                    the placement and live status
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness

@@ -146,9 +146,9 @@ func (s *Server) dispatch(w *statusWriter, r *http.Request) {
 // routePath is the path the mux routes a request by. ServeMux redirects a
 // path that is not clean (a//b, a/./b, a/../b) to its cleaned form, but a
 // key may be any bytes and a store name may contain '.': under /v1/stores/
-// the store segment and the key (everything after keys/ or windows/) are routed as
-// single segments with '/' and '.' escaped, so that the path's shape
-// alone chooses the route. The handlers read the store and key from the
+// the store segment and the key (everything after keys/ or windows/) are
+// routed as single segments with '/' and '.' escaped, so that the path's
+// shape alone chooses the route. The handlers read the store and key from the
 // path as received (parseStorePath), never from the routing path.
 func routePath(escaped string) string {
 	rest, ok := strings.CutPrefix(escaped, "/v1/stores/")
