@@ -17,9 +17,9 @@ import (
 
 // taskEnv is all a task sees of the runtime around it: its topology and
 // settings, its stores, its producer, the fetch control of its
-// partitions, a clock, and three hooks into its session's bookkeeping. It
-// is built once per session, shared by the session's tasks, and never
-// changed: a task reaches nothing else (no session, no Kafka client), so
+// partitions, a clock, and hooks into its session's bookkeeping. It is
+// built once per session, shared by the session's tasks, and never
+// changed. A task reaches nothing else, no session and no Kafka client, so
 // the unit tests of commit.go and rebalance.go build one from fakes.
 type taskEnv struct {
 	topo *Topology
@@ -278,15 +278,12 @@ func (t *task) run() {
 		// that would break the partition's offset order.
 		if promoted && len(p.Records) > 1 && !t.alignsInputs() {
 			// A moved task asks for its first commit after its first
-			// record, not its whole first batch: after a failover the
-			// first fetch holds up to a partition's fetch size of
-			// backlog (10 s of records after a kill -9), and a commit
-			// asked for after all of it cut them all, waiting for
-			// their changelog and output records to be acknowledged
-			// and writing their LevelDB batch (about 0.9 s from the
-			// first answer to the first commit at 98k records/s). The
-			// task works on meanwhile; the commit cuts where it has got
-			// to when it takes the task's lock.
+			// record, not after its whole first batch. After a failover
+			// the first fetch holds up to a partition's fetch size of
+			// backlog. A commit asked for after all of it would wait for
+			// all their changelog and output records and their LevelDB
+			// batch. The task works on meanwhile; the commit cuts where
+			// it has got to when it takes the task's lock.
 			head := p
 			head.Records = p.Records[:1]
 			if !t.take(head) {
@@ -319,9 +316,8 @@ func (t *task) work(records []*kgo.Record) bool {
 			return false
 		}
 		// The latency histogram times one record in latencyEvery, from
-		// its lock to its staged effects: two clock reads per record
-		// are a measurable share of a record's cost, and quantiles need
-		// a sample, not every record.
+		// its lock to its staged effects. Quantiles need a sample, not
+		// every record, and two clock reads per record cost more.
 		var began time.Time
 		timed := t.untimed == 0
 		if timed {
@@ -461,13 +457,13 @@ func stopAll(tasks []*task, within time.Duration) []*task {
 // drop discards the task's uncommitted writes and closes its stores: its
 // checkpoint stays at the last commit, and the changelog has the rest.
 //
-// An exactly-once commit holds the lock while it flushes; callers abort background
-// commits first, and drop waits for the lock at most the shutdown timeout:
-// a task it cannot lock then is closed in the background as soon as the
-// commit lets go of the lock (it does when its requests fail, at the latest
-// when the session closes its client), rather than hanging a group callback
-// (and with it the poll loop and the shutdown). Until then its stores stay
-// open, and a new task of the same id waits for them (openStores).
+// An exactly-once commit holds the lock while it flushes, so callers abort
+// background commits first. drop waits for the lock at most the shutdown
+// timeout. A task it cannot lock then is closed in the background once the
+// commit lets go of the lock, which it does when its requests fail or the
+// session closes its client. So drop never hangs a group callback, the poll
+// loop or the shutdown. Until then the task's stores stay open, and a new
+// task of the same id waits for them (openStores).
 func (t *task) drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), t.env.opts.ShutdownTimeout)
 	err := t.mu.LockContext(ctx)
