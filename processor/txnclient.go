@@ -21,8 +21,8 @@ import (
 // producer: a crashed instance's open transaction pins the last stable
 // offset of its partitions (what read_committed consumers, restores and
 // standbys can read) until the coordinator aborts it, at most this long
-// after (franz-go's default of 40 s would pin it for 40 s). A restarted
-// instance fences its predecessor at once anyway.
+// after. It is shorter than franz-go's default to bound that pin. A
+// restarted instance fences its predecessor at once anyway.
 const TransactionTimeout = 10 * time.Second
 
 // TransactionalID is the transactional id of an instance of application
