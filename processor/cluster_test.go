@@ -440,11 +440,9 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 	a.waitCommitted(t, 3*time.Minute)
 	// The placement settles in two cooperative rounds: a task moving is
 	// first revoked (no active), then assigned. Wait for the second, with
-	// all four survivors in it: under CI's load kfake once expired three
-	// of them while they waited in JoinGroup (a kfake bug: Kafka never
-	// expires a member waiting there; e2e/cluster_test.go says more), and
-	// a placement of the one left matched its replicas for the 70 s the
-	// others took to rejoin.
+	// all four survivors in it. Under load kfake can expire members waiting
+	// in JoinGroup, which Kafka never does (e2e/cluster_test.go says more),
+	// and a placement of the one left would match its replicas meanwhile.
 	kafkatest.Eventually(t, 2*time.Minute, "survivors' replicas match a settled placement of all four", func() bool {
 		if replicasMatchPlacement(t, ins[2:]...) != "" {
 			return false
