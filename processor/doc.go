@@ -53,7 +53,7 @@
 // records, do not move stream time. A task with several inputs takes
 // the records it has fetched in timestamp order across them, and waits up
 // to MaxTaskIdle for an input that has none (Kafka Streams waits longer
-// for an input known to lag; see input_align.go).
+// for an input known to lag).
 //
 // Schedule runs a punctuator in every task on stream time (after the
 // record that reaches the next multiple of its interval) or on the wall
@@ -139,13 +139,12 @@
 // hopping, sliding or session windows of package window, with count,
 // reduce or an aggregator, emitting every update or final results only)
 // over a window or session store: an ordinary changelogged store laid out
-// with package window's key encodings (windowstore.go). Its stream time is
-// its own, as a Kafka Streams windowed processor's: the largest timestamp
-// among the records that reached it in its task, where Context.StreamTime
-// is over all the task's records. It is stored with its windows and last
-// close time so that both move with the changelog, and read in one place
-// (windowed_process.go, observe): taking the task's instead is a change of
-// that line. docs/time-and-windows.md is the user's guide.
+// with package window's key encodings. Its stream time is its own, as a
+// Kafka Streams windowed processor's: the largest timestamp among the
+// records that reached it in its task, where Context.StreamTime is over
+// all the task's records. It is stored with its windows and last close
+// time, so that both move with the changelog.
+// docs/time-and-windows.md is the user's guide.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
@@ -154,8 +153,9 @@
 // go in with TxnOffsetCommit, checked against the group generation, so a
 // zombie is fenced. The stores write their buffers and checkpoints only
 // after the transaction commits. An abort drops them and restarts the tasks
-// from their last commit. Inputs, restores and standbys read committed. Under AtMostOnce a batch's offsets are committed before its
-// records are processed (guarantee.go): a crash may skip, never repeat.
+// from their last commit. Inputs, restores and standbys read committed.
+// Under AtMostOnce a batch's offsets are committed before its records are
+// processed: a crash may skip, never repeat.
 //
 // Shutdown (cancelling Run's context) finishes the in-flight records,
 // commits as above, leaves the group and closes the stores, within

@@ -22,7 +22,7 @@ const (
 	// (one transactional producer per instance, as Kafka Streams'
 	// exactly_once_v2): a crash aborts the open transaction, and the
 	// records are processed again from state that never saw them. Local
-	// state follows the transaction (txn.go). It costs a transaction per
+	// state follows the transaction. It costs a transaction per
 	// commit interval (100 ms by default), and readers under
 	// read_committed see outputs only when their transaction commits.
 	ExactlyOnceV2 Guarantee = "exactly_once_v2"
@@ -30,8 +30,8 @@ const (
 	// processed: a crash may skip the records of the batch in progress
 	// (and the state updates of those processed since the last store
 	// commit that had not reached the changelog), never repeat one. Kafka
-	// Streams has no such value; the seed systems Rackstream replaces
-	// offered it for consumers that prefer a gap to a duplicate.
+	// Streams has no such value; it is for consumers that prefer a gap to
+	// a duplicate.
 	AtMostOnce Guarantee = "at_most_once"
 )
 

@@ -33,7 +33,7 @@ import (
 // starts with the table restored to the topic's end offset as of its
 // start; then, before it processes an input record stamped ts, it applies
 // the table records fetched and stamped at or before ts, and keeps the
-// later ones for later input records (table_align.go). When it has no
+// later ones for later input records. When it has no
 // table record waiting while the table's partition is known to hold more,
 // it waits for them; when the table is caught up it waits
 // Options.MaxTaskIdle (max.task.idle.ms, default 0: not at all) for new
