@@ -258,13 +258,13 @@ func (c *recordCache) find(target int, key []byte) (int32, bool) {
 	return i, ok
 }
 
-// evict makes the cache fit its budget: it drops the outputs' spent entries
-// and then the stores' clean ones, least recently written first, and then
+// evict makes the cache fit its budget. It drops the outputs' spent entries
+// and then the stores' clean ones, least recently written first. Then it
 // writes through the least recently written dirty entries, one at a time,
-// and removes them (under mu: latest readers find them in the cache until
-// the write buffer has them). On an error the entries handed on so far, the
-// failed one included, are gone anyway: the caller fails the task, which
-// drops its uncommitted work.
+// and removes them under mu, so latest readers find them in the cache
+// until the write buffer has them. On an error the entries handed on so
+// far, the failed one included, are gone anyway. The caller fails the
+// task, which drops its uncommitted work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
 	budget := c.budget.Load()
 	for _, l := range []int{listSpent, listClean} {
@@ -431,10 +431,10 @@ const collectChunk = 256
 // (nil bounds are open), sorted by key, for a reader on another goroutine.
 // It walks the slots in chunks, taking mu per chunk, so that a large cache
 // never holds up the writer for longer than one chunk. An entry written
-// while it walks may be missed (its slot was read already) or seen with
-// its older value: each key's value is one it had during the walk, and an
-// entry the walk missed because it was evicted meanwhile is in the write
-// buffer, which the caller reads after.
+// while it walks may be missed, its slot read already, or seen with its
+// older value. Each key's value is one it had during the walk. An entry the
+// walk missed because it was evicted meanwhile is in the write buffer,
+// which the caller reads after.
 func (c *recordCache) collect(target int, start, end []byte) ([]state.Entry, error) {
 	var out []state.Entry
 	for from := 0; ; from += collectChunk {

@@ -54,10 +54,11 @@ func txnClientOpts(id string) []kgo.Opt {
 }
 
 // startTransactions begins the first transaction and initialises the
-// producer id now, not at the first record: InitProducerID fences the
-// previous life of this process id and aborts its open transaction, which
-// would otherwise pin the last stable offset until it times out (and keep
-// this instance's offset fetches waiting, RequireStable, just as long).
+// producer id now, not at the first record. InitProducerID fences the
+// previous life of this process id and aborts its open transaction.
+// Otherwise that transaction would pin the last stable offset until it
+// times out, and this instance's offset fetches (RequireStable) would wait
+// as long.
 func (s *session) startTransactions(ctx context.Context) error {
 	if err := s.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin the first transaction: %w", err)
