@@ -122,16 +122,15 @@
 //
 // The record cache merges per key, which is right for a table (a store, or
 // an output whose records update a key) and wrong for a stream, whose
-// records are events. So a stream gets past it whole: an output declared
-// AsStream (every windowed output, NewWindowedOutput) has each emit
-// produced in order when its record's effects are applied, never merged;
-// and a window or session store's writes go straight to its write buffer
-// and changelog, so that its range reads (Context's scan) need no merge
-// with the cache. Results of different windows of one key are therefore
-// never merged, whatever the key is. The emits of an AsStream output are
-// still covered by the commit like every effect: a commit waits for them to
-// be acknowledged (or puts them in its transaction) before it commits the
-// offsets.
+// records are events. So a stream gets past it whole. An output declared
+// AsStream, as every windowed output is (NewWindowedOutput), has each emit
+// produced in order when its record's effects are applied, never merged. A
+// window or session store's writes go straight to its write buffer and
+// changelog, so its range reads (Context's scan) need no merge with the
+// cache. Results of different windows of one key are therefore never
+// merged, whatever the key is. The commit still covers the emits of an
+// AsStream output like every effect. It waits for them to be acknowledged,
+// or puts them in its transaction, before it commits the offsets.
 //
 // # Windows
 //
@@ -180,12 +179,12 @@
 //
 // # Reads
 //
-// A query reads a task's stores through Runtime.Replica's read-only
-// views: StoreView, the committed LevelDB state (isolation=committed), or
-// under at-least-once FreshView, the task's latest processed state
+// A query reads a task's stores through Runtime.Replica's read-only views.
+// StoreView reads the committed LevelDB state (isolation=committed). Under
+// at-least-once, FreshView reads the task's latest processed state
 // (isolation=latest): the record cache over the write buffer over LevelDB,
 // read without blocking the task. Runtime.GlobalTable hands out a global
-// table's GlobalView. No view writes: a store changes only through a
+// table's GlobalView. No view writes. A store changes only through a
 // handler of its running task, which produces each write to the store's
 // changelog. docs/architecture.md maps the runtime's files.
 //

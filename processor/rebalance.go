@@ -18,9 +18,9 @@ import (
 // or tells it they are gone (lose), and when the session ends (closeAll).
 //
 // member holds the tasks and standbys one session runs and the rules for
-// moving them, and no Kafka client: the session's group callbacks call it
-// with the tasks kgo's partitions name, and the unit tests in
-// rebalance_test.go call it directly with a fake producer and committer
+// moving them. It holds no Kafka client. The session's group callbacks call
+// it with the tasks kgo's partitions name. The unit tests in
+// rebalance_test.go call it directly, with a fake producer and committer
 // and real stores in a temporary directory.
 type member struct {
 	env     *taskEnv

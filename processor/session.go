@@ -51,9 +51,9 @@ type session struct {
 	drained chan struct{}
 
 	// commitWanted is signalled (capacity 1) when a task that moved here
-	// has worked through its first record, and with a zero
-	// CommitInterval after every batch: the commit loop commits then.
-	// movedMu guards moved, the tasks that moved here and asked: the
+	// has worked through its first record. With a zero CommitInterval it
+	// is signalled after every batch. The commit loop commits then.
+	// movedMu guards moved, the tasks that moved here and asked. The
 	// commit loop commits those alone at once, not waiting for the
 	// others' records.
 	commitWanted chan time.Time

@@ -11,11 +11,11 @@ import (
 // stream-table case).
 //
 // The fetched records of each table wait in the task, in offset order,
-// until an input record needs them: before the task processes an input
+// until an input record needs them. Before the task processes an input
 // record stamped ts, it applies every waiting table record stamped at or
-// before ts (in offset order, stopping at the first one stamped later), so
-// that the record sees the table as of its own time. A table record
-// stamped later than the input waits for a later input record; when the
+// before ts. It goes in offset order and stops at the first one stamped
+// later. So the record sees the table as of its own time. A table record
+// stamped later than the input waits for a later input record. When the
 // task has no input record queued, it waits as an input record waits for a
 // table (below), and then the tables move on.
 //
