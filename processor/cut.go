@@ -45,10 +45,10 @@ func (t *task) writeCacheChunk(n int) (left int) {
 	return left
 }
 
-// cacheAskRequest is a commit's request that the task write its record cache
-// through ahead of the cut (commits.writeCacheAhead): the task writes one
-// chunk between two batches, or chunk after chunk while no batch waits,
-// and closes done when at most a chunk is left or rounds run out.
+// cacheAskRequest is a commit's request that the task write its record
+// cache through ahead of the cut (commits.writeCacheAhead). The task writes
+// one chunk between two batches, or chunk after chunk while no batch
+// waits. It closes done when at most a chunk is left or rounds run out.
 type cacheAskRequest struct {
 	rounds int // chunks the task may still write for it: the task goroutine's
 	done   chan struct{}

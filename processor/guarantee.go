@@ -47,17 +47,16 @@ func ParseGuarantee(s string) (Guarantee, error) {
 
 // commitAhead is the at-most-once step before a task works through a
 // batch: it commits the offset after the batch's last record, so that
-// no crash can hand these records to anyone again. A failed commit is
-// retried with backoff until it succeeds or the task is stopped (a
-// revoke or a loss ends the retries; a rebalance in progress is the usual
-// cause, and the next generation accepts the commit): the batch must not
-// be processed without it. It reports false when the task is stopped.
+// no crash can hand these records to anyone again. The batch must not be
+// processed without it. A failed commit is retried with backoff until it
+// succeeds or the task is stopped by a revoke or a loss. The usual cause
+// is a rebalance in progress, and the next generation accepts the commit.
+// It reports false when the task is stopped.
 //
 // It takes the task's commit lock, like every commit of the task, because
-// it updates the task's committed offsets that the periodic commits read:
-// those then
-// find nothing to commit for the input (the offsets are ahead of the
-// processed watermark) and only write the stores.
+// it updates the task's committed offsets that the periodic commits read.
+// Those then find nothing to commit for the input, since the offsets are
+// ahead of the processed watermark, and only write the stores.
 func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Record) bool {
 	if len(records) == 0 {
 		return true

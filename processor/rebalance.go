@@ -160,9 +160,9 @@ func (m *member) assign(newTasks, replicas []int32) {
 		go t.run()
 	}
 	// The standbys the plan moved away close here, before the callback
-	// returns: a later assignment that makes one of those tasks active
-	// opens its stores (openStores takes what the state manager holds), and
-	// a close still to come would close them under the active task.
+	// returns. A later assignment that makes one of those tasks active
+	// opens its stores, taking what the state manager holds (openStores).
+	// A close still to come would close them under the active task.
 	for _, st := range closeStandbys {
 		if err := st.Close(); err != nil {
 			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)

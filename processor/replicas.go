@@ -52,9 +52,9 @@ func (m *member) reconcileReplicas(open []int32) {
 		case st == nil:
 			m.log.Debug("not opening a standby: the state manager holds the task's stores for another use (a revoke keeping them as a standby, a task closing)", "task", id)
 		case !keep:
-			// The plan moved on while it opened: st is the reconcile's
-			// own, and it closes while the task is still marked opening,
-			// so that an assignment making the task active waits for the
+			// The plan moved on while it opened. st is the reconcile's
+			// own, and it closes while the task is still marked opening.
+			// So an assignment making the task active waits for the
 			// close instead of taking the stores it is about to lose.
 			if err := st.Close(); err != nil {
 				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)

@@ -43,9 +43,9 @@ type session struct {
 
 	changelogs map[string]bool
 
-	// queued counts the records handed to tasks and not yet taken up; the
-	// poll loop waits while it is above 2 x MaxPollRecords, so that it does
-	// not race ahead of the tasks for CPU and memory. drained is signalled
+	// queued counts the records handed to tasks and not yet taken up. The
+	// poll loop waits while it is above 2 x MaxPollRecords, so it does not
+	// race ahead of the tasks for CPU and memory. drained is signalled
 	// (capacity 1) whenever a task takes up a batch.
 	queued  atomic.Int64
 	drained chan struct{}

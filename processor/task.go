@@ -104,8 +104,8 @@ type task struct {
 	cacheAsk  atomic.Pointer[cacheAskRequest]
 	cacheWake chan struct{}
 	// moved says the task moved here after the instance's first tasks
-	// started (a failover, a scale-in) or was promoted from a replica held
-	// here: a commit follows its first record at once (session.worked), so that
+	// started (a failover, a scale-in), or was promoted from a replica held
+	// here. A commit follows its first record at once (session.worked), so
 	// the move shows progress without waiting for the commit interval.
 	moved bool
 	// exit is taskRunning, then taskExited when run returns, or
