@@ -265,12 +265,12 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	a := newCountApp(t, c, clusterParts)
 	victim := new(cutdial.Dialer)
 	ins := a.startCluster(t, 3, 1, func(i int, o *processor.Options) {
-		// Only a replica within 100 records counts as caught up: with
-		// the default 10,000 a survivor's stale copy from the start-up
-		// rebalances (the first member holds every task for a moment,
-		// checkpoint 0, about 8,000 records behind at the cut) is caught
-		// up too, and the plan may rightly prefer it to the standby for
-		// balance; this test is about the standby's promotion.
+		// Only a replica within 100 records counts as caught up. With
+		// the default, a survivor's stale copy from the start-up
+		// rebalances, when the first member holds every task for a
+		// moment, counts as caught up too. The plan may then rightly
+		// prefer it to the standby for balance, and this test is about
+		// the standby's promotion.
 		o.Placement.AcceptableRecoveryLag = 100
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
