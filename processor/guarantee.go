@@ -18,20 +18,19 @@ const (
 	// (their state updates and outputs may repeat); none is skipped.
 	AtLeastOnce Guarantee = "at_least_once"
 	// ExactlyOnceV2 writes each commit interval's changelog records,
-	// outputs, dead letters and input offsets in one Kafka transaction
-	// (one transactional producer per instance, as Kafka Streams'
-	// exactly_once_v2): a crash aborts the open transaction, and the
-	// records are processed again from state that never saw them. Local
-	// state follows the transaction. It costs a transaction per
-	// commit interval (100 ms by default), and readers under
+	// outputs, dead letters and input offsets in one Kafka transaction, of
+	// one transactional producer per instance, as Kafka Streams'
+	// exactly_once_v2. A crash aborts the open transaction, and the records
+	// are processed again from state that never saw them. Local state
+	// follows the transaction. It costs a transaction per commit interval
+	// (DefaultCommitIntervalExactlyOnce by default). Readers under
 	// read_committed see outputs only when their transaction commits.
 	ExactlyOnceV2 Guarantee = "exactly_once_v2"
 	// AtMostOnce commits a batch's input offsets before its records are
-	// processed: a crash may skip the records of the batch in progress
-	// (and the state updates of those processed since the last store
-	// commit that had not reached the changelog), never repeat one. Kafka
-	// Streams has no such value; it is for consumers that prefer a gap to
-	// a duplicate.
+	// processed. A crash may skip the records of the batch in progress,
+	// and the state updates since the last store commit that had not
+	// reached the changelog; it never repeats one. Kafka Streams has no
+	// such value; it is for consumers that prefer a gap to a duplicate.
 	AtMostOnce Guarantee = "at_most_once"
 )
 

@@ -18,11 +18,11 @@ import (
 // client's transactional settings, and the session as the txnProducer.
 
 // TransactionTimeout is the transaction timeout of the exactly-once
-// producer: a crashed instance's open transaction pins the last stable
-// offset of its partitions (what read_committed consumers, restores and
-// standbys can read) until the coordinator aborts it, at most this long
-// after. It is shorter than franz-go's default to bound that pin. A
-// restarted instance fences its predecessor at once anyway.
+// producer. A crashed instance's open transaction pins the last stable
+// offset of its partitions until the coordinator aborts it, at most this
+// long after. The last stable offset bounds what read_committed consumers,
+// restores and standbys can read. It is shorter than franz-go's default to
+// bound that pin. A restarted instance fences its predecessor at once.
 const TransactionTimeout = 10 * time.Second
 
 // TransactionalID is the transactional id of an instance of application
