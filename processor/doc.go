@@ -106,17 +106,17 @@
 // started together do not all commit at once ever after.
 //
 // With Options.CacheMaxBytes (statestore.cache.max.bytes), a record cache
-// merges the writes to one key of a store, and the emits of one key to
-// an output, within a commit interval: only the last reaches the changelog
-// and the output, as in Kafka Streams. A commit writes it through and keeps
-// a store's entries, clean, for the next reads, and an output's keys, spent,
-// for the next emits to reuse. When full it drops those first (spent outputs
-// before stores), then writes through the least recently written key, one at
-// a time, so hot keys keep merging while a flood of cold keys passes
-// through. The budget is divided among the tasks active on the instance;
-// Zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
-// sizes the stores and bounds the cache from one budget; Zero leaves each
-// its own size.
+// merges the writes to one key of a store, and the emits of one key to an
+// output, within a commit interval. Only the last reaches the changelog
+// and the output, as in Kafka Streams. A commit writes it through. It
+// keeps a store's entries, clean, for the next reads, and an output's
+// keys, spent, for the next emits to reuse. When full it drops those
+// first, spent outputs before stores. Then it writes through the least
+// recently written key, one at a time, so hot keys keep merging while a
+// flood of cold keys passes through. The budget is divided among the tasks
+// active on the instance; Zero turns it off. Options.MemoryBytes
+// (state.memory.bytes) sizes the stores and bounds the cache from one
+// budget; Zero leaves each its own size.
 //
 // # Record cache and streams
 //
