@@ -153,9 +153,9 @@ type task struct {
 	first map[string]int64
 
 	// commitMu is held by the at-least-once commit of the task in
-	// progress, from its cut to its offsets (lockTasks): it keeps the
-	// epochs of acks and committed to one commit at a time, while commits
-	// of other tasks run beside it.
+	// progress, from its cut to its offsets (lockTasks). It keeps the
+	// epochs of acks and committed to one commit at a time. Commits of
+	// other tasks run beside it.
 	commitMu ctxMutex
 
 	// acks counts the task's output and dead-letter records not yet
@@ -168,10 +168,11 @@ type task struct {
 	// arena (t.outs). Made once: a closure made per record would allocate.
 	emitted, deadLettered [2]func(*kgo.Record, error)
 
-	// closeMu guards the stores against a forced close (Run's, when a
-	// handler outlives the shutdown bound): the record path's store reads
-	// and writes hold it shared, forceClose exclusively. closed says the
-	// stores are closed; closeOnce closes them once, whoever comes first.
+	// closeMu guards the stores against a forced close, which Run makes
+	// when a handler outlives the shutdown bound. The record path's store
+	// reads and writes hold it shared, forceClose exclusively. closed says
+	// the stores are closed; closeOnce closes them once, whoever comes
+	// first.
 	closeMu   sync.RWMutex
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -415,10 +416,10 @@ const (
 )
 
 // stop makes the task finish its in-flight record and waits for it, at
-// most until deadline. It reports whether the task stopped; if not (its
-// goroutine is blocked producing to unreachable brokers), the task is
-// abandoned: it must be neither committed nor dropped by the caller, and
-// drops itself when its goroutine returns (the session waits for that).
+// most until deadline. It reports whether the task stopped. If not, its
+// goroutine is blocked, producing to unreachable brokers, say, and the
+// task is abandoned. The caller must neither commit nor drop it. It drops
+// itself when its goroutine returns, and the session waits for that.
 // Waiting longer inside a group callback would keep the client from
 // leaving the group, the one thing that unblocks the producer.
 func (t *task) stop(deadline time.Time) bool {
