@@ -174,10 +174,11 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 	m := c.index[target]
 	// A handler typically reads a key, writes it back and emits it. The
 	// read's slot (last) saves the write a second hash lookup. Its twin,
-	// the slot of the same key that the last emit after it wrote, saves the
-	// emit one too. A slot freed since has target -1, one reused holds another
-	// key: then the map decides. Only live slots have a target, and a
-	// target's live keys are unique, so a slot that passes is the key's.
+	// the slot of the same key that the last emit after it wrote, saves
+	// the emit one too. A slot freed since has target -1, and one reused
+	// holds another key: then the map decides. Only live slots have a
+	// target, and a target's live keys are unique, so a slot that passes
+	// is the key's.
 	l := c.last
 	sameKey := l != nilSlot && c.slots[l].key == string(key)
 	i, ok := nilSlot, false
@@ -305,11 +306,11 @@ func (c *recordCache) entries() int {
 }
 
 // drainSome writes at most n dirty entries through, least recently written
-// first; a store's entries stay, clean, an output's stay spent. It returns how
-// many dirty entries are left. The commit writes a cache through this way
-// in chunks before its cut, so that the task, paused only for a chunk at a
+// first. A store's entries stay, clean; an output's stay, spent. It returns
+// how many dirty entries are left. The commit writes a cache through this
+// way in chunks before its cut, so the task, paused only for a chunk at a
 // time, processes on between them (commit.go). On an error the cache is
-// emptied: the caller fails the task.
+// emptied, and the caller fails the task.
 func (c *recordCache) drainSome(n int, fn cacheFlushFunc) (left int, err error) {
 	done := 0
 	for i := c.lists[listDirty].tail; i != nilSlot && done < n; i = c.slots[i].prev {
