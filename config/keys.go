@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -71,7 +72,7 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return &c.BootstrapServers }},
 	{name: "client.rack.tag", def: "zone",
 		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
-		field: func(c *Config) any { return &c.ClientRackTag }},
+		field: func(c *Config) any { return &c.Placement.ClientRackTag }},
 	{name: "commit.interval.ms", def: "`" + ms(procDefaults.CommitInterval) + "`; `" + ms(commitIntervalExactlyOnce) + "` under `exactly_once_v2`", min: 0, hasMin: true,
 		doc:   "How often, in milliseconds, a task commits: flushes its changelog and outputs, writes its state and checkpoint, and commits its input offsets. An instance's first commit comes at a random point of the first interval, so that instances started together commit apart. 0 commits after every batch of records a task has worked through.",
 		field: func(c *Config) any { return &c.CommitInterval },
@@ -166,9 +167,18 @@ var keys = []*keyDef{
 	{name: "processor.type", enum: []string{"", "latest", "count", "sum", "join"},
 		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key), `join` (each record enriched with a table's value). Empty when Rackstream is used as a library.",
 		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
+	{name: assignor.KeyNonOverlapCost, def: num(procDefaults.Placement.RackAwareAssignmentNonOverlapCost), min: 0, hasMin: true, max: assignor.MaxRackCost, hasMax: true,
+		doc:   "Under a rack-aware strategy: the cost of moving an active off its previous instance, or placing a standby on an instance holding none of the task's state. Raise it toward `rack.aware.assignment.traffic_cost` to move tasks only for large savings. Kafka Streams' name and default.",
+		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentNonOverlapCost }},
+	{name: assignor.KeyRackAwareStrategy, def: procDefaults.Placement.RackAwareAssignmentStrategy, enum: assignor.RackStrategies,
+		doc:   "Kafka Streams' rack-aware placement of actives and standbys (KIP-925): `none` places by stickiness, caught-up state and load alone; `min_traffic` also minimises the expected cross-zone bytes (inputs fetched and changelogs fetched by standbys from another rack, changelog and output records produced to leaders in another rack) plus the cost of moves, without giving up any guarantee of the placement; `balance_subtopology` is planned as `min_traffic` (a task spans the whole topology). It needs `broker.rack` on the brokers and the `client.rack.tag` tag on the instances, and is off for whatever lacks them. Kafka Streams' default is `none`; ours is `min_traffic`, because a plan it makes is kept only when it costs less than `none`'s. See docs/placement.md.",
+		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentStrategy }},
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTags }},
+	{name: assignor.KeyTrafficCost, def: num(procDefaults.Placement.RackAwareAssignmentTrafficCost), min: 0, hasMin: true, max: assignor.MaxRackCost, hasMax: true,
+		doc:   "Under a rack-aware strategy: the cost of one partition flow of mean byte rate crossing zones (a flow with twice the mean rate costs twice as much; with no measured rates every flow costs this). Kafka Streams' name and default.",
+		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTrafficCost }},
 	{name: "replication.factor", def: num(procDefaults.ReplicationFactor), min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
 		doc:       "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
 		rangeText: "-1, or from 1 to 32767.",
