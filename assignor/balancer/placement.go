@@ -178,6 +178,10 @@ type Stats struct {
 	// store checkpoint beyond the changelog end (their lag on those tasks
 	// counted as unknown), once per member while it stays in the group.
 	CheckpointsBeyondEnd uint64
+	// RackAwarenessOff is, on the last leader, what rack-aware placement
+	// was off for in the last plan it made, by reason (Off...): a gauge,
+	// empty when it saw every rack.
+	RackAwarenessOff map[string]int
 	// InvalidEndpoints counts, on a leader, members whose announced
 	// endpoint was not a plain host:port (it was dropped from the
 	// placement: no query is forwarded to them), once per member while it
