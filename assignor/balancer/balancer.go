@@ -259,6 +259,10 @@ func (b *Balancer) subscription() Subscription {
 	if b.s.Checkpoints != nil {
 		cps = b.s.Checkpoints()
 	}
+	var rates []TaskRate
+	if b.s.Rates != nil {
+		rates = wireRates(b.s.Rates())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sub := Subscription{
@@ -278,6 +282,11 @@ func (b *Balancer) subscription() Subscription {
 	for _, t := range slices.Sorted(maps.Keys(cps)) {
 		if t >= 0 && t < maxTask && cps[t] >= 0 {
 			sub.Checkpoints = append(sub.Checkpoints, Checkpoint{Task: t, Offset: cps[t]})
+		}
+	}
+	for _, r := range rates { // only the tasks it runs active
+		if _, ok := slices.BinarySearch(b.plan.active, r.Task); ok {
+			sub.Rates = append(sub.Rates, r)
 		}
 	}
 	return sub

@@ -56,7 +56,8 @@ const racksRefresh = 30 * time.Second
 // rackAwareness builds the assignor's rack input for numTasks tasks from
 // the leader's settings, a snapshot of partition racks (nil: none yet) and
 // the usable members. Task i's partitions are partition i of every input
-// and changelog topic that has one. It returns nil when the snapshot is
+// and changelog topic that has one; its rates are those its active
+// reported (ratesOf). It returns nil when the snapshot is
 // nil, and, per reason (Off...), how much the optimisation is off for
 // (nothing under the strategy none, which optimises nothing).
 func rackAwareness(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*assignor.RackAwareness, map[string]int) {
@@ -70,6 +71,7 @@ func rackAwareness(s *Settings, snap Racks, subs []*Subscription, numTasks int) 
 
 func rackInput(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*assignor.RackAwareness, map[string]int) {
 	off := make(map[string]int)
+	rates := ratesOf(subs)
 	if snap == nil {
 		off[OffNoPartitionRacks] = 1
 		return nil, off
@@ -93,7 +95,7 @@ func rackInput(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*as
 	}{{assignor.RoleInput, s.InputTopics}, {assignor.RoleChangelog, s.ChangelogTopics}}
 	for t := range numTasks {
 		tr := &ra.Tasks[t]
-		tr.Task = t
+		tr.Task, tr.Rates = t, rates[int32(t)]
 		blind := false
 		for _, r := range roles {
 			for _, topic := range r.topics {
@@ -222,6 +224,39 @@ func racksOf(md kadm.Metadata) Racks {
 			ps[p] = pr
 		}
 		out[name] = ps
+	}
+	return out
+}
+
+// wireRates turns a member's rates into the subscription's field: tasks
+// ascending, those out of range left out, rates capped at maxRate.
+func wireRates(m map[int32]TaskRate) []TaskRate {
+	var out []TaskRate
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		if t < 0 || t >= maxTask {
+			continue
+		}
+		r := m[t]
+		r.Task, r.Input, r.Changelog, r.Output = t, min(r.Input, maxRate), min(r.Changelog, maxRate), min(r.Output, maxRate)
+		out = append(out, r)
+	}
+	return out
+}
+
+// ratesOf returns, per task, the byte rates reported by the member whose
+// plan is newest among those reporting it: its current active. A task no
+// member reports has no entry and is weighed as the mean of the others.
+func ratesOf(subs []*Subscription) map[int32]*assignor.TaskRates {
+	gen := make(map[int32]int32)
+	out := make(map[int32]*assignor.TaskRates)
+	for _, sub := range subs {
+		for _, r := range sub.Rates {
+			if g, ok := gen[r.Task]; ok && g >= sub.PlanGeneration {
+				continue
+			}
+			gen[r.Task] = sub.PlanGeneration
+			out[r.Task] = &assignor.TaskRates{Input: float64(r.Input), Changelog: float64(r.Changelog), Output: float64(r.Output)}
+		}
 	}
 	return out
 }

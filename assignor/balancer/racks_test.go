@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -193,4 +194,45 @@ func TestGroupOnKafkaMarksAMemberWithoutRack(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestRatesComeFromTheCurrentActive: each task's weights are those
+// reported by the member with the newest plan among those reporting it; a
+// member of an older wire version reports none, and its tasks weigh as the
+// mean of the others.
+func TestRatesComeFromTheCurrentActive(t *testing.T) {
+	old, err := DecodeSubscription(hexBytes(goldenSubV4), LatestVersion)
+	if err != nil || old.Rates != nil {
+		t.Fatalf("a version-4 subscription decodes to rates %v, err %v; want none", old.Rates, err)
+	}
+	subs := []*Subscription{
+		{ProcessID: "a", PlanGeneration: 3, Rates: []TaskRate{{Task: 0, Input: 100}}},
+		{ProcessID: "b", PlanGeneration: 2, Rates: []TaskRate{{Task: 0, Input: 5}, {Task: 1, Input: 7, Changelog: 2}}},
+		&old,
+	}
+	got := ratesOf(subs)
+	if len(got) != 2 || got[0].Input != 100 || got[1].Input != 7 || got[1].Changelog != 2 {
+		t.Fatalf("rates %v; want task 0 from a (100), task 1 from b (7, 2), none for task 2", got)
+	}
+	s := DefaultSettings()
+	s.InputTopics, s.ChangelogTopics = []string{"in"}, []string{"cl"}
+	ra, _ := rackAwareness(&s, rackedRacks(3, "in", "cl"), subs, 3)
+	if ra.Tasks[0].Rates == nil || ra.Tasks[2].Rates != nil {
+		t.Errorf("task rates %v, %v; want task 0's and none for task 2", ra.Tasks[0].Rates, ra.Tasks[2].Rates)
+	}
+}
+
+// TestWireRatesAreCanonical: what a member reports is ascending, in range
+// and capped, so that it always encodes.
+func TestWireRatesAreCanonical(t *testing.T) {
+	got := wireRates(map[int32]TaskRate{5: {Input: 1 << 62}, -1: {Input: 1}, 2: {Changelog: 3}, maxTask: {Input: 1}})
+	want := []TaskRate{{Task: 2, Changelog: 3}, {Task: 5, Input: maxRate}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("wire rates %v; want %v", got, want)
+	}
+	s := goldenSubscription(Version5)
+	s.Rates = got
+	if back, err := DecodeSubscription(s.AppendTo(nil), LatestVersion); err != nil || !slices.Equal(back.Rates, want) {
+		t.Fatalf("round trip: %v, %v", back.Rates, err)
+	}
 }
