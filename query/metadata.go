@@ -51,6 +51,7 @@ func (s *Server) placementDoc(p *balancer.Placement) *assignor.Metadata {
 		Tasks:                  make([]assignor.TaskPlacement, len(p.Tasks)),
 		ProbingRebalanceNeeded: !p.ProbingDeadline.IsZero(),
 		Quality:                p.Quality,
+		CrossZone:              p.CrossZone,
 	}
 	if !p.ProbingDeadline.IsZero() {
 		d := p.ProbingDeadline.UTC()

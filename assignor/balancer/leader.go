@@ -380,7 +380,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 
 // placement turns the plan into the wire placement after the hand-off.
 func (g *groupBalancer) placement(plan *assignor.Plan, subs []*Subscription, held map[int]bool, generation int32, numTasks int) *Placement {
-	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.placementSettings()}
+	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.placementSettings(), CrossZone: plan.CrossZone}
 	idx := make(map[string]int, len(subs))
 	for i, sub := range subs {
 		idx[sub.ProcessID] = i

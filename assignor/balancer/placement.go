@@ -61,6 +61,11 @@ type Placement struct {
 	// placement) knows them rather than guessing from its own
 	// configuration; nil when the group speaks wire version 3 or older.
 	Settings *assignor.Settings
+	// CrossZone is the plan's expected cross-zone traffic, as the leader
+	// computed it from the partition racks and byte rates it knew (package
+	// assignor's JSON shape); nil when it knew no racks or the group
+	// speaks wire version 4 or older.
+	CrossZone *assignor.CrossZone
 }
 
 // placementSettings returns a copy of s.Placement for a placement to carry.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -234,5 +236,49 @@ func TestWireRatesAreCanonical(t *testing.T) {
 	s.Rates = got
 	if back, err := DecodeSubscription(s.AppendTo(nil), LatestVersion); err != nil || !slices.Equal(back.Rates, want) {
 		t.Fatalf("round trip: %v, %v", back.Rates, err)
+	}
+}
+
+// goldenAssignmentCrossZone is goldenAssignmentV5 whose placement carries
+// cross-zone traffic for its two tasks.
+func goldenAssignmentCrossZone() AssignmentData {
+	a := goldenAssignmentV5()
+	p := *a.Placement
+	p.CrossZone = &assignor.CrossZone{Strategy: assignor.StrategyMinTraffic, Unknown: []string{}, Total: 3, Fetch: 2, Produce: 1,
+		Tasks: []assignor.TaskCrossZone{
+			{Task: 0, Bytes: 3, Fetch: 2, Produce: 1, StandbyLocal: []bool{true}},
+			{Task: 1, ActiveLocal: true, StandbyLocal: []bool{}},
+		}}
+	a.Placement = &p
+	return a
+}
+
+// TestPlacementCarriesCrossZoneTraffic: the leader's cross-zone figures
+// reach every member in the placement, and figures that do not match the
+// placement's tasks are refused.
+func TestPlacementCarriesCrossZoneTraffic(t *testing.T) {
+	a := goldenAssignmentCrossZone()
+	got, err := DecodeAssignment(a.AppendTo(nil), LatestVersion, "p2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Placement.CrossZone, a.Placement.CrossZone) {
+		t.Fatalf("cross-zone %+v; want %+v", got.Placement.CrossZone, a.Placement.CrossZone)
+	}
+	a4 := a
+	a4.Version, a4.CommonVersion = Version4, Version4
+	if got, err := DecodeAssignment(a4.AppendTo(nil), LatestVersion, "p2"); err != nil || got.Placement.CrossZone != nil {
+		t.Fatalf("version 4: cross-zone %v, err %v; want none", got.Placement.CrossZone, err)
+	}
+	for name, edit := range map[string]func(*assignor.CrossZone){
+		"a task missing":  func(cz *assignor.CrossZone) { cz.Tasks = cz.Tasks[:1] },
+		"tasks reordered": func(cz *assignor.CrossZone) { cz.Tasks[0].Task, cz.Tasks[1].Task = 1, 0 },
+		"negative bytes":  func(cz *assignor.CrossZone) { cz.Tasks[1].Fetch = -1 },
+	} {
+		b := goldenAssignmentCrossZone()
+		edit(b.Placement.CrossZone)
+		if _, err := DecodeAssignment(b.AppendTo(nil), LatestVersion, "p2"); err == nil || !strings.Contains(err.Error(), "cross_zone") {
+			t.Errorf("%s: error %v; want one naming cross_zone", name, err)
+		}
 	}
 }

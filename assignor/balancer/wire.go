@@ -25,7 +25,8 @@ const (
 	// version 2's.
 	Version4 uint8 = 4
 	// Version5 adds to the subscription the byte rates of the member's
-	// active tasks. The assignment's layout is version 4's.
+	// active tasks, and to the placement the plan's expected cross-zone
+	// traffic.
 	Version5 uint8 = 5
 	// LatestVersion is the newest version this build writes and reads.
 	LatestVersion = Version5

@@ -52,8 +52,8 @@ const (
 		"02" + "01641400" + "01ac020007"
 )
 
-// goldenAsgV5 is laid out as version 4's.
-var goldenAsgV5 = "05" + "05" + goldenAsgV4[4:]
+// goldenAsgV5 is version 4's, then an empty cross-zone field.
+var goldenAsgV5 = "05" + "05" + goldenAsgV4[4:] + "00"
 
 func TestGoldenBytesPinTheFormats(t *testing.T) {
 	for _, tc := range []struct {
@@ -312,6 +312,8 @@ func FuzzDecodeAssignment(f *testing.F) {
 	ref3 := AssignmentData{Version: 3, CommonVersion: 3, Generation: 3, Standby: []int32{4}, ProbingDeadline: 1, ProbeTriggers: []int32{4},
 		Ref: &PlacementRef{Topic: "app-placement", Offset: 9, CRC: 0xdeadbeef}}
 	f.Add(ref3.AppendTo(nil))
+	cz := goldenAssignmentCrossZone()
+	f.Add(cz.AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, pid := range []string{"p1", "p2"} { // the goldens' members
 			a, err := DecodeAssignment(b, LatestVersion, pid)
