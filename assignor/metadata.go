@@ -119,6 +119,22 @@ type MetadataClientStatus struct {
 	Ready bool   `json:"ready"`
 	// Reason says why it is not ready, in words.
 	Reason string `json:"reason,omitempty"`
+	// CrossZoneBytes are the bytes its Kafka clients have exchanged with
+	// brokers of other racks since it started, when it says.
+	CrossZoneBytes *ZoneBytes `json:"cross_zone_bytes,omitempty"`
+}
+
+// ZoneBytes are the bytes an instance's Kafka clients exchanged with
+// brokers of another rack than its own (the value of its client.rack.tag
+// tag), counted on the wire. Bytes with a broker whose rack is not known (a
+// seed connection, which maps to no broker yet; a broker without
+// broker.rack), or all of them when the instance has no rack, are counted
+// as unknown. Counters only grow.
+type ZoneBytes struct {
+	Read         uint64 `json:"read"`
+	Write        uint64 `json:"write"`
+	UnknownRead  uint64 `json:"unknown_read"`
+	UnknownWrite uint64 `json:"unknown_write"`
 }
 
 // MetadataLag is one replica's lag: changelog records it is behind.

@@ -42,3 +42,36 @@ func TestMetadataShowsTheLeadersCrossZoneTraffic(t *testing.T) {
 		t.Fatalf("DecodeDocument: plan cross-zone %+v, err %v", plan, err)
 	}
 }
+
+// zonedReader is a fakeReader that counts cross-zone bytes.
+type zonedReader struct {
+	*fakeReader
+	zb assignor.ZoneBytes
+}
+
+func (z zonedReader) CrossZoneBytes() assignor.ZoneBytes { return z.zb }
+
+// TestStatusShowsEachInstancesCrossZoneBytes: /v1/metadata's status shows
+// the bytes each instance that counts them exchanged with brokers of other
+// racks, gathered from its peers; an instance that does not count shows
+// none.
+func TestStatusShowsEachInstancesCrossZoneBytes(t *testing.T) {
+	c := newCluster(t, clusterOpts{tweak: func(i int, o *Options) {
+		if i < 2 {
+			o.Reader = zonedReader{o.Reader.(*fakeReader), assignor.ZoneBytes{Read: uint64(100 * (i + 1)), Write: 7, UnknownRead: 3}}
+		}
+	}})
+	a := c.get(c.nodes[2], "/v1/metadata")
+	var doc assignor.Metadata
+	if err := json.Unmarshal(a.body, &doc); err != nil || a.code != http.StatusOK {
+		t.Fatalf("%s: %v", a, err)
+	}
+	for i, st := range doc.Status.Clients {
+		switch {
+		case i < 2 && (st.CrossZoneBytes == nil || *st.CrossZoneBytes != assignor.ZoneBytes{Read: uint64(100 * (i + 1)), Write: 7, UnknownRead: 3}):
+			t.Errorf("%s: cross-zone bytes %+v", st.ID, st.CrossZoneBytes)
+		case i == 2 && st.CrossZoneBytes != nil:
+			t.Errorf("%s counts nothing but shows %+v", st.ID, st.CrossZoneBytes)
+		}
+	}
+}
