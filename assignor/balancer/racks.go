@@ -57,7 +57,8 @@ const racksRefresh = 30 * time.Second
 // the leader's settings, a snapshot of partition racks (nil: none yet) and
 // the usable members. Task i's partitions are partition i of every input
 // and changelog topic that has one; its rates are those its active
-// reported (ratesOf). It returns nil when the snapshot is
+// reported (ratesOf). Without a client rack tag (client.rack.tag empty) no
+// client has a rack: it returns nil and reports nothing off. It returns nil when the snapshot is
 // nil, and, per reason (Off...), how much the optimisation is off for
 // (nothing under the strategy none, which optimises nothing).
 func rackAwareness(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*assignor.RackAwareness, map[string]int) {
@@ -72,6 +73,9 @@ func rackAwareness(s *Settings, snap Racks, subs []*Subscription, numTasks int) 
 func rackInput(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*assignor.RackAwareness, map[string]int) {
 	off := make(map[string]int)
 	rates := ratesOf(subs)
+	if s.Placement.ClientRackTag == "" {
+		return nil, off // no client can have a rack: nothing to plan or report
+	}
 	if snap == nil {
 		off[OffNoPartitionRacks] = 1
 		return nil, off
@@ -85,7 +89,7 @@ func rackInput(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*as
 		Tasks:             make([]assignor.TaskRacks, numTasks),
 	}
 	for _, sub := range subs {
-		if v, ok := sub.Tags.Get(p.ClientRackTag); p.ClientRackTag == "" || !ok || v == "" {
+		if v, ok := sub.Tags.Get(p.ClientRackTag); !ok || v == "" {
 			off[OffMemberWithoutRack]++
 		}
 	}

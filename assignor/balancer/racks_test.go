@@ -135,6 +135,13 @@ func TestStrategyNoneReportsTrafficAndNothingOff(t *testing.T) {
 	if ra == nil || len(ra.Tasks) != 3 || len(ra.Tasks[1].Partitions) != 2 || len(off) != 0 {
 		t.Fatalf("rack input %+v, off %v; want 3 tasks of 2 partitions and nothing off", ra, off)
 	}
+
+	// Without a client rack tag no client has a rack: nothing to plan,
+	// report or warn about, whatever the strategy.
+	s.Placement.RackAwareAssignmentStrategy, s.Placement.ClientRackTag = assignor.StrategyMinTraffic, ""
+	if ra, off := rackAwareness(&s, rackedRacks(3, "in", "cl"), []*Subscription{sub}, 3); ra != nil || len(off) != 0 {
+		t.Fatalf("without a rack tag: rack input %+v, off %v; want none", ra, off)
+	}
 }
 
 // TestRacksFromKafkaMetadata reads partition racks from a broker's
@@ -218,6 +225,7 @@ func TestRatesComeFromTheCurrentActive(t *testing.T) {
 	}
 	s := DefaultSettings()
 	s.InputTopics, s.ChangelogTopics = []string{"in"}, []string{"cl"}
+	s.Placement.ClientRackTag = "zone"
 	ra, _ := rackAwareness(&s, rackedRacks(3, "in", "cl"), subs, 3)
 	if ra.Tasks[0].Rates == nil || ra.Tasks[2].Rates != nil {
 		t.Errorf("task rates %v, %v; want task 0's and none for task 2", ra.Tasks[0].Rates, ra.Tasks[2].Rates)
