@@ -290,3 +290,51 @@ func TestPlacementCarriesCrossZoneTraffic(t *testing.T) {
 		}
 	}
 }
+
+func TestRollingUpgradeFromVersion4ToVersion5(t *testing.T) { rollingUpgrade(t, Version4, Version5) }
+
+// TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5: while a version-4
+// member is in the group the placement carries no cross-zone traffic and
+// the group goes on; once it is replaced, every member holds the leader's
+// figures, weighted by the rates the actives report.
+func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
+	o := newOffsets()
+	s := newSim(t, 6)
+	racks := rackedRacks(6, simInput, simChangelog)
+	settings := func(i int, v uint8) Settings {
+		st := simSettings(processName(i), zoneCluster(i), o)
+		st.Placement.ClientRackTag, st.wireVersion = "zone", v
+		st.PartitionRacks = func() Racks { return racks }
+		st.Rates = func() map[int32]TaskRate {
+			out := make(map[int32]TaskRate)
+			for t := range int32(6) {
+				out[t] = TaskRate{Input: uint64(1000 * (t + 1)), Changelog: 10}
+			}
+			return out
+		}
+		return st
+	}
+	s.add("m0", settings(0, Version5))
+	s.add("m1", settings(1, Version5))
+	s.add("m2", settings(2, Version4))
+	s.settle("m0", 3)
+	for _, m := range s.members {
+		if m.err != nil || m.last.Placement == nil || m.last.Placement.CrossZone != nil {
+			t.Fatalf("%s with a version-4 member: err %v, placement %+v; want one without cross-zone traffic", m.id, m.err, m.last.Placement)
+		}
+	}
+	s.remove("m2")
+	s.add("m2-new", settings(2, Version5))
+	s.settle("m0", 5)
+	var ref *assignor.CrossZone
+	for _, m := range s.members {
+		cz := m.last.Placement.CrossZone
+		if m.err != nil || cz == nil || len(cz.Tasks) != 6 {
+			t.Fatalf("%s: err %v, cross-zone %+v; want the figures of 6 tasks", m.id, m.err, cz)
+		}
+		if ref != nil && !reflect.DeepEqual(cz, ref) {
+			t.Fatalf("%s sees other figures: %+v vs %+v", m.id, cz, ref)
+		}
+		ref = cz
+	}
+}
