@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/tags"
 )
 
@@ -167,16 +166,16 @@ var keys = []*keyDef{
 	{name: "processor.type", enum: []string{"", "latest", "count", "sum", "join"},
 		doc:   "The built-in processor `rackstream run` runs: `latest` (last value per key), `count` (records per key), `sum` (a number summed per key), `join` (each record enriched with a table's value). Empty when Rackstream is used as a library.",
 		field: func(c *Config) any { return (*string)(&c.Processor.Type) }},
-	{name: assignor.KeyNonOverlapCost, def: num(procDefaults.Placement.RackAwareAssignmentNonOverlapCost), min: 0, hasMin: true, max: assignor.MaxRackCost, hasMax: true,
+	{name: "rack.aware.assignment.non_overlap_cost", def: num(procDefaults.Placement.RackAwareAssignmentNonOverlapCost), min: 0, hasMin: true, max: maxRackCost, hasMax: true,
 		doc:   "Under a rack-aware strategy: the cost of moving an active off its previous instance, or placing a standby on an instance holding none of the task's state. Raise it toward `rack.aware.assignment.traffic_cost` to move tasks only for large savings. Kafka Streams' name and default.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentNonOverlapCost }},
-	{name: assignor.KeyRackAwareStrategy, def: procDefaults.Placement.RackAwareAssignmentStrategy, enum: assignor.RackStrategies,
+	{name: "rack.aware.assignment.strategy", def: procDefaults.Placement.RackAwareAssignmentStrategy, enum: rackStrategies,
 		doc:   "Kafka Streams' rack-aware placement of actives and standbys (KIP-925): `none` places by stickiness, caught-up state and load alone; `min_traffic` also minimises the expected cross-zone bytes (inputs fetched and changelogs fetched by standbys from another rack, changelog and output records produced to leaders in another rack) plus the cost of moves, without giving up any guarantee of the placement; `balance_subtopology` is planned as `min_traffic` (a task spans the whole topology). It needs `broker.rack` on the brokers and the `client.rack.tag` tag on the instances, and is off for whatever lacks them. Kafka Streams' default is `none`; ours is `min_traffic`, because a plan it makes is kept only when it costs less than `none`'s. See docs/placement.md.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentStrategy }},
 	{name: "rack.aware.assignment.tags",
 		doc:   "Comma-separated client tag keys to spread each task's standbys over, highest priority first; each must be set with `client.tag.<key>`. At most 5.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTags }},
-	{name: assignor.KeyTrafficCost, def: num(procDefaults.Placement.RackAwareAssignmentTrafficCost), min: 0, hasMin: true, max: assignor.MaxRackCost, hasMax: true,
+	{name: "rack.aware.assignment.traffic_cost", def: num(procDefaults.Placement.RackAwareAssignmentTrafficCost), min: 0, hasMin: true, max: maxRackCost, hasMax: true,
 		doc:   "Under a rack-aware strategy: the cost of one partition flow of mean byte rate crossing zones (a flow with twice the mean rate costs twice as much; with no measured rates every flow costs this). Kafka Streams' name and default.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTrafficCost }},
 	{name: "replication.factor", def: num(procDefaults.ReplicationFactor), min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
