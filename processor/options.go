@@ -83,7 +83,9 @@ type Options struct {
 	// zero AcceptableRecoveryLag or MaxWarmupReplicas takes its default
 	// (assignor.DefaultSettings); Zero asks for an AcceptableRecoveryLag of
 	// 0 (only caught-up replicas). Every key of RackAwareAssignmentTags
-	// must be one of Tags.
+	// must be one of Tags. A zero rack-aware strategy or cost takes its
+	// default too, and Zero asks for a cost of 0; ClientRackTag "" means
+	// no client has a known rack.
 	Placement assignor.Settings
 	// Capacity is the instance's weight in placement (num.stream.threads;
 	// the number of CPUs). Tasks always run in parallel, one goroutine each.

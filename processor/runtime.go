@@ -45,6 +45,9 @@ type Runtime struct {
 	opts Options
 	log  *slog.Logger
 	met  *metrics
+	// zones counts the bytes every Kafka client of the runtime exchanges
+	// with brokers of other racks (zonebytes.go).
+	zones zoneCounter
 
 	// mu guards the fields below up to phase: what Run sets as it starts
 	// and ends, read by the accessors (Ready, Placement, Replica...) from
@@ -128,6 +131,10 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 		started:  make(chan struct{}),
 	}
 	r.published.Store(-1)
+	r.zones.rack = opts.Tags.Value(opts.Placement.ClientRackTag)
+	if opts.Registerer != nil {
+		_ = opts.Registerer.Register(newZoneCollector(&r.zones)) // zonebytes.go
+	}
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
 	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
@@ -386,7 +393,7 @@ func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) 
 // clientOpts are the options of every Kafka client the runtime makes:
 // with ClientOptsFor's once the process id is known.
 func (r *Runtime) clientOpts() []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...)}, r.opts.ClientOpts...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...), kgo.WithHooks(&r.zones)}, r.opts.ClientOpts...)
 	if r.opts.ClientOptsFor != nil {
 		if pid := r.ProcessID(); pid != "" {
 			opts = append(opts, r.opts.ClientOptsFor(pid)...)

@@ -110,6 +110,8 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.heartbeatInterval
 	bs.Logger = r.opts.Logger
 	bs.OnAssignment = func(a balancer.Assignment) { r.publish(a.Placement) }
+	tb := newTaskBytes(bs.InputTopics, bs.ChangelogTopics, time.Now)
+	bs.Rates = tb.rates
 	bal, err := balancer.New(bs)
 	if err != nil {
 		return &startError{fmt.Errorf("balancer: %w", err)}
@@ -149,6 +151,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	// override both.
 	opts := append([]kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond), kgo.ProducerLinger(20 * time.Millisecond)}, r.clientOpts()...)
 	opts = append(opts, bal.Opts()...)
+	opts = append(opts, kgo.WithHooks(tb))
 	opts = append(opts,
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
