@@ -124,6 +124,7 @@ func metadataPlan(doc *metadataDoc, in *Input) *Plan {
 		Clients:                make([]ClientPlacement, len(in.Clients)),
 		ProbingRebalanceNeeded: doc.ProbingRebalanceNeeded,
 		Quality:                doc.Quality,
+		CrossZone:              doc.CrossZone,
 	}
 	slices.SortFunc(p.Tasks, func(a, b TaskPlacement) int { return a.Task - b.Task })
 	for i, c := range in.Clients {

@@ -86,8 +86,9 @@
 // Measure does its quality.
 //
 // The strategies are Kafka Streams' rack.aware.assignment.strategy. none,
-// the zero value and the default, is today's placement exactly; the plan
-// still reports its traffic. min_traffic minimises a cost: traffic_cost
+// the zero value and a scenario's default, is today's placement exactly;
+// the plan still reports its traffic. An instance's default is min_traffic
+// (DefaultRackAwareStrategy). min_traffic minimises a cost: traffic_cost
 // (default 10) per cross-zone flow of mean weight, so a flow twice the mean
 // costs twice that and with uniform weights each cross-zone partition costs
 // traffic_cost, as in Kafka Streams; plus non_overlap_cost (default 1) for

@@ -43,6 +43,12 @@ type Metadata struct {
 	ProbingDeadline *time.Time `json:"probing_deadline,omitempty"`
 	// Quality is the placement's quality (Plan.Quality).
 	Quality Quality `json:"quality"`
+	// CrossZone is the placement's expected cross-zone traffic as the
+	// leader computed it (Plan.CrossZone): each task's bytes and whether
+	// its active and standbys sit with a replica of its partitions. Absent
+	// when the leader knew no partition racks or the group speaks an older
+	// wire version.
+	CrossZone *CrossZone `json:"cross_zone,omitempty"`
 	// Status is how the instances are doing, gathered live when the
 	// document was served; it differs from instance to instance and from
 	// request to request.
@@ -113,6 +119,22 @@ type MetadataClientStatus struct {
 	Ready bool   `json:"ready"`
 	// Reason says why it is not ready, in words.
 	Reason string `json:"reason,omitempty"`
+	// CrossZoneBytes are the bytes its Kafka clients have exchanged with
+	// brokers of other racks since it started, when it says.
+	CrossZoneBytes *ZoneBytes `json:"cross_zone_bytes,omitempty"`
+}
+
+// ZoneBytes are the bytes an instance's Kafka clients exchanged with
+// brokers of another rack than its own (the value of its client.rack.tag
+// tag), counted on the wire. Bytes with a broker whose rack is not known (a
+// seed connection, which maps to no broker yet; a broker without
+// broker.rack), or all of them when the instance has no rack, are counted
+// as unknown. Counters only grow.
+type ZoneBytes struct {
+	Read         uint64 `json:"read"`
+	Write        uint64 `json:"write"`
+	UnknownRead  uint64 `json:"unknown_read"`
+	UnknownWrite uint64 `json:"unknown_write"`
 }
 
 // MetadataLag is one replica's lag: changelog records it is behind.

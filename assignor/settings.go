@@ -29,12 +29,41 @@ type Settings struct {
 	// MaxWarmupReplicas is max.warmup.replicas: the most warmup replicas one
 	// plan may assign. At least 1, as in Kafka Streams.
 	MaxWarmupReplicas int `json:"max_warmup_replicas"`
+
+	// RackAwareAssignmentStrategy is rack.aware.assignment.strategy: none
+	// (or "", today's placement), min_traffic or balance_subtopology
+	// (planned as min_traffic). RackAwareAssignmentTrafficCost and
+	// RackAwareAssignmentNonOverlapCost are its costs
+	// (rack.aware.assignment.traffic_cost and .non_overlap_cost), and
+	// ClientRackTag (client.rack.tag) names the client tag holding a
+	// client's rack ("" for none: no client has a known rack). The
+	// balancer copies the four into Input.RackAwareness, which is where a
+	// scenario document sets them: they are not part of the JSON of
+	// Settings.
+	RackAwareAssignmentStrategy       string `json:"-"`
+	RackAwareAssignmentTrafficCost    int    `json:"-"`
+	RackAwareAssignmentNonOverlapCost int    `json:"-"`
+	ClientRackTag                     string `json:"-"`
 }
 
+// DefaultRackAwareStrategy is rack.aware.assignment.strategy's default,
+// min_traffic: it gives up none of the placement's guarantees, keeps
+// today's plan unless its own costs less, and turns itself off for what has
+// no known rack. Kafka Streams' default is none.
+const DefaultRackAwareStrategy = StrategyMinTraffic
+
+// MaxRackCost bounds the rack-aware costs, so that scaled sums stay exact.
+const MaxRackCost = 1 << 20
+
 // DefaultSettings returns Kafka Streams' defaults: no standbys, no
-// rack-aware keys, DefaultAcceptableRecoveryLag and DefaultMaxWarmupReplicas.
+// rack-aware keys, DefaultAcceptableRecoveryLag and DefaultMaxWarmupReplicas,
+// DefaultTrafficCost and DefaultNonOverlapCost; and ours where they differ:
+// DefaultRackAwareStrategy, and no client rack tag (the configuration's
+// client.rack.tag has its own default).
 func DefaultSettings() Settings {
-	return Settings{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas}
+	return Settings{AcceptableRecoveryLag: DefaultAcceptableRecoveryLag, MaxWarmupReplicas: DefaultMaxWarmupReplicas,
+		RackAwareAssignmentStrategy: DefaultRackAwareStrategy, RackAwareAssignmentTrafficCost: DefaultTrafficCost,
+		RackAwareAssignmentNonOverlapCost: DefaultNonOverlapCost}
 }
 
 // The configuration keys of the settings, as errors name them.
@@ -42,7 +71,15 @@ const (
 	keyNumStandbyReplicas    = "num.standby.replicas"
 	keyAcceptableRecoveryLag = "acceptable.recovery.lag"
 	keyMaxWarmupReplicas     = "max.warmup.replicas"
+	// KeyRackAwareStrategy, KeyTrafficCost and KeyNonOverlapCost are the
+	// rack-aware keys, as Kafka Streams names them.
+	KeyRackAwareStrategy = "rack.aware.assignment.strategy"
+	KeyTrafficCost       = "rack.aware.assignment.traffic_cost"
+	KeyNonOverlapCost    = "rack.aware.assignment.non_overlap_cost"
 )
+
+// RackStrategies are the values rack.aware.assignment.strategy accepts.
+var RackStrategies = []string{StrategyNone, StrategyMinTraffic, StrategyBalanceSubtopology}
 
 // Validate reports every setting out of its range at once, each as a
 // *FieldError named by its configuration key (an entry of the tag list by
@@ -58,6 +95,20 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxWarmupReplicas < 1 {
 		errs = append(errs, fieldErr(keyMaxWarmupReplicas, "must be at least 1, got %d", s.MaxWarmupReplicas))
+	}
+	switch s.RackAwareAssignmentStrategy {
+	case "", StrategyNone, StrategyMinTraffic, StrategyBalanceSubtopology:
+	default:
+		errs = append(errs, fieldErr(KeyRackAwareStrategy, "must be %s, %s or %s, got %q",
+			StrategyNone, StrategyMinTraffic, StrategyBalanceSubtopology, s.RackAwareAssignmentStrategy))
+	}
+	for _, c := range [...]struct {
+		key string
+		v   int
+	}{{KeyTrafficCost, s.RackAwareAssignmentTrafficCost}, {KeyNonOverlapCost, s.RackAwareAssignmentNonOverlapCost}} {
+		if c.v < 0 || c.v > MaxRackCost {
+			errs = append(errs, fieldErr(c.key, "must be at least 0 and at most %d, got %d", MaxRackCost, c.v))
+		}
 	}
 	if terrs := tags.CheckKeys(s.RackAwareAssignmentTags); terrs != nil {
 		field := tags.RackAwareConfig

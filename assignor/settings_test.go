@@ -27,6 +27,13 @@ func TestSettingsValidateNamesEachKeyOnce(t *testing.T) {
 			[]string{"rack.aware.assignment.tags[1]: "}},
 		{"six rack-aware keys", func(s *Settings) { s.RackAwareAssignmentTags = []string{"a", "b", "c", "d", "e", "f"} },
 			[]string{"rack.aware.assignment.tags: "}},
+		{"every strategy and zero costs are settings", func(s *Settings) {
+			s.RackAwareAssignmentStrategy, s.RackAwareAssignmentTrafficCost, s.RackAwareAssignmentNonOverlapCost = StrategyBalanceSubtopology, 0, 0
+		}, nil},
+		{"an unknown strategy", func(s *Settings) { s.RackAwareAssignmentStrategy = "fewest_bytes" },
+			[]string{`rack.aware.assignment.strategy: must be none, min_traffic or balance_subtopology, got "fewest_bytes"`}},
+		{"negative rack costs", func(s *Settings) { s.RackAwareAssignmentTrafficCost, s.RackAwareAssignmentNonOverlapCost = -1, -2 },
+			[]string{"rack.aware.assignment.traffic_cost: must be at least 0", "rack.aware.assignment.non_overlap_cost: must be at least 0"}},
 		{"every fault at once", func(s *Settings) { s.NumStandbyReplicas, s.AcceptableRecoveryLag, s.MaxWarmupReplicas = -1, -1, -1 },
 			[]string{"num.standby.replicas: ", "acceptable.recovery.lag: ", "max.warmup.replicas: "}},
 	} {

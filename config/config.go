@@ -25,13 +25,13 @@ type Config struct {
 
 	ClientTags tags.Set // client.tag.<key>
 	// Placement are num.standby.replicas, rack.aware.assignment.tags,
-	// acceptable.recovery.lag and max.warmup.replicas: the settings that
-	// shape the group's plan, in the type every layer shares.
+	// acceptable.recovery.lag, max.warmup.replicas, the rack-aware
+	// strategy and costs, and client.rack.tag: the settings that shape the
+	// group's plan, in the type every layer shares.
 	Placement                assignor.Settings
 	ProbingRebalanceInterval time.Duration // probing.rebalance.interval.ms
 	NumStreamThreads         int           // num.stream.threads
 	ApplicationServer        string        // application.server (host:port)
-	ClientRackTag            string        // client.rack.tag
 
 	StateDir                string        // state.dir
 	StateCleanupDelay       time.Duration // state.cleanup.delay.ms
@@ -343,10 +343,10 @@ func (c *Config) ExactlyOnce() bool { return c.ProcessingGuarantee == ExactlyOnc
 // ClientRack returns the Kafka client.rack (KIP-392) of this instance: the
 // value of the client tag named by client.rack.tag, or "" when there is none.
 func (c *Config) ClientRack() string {
-	if c.ClientRackTag == "" {
+	if c.Placement.ClientRackTag == "" {
 		return ""
 	}
-	return c.ClientTags.Value(c.ClientRackTag)
+	return c.ClientTags.Value(c.Placement.ClientRackTag)
 }
 
 // Source returns where key's effective value came from. Keys that were

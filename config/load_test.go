@@ -124,7 +124,7 @@ func TestDefaults(t *testing.T) {
 		{"partitioner", c.Partitioner, Murmur2},
 		{"processing.exception.handler", c.ProcessingExceptionHandler, HandlerDLQ},
 		{"errors.dead.letter.queue.topic.name", c.DeadLetterQueueTopic, "app-dlq"},
-		{"client.rack.tag", c.ClientRackTag, "zone"},
+		{"client.rack.tag", c.Placement.ClientRackTag, "zone"},
 		{"security.protocol", c.Security.Protocol, Plaintext},
 		{"sasl.mechanism", c.Security.SASLMechanism, Plain},
 		{"http.listen", c.HTTP.Listen, ":8080"},

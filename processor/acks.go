@@ -7,26 +7,25 @@ import (
 )
 
 // ackEpochs counts a task's output and dead-letter records that the
-// producer has not acknowledged yet, by commit epoch, so that an
-// at-least-once commit waits for the records of the work it commits and
-// not for those the task produces after its cut (commit.go): unlike the
-// producer's Flush, which waits for every buffered record and, with tasks
-// producing on, might not return while the load lasts.
+// producer has not acknowledged yet, by commit epoch. So an at-least-once
+// commit waits for the records of the work it commits, and not for those
+// the task produces after its cut (commit.go). The producer's Flush would
+// wait for every buffered record, and might not return while tasks
+// produce on.
 //
 // A record joins the current epoch when it is produced (add, under the
-// task's lock); a commit's cut moves the task to the other epoch (cut,
+// task's lock). A commit's cut moves the task to the other epoch (cut,
 // under the lock) and waits for the old one to drain (wait, no lock). Two
-// epochs are enough: one commit of the task at a time (task.commitMu) cuts
-// and waits. A cut whose wait
-// was abandoned leaves records in the epoch the next cut but one returns
-// to: its wait then covers them too, which only makes it wait longer.
+// epochs are enough, since one commit of the task at a time cuts and waits
+// (task.commitMu). A cut whose wait was abandoned leaves records in the
+// epoch the next cut but one returns to. That wait then covers them too,
+// which only makes it wait longer.
 //
-// The counts only grow: the task counts what it produced (sent, its own
-// memory), the promises what came back (done, on a cache line of their
-// own), and a cut's target is what the epoch had sent by then. One
-// counter both sides moved (a count of records out) made every record's
-// add and acknowledgement pull the same cache line between the task's
-// core and the producer's.
+// The counts only grow. The task counts what it produced (sent, in its own
+// memory), the promises what came back (done, on a cache line of its own).
+// A cut's target is what the epoch had sent by then. Keeping the two sides
+// on separate cache lines spares every record's add and acknowledgement a
+// cache-line transfer between the task's core and the producer's.
 type ackEpochs struct {
 	cur  int      // the epoch records join: the task's lock guards it
 	sent [2]int64 // records produced per epoch, ever: the task's lock guards it

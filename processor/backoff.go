@@ -10,10 +10,8 @@ import "time"
 // Consecutive failures double the wait up to max, so that a broker that is
 // down is not hammered. A session that received an assignment, or ran for
 // twice max, was healthy: its failure is a new episode and waits only
-// first. Why the assignment matters: two broker outages a minute apart used
-// to leave an instance that had rejoined and worked in between waiting out
-// a doubled backoff (16-30 s, seen under exactly-once, whose sessions end on
-// a broker outage) after the second, although the broker was back.
+// first. So an instance that rejoined and worked between two broker
+// outages never waits out a doubled backoff after the second.
 func rebuildBackoff(cur, first, max, ranFor time.Duration, assigned bool) (wait, next time.Duration) {
 	wait = cur
 	if assigned || ranFor > 2*max {

@@ -27,6 +27,9 @@ func addBalancerStats(a, b balancer.Stats) balancer.Stats {
 	a.EndOffsetFailures += b.EndOffsetFailures
 	a.CheckpointsBeyondEnd += b.CheckpointsBeyondEnd
 	a.InvalidEndpoints += b.InvalidEndpoints
+	if b.RackAwarenessOff != nil {
+		a.RackAwarenessOff = b.RackAwarenessOff
+	}
 	if b.LastGenerationBytes != 0 {
 		a.LastGenerationBytes = b.LastGenerationBytes
 	}

@@ -21,6 +21,9 @@ func TestAddBalancerStatsSumsEveryCounter(t *testing.T) {
 		case reflect.Int:
 			va.Field(i).SetInt(7)
 			vb.Field(i).SetInt(9)
+		case reflect.Map: // a gauge by label: the latest session's
+			va.Field(i).Set(reflect.ValueOf(map[string]int{"earlier": 7}))
+			vb.Field(i).Set(reflect.ValueOf(map[string]int{"latest": 9}))
 		default:
 			t.Fatalf("balancer.Stats.%s is a %s: teach addBalancerStats about it", va.Type().Field(i).Name, va.Field(i).Kind())
 		}
@@ -36,6 +39,10 @@ func TestAddBalancerStatsSumsEveryCounter(t *testing.T) {
 		case reflect.Int:
 			if got.Field(i).Int() != 9 {
 				t.Errorf("%s = %d, want the latest session's 9", name, got.Field(i).Int())
+			}
+		case reflect.Map:
+			if !reflect.DeepEqual(got.Field(i).Interface(), map[string]int{"latest": 9}) {
+				t.Errorf("%s = %v, want the latest session's", name, got.Field(i).Interface())
 			}
 		}
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/rackstream/rackstream/processor"
 )
 
-// The processing benchmark of issue 7: a per-key count over 1M records
+// The processing benchmark: a per-key count over 1M records
 // (100k keys, 100-byte values, 12 partitions) on kfake, emitting every
 // updated count, beside a plain franz-go consume->produce pipe over the same
 // records on the same cluster (the ceiling). Run it with
@@ -34,7 +34,7 @@ import (
 // and key counts (bench/driver, which runs each sub-benchmark alone in its
 // own process for `make bench`, sets them).
 //
-// The fair comparison (issue 17 item 3): the count writes two records per
+// The fair comparison: the count writes two records per
 // input (changelog and output), so its ceiling is the pipe writing two
 // (records-per-input=2: one to a compacted topic, like a changelog, and one
 // to an output topic); the count with no output topic (no-output, as goka's

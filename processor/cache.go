@@ -13,78 +13,59 @@ import (
 )
 
 // recordCache is a task's record cache (statestore.cache.max.bytes, Kafka
-// Streams' name): within a commit interval, the writes to one key of a store,
-// and the emits of one key to an output, are merged so that only the last
-// reaches the changelog and the output. Reads see it. It is written through
-// whole before every commit (so the commit covers it), and dropped with the
-// task's other uncommitted work.
+// Streams' name). Within a commit interval it merges the writes to one key
+// of a store, and the emits of one key to an output: only the last reaches
+// the changelog or the output. Reads of the task and of latest queries see
+// it. The whole cache is written through before every commit, so the
+// commit covers it. Uncommitted entries are dropped with the task's other
+// uncommitted work.
 //
-// A store's entry written through stays in the cache, clean, until the
-// budget needs its room (Kafka Streams' cache keeps flushed entries the
-// same way): the next record of that key, typically a read and a write
-// back, finds it here instead of in the write buffer or LevelDB. With a
-// commit interval short enough that most keys change once or twice
-// between commits, emptying the cache at each commit would send nearly
-// every read to LevelDB's memtable.
-// A clean entry holds the value the store has: every write of the task
-// goes through the cache (making the entry dirty again), and work that is
-// dropped (an abort, a restart) drops the task and its cache with it.
+// A store's entry stays in the cache after it is written through, marked
+// clean, until the budget needs its room. A clean entry always holds the
+// value the store has: every write of the task goes through the cache, and
+// dropped work drops the task and its cache together. Keeping it saves the
+// next read of that key a trip to the write buffer or LevelDB.
 //
-// An output's entry has nothing to be read for: once written it stays as a
-// spent entry, its key alone (clean, its value dropped, invisible to get),
-// so that the key's next emit takes the same slot instead of deleting the
-// key from the map at every commit and inserting it again after. That
-// churn, with one flush per second, was a third of the cache's cost per
-// record (BenchmarkRecordCacheCommitChurn) and, in the cluster's profile,
-// kept the output maps' probe sequences long. Spent entries have a recency
-// list of their own: when the budget needs room they are dropped, least
-// recently written first, before any clean store entry, which saves a
-// read.
+// An output's entry has nothing to be read. Once written through it stays
+// as a spent entry: its key alone, value dropped, invisible to get. The
+// key's next emit reuses the slot instead of deleting and reinserting the
+// map key at every commit (docs/lab/cache.md).
 //
-// When it outgrows its budget it drops clean entries (spent ones first),
-// least recently written first, and then evicts the least recently written
-// dirty entry, one at a time, until it fits again: the evicted key's latest
-// value is written through exactly as a flush would write it (to the store's
-// write buffer and changelog, or to the output). A hot key is rewritten
-// often, so it stays near the most-recent end and keeps merging its writes
-// even when a flood of cold keys, far more than the budget holds, passes
-// through. Flushing whole instead (what this cache did first) merged nothing
-// once the key set outgrew it: every flush emptied the hot keys with the
-// cold.
+// The cache stays within its budget. When it outgrows the budget it drops
+// entries in this order, least recently written first within each kind:
+// spent entries, then clean ones, then dirty ones one at a time. An evicted
+// dirty entry is written through exactly as a flush would write it. A hot
+// key is rewritten often, so it stays near the most recent end and keeps
+// merging its writes under a flood of cold keys.
 //
 // # Layout and allocations
 //
-// Entries live in one slice of slots, linked by index into two doubly
-// linked lists, the dirty entries' and the clean ones' (head: most recently
-// written; tail: least), and found through one map per target from key to
-// slot index. Evicted and flushed slots go on a
-// free list and keep their value buffers, so in steady state (a cold-key
-// flood evicting as fast as it inserts) a new key costs one allocation (its
-// map key string) and a rewrite of a cached key costs none: its value is
-// copied into the slot's own buffer. A lookup converts the key in place
-// (m[string(b)] does not allocate). Freed slots' buffers are not counted in
-// the budget; they are at most one value each (of at most maxKeptValue
-// bytes), for at most as many slots as the budget ever held at once.
+// Entries live in one slice of slots. Each live slot is on one of three
+// recency lists (dirty, clean, spent), linked by index, head the most
+// recently written. One map per target finds a key's slot. Freed slots go
+// on a free list and keep their value buffers. In steady state a new key
+// costs one allocation, its map key string, and a rewrite of a cached key
+// costs none. A lookup converts the key in place, which does not allocate.
+// Freed buffers are not counted in the budget. Each holds at most
+// maxKeptValue bytes, for at most as many slots as the budget ever held.
 //
 // # Concurrency
 //
-// The task's goroutine (or a commit holding the task's mu, task.go, while
-// the task is paused between records) is the one writer. Queries at
-// isolation=latest read the cache from other goroutines (lookup, collect):
-// mu guards every field against them. The writer takes mu only to change
-// the cache, once per record's writes (apply) and once per eviction or
-// drain, never across I/O, and reads it without mu (only it writes); a
-// reader holds mu for one map lookup and a copy, or, in a scan, for one
-// chunk of collectChunk slots, so it never holds up the record loop for
-// longer than that. Uncontended, mu costs the per-record path one lock
-// and unlock.
+// The task's goroutine is the one writer. A commit also writes, holding the
+// task's mu while the task is paused between records (task.go). Latest
+// queries read from other goroutines (lookup, collect), so mu guards every
+// field. The writer takes mu only to change the cache and never across
+// I/O. It takes it once per record's writes (apply) and once per eviction
+// or drain. It reads without mu, since only it writes. A reader holds mu
+// for one map lookup and a copy, or for one chunk of collectChunk slots in
+// a scan. So a reader never holds up the record loop for longer than that.
 //
-// An entry leaves the cache only after it is written through (to the
-// store's write buffer, which latest readers see too): evict first hands
-// dirty entries to the write-through and then removes them under mu, and
-// drain marks them clean after; a clean entry, dropped without one, was
-// written through before. A latest reader looking in the cache, then in the write buffer, then
-// in LevelDB (the order an entry moves in) therefore always finds a key's
+// An entry leaves the cache only after it is written through to the
+// store's write buffer, which latest readers see too. evict writes dirty
+// entries through and then removes them under mu; drain marks them clean
+// after writing them through. A clean entry was written through when it
+// became clean. A latest reader looks in the cache, then the write buffer,
+// then LevelDB, the order an entry moves in. So it always finds a key's
 // latest value, or a newer one, in one of them.
 type recordCache struct {
 	// mu guards everything below against readers on other goroutines;
@@ -191,13 +172,13 @@ func (c *recordCache) put(target int, key, value []byte, headers []kgo.RecordHea
 		c.index = append(c.index, make(map[string]int32))
 	}
 	m := c.index[target]
-	// A handler typically reads a key and writes it back, and emits it:
-	// the read's slot (last) saves the write a second hash lookup, a tenth
-	// of the record path's time in the cluster's profile, and its twin
-	// (the slot of the same key the last emit after it wrote) the emit a
-	// third. A slot freed since has target -1, one reused holds another
-	// key: then the map decides. Only live slots have a target, and a
-	// target's live keys are unique, so a slot that passes is the key's.
+	// A handler typically reads a key, writes it back and emits it. The
+	// read's slot (last) saves the write a second hash lookup. Its twin,
+	// the slot of the same key that the last emit after it wrote, saves
+	// the emit one too. A slot freed since has target -1, and one reused
+	// holds another key: then the map decides. Only live slots have a
+	// target, and a target's live keys are unique, so a slot that passes
+	// is the key's.
 	l := c.last
 	sameKey := l != nilSlot && c.slots[l].key == string(key)
 	i, ok := nilSlot, false
@@ -278,13 +259,13 @@ func (c *recordCache) find(target int, key []byte) (int32, bool) {
 	return i, ok
 }
 
-// evict makes the cache fit its budget: it drops the outputs' spent entries
-// and then the stores' clean ones, least recently written first, and then
+// evict makes the cache fit its budget. It drops the outputs' spent entries
+// and then the stores' clean ones, least recently written first. Then it
 // writes through the least recently written dirty entries, one at a time,
-// and removes them (under mu: latest readers find them in the cache until
-// the write buffer has them). On an error the entries handed on so far, the
-// failed one included, are gone anyway: the caller fails the task, which
-// drops its uncommitted work.
+// and removes them under mu, so latest readers find them in the cache
+// until the write buffer has them. On an error the entries handed on so
+// far, the failed one included, are gone anyway. The caller fails the
+// task, which drops its uncommitted work.
 func (c *recordCache) evict(fn cacheFlushFunc) error {
 	budget := c.budget.Load()
 	for _, l := range []int{listSpent, listClean} {
@@ -325,11 +306,11 @@ func (c *recordCache) entries() int {
 }
 
 // drainSome writes at most n dirty entries through, least recently written
-// first; a store's entries stay, clean, an output's stay spent. It returns how
-// many dirty entries are left. The commit writes a cache through this way
-// in chunks before its cut, so that the task, paused only for a chunk at a
+// first. A store's entries stay, clean; an output's stay, spent. It returns
+// how many dirty entries are left. The commit writes a cache through this
+// way in chunks before its cut, so the task, paused only for a chunk at a
 // time, processes on between them (commit.go). On an error the cache is
-// emptied: the caller fails the task.
+// emptied, and the caller fails the task.
 func (c *recordCache) drainSome(n int, fn cacheFlushFunc) (left int, err error) {
 	done := 0
 	for i := c.lists[listDirty].tail; i != nilSlot && done < n; i = c.slots[i].prev {
@@ -451,10 +432,10 @@ const collectChunk = 256
 // (nil bounds are open), sorted by key, for a reader on another goroutine.
 // It walks the slots in chunks, taking mu per chunk, so that a large cache
 // never holds up the writer for longer than one chunk. An entry written
-// while it walks may be missed (its slot was read already) or seen with
-// its older value: each key's value is one it had during the walk, and an
-// entry the walk missed because it was evicted meanwhile is in the write
-// buffer, which the caller reads after.
+// while it walks may be missed, its slot read already, or seen with its
+// older value. Each key's value is one it had during the walk. An entry the
+// walk missed because it was evicted meanwhile is in the write buffer,
+// which the caller reads after.
 func (c *recordCache) collect(target int, start, end []byte) ([]state.Entry, error) {
 	var out []state.Entry
 	for from := 0; ; from += collectChunk {

@@ -265,12 +265,12 @@ func TestClusterLosesNothingWhenAnInstanceIsKilledAndStandbysTakeOver(t *testing
 	a := newCountApp(t, c, clusterParts)
 	victim := new(cutdial.Dialer)
 	ins := a.startCluster(t, 3, 1, func(i int, o *processor.Options) {
-		// Only a replica within 100 records counts as caught up: with
-		// the default 10,000 a survivor's stale copy from the start-up
-		// rebalances (the first member holds every task for a moment,
-		// checkpoint 0, about 8,000 records behind at the cut) is caught
-		// up too, and the plan may rightly prefer it to the standby for
-		// balance; this test is about the standby's promotion.
+		// Only a replica within 100 records counts as caught up. With
+		// the default, a survivor's stale copy from the start-up
+		// rebalances, when the first member holds every task for a
+		// moment, counts as caught up too. The plan may then rightly
+		// prefer it to the standby for balance, and this test is about
+		// the standby's promotion.
 		o.Placement.AcceptableRecoveryLag = 100
 		if i == 0 {
 			o.ClientOpts = append(o.ClientOpts, kgo.Dialer(victim.Dial))
@@ -440,11 +440,9 @@ func TestClusterOfSixAcrossZonesAndClustersSurvivesAKillAndALeave(t *testing.T) 
 	a.waitCommitted(t, 3*time.Minute)
 	// The placement settles in two cooperative rounds: a task moving is
 	// first revoked (no active), then assigned. Wait for the second, with
-	// all four survivors in it: under CI's load kfake once expired three
-	// of them while they waited in JoinGroup (a kfake bug: Kafka never
-	// expires a member waiting there; e2e/cluster_test.go says more), and
-	// a placement of the one left matched its replicas for the 70 s the
-	// others took to rejoin.
+	// all four survivors in it. Under load kfake can expire members waiting
+	// in JoinGroup, which Kafka never does (e2e/cluster_test.go says more),
+	// and a placement of the one left would match its replicas meanwhile.
 	kafkatest.Eventually(t, 2*time.Minute, "survivors' replicas match a settled placement of all four", func() bool {
 		if replicasMatchPlacement(t, ins[2:]...) != "" {
 			return false

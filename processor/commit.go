@@ -14,18 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The commit path (docs/design.md §7), at-least-once: each task in turn pauses
-// between two records for its cut (its record cache written through, its
-// stores' write buffers frozen, the offsets after its last processed
-// records taken) and goes on; the commit waits until the producer has
-// acknowledged the records of the cut work (changelog records, outputs and
-// dead letters produced before the cut), writes each task's frozen
-// writes with their checkpoints in one LevelDB batch per store, and
-// commits the offsets it took. A crash between any two steps loses
-// nothing: what was processed after the last commit is processed again.
-// A task pauses only for its own cut, so a commit does not hold every
-// task while the producer's round trips and the LevelDB writes take
-// their time, and latest reads stay fresh.
+// The commit path at-least-once (docs/design.md §7). Each task in turn
+// pauses between two records for its cut and goes on. The cut writes the
+// record cache through, freezes the stores' write buffers and takes the
+// offsets after the last processed records. The commit then waits until
+// the producer has acknowledged every record produced before the cut:
+// changelog records, outputs and dead letters. It writes each task's frozen
+// writes with their checkpoints in one LevelDB batch per store, and commits
+// the offsets it took. A crash between any two steps loses nothing: what
+// was processed after the last commit is processed again. A task pauses
+// only for its own cut, so the producer's round trips and the LevelDB
+// writes never hold it, and latest reads stay fresh.
 //
 // commits holds what that needs, explicitly: the producer, the
 // committer, and the first failed produce of an output or dead letter.
@@ -48,11 +47,10 @@ type commits struct {
 	turn ctxMutex
 
 	// mu guards aborts and stopped: the cancels of the background commits
-	// in progress. A lost partition and a shutdown abort them: a commit
+	// in progress. A lost partition and a shutdown abort them. A commit
 	// flushing to unreachable brokers holds its tasks' locks, and the group
-	// callback that drops those tasks (which the poll loop, and so the
-	// shutdown, waits for) must not wait for brokers that may never come
-	// back.
+	// callback that drops those tasks must not wait for brokers that may
+	// never come back. The poll loop, and so the shutdown, waits for it.
 	mu      sync.Mutex
 	aborts  map[*context.CancelFunc]struct{}
 	stopped bool // shutting down: no new background commit starts
@@ -85,10 +83,9 @@ func (c *commits) commit(ctx context.Context, tasks []*task) error {
 }
 
 // commitPromptly is commit without the record caches written through ahead
-// of the cuts: the cut writes a task's whole cache, pausing it for longer
-// (tens of milliseconds under load), but the commit does not wait up to
-// aheadWait for the tasks to get to it. A moved task's first commit is
-// one: its latency is the failover's.
+// of the cuts. The cut writes a task's whole cache and pauses it for
+// longer, but the commit does not wait up to aheadWait for the tasks to get
+// to it. A moved task's first commit is one: its latency is the failover's.
 func (c *commits) commitPromptly(ctx context.Context, tasks []*task) error {
 	return c.commitTasks(ctx, tasks, false)
 }
@@ -193,24 +190,20 @@ func (c *commits) commitTasks(ctx context.Context, tasks []*task, ahead bool) er
 const cutChunk = 256
 
 // writeCacheAhead has t write its record cache through ahead of its cut,
-// cutChunk entries between two of its batches (task.writeAhead), and waits
-// until at most a chunk is left for the cut: a commit interval's merged
-// writes would otherwise reach the stores and the changelog in one burst
-// at the commit, holding the task for tens of milliseconds; in
-// chunks the task processes records between them. The task adds entries
-// between chunks, so the rounds are bounded, to twice the chunks the cache
-// held at the start: a task that writes new keys as fast as the chunks go
-// would otherwise keep the commit chasing it.
+// cutChunk entries between two of its batches (task.writeAhead). It waits
+// until at most a chunk is left for the cut. In chunks the task processes
+// records between them, where one burst at the commit would hold the task
+// for the whole cache. The rounds are bounded to twice the chunks the cache
+// held at the start, so a task that adds keys as fast as the chunks go
+// cannot keep the commit chasing it.
 //
 // The tasks of a commit write ahead in turn, each just before its cut, so
-// that an instance's tasks do not all write through at once and delay
-// the reads of all of them together. They share one deadline, ahead
-// (aheadWait from the commit's start): a task that does not get to it (a
-// handler retrying, a table task waiting for its tables, a backlog) holds
-// the commit at most that long in all, and the tasks after the deadline
-// are not asked (their cuts write their caches whole). A deadline per
-// task would let a commit of n tasks take n times aheadWait, with a moved
-// task's first commit waiting behind it.
+// that an instance's tasks never all write through at once. They share one
+// deadline, ahead: aheadWait from the commit's start. A task that does not
+// get to it, such as a handler retrying or a table task waiting for its
+// tables, holds the commit at most that long in all. The tasks after the
+// deadline are not asked, and their cuts write their caches whole. A
+// deadline per task would let a commit of n tasks take n times aheadWait.
 func (c *commits) writeCacheAhead(ctx, ahead context.Context, t *task) error {
 	if t.cache == nil || !t.running.Load() || ahead.Err() != nil {
 		return nil

@@ -275,8 +275,7 @@ func TestACommitWritesALargeCacheThroughInChunks(t *testing.T) {
 // TestATaskWorksThroughABatchBetweenTwoChunks: the task writes the chunks
 // ahead of the cut itself, one after each batch it takes, so a commit of a
 // large cache holds its records for a chunk at a time, never for the whole
-// cache. (A commit that took the task's lock for each chunk got it back
-// after one record: the task stood still for the whole write-through.)
+// cache.
 func TestATaskWorksThroughABatchBetweenTwoChunks(t *testing.T) {
 	// 2 x 640 dirty entries (a store write and an emit a key): five
 	// chunks ahead, the queued batches adding only key k's two entries.
@@ -311,9 +310,7 @@ func TestATaskWorksThroughABatchBetweenTwoChunks(t *testing.T) {
 // TestACommitsTasksWriteAheadInTurnWithinOneDeadline: the tasks of a
 // commit write their caches ahead in turn, and share one deadline: when the
 // first holds the commit past it, the next is not asked, and its cut
-// writes its cache whole. (With a deadline each, a commit of six tasks took
-// up to six times aheadWait; asked all at once, an instance's tasks all
-// wrote through together.)
+// writes its cache whole.
 func TestACommitsTasksWriteAheadInTurnWithinOneDeadline(t *testing.T) {
 	const keys = 2 * cutChunk
 	h := newHarness(t, func(o *Options) {

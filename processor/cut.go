@@ -45,10 +45,10 @@ func (t *task) writeCacheChunk(n int) (left int) {
 	return left
 }
 
-// cacheAskRequest is a commit's request that the task write its record cache
-// through ahead of the cut (commits.writeCacheAhead): the task writes one
-// chunk between two batches, or chunk after chunk while no batch waits,
-// and closes done when at most a chunk is left or rounds run out.
+// cacheAskRequest is a commit's request that the task write its record
+// cache through ahead of the cut (commits.writeCacheAhead). The task writes
+// one chunk between two batches, or chunk after chunk while no batch
+// waits. It closes done when at most a chunk is left or rounds run out.
 type cacheAskRequest struct {
 	rounds int // chunks the task may still write for it: the task goroutine's
 	done   chan struct{}
@@ -56,11 +56,11 @@ type cacheAskRequest struct {
 
 // writeAhead writes a chunk of the record cache through for the commit's
 // request, when there is one, and reports whether the request wants more.
-// The task goroutine calls it between batches: the commit's pauses of the
-// task are each one chunk, and the task's records get their turn between
-// them. (A commit that took the task's lock for each chunk itself would
+// The task goroutine calls it between batches, so each of the commit's
+// pauses of the task is one chunk and the task's records get their turn
+// between them. A commit that took the task's lock for each chunk would
 // get it back after one record, since the lock goes to a waiter at every
-// release: the task would stand still for the whole write-through.)
+// release, and the task would stand still for the whole write-through.
 func (t *task) writeAhead() bool {
 	r := t.cacheAsk.Load()
 	if r == nil {
@@ -82,10 +82,11 @@ func (t *task) writeAhead() bool {
 }
 
 // cut takes the task's part of a commit, the task paused between two
-// records: its record cache written through, its stores' writes frozen
-// (state.Task.Freeze), a new epoch for its outputs, and the offsets after
-// its last processed records. nil: nothing to commit (not started, failed,
-// closed); a failure here stops the task.
+// records. It writes the record cache through, freezes the stores' writes
+// (state.Task.Freeze), starts a new epoch for the outputs and takes the
+// offsets after the last processed records. It returns nil when there is
+// nothing to commit: the task is not started, failed or closed. A failure
+// here stops the task.
 func (t *task) cut() *taskCut {
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()

@@ -96,6 +96,9 @@ func (o *Options) resolve(appID string) error {
 	p.NumStandbyReplicas = orZero(p.NumStandbyReplicas, d.Placement.NumStandbyReplicas)
 	p.AcceptableRecoveryLag = orZero(p.AcceptableRecoveryLag, d.Placement.AcceptableRecoveryLag)
 	p.MaxWarmupReplicas = orDefault(p.MaxWarmupReplicas, d.Placement.MaxWarmupReplicas)
+	p.RackAwareAssignmentStrategy = orDefault(p.RackAwareAssignmentStrategy, d.Placement.RackAwareAssignmentStrategy)
+	p.RackAwareAssignmentTrafficCost = orZero(p.RackAwareAssignmentTrafficCost, d.Placement.RackAwareAssignmentTrafficCost)
+	p.RackAwareAssignmentNonOverlapCost = orZero(p.RackAwareAssignmentNonOverlapCost, d.Placement.RackAwareAssignmentNonOverlapCost)
 	o.Capacity = orDefault(o.Capacity, d.Capacity)
 	o.ProbingInterval = orDefault(o.ProbingInterval, d.ProbingInterval)
 	if o.Partitioner == nil {

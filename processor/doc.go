@@ -53,7 +53,7 @@
 // records, do not move stream time. A task with several inputs takes
 // the records it has fetched in timestamp order across them, and waits up
 // to MaxTaskIdle for an input that has none (Kafka Streams waits longer
-// for an input known to lag; see input_align.go).
+// for an input known to lag).
 //
 // Schedule runs a punctuator in every task on stream time (after the
 // record that reaches the next multiple of its interval) or on the wall
@@ -62,21 +62,22 @@
 // Timers.Cancel), and the timer handler runs once it is due, after the
 // record that moves stream time to it, or when the wall clock passes it.
 // Stream time and timers live in the task's store __time, declared by the
-// first stream-time punctuator, timer handler or KeepStreamTime, and are
-// written with the task's other writes. So they move with the task to any
-// instance, standby or not; a fired timer's removal commits with its
-// handler's writes (at least once under at-least-once, exactly once under
-// exactly-once); and a wall-clock timer that came due while its task had
-// no owner fires once the task resumes. Kafka Streams keeps a
+// first stream-time punctuator, timer handler or KeepStreamTime. They are
+// written with the task's other writes, so they move with the task to any
+// instance, standby or not. A fired timer's removal commits with its
+// handler's writes, at least once or exactly once as the guarantee says. A
+// wall-clock timer that came due while its task had no owner fires once the
+// task resumes. Kafka Streams keeps a
 // partition's time in its committed offsets, but restarts the stream time
-// each windowed processor observes after a move; here one stream time per
+// each windowed processor observes after a move. Here one stream time per
 // task moves with its state. docs/time-and-windows.md has an example.
 //
 // # Tasks and the mapping contract
 //
 // Task i owns partition i of every input topic, of every co-partitioned
-// table's topic and of every store's changelog (<application.id>-<store>-changelog unless WithChangelog adopts
-// another compacted topic, such as a goka group table). So all inputs and
+// table's topic and of every store's changelog. A changelog is
+// <application.id>-<store>-changelog unless WithChangelog adopts another
+// compacted topic, such as a goka group table. So all inputs and
 // changelogs must have the same partition count: the runtime checks it at
 // start and while running, and refuses to go on, naming every topic and its
 // count, when they differ. Keys map to partitions with one function,
@@ -84,52 +85,52 @@
 //
 // # Delivery
 //
-// At-least-once, at the processed watermark: every commit interval, on
-// revoke and on shutdown, each task pauses between two records only for its
-// cut (its record cache written through, its stores' write buffers frozen,
-// its processed offsets taken) and goes on; once the records produced
+// At-least-once, at the processed watermark. Every commit interval, on
+// revoke and on shutdown, each task pauses between two records for its cut
+// and goes on. The cut writes the record cache through, freezes the stores'
+// write buffers and takes the processed offsets. Once the records produced
 // before the cut are acknowledged (changelog, outputs, dead letters), each
 // task's stores write the frozen data and changelog checkpoint in one
-// LevelDB batch, and then the input offsets taken at the cut are
-// committed. Lost partitions are dropped without committing. Records after
-// the last commit may be handled again after a crash; none is skipped.
+// LevelDB batch. Then the input offsets taken at the cut are committed
+// (docs/design.md §7). Lost partitions are dropped without committing.
+// Records after the last commit may be handled again after a crash; none is
+// skipped.
+//
 // Ahead of its cut, a task with a large record cache writes it through
-// itself, a chunk after each batch it takes, at the commit's request, so
-// that its records wait at most a chunk's time for a commit; the tasks of
-// a commit do so in turn, within one deadline for the commit (the commit
-// interval, within 100 ms to 5 s). A moved task's first commit skips this
-// (its cut writes the whole cache): its latency is the failover's. An
-// instance's first periodic commit comes at a random moment of the
-// interval, so that instances started together do not all commit at once
-// ever after.
+// itself, a chunk after each batch it takes, at the commit's request. So
+// its records wait at most a chunk's time for a commit. The tasks of a
+// commit do so in turn, within one deadline for the commit: the commit
+// interval, clamped to 100 ms to 5 s. A moved task's first commit skips
+// this, and its cut writes the whole cache. An instance's first periodic
+// commit comes at a random moment of the interval, so that instances
+// started together do not all commit at once ever after.
 //
 // With Options.CacheMaxBytes (statestore.cache.max.bytes), a record cache
-// merges the writes to one key of a store, and the emits of one key to
-// an output, within a commit interval: only the last reaches the changelog
-// and the output, as in Kafka Streams. A commit writes it through and keeps
-// a store's entries, clean, for the next reads, and an output's keys, spent,
-// for the next emits to reuse. When full it drops those first (spent outputs
-// before stores), then writes through the least recently written key, one at
-// a time, so hot keys keep merging while a flood of cold keys passes
-// through. The budget is divided among the tasks active on the instance;
-// Zero turns it off. Options.MemoryBytes (state.memory.bytes, 128 MiB by default)
-// sizes the stores and bounds the cache from one budget; Zero leaves each
-// its own size.
+// merges the writes to one key of a store, and the emits of one key to an
+// output, within a commit interval. Only the last reaches the changelog
+// and the output, as in Kafka Streams. A commit writes it through. It
+// keeps a store's entries, clean, for the next reads, and an output's
+// keys, spent, for the next emits to reuse. When full it drops those
+// first, spent outputs before stores. Then it writes through the least
+// recently written key, one at a time, so hot keys keep merging while a
+// flood of cold keys passes through. The budget is divided among the tasks
+// active on the instance; Zero turns it off. Options.MemoryBytes
+// (state.memory.bytes) sizes the stores and bounds the cache from one
+// budget; Zero leaves each its own size.
 //
 // # Record cache and streams
 //
 // The record cache merges per key, which is right for a table (a store, or
 // an output whose records update a key) and wrong for a stream, whose
-// records are events. So a stream gets past it whole: an output declared
-// AsStream (every windowed output, NewWindowedOutput) has each emit
-// produced in order when its record's effects are applied, never merged;
-// and a window or session store's writes go straight to its write buffer
-// and changelog, so that its range reads (Context's scan) need no merge
-// with the cache. Results of different windows of one key are therefore
-// never merged, whatever the key is. The emits of an AsStream output are
-// still covered by the commit like every effect: a commit waits for them to
-// be acknowledged (or puts them in its transaction) before it commits the
-// offsets.
+// records are events. So a stream gets past it whole. An output declared
+// AsStream, as every windowed output is (NewWindowedOutput), has each emit
+// produced in order when its record's effects are applied, never merged. A
+// window or session store's writes go straight to its write buffer and
+// changelog, so its range reads (Context's scan) need no merge with the
+// cache. Results of different windows of one key are therefore never
+// merged, whatever the key is. The commit still covers the emits of an
+// AsStream output like every effect. It waits for them to be acknowledged,
+// or puts them in its transaction, before it commits the offsets.
 //
 // # Windows
 //
@@ -137,34 +138,32 @@
 // hopping, sliding or session windows of package window, with count,
 // reduce or an aggregator, emitting every update or final results only)
 // over a window or session store: an ordinary changelogged store laid out
-// with package window's key encodings (windowstore.go). Its stream time is
-// its own, as a Kafka Streams windowed processor's: the largest timestamp
-// among the records that reached it in its task, where Context.StreamTime
-// is over all the task's records. It is stored with its windows and last
-// close time so that both move with the changelog, and read in one place
-// (windowed_process.go, observe): taking the task's instead is a change of
-// that line. docs/time-and-windows.md is the user's guide.
+// with package window's key encodings. Its stream time is its own, as a
+// Kafka Streams windowed processor's: the largest timestamp among the
+// records that reached it in its task, where Context.StreamTime is over
+// all the task's records. It is stored with its windows and last close
+// time, so that both move with the changelog.
+// docs/time-and-windows.md is the user's guide.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to
 // the records since the last commit. Under ExactlyOnceV2 each commit is a
 // Kafka transaction of the instance's one producer with every task's
-// changelog records, outputs, dead letters and input offsets
-// (TxnOffsetCommit, checked against the group generation: a zombie is
-// fenced); the stores write their buffers and checkpoints only after it
-// commits, an abort drops them and restarts the tasks from their last
-// commit (txn.go, rewind.go), and inputs, restores and standbys read
-// committed. Under AtMostOnce a batch's offsets are committed before its
-// records are processed (guarantee.go): a crash may skip, never repeat.
+// changelog records, outputs, dead letters and input offsets. The offsets
+// go in with TxnOffsetCommit, checked against the group generation, so a
+// zombie is fenced. The stores write their buffers and checkpoints only
+// after the transaction commits. An abort drops them and restarts the tasks
+// from their last commit. Inputs, restores and standbys read committed.
+// Under AtMostOnce a batch's offsets are committed before its records are
+// processed: a crash may skip, never repeat.
 //
 // Shutdown (cancelling Run's context) finishes the in-flight records,
 // commits as above, leaves the group and closes the stores, within
-// Options.ShutdownTimeout. Every wait on the way is bounded: a commit that
+// Options.ShutdownTimeout. Every wait on the way is bounded. A commit that
 // is flushing to unreachable brokers is aborted when its partitions are
-// lost or revoked, or the shutdown begins, rather than holding its tasks
-// (and with them the group callbacks and the poll loop) until the brokers
-// return; past the timeout Run gives up, logs what it was waiting for, and
-// closes the stores anyway (within a second more): Run always releases the
-// state directory. A handler still running then finds its store reads and
+// lost or revoked, or when the shutdown begins. It never holds its tasks,
+// the group callbacks or the poll loop until the brokers return. Past the
+// timeout Run gives up, logs what it was waiting for, and closes the stores
+// anyway within a second more. Run always releases the state directory. A handler still running then finds its store reads and
 // writes failing with ErrTaskClosed, and Run returns an error naming its
 // task.
 //
@@ -180,12 +179,12 @@
 //
 // # Reads
 //
-// A query reads a task's stores through Runtime.Replica's read-only
-// views: StoreView, the committed LevelDB state (isolation=committed), or
-// under at-least-once FreshView, the task's latest processed state
+// A query reads a task's stores through Runtime.Replica's read-only views.
+// StoreView reads the committed LevelDB state (isolation=committed). Under
+// at-least-once, FreshView reads the task's latest processed state
 // (isolation=latest): the record cache over the write buffer over LevelDB,
 // read without blocking the task. Runtime.GlobalTable hands out a global
-// table's GlobalView. No view writes: a store changes only through a
+// table's GlobalView. No view writes. A store changes only through a
 // handler of its running task, which produces each write to the store's
 // changelog. docs/architecture.md maps the runtime's files.
 //

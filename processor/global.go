@@ -21,18 +21,17 @@ import (
 // GlobalTable is a declared global table; Get reads it from a handler.
 //
 // A global table is a compacted topic held whole by every instance, as
-// Kafka Streams' GlobalKTable and goka's Lookup: every partition of it is
+// Kafka Streams' GlobalKTable and goka's Lookup. Every partition of it is
 // restored into local LevelDB databases before the instance joins its
 // group, then followed in the background for as long as the runtime runs.
-// Any handler reads it by any key (one it extracts from the record: the
-// stream need not be co-partitioned with the table).
+// Any handler reads it by any key, such as one it extracts from the
+// record: the stream need not be co-partitioned with the table.
 //
 // The materialization is package table's Reader, the same code a separate
-// Go program uses to follow a topic: restore and standby of package state,
-// one database per partition, under
-// <state.dir>/<application.id>.global/table-<topic>, kept across restarts,
-// so that a restarted instance restores only what it missed. The
-// directory is not a task's: global tables are not partitioned into tasks
+// Go program uses to follow a topic. It keeps one database per partition
+// under <state.dir>/<application.id>.global/table-<topic>, kept across
+// restarts, so a restarted instance restores only what it missed. The
+// directory is not a task's: global tables are not partitioned into tasks,
 // and the group's assignment never moves them.
 //
 // Costs: each instance holds the whole table, on disk and in LevelDB's

@@ -18,20 +18,19 @@ const (
 	// (their state updates and outputs may repeat); none is skipped.
 	AtLeastOnce Guarantee = "at_least_once"
 	// ExactlyOnceV2 writes each commit interval's changelog records,
-	// outputs, dead letters and input offsets in one Kafka transaction
-	// (one transactional producer per instance, as Kafka Streams'
-	// exactly_once_v2): a crash aborts the open transaction, and the
-	// records are processed again from state that never saw them. Local
-	// state follows the transaction (txn.go). It costs a transaction per
-	// commit interval (100 ms by default), and readers under
+	// outputs, dead letters and input offsets in one Kafka transaction, of
+	// one transactional producer per instance, as Kafka Streams'
+	// exactly_once_v2. A crash aborts the open transaction, and the records
+	// are processed again from state that never saw them. Local state
+	// follows the transaction. It costs a transaction per commit interval
+	// (DefaultCommitIntervalExactlyOnce by default). Readers under
 	// read_committed see outputs only when their transaction commits.
 	ExactlyOnceV2 Guarantee = "exactly_once_v2"
 	// AtMostOnce commits a batch's input offsets before its records are
-	// processed: a crash may skip the records of the batch in progress
-	// (and the state updates of those processed since the last store
-	// commit that had not reached the changelog), never repeat one. Kafka
-	// Streams has no such value; the seed systems Rackstream replaces
-	// offered it for consumers that prefer a gap to a duplicate.
+	// processed. A crash may skip the records of the batch in progress,
+	// and the state updates since the last store commit that had not
+	// reached the changelog; it never repeats one. Kafka Streams has no
+	// such value; it is for consumers that prefer a gap to a duplicate.
 	AtMostOnce Guarantee = "at_most_once"
 )
 
@@ -47,17 +46,16 @@ func ParseGuarantee(s string) (Guarantee, error) {
 
 // commitAhead is the at-most-once step before a task works through a
 // batch: it commits the offset after the batch's last record, so that
-// no crash can hand these records to anyone again. A failed commit is
-// retried with backoff until it succeeds or the task is stopped (a
-// revoke or a loss ends the retries; a rebalance in progress is the usual
-// cause, and the next generation accepts the commit): the batch must not
-// be processed without it. It reports false when the task is stopped.
+// no crash can hand these records to anyone again. The batch must not be
+// processed without it. A failed commit is retried with backoff until it
+// succeeds or the task is stopped by a revoke or a loss. The usual cause
+// is a rebalance in progress, and the next generation accepts the commit.
+// It reports false when the task is stopped.
 //
 // It takes the task's commit lock, like every commit of the task, because
-// it updates the task's committed offsets that the periodic commits read:
-// those then
-// find nothing to commit for the input (the offsets are ahead of the
-// processed watermark) and only write the stores.
+// it updates the task's committed offsets that the periodic commits read.
+// Those then find nothing to commit for the input, since the offsets are
+// ahead of the processed watermark, and only write the stores.
 func (c *commits) commitAhead(ctx context.Context, t *task, records []*kgo.Record) bool {
 	if len(records) == 0 {
 		return true

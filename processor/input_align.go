@@ -10,17 +10,17 @@ import (
 // PartitionGroup and max.task.idle.ms), for topologies with several inputs
 // and no co-partitioned table (table_align.go orders those).
 //
-// The fetched records of each input wait in the task, in offset order; the
+// The fetched records of each input wait in the task, in offset order. The
 // task processes the waiting record with the smallest timestamp among the
-// inputs' heads (ties: the input declared first). While an input has
+// inputs' heads; on a tie, the input declared first. While an input has
 // nothing waiting, a record of another could overtake records of that
-// input not fetched yet: the task then waits for MaxTaskIdle (0: not at
-// all), once per quiet spell of that input (the deadline stays until its
-// records arrive), and then goes on. Unlike Kafka Streams, it does not
-// wait longer for an input known to lag: the high watermark franz-go
+// input not fetched yet. The task then waits for MaxTaskIdle (0: not at
+// all), once per quiet spell of that input, and then goes on. The deadline
+// stays until the input's records arrive. Unlike Kafka Streams, it does not
+// wait longer for an input known to lag. The high watermark franz-go
 // reports counts a transaction's closing marker, which no fetch delivers,
-// so a caught-up input read from transactional producers would look
-// lagging forever. The task stops waiting when its queue is full or more
+// so a caught-up input from transactional producers would look lagging
+// forever. The task stops waiting when its queue is full or more
 // than TaskQueue records wait (enforced processing). MaxTaskIdle < 0 turns
 // the ordering off (input_task.go): records are processed in the order
 // they are fetched, a batch at a time.

@@ -18,9 +18,9 @@ type Keyed[K, V any] interface {
 }
 
 // InnerJoin returns a handler that looks up each record's key in tbl and
-// calls h with the record and the table's row; records whose key tbl does
-// not have (never written, or deleted by a tombstone) are skipped. tbl is
-// a co-partitioned table (or a global table keyed like the stream).
+// calls h with the record and the table's row. Records whose key tbl does
+// not have, never written or deleted by a tombstone, are skipped. tbl is a
+// co-partitioned table, or a global table keyed like the stream.
 func InnerJoin[K, V, T any](tbl Keyed[K, T], h func(ctx *Context, key K, value V, row T) error) Handler[K, V] {
 	return InnerJoinBy(tbl, func(key K, _ V) K { return key }, h)
 }

@@ -10,10 +10,9 @@ import (
 )
 
 // What the task, commit and rebalance paths need of Kafka, as three small
-// interfaces: the session's *kgo.Client provides them in production
-// (groupCommitter adapts its offset commit), and the unit tests of
-// commit.go and rebalance.go pass fakes, so that those paths run with no
-// broker at all.
+// interfaces. The session's *kgo.Client provides them in production, with
+// groupCommitter adapting its offset commit. The unit tests of commit.go
+// and rebalance.go pass fakes, so those paths run with no broker at all.
 
 // producer sends a task's records (outputs, dead letters, and through its
 // stores the changelog) and flushes them before a commit. Produce calls

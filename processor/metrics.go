@@ -8,9 +8,9 @@ import (
 
 // metrics are the runtime's Prometheus series (prefix rackstream_, names
 // after Kafka Streams' where it has one). The per-task series are not
-// here: each task keeps its own (taskStats), and taskCollector reads the
-// live tasks' at scrape time, so that a task that moved away, or was
-// dropped, has no series left behind for alerts to fire on.
+// here. Each task keeps its own (taskStats), and taskCollector reads the
+// live tasks' at scrape time. So a task that moved away, or was dropped,
+// leaves no series behind for alerts to fire on.
 type metrics struct {
 	commitLatency  prometheus.Histogram
 	commitPause    prometheus.Histogram

@@ -45,10 +45,10 @@ type Options struct {
 	// member, restore consumer, admin): TLS, SASL, a dialer, a client id.
 	ClientOpts []kgo.Opt
 	// ClientOptsFor, when set, returns options added after ClientOpts to
-	// the Kafka clients the runtime makes once it knows its process id
-	// (the group member, the placement and admin clients): typically
-	// kgo.ClientID("<name>-"+processID), so that the brokers' logs and
-	// quotas tell the instances apart. The state directory's restore
+	// the Kafka clients the runtime makes once it knows its process id:
+	// the group member, the placement and admin clients. Typically it
+	// returns kgo.ClientID("<name>-"+processID), so that the brokers' logs
+	// and quotas tell the instances apart. The state directory's restore
 	// consumer is made before the process id is read and gets ClientOpts
 	// only.
 	ClientOptsFor func(processID string) []kgo.Opt
@@ -83,7 +83,9 @@ type Options struct {
 	// zero AcceptableRecoveryLag or MaxWarmupReplicas takes its default
 	// (assignor.DefaultSettings); Zero asks for an AcceptableRecoveryLag of
 	// 0 (only caught-up replicas). Every key of RackAwareAssignmentTags
-	// must be one of Tags.
+	// must be one of Tags. A zero rack-aware strategy or cost takes its
+	// default too, and Zero asks for a cost of 0; ClientRackTag "" means
+	// no client has a known rack.
 	Placement assignor.Settings
 	// Capacity is the instance's weight in placement (num.stream.threads;
 	// the number of CPUs). Tasks always run in parallel, one goroutine each.
@@ -96,12 +98,11 @@ type Options struct {
 	Partitioner partition.Partitioner
 	// CacheMaxBytes is statestore.cache.max.bytes: the record cache that
 	// merges writes to one key of a store, and emits of one key to an
-	// output, within a commit interval, so that only the last reaches the
-	// changelog and the output. It is divided among the tasks active on
-	// the instance, and a store's entries stay, clean, after a commit for
-	// the next reads. Zero turns it off, also under a memory budget: every
-	// write and emit goes out, as tests that check every intermediate
-	// value need.
+	// output, within a commit interval. Only the last reaches the changelog
+	// and the output. It is divided among the tasks active on the instance.
+	// A store's entries stay after a commit, clean, for the next reads.
+	// Zero turns it off, also under a memory budget: every write and emit
+	// goes out, as tests that check every intermediate value need.
 	CacheMaxBytes int64
 	// CommitInterval is commit.interval.ms: how often the tasks commit
 	// (the first commit at a random point of the first interval, so that
@@ -125,10 +126,10 @@ type Options struct {
 
 	// SessionTimeout is session.timeout.ms.
 	SessionTimeout time.Duration
-	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms):
-	// Run returns within it after its context is cancelled; work it could
-	// not commit by then (brokers unreachable) is logged with what it
-	// waited for and processed again by the next owner. Zero does not
+	// ShutdownTimeout bounds a graceful shutdown (shutdown.timeout.ms).
+	// Run returns within it after its context is cancelled. Work it could
+	// not commit by then, with brokers unreachable, is logged with what it
+	// waited for, and the next owner processes it again. Zero does not
 	// wait: in-flight records are abandoned uncommitted.
 	ShutdownTimeout time.Duration
 	// MaxTaskIdle is max.task.idle.ms: how long a task whose records are

@@ -23,7 +23,7 @@ type TopicCount struct {
 // number of partitions. Its message names every topic and count.
 type PartitionCountError struct {
 	Inputs []TopicCount
-	// Tables are the co-partitioned tables' topics (table.go): each must
+	// Tables are the co-partitioned tables' topics: each must
 	// exist, with the inputs' count.
 	Tables     []TopicCount
 	Changelogs []TopicCount

@@ -63,12 +63,10 @@ func TestOnPlacementPublishesEachNewPlacementOnce(t *testing.T) {
 	}
 }
 
-// TestASecondInstanceTakesTheSeriesOfTheTasksItTakes (issue 13 item 12):
-// when tasks move to a second instance, the first one's per-task series
-// (records, latency, lag) go with them: its /metrics shows only the tasks
-// it still runs, so no alert fires on a value nobody updates. On a runtime
-// that kept a series per label value forever, the moved tasks' series
-// stayed on the first instance.
+// TestASecondInstanceTakesTheSeriesOfTheTasksItTakes: when tasks move to a
+// second instance, the first one's per-task series (records, latency, lag)
+// go with them. Its /metrics shows only the tasks it still runs, so no
+// alert fires on a value nobody updates.
 func TestASecondInstanceTakesTheSeriesOfTheTasksItTakes(t *testing.T) {
 	c := kafkatest.New(t)
 	a := newCountApp(t, c, 4)

@@ -6,12 +6,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// batchQueue holds a task's fetched batches in order. Pushing never blocks
-// (the poll loop must hand over every batch before it allows a rebalance);
-// its length is bounded by pausing the task's partitions instead, and the
-// pause decision is taken under the same lock as the length it depends on,
-// so that a pause is always followed by a resume: the task still has the
-// queued batches to work through.
+// batchQueue holds a task's fetched batches in order. Pushing never
+// blocks, since the poll loop must hand over every batch before it allows a
+// rebalance. Its length is bounded by pausing the task's partitions
+// instead. The pause decision is taken under the same lock as the length
+// it depends on, so a pause is always followed by a resume: the task still
+// has the queued batches to work through.
 type batchQueue struct {
 	// mu guards batches, records, closed and paused.
 	mu      sync.Mutex

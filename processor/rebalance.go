@@ -18,9 +18,9 @@ import (
 // or tells it they are gone (lose), and when the session ends (closeAll).
 //
 // member holds the tasks and standbys one session runs and the rules for
-// moving them, and no Kafka client: the session's group callbacks call it
-// with the tasks kgo's partitions name, and the unit tests in
-// rebalance_test.go call it directly with a fake producer and committer
+// moving them. It holds no Kafka client. The session's group callbacks call
+// it with the tasks kgo's partitions name. The unit tests in
+// rebalance_test.go call it directly, with a fake producer and committer
 // and real stores in a temporary directory.
 type member struct {
 	env     *taskEnv
@@ -94,11 +94,11 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 	return m
 }
 
-// assign starts the tasks of newTasks not running yet (paused until their
-// stores are restored or promoted; a standby held here is promoted) and
+// assign starts the tasks of newTasks not running yet. Each stays paused
+// until its stores are restored, or promoted from a standby held here. It
 // reconciles the standbys with replicas, the standby and warmup tasks the
-// plan gives this instance: those not wanted close before it returns, the
-// missing open after it, in the background (replicas.go).
+// plan gives this instance. Those not wanted close before it returns. The
+// missing ones open after it, in the background (replicas.go).
 func (m *member) assign(newTasks, replicas []int32) {
 	m.mu.Lock()
 	// A task whose replica a reconcile is opening starts from it, once
@@ -160,9 +160,9 @@ func (m *member) assign(newTasks, replicas []int32) {
 		go t.run()
 	}
 	// The standbys the plan moved away close here, before the callback
-	// returns: a later assignment that makes one of those tasks active
-	// opens its stores (openStores takes what the state manager holds), and
-	// a close still to come would close them under the active task.
+	// returns. A later assignment that makes one of those tasks active
+	// opens its stores, taking what the state manager holds (openStores).
+	// A close still to come would close them under the active task.
 	for _, st := range closeStandbys {
 		if err := st.Close(); err != nil {
 			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
@@ -200,11 +200,11 @@ func (m *member) take(ids []int32) []*task {
 }
 
 // shareCache divides the record cache budget (statestore.cache.max.bytes,
-// per instance) among the active tasks here, at every change of them; the
+// per instance) among the active tasks here, at every change of them. The
 // caller holds mu. A new task starts with a share of every task the inputs
-// have (newTask), which left a member of a cluster of three using a third
-// of its budget: a commit interval's writes to a task's keys, and the
-// clean entries its next records read, no longer fit (cache.go).
+// have (newTask). Without this, a member holding a fraction of the tasks
+// would use that fraction of its budget, and a task's merged writes and
+// clean entries would no longer fit (cache.go).
 func (m *member) shareCache() {
 	b := m.env.opts.CacheMaxBytes
 	if b <= 0 || len(m.active) == 0 {
@@ -218,12 +218,11 @@ func (m *member) shareCache() {
 	}
 }
 
-// revoke stops the revoked tasks after their in-flight record, commits
-// them once (flush, stores, offsets), and keeps their stores as standbys
-// (closed on shutdown, and closed by the next assignment if the plan has
-// no standby here). A broken session, or a failed commit, drops them
-// uncommitted instead: their records are processed again by the next
-// owner.
+// revoke stops the revoked tasks after their in-flight record and commits
+// them once: flush, stores, offsets. It keeps their stores as standbys,
+// closed on shutdown or by the next assignment if the plan has no standby
+// here. A broken session, or a failed commit, drops them uncommitted
+// instead, and the next owner processes their records again.
 func (m *member) revoke(ctx context.Context, ids []int32) {
 	m.mu.Lock()
 	m.revokeStart = time.Now()
@@ -351,8 +350,8 @@ func (m *member) waitAbandoned(bound <-chan time.Time) *task {
 }
 
 // forceClose closes the stores of every task this session started, under
-// any handler still running (its store reads and writes fail with
-// ErrTaskClosed from now on), and returns the tasks still in a handler.
+// any handler still running, and returns the tasks still in a handler.
+// Their store reads and writes fail with ErrTaskClosed from now on.
 // Run calls it when the shutdown outlives its bound, so that the state
 // directory is released whatever a handler does.
 func (m *member) forceClose() (running []int32) {

@@ -260,7 +260,7 @@ func TestAssignReconcilesStandbysAndReadiness(t *testing.T) {
 	}
 }
 
-// TestTaskSeriesLeaveWithTheTask (issue 13 item 12): a task's series
+// TestTaskSeriesLeaveWithTheTask: a task's series
 // (records, latency, lag, dead letters) are collected from the live tasks
 // at scrape time, so a task revoked or lost here has no series left for
 // an alert to fire on.

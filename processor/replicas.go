@@ -2,29 +2,29 @@ package processor
 
 import "github.com/rackstream/rackstream/state"
 
-// Replica reconcile: the standby and warmup replicas an assignment gives
-// are opened after the group callback that brought the assignment has
-// returned, not inside it (those it takes away close inside it: a close
-// after it could close stores a later assignment made active). The Kafka client
-// fetches the committed offsets of newly assigned partitions only once
-// OnPartitionsAssigned returns, so every LevelDB open (tens of ms each,
-// and an assignment after a failover opens several) would otherwise delay
-// the first fetch, and so the first commit, of the tasks that moved here:
-// the failover time users see (issue 17).
+// Replica reconcile. The standby and warmup replicas an assignment gives
+// are opened after the group callback that brought it has returned. Those
+// it takes away close inside the callback, since a later close could close
+// stores a later assignment made active. The Kafka client fetches newly
+// assigned partitions' committed offsets only once OnPartitionsAssigned
+// returns. So opening replicas inside it would delay the first fetch and
+// commit of the tasks that moved here, the failover time users see.
 //
-// What keeps it safe: reconciles run one at a time (member.reconcileTurn,
-// in any order), and each open checks under mu, before and after,
-// that the latest assignment still wants that replica and that the task is
-// neither active nor held here; a replica opened for a plan that moved on
-// is closed again. An assignment that makes active the task whose replica
-// is opening right now (member.opening) waits for that open and promotes
-// the replica, so a task never opens its stores beside its own replica;
-// any other assignment goes ahead at once. closeAll waits for every
-// reconcile, so that no replica opens after the stores close. A revoke
-// only turns active tasks into replicas, and a reconcile only opens stores
-// the state manager does not hold (openReplica): the two never touch the
-// same stores, even when a revoke's commit is still running as a reconcile
-// of the next assignment looks at its task.
+// What keeps it safe:
+//   - Reconciles run one at a time, in any order (member.reconcileTurn).
+//     Each open checks under mu, before and after, that the latest
+//     assignment still wants that replica and that the task is neither
+//     active nor held here. A replica opened for a plan that moved on is
+//     closed again.
+//   - An assignment that makes active the task whose replica is opening
+//     (member.opening) waits for that open and promotes the replica. So a
+//     task never opens its stores beside its own replica. Any other
+//     assignment goes ahead at once.
+//   - closeAll waits for every reconcile, so no replica opens after the
+//     stores close.
+//   - A revoke only turns active tasks into replicas, and a reconcile only
+//     opens stores the state manager does not hold (openReplica). The two
+//     never touch the same stores, even while a revoke's commit runs.
 
 // reconcileReplicas opens the replicas the plan wants here, in task order
 // (assign closed those it moved away).
@@ -52,9 +52,9 @@ func (m *member) reconcileReplicas(open []int32) {
 		case st == nil:
 			m.log.Debug("not opening a standby: the state manager holds the task's stores for another use (a revoke keeping them as a standby, a task closing)", "task", id)
 		case !keep:
-			// The plan moved on while it opened: st is the reconcile's
-			// own, and it closes while the task is still marked opening,
-			// so that an assignment making the task active waits for the
+			// The plan moved on while it opened. st is the reconcile's
+			// own, and it closes while the task is still marked opening.
+			// So an assignment making the task active waits for the
 			// close instead of taking the stores it is about to lose.
 			if err := st.Close(); err != nil {
 				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)
@@ -75,12 +75,11 @@ func (m *member) replicaWanted(id int32) bool {
 
 // openReplica opens task id's stores and starts them tailing their
 // changelogs. It returns nil, and nothing to close, when the state manager
-// holds the task's stores already: they belong to whatever opened them (a
-// revoke that keeps its task as a standby registers them itself once its
-// commit is done; a dropped task closes them), and a reconcile closes only
-// what it opened, never those (the bug that 90baedf backed out: a reconcile
-// took the stores a revoke was keeping and, the replica no longer wanted,
-// closed them under the standby the next assignment promoted).
+// holds the task's stores already. Those belong to whatever opened them: a
+// revoke that keeps its task as a standby registers them once its commit is
+// done, and a dropped task closes them. A reconcile closes only what it
+// opened. Closing the stores a revoke keeps would close them under the
+// standby the next assignment promotes.
 func (m *member) openReplica(id int32) (*state.Task, error) {
 	if m.openReplicaHook != nil {
 		return m.openReplicaHook(id)

@@ -8,11 +8,11 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
-// TestAssignReturnsBeforeItsReplicasOpen (issue 17, failover): the client
-// loads a newly assigned partition's committed offset only once the group
-// callback returns, so assign must not open the standby and warmup
-// replicas inline: an assignment after a failover opens several, each a
-// LevelDB open, and they held back the moved task's first fetch. The
+// TestAssignReturnsBeforeItsReplicasOpen: the client loads a newly
+// assigned partition's committed offset only once the group callback
+// returns, so assign must not open the standby and warmup replicas inline.
+// Each is a LevelDB open, and they would hold back the moved task's first
+// fetch. The
 // replicas open after it; an assignment meanwhile goes ahead, except that
 // a task whose replica is opening waits for it and is promoted from it,
 // not opened beside it.
@@ -84,9 +84,8 @@ func TestAssignReturnsBeforeItsReplicasOpen(t *testing.T) {
 // TestAReconcileLeavesStoresItDidNotOpen: stores the state manager holds
 // for another use (a revoke keeping its task as a standby registers them
 // once its commit is done) are not a reconcile's to take: it neither keeps
-// nor closes them. A reconcile that took them and, the replica no longer
-// wanted, closed them left the next assignment a closed standby to promote
-// (what 90baedf backed out).
+// nor closes them. A reconcile that closed them, the replica no longer
+// wanted, would leave the next assignment a closed standby to promote.
 func TestAReconcileLeavesStoresItDidNotOpen(t *testing.T) {
 	h := newHarness(t, nil)
 	held, err := h.m.mgr.OpenTask(3, h.m.specs)

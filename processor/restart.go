@@ -12,16 +12,15 @@ import (
 // fault: a changelog record the broker refused, a LevelDB write failing, a
 // dead letter that could not be produced. Under exactly-once the commit's
 // transaction then aborts and the task restarts from its last commit
-// (rewind.go). Under the other guarantees it used to stay stopped, the
-// instance not ready, until the process restarted; now the session
-// restarts it the same way after a backoff: suspend stops it and closes
-// its stores (LevelDB keeps the last commit's state, and its checkpoint),
-// and the poll loop fetches its partitions again from its last commit and
-// reopens its stores, which restore what their changelogs hold after their
-// checkpoints. That is what a crash and restart of the instance would do,
-// for that task alone, as Kafka Streams replaces a stream thread that died
-// (REPLACE_THREAD); its guarantee is the guarantee's (at-least-once may
-// process the records after the last commit again).
+// (rewind.go). Under the other guarantees the session restarts it the same
+// way after a backoff. suspend stops it and closes its stores; LevelDB
+// keeps the last commit's state and its checkpoint. The poll loop fetches
+// its partitions again from its last commit and reopens its stores, which
+// restore what their changelogs hold after their checkpoints. That is what
+// a crash and restart of the instance would do, for that task alone, as
+// Kafka Streams replaces a stream thread that died (REPLACE_THREAD). The
+// guarantee holds as for a crash: at-least-once may process the records
+// after the last commit again.
 //
 // A poison record under processing.exception.handler=fail is not
 // restarted: that policy asks to stop. Consecutive failures of a task wait

@@ -11,14 +11,14 @@ import (
 // Rewinding after an aborted transaction (exactly-once, txn.go). The
 // tasks of an aborted transaction processed records whose effects are
 // gone: their write buffers were dropped and their records aborted. They
-// stop, their stores close (LevelDB still holds the last commit), and
-// their partitions are fetched again from the last commit: the member
-// keeps, per task, the offsets to rewind to (rewinding), and the poll
-// loop, between a poll and AllowRebalance (where no rebalance callback
-// runs, and from the goroutine that polls, as franz-go asks of
-// SetOffsets), sets the fetch offsets and starts the tasks anew, which
-// restore only what their changelogs hold after their checkpoints. A
-// revoke or a loss meanwhile takes a task out of rewinding (take).
+// stop, and their stores close; LevelDB still holds the last commit. Their
+// partitions are fetched again from the last commit. The member keeps, per
+// task, the offsets to rewind to (rewinding). The poll loop sets the fetch
+// offsets and starts the tasks anew, and their stores restore only what
+// their changelogs hold after their checkpoints. It does so between a poll
+// and AllowRebalance, where no rebalance callback runs, on the goroutine
+// that polls, as franz-go asks of SetOffsets. A revoke or a loss meanwhile
+// takes a task out of rewinding (take).
 
 // suspend stops and drops the tasks of an aborted transaction (or a task
 // stopped by an error, restart.go) that are still active here and marks

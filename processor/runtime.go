@@ -20,30 +20,34 @@ import (
 	"github.com/rackstream/rackstream/state"
 )
 
-// Runtime runs a topology as one instance of its processor group: a member
-// of the consumer group <application.id> with Rackstream's balancer, one
-// task per assigned partition slot (partition i of every input and
-// changelog), each on its own goroutine handling its records in offset
-// order; standby and warmup tasks tailing changelogs; commits at the
-// processed watermark.
+// Runtime runs a topology as one instance of its processor group. It is a
+// member of the consumer group <application.id> with Rackstream's
+// balancer. It runs one task per assigned partition slot (partition i of
+// every input and changelog), each on its own goroutine handling its
+// records in offset order. Standby and warmup tasks tail changelogs.
+// Commits are at the processed watermark.
 //
 // # Delivery
 //
 // Every CommitInterval, on revoke and on shutdown, the runtime cuts each
-// task between two records (its record cache written through, its stores'
-// writes frozen, its processed offsets taken) and lets it go on; once the
-// brokers have acknowledged the records produced before the cuts
-// (changelog records, outputs and dead letters), it writes each task's
-// frozen writes in one LevelDB batch per store with their changelog
-// checkpoints, and commits, per input partition, the offset after the
-// last record whose processing finished before the cut. A crash between any two steps loses nothing; records after the
-// last commit are processed again (at-least-once). Partitions lost (a
-// session expired, fenced) are dropped without committing.
+// task between two records and lets it go on. The cut writes the record
+// cache through, freezes the stores' writes and takes the processed
+// offsets. Once the brokers have acknowledged the records produced before
+// the cuts (changelog records, outputs and dead letters), the runtime
+// writes each task's frozen writes in one LevelDB batch per store with
+// their changelog checkpoints. Then it commits, per input partition, the
+// offset after the last record whose processing finished before the cut.
+// A crash between any two steps loses nothing; records after the last
+// commit are processed again (at-least-once). Partitions lost, because a
+// session expired or was fenced, are dropped without committing.
 type Runtime struct {
 	topo *Topology
 	opts Options
 	log  *slog.Logger
 	met  *metrics
+	// zones counts the bytes every Kafka client of the runtime exchanges
+	// with brokers of other racks (zonebytes.go).
+	zones zoneCounter
 
 	// mu guards the fields below up to phase: what Run sets as it starts
 	// and ends, read by the accessors (Ready, Placement, Replica...) from
@@ -127,6 +131,10 @@ func NewRuntime(t *Topology, opts Options) (*Runtime, error) {
 		started:  make(chan struct{}),
 	}
 	r.published.Store(-1)
+	r.zones.rack = opts.Tags.Value(opts.Placement.ClientRackTag)
+	if opts.Registerer != nil {
+		_ = opts.Registerer.Register(newZoneCollector(&r.zones)) // zonebytes.go
+	}
 	r.met = newMetrics(opts.Registerer, r.liveTasks)
 	registerGlobalMetrics(opts.Registerer, r) // global_metrics.go
 	return r, nil
@@ -221,13 +229,13 @@ func (r *Runtime) setFatal(err error) {
 // rebuilt with bounded exponential backoff.
 //
 // The shutdown never takes longer than ShutdownTimeout plus a second, and
-// Run always releases the stores and the state directory: if it has not
-// finished by then (brokers unreachable, a task stuck in its handler), Run
-// gives up, logs what it was waiting for, and closes the stores anyway;
-// the work not committed is processed again by the next owner. A handler
-// still running then has its stores closed under it (its later store reads
-// and writes fail with ErrTaskClosed), and Run returns an error naming its
-// task; otherwise it returns nil.
+// Run always releases the stores and the state directory. If it has not
+// finished by then, with brokers unreachable or a task stuck in its
+// handler, Run gives up, logs what it was waiting for, and closes the
+// stores anyway. The next owner processes the work not committed again. A
+// handler still running then has its stores closed under it: its later
+// store reads and writes fail with ErrTaskClosed. Run then returns an error
+// naming its task; otherwise it returns nil.
 func (r *Runtime) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
@@ -385,7 +393,7 @@ func (r *Runtime) runSessions(ctx context.Context, mgr *state.Manager, n int32) 
 // clientOpts are the options of every Kafka client the runtime makes:
 // with ClientOptsFor's once the process id is known.
 func (r *Runtime) clientOpts() []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...)}, r.opts.ClientOpts...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(r.opts.Brokers...), kgo.WithHooks(&r.zones)}, r.opts.ClientOpts...)
 	if r.opts.ClientOptsFor != nil {
 		if pid := r.ProcessID(); pid != "" {
 			opts = append(opts, r.opts.ClientOptsFor(pid)...)

@@ -32,8 +32,8 @@ type session struct {
 	cl  *kgo.Client
 	// clSet is closed once cl is set. franz-go starts joining the group
 	// inside NewClient, so its callbacks, which reach cl through the
-	// member's fetch control, wait for it: without it nothing orders the
-	// assignment of cl before their reads (the race detector saw one).
+	// member's fetch control, wait for it. It orders the assignment of cl
+	// before their reads.
 	clSet chan struct{}
 	m     *member
 	c     *commits
@@ -43,17 +43,17 @@ type session struct {
 
 	changelogs map[string]bool
 
-	// queued counts the records handed to tasks and not yet taken up; the
-	// poll loop waits while it is above 2 x MaxPollRecords, so that it does
-	// not race ahead of the tasks for CPU and memory. drained is signalled
+	// queued counts the records handed to tasks and not yet taken up. The
+	// poll loop waits while it is above 2 x MaxPollRecords, so it does not
+	// race ahead of the tasks for CPU and memory. drained is signalled
 	// (capacity 1) whenever a task takes up a batch.
 	queued  atomic.Int64
 	drained chan struct{}
 
 	// commitWanted is signalled (capacity 1) when a task that moved here
-	// has worked through its first record, and with a zero
-	// CommitInterval after every batch: the commit loop commits then.
-	// movedMu guards moved, the tasks that moved here and asked: the
+	// has worked through its first record. With a zero CommitInterval it
+	// is signalled after every batch. The commit loop commits then.
+	// movedMu guards moved, the tasks that moved here and asked. The
 	// commit loop commits those alone at once, not waiting for the
 	// others' records.
 	commitWanted chan time.Time
@@ -110,6 +110,8 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.heartbeatInterval
 	bs.Logger = r.opts.Logger
 	bs.OnAssignment = func(a balancer.Assignment) { r.publish(a.Placement) }
+	tb := newTaskBytes(bs.InputTopics, bs.ChangelogTopics, time.Now)
+	bs.Rates = tb.rates
 	bal, err := balancer.New(bs)
 	if err != nil {
 		return &startError{fmt.Errorf("balancer: %w", err)}
@@ -144,11 +146,12 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	}
 	// A task's partitions are paused while its stores restore; a short
 	// fetch wait makes their resumption prompt. A producer linger batches
-	// the changelog and output records of many input records per request
-	// (4x the throughput of no linger on one broker; Kafka Streams lingers
-	// 100 ms); every commit flushes anyway. ClientOpts may override both.
+	// the changelog and output records of many input records per request,
+	// as Kafka Streams' does; every commit flushes anyway. ClientOpts may
+	// override both.
 	opts := append([]kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond), kgo.ProducerLinger(20 * time.Millisecond)}, r.clientOpts()...)
 	opts = append(opts, bal.Opts()...)
+	opts = append(opts, kgo.WithHooks(tb))
 	opts = append(opts,
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
@@ -275,11 +278,11 @@ func (s *session) taken(records int) {
 	}
 }
 
-// worked is called after a task worked through a batch: with a zero
-// commit interval, a commit is due; so it is after the first record of a
-// task that moved here (promoted: task.moved), whatever the interval, so
-// that a failover's new owner shows its progress at once rather than up to
-// an interval later.
+// worked is called after a task worked through a batch. With a zero
+// commit interval, a commit is due. A commit is also due after the first
+// record of a task that moved here (promoted: task.moved), whatever the
+// interval. So a failover's new owner shows its progress at once, not up
+// to an interval later.
 func (s *session) worked(t *task, promoted bool) {
 	if promoted {
 		s.log.Debug("a moved task worked through its first record: commit wanted", "task", t.id)
@@ -326,12 +329,11 @@ func (s *session) failure() error {
 }
 
 // commitLoop commits every CommitInterval, and whenever worked asks
-// (commitWanted: a promoted task's first record, or every batch with a
-// zero interval). Under at-least-once with an interval, the commits asked
-// for run on a goroutine of their own (promptCommits), beside the regular
-// ones: a moved task's commit then waits only for an earlier commit of its
-// own, not for a regular commit of every task that may take most of an
-// interval under load.
+// through commitWanted: after a promoted task's first record, or after
+// every batch with a zero interval. Under at-least-once with an interval,
+// the commits asked for run on a goroutine of their own (promptCommits),
+// beside the regular ones. So a moved task's commit waits only for an
+// earlier commit of its own, not for a regular commit of every task.
 func (s *session) commitLoop() {
 	var due <-chan time.Time // never, with a zero interval
 	var rephase func()
@@ -374,11 +376,11 @@ func (s *session) commitLoop() {
 // until the session ends or fails.
 //
 // Each ask's tasks commit on a goroutine of their own, beside a prompt
-// commit still in flight (their tasks' locks keep two commits of one task
-// apart): after a kill -9 a survivor takes several tasks, whose first
-// records arrive apart, and one at a time the second would wait for the
-// first's whole commit. A commit that fails the session fails it
-// (commitNow); the loop then ends, after the commits in flight.
+// commit still in flight; their tasks' locks keep two commits of one task
+// apart. A survivor of a failover takes several tasks whose first records
+// arrive apart, and none of them waits for another's whole commit. A
+// commit that fails the session fails it (commitNow); the loop then ends,
+// after the commits in flight.
 func (s *session) promptCommits() {
 	var inFlight sync.WaitGroup
 	defer inFlight.Wait()
@@ -397,11 +399,11 @@ func (s *session) promptCommits() {
 	}
 }
 
-// commitNow commits tasks in the background (abortably; promptly: a moved
-// task's first commit, commits.commitPromptly) and reports
-// whether the session's commits go on: a failed offset commit is retried
-// by the next commit, an aborted one is done with; any other failure fails
-// the session.
+// commitNow commits tasks in the background, abortably. With promptly it
+// is a moved task's first commit (commits.commitPromptly). It reports
+// whether the session's commits go on. A failed offset commit is retried
+// by the next commit, and an aborted one is done with. Any other failure
+// fails the session.
 func (s *session) commitNow(tasks []*task, promptly bool) bool {
 	began := time.Now()
 	err := s.c.background(tasks, promptly)
@@ -437,12 +439,12 @@ func (s *session) movedLive() []*task {
 	return out
 }
 
-// toCommit returns the tasks the commit loop commits now: when the commit
-// was asked for (not due) and the commit interval is not zero (exactly-once,
-// where asked commits share the loop), the live tasks that moved here and
-// asked, so that a failover's new owner shows its progress without waiting
-// for every other task's records; otherwise, and when no live task asked,
-// every live task.
+// toCommit returns the tasks the commit loop commits now. When the commit
+// was asked for, not due, and the commit interval is not zero, these are
+// the live tasks that moved here and asked. That happens under
+// exactly-once, where asked commits share the loop. So a failover's new
+// owner shows its progress without waiting for every other task's records.
+// Otherwise, and when no live task asked, it returns every live task.
 func (s *session) toCommit(asked bool) []*task {
 	switch {
 	case s.r.opts.CommitInterval == 0:
@@ -563,11 +565,10 @@ func (s *session) updateTaskGauges() {
 }
 
 // commitPhase is how long the first periodic commit waits: a random part
-// of the interval (at least a nanosecond: a ticker's period must be
-// positive), so that instances started together do not commit together
-// for the rest of their lives. Aligned, instances sharing cores and a
-// broker write their record caches through at the same moment every
-// interval, and every task of the cluster falls behind at once.
+// of the interval, at least a nanosecond, since a ticker's period must be
+// positive. So instances started together never commit together for the
+// rest of their lives. Aligned instances sharing cores and a broker would
+// write their record caches through at the same moment every interval.
 func commitPhase(every time.Duration) time.Duration {
 	return 1 + rand.N(every)
 }

@@ -18,30 +18,31 @@ import (
 // Join.
 //
 // Task i materializes partition i of the topic in a LevelDB store named
-// after the topic, with the topic itself as the store's changelog (no extra
-// changelog topic: Kafka Streams' source-topic optimization). So the table
-// is restored like any store before the task processes anything, kept warm
-// by standbys like any store, and readable over HTTP as the store named
-// after the topic. While the task runs, the group consumes the topic's
-// partition i next to the inputs' and the task applies its records to the
-// store; a record without a value (a tombstone) deletes its key. The
-// table's offsets are committed with the inputs', and its data and
-// checkpoint in the store's LevelDB batch at each commit, like any store's.
-// Handlers never write a table (it has no Put): its topic is its writer's.
+// after the topic. The topic itself is the store's changelog, with no
+// extra changelog topic (Kafka Streams' source-topic optimization). So the
+// table is restored like any store before the task processes anything,
+// kept warm by standbys like any store, and readable over HTTP as the
+// store named after the topic. While the task runs, the group consumes the
+// topic's partition i next to the inputs', and the task applies its
+// records to the store. A record without a value (a tombstone) deletes its
+// key. The table's offsets are committed with the inputs', and its data
+// and checkpoint go in the store's LevelDB batch at each commit, like any
+// store's. Handlers never write a table (it has no Put): its topic is its
+// writer's.
 //
 // Ordering, as Kafka Streams': by record timestamp within a task. A task
 // starts with the table restored to the topic's end offset as of its
-// start; then, before it processes an input record stamped ts, it applies
-// the table records fetched and stamped at or before ts, and keeps the
-// later ones for later input records (table_align.go). When it has no
-// table record waiting while the table's partition is known to hold more,
-// it waits for them; when the table is caught up it waits
-// Options.MaxTaskIdle (max.task.idle.ms, default 0: not at all) for new
-// table records before it processes. A table never goes back in time. The
-// restore is not aligned: the records a task processes first see every
-// table record written before the task started, whatever its timestamp.
-// MaxTaskIdle < 0 turns the alignment off: each input batch sees the
-// tables as of every table record fetched before it (goka's rule).
+// start. Before it processes an input record stamped ts, it applies the
+// table records fetched and stamped at or before ts, and keeps the later
+// ones for later input records. When no table record is waiting while the
+// table's partition is known to hold more, the task waits for them. When
+// the table is caught up, the task waits Options.MaxTaskIdle
+// (max.task.idle.ms; 0: not at all) for new table records before it
+// processes. A table never goes back in time. The restore is not aligned:
+// the records a task processes first see every table record written before
+// the task started, whatever its timestamp. MaxTaskIdle < 0 turns the
+// alignment off: each input batch sees the tables as of every table record
+// fetched before it (goka's rule).
 //
 // Input records processed again after a crash (under at-least-once) may
 // see table updates newer than they saw the first time: the store keeps

@@ -11,29 +11,31 @@ import (
 // stream-table case).
 //
 // The fetched records of each table wait in the task, in offset order,
-// until an input record needs them: before the task processes an input
+// until an input record needs them. Before the task processes an input
 // record stamped ts, it applies every waiting table record stamped at or
-// before ts (in offset order, stopping at the first one stamped later), so
-// that the record sees the table as of its own time. A table record
-// stamped later than the input waits for a later input record; when the
+// before ts. It goes in offset order and stops at the first one stamped
+// later. So the record sees the table as of its own time. A table record
+// stamped later than the input waits for a later input record. When the
 // task has no input record queued, it waits as an input record waits for a
 // table (below), and then the tables move on.
 //
 // When a table has nothing waiting, the input record could be processed
 // before table records of earlier timestamps that are not fetched yet. As
-// in Kafka Streams, the task then waits: while the table's partition is
-// known to lag (its high watermark, as of the last fetch, is beyond what
-// was fetched), and, when it does not, for MaxTaskIdle more (0: not at
-// all), once per quiet spell: the deadline stays until the table's records
-// arrive, as Kafka Streams keeps its idle deadline per partition. A task
-// whose queue is full stops waiting and processes (enforced processing):
-// the fetches it waits for would be paused with it. Table
-// records ahead of the inputs wait the same way for the inputs: while an
-// input partition is known to lag, and for MaxTaskIdle more. Unlike Kafka
-// Streams, an input partition that has delivered nothing yet counts as
-// caught up: franz-go reports no end offset for a partition whose fetches
-// return nothing, so waiting for one could last forever; so does a table
-// whose end is unknown (its restore always learns it).
+// in Kafka Streams, the task then waits. It waits while the table's
+// partition is known to lag: its high watermark, as of the last fetch, is
+// beyond what was fetched. When it does not lag, the task waits MaxTaskIdle
+// more (0: not at all), once per quiet spell. The deadline stays until the
+// table's records arrive, as Kafka Streams keeps its idle deadline per
+// partition. A task whose queue is full stops waiting and processes
+// (enforced processing), since the fetches it waits for are paused with it.
+//
+// Table records ahead of the inputs wait the same way for the inputs:
+// while an input partition is known to lag, and for MaxTaskIdle more.
+// Unlike Kafka Streams, an input partition that has delivered nothing yet
+// counts as caught up. franz-go reports no end offset for a partition whose
+// fetches return nothing, so waiting for one could last forever. A table
+// whose end is unknown counts as caught up too; its restore always learns
+// it.
 // MaxTaskIdle < 0 turns alignment off: every fetched table record is
 // applied before the next input batch.
 //

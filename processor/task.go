@@ -17,9 +17,9 @@ import (
 
 // taskEnv is all a task sees of the runtime around it: its topology and
 // settings, its stores, its producer, the fetch control of its
-// partitions, a clock, and three hooks into its session's bookkeeping. It
-// is built once per session, shared by the session's tasks, and never
-// changed: a task reaches nothing else (no session, no Kafka client), so
+// partitions, a clock, and hooks into its session's bookkeeping. It is
+// built once per session, shared by the session's tasks, and never
+// changed. A task reaches nothing else, no session and no Kafka client, so
 // the unit tests of commit.go and rebalance.go build one from fakes.
 type taskEnv struct {
 	topo *Topology
@@ -104,8 +104,8 @@ type task struct {
 	cacheAsk  atomic.Pointer[cacheAskRequest]
 	cacheWake chan struct{}
 	// moved says the task moved here after the instance's first tasks
-	// started (a failover, a scale-in) or was promoted from a replica held
-	// here: a commit follows its first record at once (session.worked), so that
+	// started (a failover, a scale-in), or was promoted from a replica held
+	// here. A commit follows its first record at once (session.worked), so
 	// the move shows progress without waiting for the commit interval.
 	moved bool
 	// exit is taskRunning, then taskExited when run returns, or
@@ -153,9 +153,9 @@ type task struct {
 	first map[string]int64
 
 	// commitMu is held by the at-least-once commit of the task in
-	// progress, from its cut to its offsets (lockTasks): it keeps the
-	// epochs of acks and committed to one commit at a time, while commits
-	// of other tasks run beside it.
+	// progress, from its cut to its offsets (lockTasks). It keeps the
+	// epochs of acks and committed to one commit at a time. Commits of
+	// other tasks run beside it.
 	commitMu ctxMutex
 
 	// acks counts the task's output and dead-letter records not yet
@@ -168,10 +168,11 @@ type task struct {
 	// arena (t.outs). Made once: a closure made per record would allocate.
 	emitted, deadLettered [2]func(*kgo.Record, error)
 
-	// closeMu guards the stores against a forced close (Run's, when a
-	// handler outlives the shutdown bound): the record path's store reads
-	// and writes hold it shared, forceClose exclusively. closed says the
-	// stores are closed; closeOnce closes them once, whoever comes first.
+	// closeMu guards the stores against a forced close, which Run makes
+	// when a handler outlives the shutdown bound. The record path's store
+	// reads and writes hold it shared, forceClose exclusively. closed says
+	// the stores are closed; closeOnce closes them once, whoever comes
+	// first.
 	closeMu   sync.RWMutex
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -278,15 +279,12 @@ func (t *task) run() {
 		// that would break the partition's offset order.
 		if promoted && len(p.Records) > 1 && !t.alignsInputs() {
 			// A moved task asks for its first commit after its first
-			// record, not its whole first batch: after a failover the
-			// first fetch holds up to a partition's fetch size of
-			// backlog (10 s of records after a kill -9), and a commit
-			// asked for after all of it cut them all, waiting for
-			// their changelog and output records to be acknowledged
-			// and writing their LevelDB batch (about 0.9 s from the
-			// first answer to the first commit at 98k records/s). The
-			// task works on meanwhile; the commit cuts where it has got
-			// to when it takes the task's lock.
+			// record, not after its whole first batch. After a failover
+			// the first fetch holds up to a partition's fetch size of
+			// backlog. A commit asked for after all of it would wait for
+			// all their changelog and output records and their LevelDB
+			// batch. The task works on meanwhile; the commit cuts where
+			// it has got to when it takes the task's lock.
 			head := p
 			head.Records = p.Records[:1]
 			if !t.take(head) {
@@ -319,9 +317,8 @@ func (t *task) work(records []*kgo.Record) bool {
 			return false
 		}
 		// The latency histogram times one record in latencyEvery, from
-		// its lock to its staged effects: two clock reads per record
-		// are a measurable share of a record's cost, and quantiles need
-		// a sample, not every record.
+		// its lock to its staged effects. Quantiles need a sample, not
+		// every record, and two clock reads per record cost more.
 		var began time.Time
 		timed := t.untimed == 0
 		if timed {
@@ -419,10 +416,10 @@ const (
 )
 
 // stop makes the task finish its in-flight record and waits for it, at
-// most until deadline. It reports whether the task stopped; if not (its
-// goroutine is blocked producing to unreachable brokers), the task is
-// abandoned: it must be neither committed nor dropped by the caller, and
-// drops itself when its goroutine returns (the session waits for that).
+// most until deadline. It reports whether the task stopped. If not, its
+// goroutine is blocked, producing to unreachable brokers, say, and the
+// task is abandoned. The caller must neither commit nor drop it. It drops
+// itself when its goroutine returns, and the session waits for that.
 // Waiting longer inside a group callback would keep the client from
 // leaving the group, the one thing that unblocks the producer.
 func (t *task) stop(deadline time.Time) bool {
@@ -461,13 +458,13 @@ func stopAll(tasks []*task, within time.Duration) []*task {
 // drop discards the task's uncommitted writes and closes its stores: its
 // checkpoint stays at the last commit, and the changelog has the rest.
 //
-// An exactly-once commit holds the lock while it flushes; callers abort background
-// commits first, and drop waits for the lock at most the shutdown timeout:
-// a task it cannot lock then is closed in the background as soon as the
-// commit lets go of the lock (it does when its requests fail, at the latest
-// when the session closes its client), rather than hanging a group callback
-// (and with it the poll loop and the shutdown). Until then its stores stay
-// open, and a new task of the same id waits for them (openStores).
+// An exactly-once commit holds the lock while it flushes, so callers abort
+// background commits first. drop waits for the lock at most the shutdown
+// timeout. A task it cannot lock then is closed in the background once the
+// commit lets go of the lock, which it does when its requests fail or the
+// session closes its client. So drop never hangs a group callback, the poll
+// loop or the shutdown. Until then the task's stores stay open, and a new
+// task of the same id waits for them (openStores).
 func (t *task) drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), t.env.opts.ShutdownTimeout)
 	err := t.mu.LockContext(ctx)

@@ -38,9 +38,9 @@ type timerSpec struct {
 // OnTimer declares durable per-key timers named name, with keys encoded by
 // key, and the handler of those that come due. A handler sets and cancels
 // them (Set, Cancel). They live in the task's time store with its other
-// state, changelogged, restored and tailed by standbys, and written in its
-// commits: a timer set before a crash fires on the task's new owner, and
-// a wall-clock timer that came due while the task had no owner fires once
+// state: changelogged, restored, tailed by standbys and written in its
+// commits. So a timer set before a crash fires on the task's new owner. A
+// wall-clock timer that came due while the task had no owner fires once
 // the task resumes.
 //
 // A stream-time timer fires after the record that moves stream time to or

@@ -358,7 +358,7 @@ func (t *Topology) Validate() error {
 }
 
 // InputTopics returns the topics the group consumes: the input topics in
-// declaration order, then the co-partitioned tables' topics (table.go),
+// declaration order, then the co-partitioned tables' topics,
 // whose partition i is task i's too.
 func (t *Topology) InputTopics() []string {
 	out := make([]string, len(t.inputs))

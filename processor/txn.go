@@ -12,29 +12,24 @@ import (
 )
 
 // The exactly-once commit path (processing.guarantee=exactly_once_v2,
-// docs/design.md §7): each commit interval is one Kafka transaction of the
-// instance's one transactional producer, holding every task's changelog
+// docs/design.md §7). Each commit interval is one Kafka transaction of the
+// instance's one transactional producer. It holds every task's changelog
 // records, outputs and dead letters and, through TxnOffsetCommit, their
-// input offsets. Local state follows the transaction: a task's store
-// writes stay in its write buffer (its handler's reads see them) until the
-// transaction commits; only then is each store's LevelDB batch written,
-// with its checkpoint; an abort drops the buffers. After a crash the
-// checkpoint (atomic with the data) plus a restore of the committed
-// changelog records after it (read_committed) bring a store back exactly,
-// with no wipe.
+// input offsets. Local state follows the transaction. A task's store
+// writes stay in its write buffer, where its handler's reads see them,
+// until the transaction commits. Only then is each store's LevelDB batch
+// written, with its checkpoint; an abort drops the buffers. After a crash
+// the checkpoint, atomic with the data, and a read_committed restore of the
+// changelog after it bring a store back exactly, with no wipe.
 //
-// Why not franz-go's GroupTransactSession: it commits the offsets the
-// client has polled, and our tasks process polled records later, on their
-// own goroutines; it aborts on every revoke and rewinds all partitions
-// from inside its End, which must not run concurrently with a poll; and
-// End must not be called from a revoke callback (its wrapper holds the
-// lock End needs), where our revoke commits. So the session's client is a
-// plain kgo client with a transactional id and the group, and this file
-// drives the transaction: Begin, Flush, AddOffsetsToTxn and
-// TxnOffsetCommit at the tasks' processed watermarks (session's
-// TxnCommitOffsets), EndTxn; after an abort the tasks restart from their
-// last commit, and the poll loop rewinds their partitions (rewind.go),
-// which franz-go asks to be done from the polling goroutine.
+// The session's client is a plain kgo client with a transactional id and
+// the group, and this file drives the transaction: Begin, Flush,
+// AddOffsetsToTxn, TxnOffsetCommit at the tasks' processed watermarks
+// (session's TxnCommitOffsets), and EndTxn. After an abort the tasks
+// restart from their last commit, and the poll loop rewinds their
+// partitions (rewind.go). franz-go's GroupTransactSession does not fit: it
+// commits the offsets polled, not those processed, and its End cannot run
+// from the revoke callback where our revoke commits.
 //
 // Fencing. The transactional id is stable per process id, so a restarted
 // instance's InitProducerID (at its session's start) fences its
@@ -96,15 +91,15 @@ func (e *txnAbortedError) Error() string { return "transaction aborted: " + e.ca
 func (e *txnAbortedError) Unwrap() error { return e.cause }
 
 // commitTransaction commits the open transaction with the work of every
-// active task (asked are tasks already taken out of the active ones, by a
-// revoke). With every task paused between records: the producer is
-// flushed, every changelog record checked, the processed watermarks added
-// to the transaction, the transaction committed, and only then each
-// task's stores written with their checkpoints, and the next transaction
-// begun. Anything failing before the commit aborts the transaction (a
-// *txnAbortedError inside an *offsetCommitError: the session goes on, the
-// tasks restart from their last commit); a commit whose outcome is unknown
-// returns another error, which ends the session.
+// active task. asked are tasks a revoke already took out of the active
+// ones. With every task paused between records, it flushes the producer,
+// checks every changelog record, adds the processed watermarks to the
+// transaction and commits it. Only then are each task's stores written
+// with their checkpoints, and the next transaction begun. Anything failing
+// before the commit aborts the transaction and returns a *txnAbortedError
+// inside an *offsetCommitError: the session goes on, and the tasks restart
+// from their last commit. A commit whose outcome is unknown returns another
+// error, which ends the session.
 func (c *commits) commitTransaction(ctx context.Context, asked []*task) error {
 	c.phase("a commit to finish the previous one")
 	if err := c.turn.LockContext(ctx); err != nil {
@@ -161,15 +156,15 @@ func (c *commits) abortOpen(live []*task) error {
 }
 
 // stuckHandlers is a commit that could not pause the tasks within
-// pauseTimeout: a handler has not returned from its record (it ignores
-// its context, say). Its records since the last commit are in the open
-// transaction, and it may still write more into it: the transaction can
-// be neither committed nor aborted while it runs, and every other task
-// waits behind the gate. So the tasks still in a record fail (logged,
-// rackstream_task_failures_total, not ready) and the returned error ends
-// the session: the instance leaves the group, and the next session's
-// producer id aborts the open transaction and its tasks restart from
-// their last commit, instead of stalling silently until a rebalance.
+// pauseTimeout: a handler has not returned from its record, because it
+// ignores its context, say. Its records since the last commit are in the
+// open transaction, and it may still write more into it. So the
+// transaction can be neither committed nor aborted while it runs, and
+// every other task waits behind the gate. The tasks still in a record fail
+// (logged, counted in rackstream_task_failures_total, not ready). The
+// returned error ends the session, and the instance leaves the group. The
+// next session's producer id aborts the open transaction, and its tasks
+// restart from their last commit.
 func (c *commits) stuckHandlers(tasks []*task, err error) error {
 	var stuck []int32
 	for _, t := range tasks {
@@ -340,14 +335,12 @@ func (c *commits) abortTransaction(tasks []*task, cause error) ([]*task, error) 
 }
 
 // stoppedInTransaction refuses, under exactly-once, the writes of a record
-// whose task was stopped while its handler ran (a revoke, a loss, an
-// abort, a shutdown): they would land in whatever transaction is open
-// then, which commits without this task's offsets: a handler abandoned
-// past shutdown.timeout.ms would write its late record into a later
-// transaction of tasks that are not its own. The record counts as not
-// processed (the error wraps the task's context error); its task's next
-// owner, or its restart, processes it again. The task's lock is held, as
-// by deactivate's cancel: the check and a commit never interleave.
+// whose task was stopped while its handler ran: by a revoke, a loss, an
+// abort or a shutdown. They would land in whatever transaction is open
+// then, which commits without this task's offsets. The record counts as
+// not processed, and the error wraps the task's context error. The task's
+// next owner, or its restart, processes it again. The task's lock is held,
+// as by deactivate's cancel, so the check and a commit never interleave.
 func (t *task) stoppedInTransaction() error {
 	if t.env.gate == nil || t.ctx.Err() == nil {
 		return nil

@@ -18,11 +18,11 @@ import (
 // client's transactional settings, and the session as the txnProducer.
 
 // TransactionTimeout is the transaction timeout of the exactly-once
-// producer: a crashed instance's open transaction pins the last stable
-// offset of its partitions (what read_committed consumers, restores and
-// standbys can read) until the coordinator aborts it, at most this long
-// after (franz-go's default of 40 s would pin it for 40 s). A restarted
-// instance fences its predecessor at once anyway.
+// producer. A crashed instance's open transaction pins the last stable
+// offset of its partitions until the coordinator aborts it, at most this
+// long after. The last stable offset bounds what read_committed consumers,
+// restores and standbys can read. It is shorter than franz-go's default to
+// bound that pin. A restarted instance fences its predecessor at once.
 const TransactionTimeout = 10 * time.Second
 
 // TransactionalID is the transactional id of an instance of application
@@ -54,10 +54,11 @@ func txnClientOpts(id string) []kgo.Opt {
 }
 
 // startTransactions begins the first transaction and initialises the
-// producer id now, not at the first record: InitProducerID fences the
-// previous life of this process id and aborts its open transaction, which
-// would otherwise pin the last stable offset until it times out (and keep
-// this instance's offset fetches waiting, RequireStable, just as long).
+// producer id now, not at the first record. InitProducerID fences the
+// previous life of this process id and aborts its open transaction.
+// Otherwise that transaction would pin the last stable offset until it
+// times out, and this instance's offset fetches (RequireStable) would wait
+// as long.
 func (s *session) startTransactions(ctx context.Context) error {
 	if err := s.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin the first transaction: %w", err)

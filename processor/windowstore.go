@@ -2,9 +2,10 @@ package processor
 
 // Window and session stores over a task's ordinary changelogged stores.
 //
-// A windowed aggregation's store is a store like any other (one LevelDB
-// database per task, its changelog, restore, standbys, checkpoints), laid
-// out with package window's key encodings under three prefixes:
+// A windowed aggregation's store is a store like any other: one LevelDB
+// database per task, with its changelog, restore, standbys and
+// checkpoints. It is laid out with package window's key encodings under
+// three prefixes:
 //
 //   - 'w' + window.WindowKey(key, start) (sessions: window.SessionKey) holds
 //     a window's aggregate: the largest record timestamp in it (8 bytes,
@@ -22,16 +23,16 @@ package processor
 //     transaction under exactly-once) to whichever instance owns the task
 //     next, standby or not.
 //
-// Retention follows window.Segments: a window whose segment time (its
-// start; a session's end) is a retention or more behind the store's time
-// is no longer visible to reads, and a write to a window whose segment has
-// expired is skipped, as in Kafka Streams. Expiry deletes the windows of
-// whole segments once the store's time leaves them behind, with one delete
-// per window (and its index entry) staged with the record that moved the
-// store's time: LevelDB has no cheap drop of a key range, and a per-segment
-// database would split the store's one changelog checkpoint. The deletes
-// are changelogged like every write, so the checkpoint never covers data
-// the store does not hold.
+// Retention follows window.Segments. A window's segment time is its start,
+// or a session's end. A window whose segment time is a retention or more
+// behind the store's time is no longer visible to reads. A write to a
+// window whose segment has expired is skipped, as in Kafka Streams. Expiry
+// deletes the windows of whole segments once the store's time leaves them
+// behind. It stages one delete per window, and its index entry, with the
+// record that moved the store's time. LevelDB has no cheap drop of a key
+// range, and a per-segment database would split the store's one changelog
+// checkpoint. The deletes are changelogged like every write, so the
+// checkpoint never covers data the store does not hold.
 
 import (
 	"bytes"

@@ -18,15 +18,27 @@ import (
 // instanceStatus is GET /v1/status: this instance's readiness and its
 // replicas, what /v1/metadata gathers from every instance.
 type instanceStatus struct {
-	ID         string          `json:"id"`
-	Generation int32           `json:"generation"`
-	Ready      bool            `json:"ready"`
-	Reason     string          `json:"reason,omitempty"`
-	Replicas   []ReplicaStatus `json:"replicas"`
+	ID             string              `json:"id"`
+	Generation     int32               `json:"generation"`
+	Ready          bool                `json:"ready"`
+	Reason         string              `json:"reason,omitempty"`
+	Replicas       []ReplicaStatus     `json:"replicas"`
+	CrossZoneBytes *assignor.ZoneBytes `json:"cross_zone_bytes,omitempty"`
+}
+
+// ZoneCounter is what a Reader also implements when it counts the bytes
+// its Kafka clients exchange with brokers of other racks: /v1/status and
+// /v1/metadata's status then show them.
+type ZoneCounter interface {
+	CrossZoneBytes() assignor.ZoneBytes
 }
 
 func (s *Server) localStatus() instanceStatus {
 	st := instanceStatus{ID: s.rt.Self(), Ready: true, Replicas: s.rt.Replicas()}
+	if zc, ok := s.rt.(ZoneCounter); ok {
+		zb := zc.CrossZoneBytes()
+		st.CrossZoneBytes = &zb
+	}
 	if st.Replicas == nil {
 		st.Replicas = []ReplicaStatus{}
 	}
@@ -51,6 +63,7 @@ func (s *Server) placementDoc(p *balancer.Placement) *assignor.Metadata {
 		Tasks:                  make([]assignor.TaskPlacement, len(p.Tasks)),
 		ProbingRebalanceNeeded: !p.ProbingDeadline.IsZero(),
 		Quality:                p.Quality,
+		CrossZone:              p.CrossZone,
 	}
 	if !p.ProbingDeadline.IsZero() {
 		d := p.ProbingDeadline.UTC()
@@ -165,7 +178,7 @@ func (s *Server) gatherStatus(ctx context.Context, p *balancer.Placement) assign
 		Clients: make([]assignor.MetadataClientStatus, len(sts)), Lags: []assignor.MetadataLag{}}
 	for i, st := range sts {
 		id := p.Members[i].ProcessID
-		doc.Clients[i] = assignor.MetadataClientStatus{ID: id, Ready: st.Ready, Reason: st.Reason}
+		doc.Clients[i] = assignor.MetadataClientStatus{ID: id, Ready: st.Ready, Reason: st.Reason, CrossZoneBytes: st.CrossZoneBytes}
 		lags := map[int32]int64{}
 		streamTimes := map[int32]*int64{}
 		for _, rs := range st.Replicas {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/rackstream/rackstream/assignor"
 	"github.com/rackstream/rackstream/assignor/balancer"
 	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/query"
@@ -16,8 +17,11 @@ import (
 // Reader: the only implementation of it; its reads are in reader.go.
 type runtimeAdapter struct{ rt *processor.Runtime }
 
-func (a runtimeAdapter) Self() string                   { return a.rt.ProcessID() }
-func (a runtimeAdapter) Placement() *balancer.Placement { return a.rt.Placement() }
+var _ query.ZoneCounter = runtimeAdapter{}
+
+func (a runtimeAdapter) Self() string                       { return a.rt.ProcessID() }
+func (a runtimeAdapter) Placement() *balancer.Placement     { return a.rt.Placement() }
+func (a runtimeAdapter) CrossZoneBytes() assignor.ZoneBytes { return a.rt.CrossZoneBytes() }
 
 func (a runtimeAdapter) Ready() error {
 	if ok, reason := a.rt.Ready(); !ok {

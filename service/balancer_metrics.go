@@ -17,6 +17,7 @@ type balancerCollector struct {
 
 	beyondEnd, badEndpoints, rejectedMembers, rejectedAssignments *prometheus.Desc
 	published, probes, endOffsetFailures, generationBytes         *prometheus.Desc
+	rackOff                                                       *prometheus.Desc
 }
 
 func newBalancerCollector(stats func() balancer.Stats) *balancerCollector {
@@ -41,12 +42,14 @@ func newBalancerCollector(stats func() balancer.Stats) *balancerCollector {
 			"Plans this instance, as leader, made without fresh changelog end offsets (the previous placement was kept and a retry scheduled)."),
 		generationBytes: prometheus.NewDesc("rackstream_balancer_last_generation_bytes",
 			"Subscription plus assignment bytes of the last generation this instance balanced as leader: what the broker stores in one group-metadata record (about 1 MiB at most by default).", nil, nil),
+		rackOff: prometheus.NewDesc("rackstream_balancer_rack_awareness_off",
+			"What rack-aware placement was off for in the last plan this instance made as leader, by reason: no_partition_racks (1: no cluster metadata read yet), broker_without_rack (tasks with a partition on a broker without broker.rack), member_without_rack (members without the client.rack.tag tag).", []string{"reason"}, nil),
 	}
 }
 
 func (c *balancerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.beyondEnd, c.badEndpoints, c.rejectedMembers, c.rejectedAssignments,
-		c.published, c.probes, c.endOffsetFailures, c.generationBytes} {
+		c.published, c.probes, c.endOffsetFailures, c.generationBytes, c.rackOff} {
 		ch <- d
 	}
 }
@@ -64,6 +67,9 @@ func (c *balancerCollector) Collect(ch chan<- prometheus.Metric) {
 	count(c.probes, s.ProbingRebalances)
 	count(c.endOffsetFailures, s.EndOffsetFailures)
 	ch <- prometheus.MustNewConstMetric(c.generationBytes, prometheus.GaugeValue, float64(s.LastGenerationBytes))
+	for reason, n := range s.RackAwarenessOff {
+		ch <- prometheus.MustNewConstMetric(c.rackOff, prometheus.GaugeValue, float64(n), reason)
+	}
 }
 
 // registerBalancerMetrics registers the balancer's counters, read from

@@ -243,6 +243,8 @@ func New(opts Options) (*Instance, error) {
 		MaxTaskIdle:       cfg.MaxTaskIdle, // 0 is its default; negative turns the alignment off
 	}
 	ro.Placement.AcceptableRecoveryLag = processor.Exactly(cfg.Placement.AcceptableRecoveryLag)
+	ro.Placement.RackAwareAssignmentTrafficCost = processor.Exactly(cfg.Placement.RackAwareAssignmentTrafficCost)
+	ro.Placement.RackAwareAssignmentNonOverlapCost = processor.Exactly(cfg.Placement.RackAwareAssignmentNonOverlapCost)
 	ro.Logger = log
 	ro.Registerer = reg
 	var rt *processor.Runtime

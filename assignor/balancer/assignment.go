@@ -334,6 +334,44 @@ func appendPlacement(e *enc, p *Placement, version uint8) {
 			e.str(k)
 		}
 	}
+	if version >= Version5 {
+		var cz []byte
+		if p.CrossZone != nil {
+			var err error
+			if cz, err = json.Marshal(p.CrossZone); err != nil { // finite numbers, strings and slices
+				panic(fmt.Sprintf("balancer: marshal cross-zone traffic: %v", err))
+			}
+		}
+		e.bytes(cz)
+	}
+}
+
+// decodeCrossZone reads the placement's cross-zone traffic (version 5 and
+// up): empty for none, else one entry per task of the placement, in task
+// order, with no negative byte count.
+func decodeCrossZone(d *dec, tasks int) *assignor.CrossZone {
+	raw := d.raw("placement.cross_zone", maxQualityBytes)
+	if d.err != nil || len(raw) == 0 {
+		return nil
+	}
+	cz := new(assignor.CrossZone)
+	if err := json.Unmarshal(raw, cz); err != nil {
+		d.fail("placement.cross_zone", "%v", err)
+		return nil
+	}
+	if len(cz.Tasks) != tasks {
+		d.fail("placement.cross_zone", "%d tasks, the placement has %d", len(cz.Tasks), tasks)
+		return nil
+	}
+	bad := cz.Total < 0 || cz.Fetch < 0 || cz.Produce < 0
+	for i, tc := range cz.Tasks {
+		bad = bad || tc.Task != i || tc.Bytes < 0 || tc.Fetch < 0 || tc.Produce < 0
+	}
+	if bad {
+		d.fail("placement.cross_zone", "tasks out of order or a negative byte count")
+		return nil
+	}
+	return cz
 }
 
 // decodeSettings reads the placement's settings (version 4 and up).
@@ -431,6 +469,9 @@ func decodePlacement(d *dec, version uint8) *Placement {
 	}
 	if version >= Version4 {
 		p.Settings = decodeSettings(d)
+	}
+	if version >= Version5 {
+		p.CrossZone = decodeCrossZone(d, len(p.Tasks))
 	}
 	if d.err != nil {
 		return nil

@@ -57,6 +57,11 @@ type Balancer struct {
 	endFailStreak  int             // leader: consecutive plans made without end offsets
 	loopStop       chan struct{}
 	loopDone       chan struct{}
+	racksDone      chan struct{}
+
+	racks          atomic.Pointer[Racks] // the background loop's latest read (racks.go)
+	rackOff        map[string]int        // leader: what rack-aware placement was off for, by reason
+	rackOffSummary string                // rackOff as last logged
 }
 
 // minProbeBackoff is the first wait after a probing rebalance that left this
@@ -161,7 +166,16 @@ func (b *Balancer) Stats() Stats {
 		LastGenerationBytes:  int(b.lastGenBytes.Load()),
 		CheckpointsBeyondEnd: b.beyondEnd.Load(),
 		InvalidEndpoints:     b.badEndpoints.Load(),
+		RackAwarenessOff:     b.rackAwarenessOff(),
 	}
+}
+
+// rackAwarenessOff returns a copy of what the last plan this member led
+// kept out of rack-aware placement, by reason.
+func (b *Balancer) rackAwarenessOff() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.rackOff)
 }
 
 // Err returns ErrStaticMembership if the client was configured with
@@ -189,18 +203,25 @@ func (b *Balancer) OnNewClient(cl *kgo.Client) {
 	b.loopStop = make(chan struct{})
 	b.loopDone = make(chan struct{})
 	go b.loop(b.loopStop, b.loopDone)
+	if b.s.PartitionRacks == nil {
+		b.racksDone = make(chan struct{})
+		go b.racksLoop(cl, b.loopStop, b.racksDone)
+	}
 }
 
 // OnClientClosed implements kgo.HookClientClosed: it stops the probing loop
 // and closes the balancer's own clients.
 func (b *Balancer) OnClientClosed(*kgo.Client) {
 	b.mu.Lock()
-	stop, done, aux := b.loopStop, b.loopDone, b.aux
+	stop, done, racksDone, aux := b.loopStop, b.loopDone, b.racksDone, b.aux
 	b.loopStop, b.aux = nil, nil
 	b.mu.Unlock()
 	if stop != nil {
 		close(stop)
 		<-done
+		if racksDone != nil {
+			<-racksDone
+		}
 	}
 	if aux != nil {
 		aux.Close()
@@ -238,6 +259,10 @@ func (b *Balancer) subscription() Subscription {
 	if b.s.Checkpoints != nil {
 		cps = b.s.Checkpoints()
 	}
+	var rates []TaskRate
+	if b.s.Rates != nil {
+		rates = wireRates(b.s.Rates())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sub := Subscription{
@@ -257,6 +282,11 @@ func (b *Balancer) subscription() Subscription {
 	for _, t := range slices.Sorted(maps.Keys(cps)) {
 		if t >= 0 && t < maxTask && cps[t] >= 0 {
 			sub.Checkpoints = append(sub.Checkpoints, Checkpoint{Task: t, Offset: cps[t]})
+		}
+	}
+	for _, r := range rates { // only the tasks it runs active
+		if _, ok := slices.BinarySearch(b.plan.active, r.Task); ok {
+			sub.Rates = append(sub.Rates, r)
 		}
 	}
 	return sub

@@ -10,13 +10,16 @@
 // kmsg.ConsumerMemberMetadata carries the input topics, the partitions it
 // owns (cooperative rebalancing, KIP-429) and, in UserData, a
 // [Subscription]: process id, query endpoint, client tags, capacity, the
-// member's last plan and a checkpoint per task whose state it holds.
+// member's last plan, a checkpoint per task whose state it holds and the
+// byte rates of its active tasks.
 //
 // The coordinator picks one member as leader. The leader decodes every
 // member's metadata itself before anything else (a member whose bytes do not
 // decode gets an empty assignment, one warning and a counted rejection,
 // instead of failing kgo.NewConsumerBalancer and wedging the group), fetches
-// the changelog end offsets to turn checkpoints into lags, runs the pure
+// the changelog end offsets to turn checkpoints into lags, takes the latest
+// partition racks a background loop reads from cluster metadata (racks.go;
+// never waiting for them), runs the pure
 // placement of package assignor, hands each member the input partitions of
 // its active tasks, and lets kgo's AdjustCooperative hold back partitions
 // that must first be revoked by their current owner. While any are held
@@ -82,7 +85,10 @@
 // every member understands a newer version, the leader says so in the
 // assignment and members step up (Kafka Streams' version probing, KIP-268,
 // kept simple). Version 2 adds the member's build string to both formats;
-// version 3 adds the assignment's probe triggers (below).
+// version 3 adds the assignment's probe triggers (below); version 4 the
+// leader's settings to the placement; version 5 the active tasks' byte
+// rates to the subscription and the plan's cross-zone traffic to the
+// placement (a group with an older member plans with uniform weights).
 //
 // # Probing rebalances
 //

@@ -8,13 +8,17 @@ import (
 )
 
 func goldenSubscription(v uint8) Subscription {
-	return Subscription{
+	s := Subscription{
 		Version: v, LatestSupported: max(v, 2), ProcessID: "p1", Endpoint: "h:1",
 		Tags: tags.MustSet("zone", "a"), Capacity: 2, PlanGeneration: 7,
 		PlanActive: []int32{0, 3}, PlanStandby: []int32{1}, PlanWarmup: nil,
 		ProbeSeq: 1, Checkpoints: []Checkpoint{{Task: 1, Offset: 300}, {Task: 3, Offset: 5}},
 		Build: "b",
 	}
+	if v >= Version5 {
+		s.Rates = []TaskRate{{Task: 1, Input: 100, Changelog: 20}, {Task: 3, Input: 300, Output: 7}}
+	}
+	return s
 }
 
 func goldenAssignment(v uint8) AssignmentData {
@@ -54,6 +58,13 @@ func goldenAssignmentV4() AssignmentData {
 	p := *a.Placement
 	p.Settings = &assignor.Settings{NumStandbyReplicas: 1, AcceptableRecoveryLag: 10000, MaxWarmupReplicas: 2, RackAwareAssignmentTags: tags.Keys{"zone"}}
 	a.Placement = &p
+	return a
+}
+
+// goldenAssignmentV5 is goldenAssignmentV4 in version 5.
+func goldenAssignmentV5() AssignmentData {
+	a := goldenAssignmentV4()
+	a.Version, a.CommonVersion = Version5, Version5
 	return a
 }
 

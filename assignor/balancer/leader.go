@@ -37,6 +37,7 @@ type groupBalancer struct {
 	members map[string]*memberState
 	order   []string // member ids as the coordinator listed them
 	rawSize int      // bytes of every member's join metadata
+	racks   Racks    // the partition racks this generation plans with; nil: none known
 }
 
 // MemberBalancer implements kgo.GroupBalancer. It decodes every member's
@@ -195,6 +196,7 @@ func (g *groupBalancer) balance(cb *kgo.ConsumerBalancer, topics map[string]int3
 	g.rejectFromTheFuture(cb, generation)
 	g.warnCoPartitioning(topics)
 	ends, endErr := g.b.fetchEnds()
+	g.racks = g.b.partitionRacks()
 	gp, err := g.plan(cb, topics, generation, ends, endErr == nil)
 	if err != nil {
 		return nil, err
@@ -378,7 +380,7 @@ func (g *groupBalancer) input(subs []*Subscription, numTasks int, ends endSums, 
 
 // placement turns the plan into the wire placement after the hand-off.
 func (g *groupBalancer) placement(plan *assignor.Plan, subs []*Subscription, held map[int]bool, generation int32, numTasks int) *Placement {
-	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.placementSettings()}
+	p := &Placement{Generation: generation, Quality: plan.Quality, Settings: g.b.s.placementSettings(), CrossZone: plan.CrossZone}
 	idx := make(map[string]int, len(subs))
 	for i, sub := range subs {
 		idx[sub.ProcessID] = i

@@ -61,6 +61,11 @@ type Placement struct {
 	// placement) knows them rather than guessing from its own
 	// configuration; nil when the group speaks wire version 3 or older.
 	Settings *assignor.Settings
+	// CrossZone is the plan's expected cross-zone traffic, as the leader
+	// computed it from the partition racks and byte rates it knew (package
+	// assignor's JSON shape); nil when it knew no racks or the group
+	// speaks wire version 4 or older.
+	CrossZone *assignor.CrossZone
 }
 
 // placementSettings returns a copy of s.Placement for a placement to carry.
@@ -178,6 +183,10 @@ type Stats struct {
 	// store checkpoint beyond the changelog end (their lag on those tasks
 	// counted as unknown), once per member while it stays in the group.
 	CheckpointsBeyondEnd uint64
+	// RackAwarenessOff is, on the last leader, what rack-aware placement
+	// was off for in the last plan it made, by reason (Off...): a gauge,
+	// empty when it saw every rack.
+	RackAwarenessOff map[string]int
 	// InvalidEndpoints counts, on a leader, members whose announced
 	// endpoint was not a plain host:port (it was dropped from the
 	// placement: no query is forwarded to them), once per member while it

@@ -67,10 +67,17 @@ func (g *groupBalancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32, 
 	slices.SortFunc(subs, func(a, b *Subscription) int { return cmpString(a.ProcessID, b.ProcessID) })
 
 	in, beyond := g.input(subs, numTasks, ends, haveEnds)
+	var off map[string]int
+	in.RackAwareness, off = rackAwareness(s, g.racks, subs, numTasks)
 	plan, err := s.assign(in)
 	if err != nil {
 		return nil, fmt.Errorf("placement of generation %d: %w", generation, err)
 	}
+	var unknown []string
+	if plan.CrossZone != nil {
+		unknown = plan.CrossZone.Unknown
+	}
+	g.b.noteRackAwareness(off, unknown)
 
 	// Partitions of each task go to its active; AdjustCooperative then
 	// holds back those their current owner must first revoke.

@@ -28,19 +28,7 @@ func TestPlanDecidesAGenerationWithoutIO(t *testing.T) {
 		t.Error("plan read end offsets")
 		return nil, nil
 	}
-	var joins []kmsg.JoinGroupResponseMember
-	for _, m := range s.members {
-		jm := kmsg.NewJoinGroupResponseMember()
-		jm.MemberID = m.id
-		jm.ProtocolMetadata = m.b.JoinGroupMetadata([]string{simInput}, nil, 0)
-		joins = append(joins, jm)
-	}
-	g, cb, err := leader.b.newGroupBalancer(joins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gmb kgo.GroupMemberBalancer = cb
-	gmb.(kgo.GroupMemberBalancerInfo).SetBalanceInfo(kgo.BalanceInfo{Generation: 1})
+	g, cb := leaderOfFirstGeneration(t, s, leader)
 	gp, err := g.plan(cb, map[string]int32{simInput: 6}, 1, endSums{}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +46,26 @@ func TestPlanDecidesAGenerationWithoutIO(t *testing.T) {
 	if actives != 6 {
 		t.Errorf("%d tasks assigned active in a first generation, want all 6", actives)
 	}
+}
+
+// leaderOfFirstGeneration is leader's balancer of generation 1 over every
+// member of s, as kgo hands it the members' join metadata.
+func leaderOfFirstGeneration(t *testing.T, s *sim, leader *simMember) (*groupBalancer, *kgo.ConsumerBalancer) {
+	t.Helper()
+	var joins []kmsg.JoinGroupResponseMember
+	for _, m := range s.members {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID = m.id
+		jm.ProtocolMetadata = m.b.JoinGroupMetadata([]string{simInput}, nil, 0)
+		joins = append(joins, jm)
+	}
+	g, cb, err := leader.b.newGroupBalancer(joins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gmb kgo.GroupMemberBalancer = cb
+	gmb.(kgo.GroupMemberBalancerInfo).SetBalanceInfo(kgo.BalanceInfo{Generation: 1})
+	return g, cb
 }
 
 func memberName(i int) string  { return "m" + string(rune('0'+i)) }

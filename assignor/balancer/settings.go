@@ -99,6 +99,17 @@ type Settings struct {
 	// Nil means kadm on the group's own client: ListEndOffsets, or
 	// ListCommittedOffsets with ReadCommitted. Tests substitute their own.
 	EndOffsets func(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+	// Rates, when set, returns the measured byte rates of this member's
+	// active tasks, reported in its join metadata (version 5 and up) for
+	// the leader to weigh cross-zone traffic by; it is called on every
+	// join and must be cheap and safe for concurrent use. Nil reports none.
+	Rates func() map[int32]TaskRate
+	// PartitionRacks, when set, returns the latest snapshot of the racks
+	// of the input and changelog partitions, nil while none is known; the
+	// leader calls it in every balance, so it must not block. Nil means the
+	// balancer reads them itself from cluster metadata, in the background,
+	// at once and every 30 seconds.
+	PartitionRacks func() Racks
 	// ReadCommitted makes the default EndOffsets return last stable
 	// offsets, as restores under exactly-once read up to them.
 	ReadCommitted bool

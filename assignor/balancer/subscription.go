@@ -34,9 +34,13 @@ import (
 //	                                            for every task whose state the member holds, the sum over
 //	                                            its changelog partitions of the next offset to read
 //	2+       build                   string     the member's software build, 0..255 bytes
+//	5+       rates                   uvarint n, then n times: task gap (as in tasks), then uvarints
+//	                                            input, changelog, output: the byte rates, per second, of
+//	                                            the member's active tasks (each at most 2^50)
 //
-// Version 3 adds nothing here (it adds probe_triggers to the assignment);
-// a version-3 subscription is laid out as version 2's.
+// Versions 3 and 4 add nothing here (they add to the assignment): their
+// subscriptions are laid out as version 2's. A member of an older version
+// reports no rates: the leader weighs its tasks uniformly.
 //
 // Nothing may follow the last field of the version. A decoder that meets a
 // version newer than its own reads the two header bytes only (future
@@ -56,6 +60,17 @@ type Subscription struct {
 	ProbeSeq        uint64
 	Checkpoints     []Checkpoint
 	Build           string
+	// Rates are the measured byte rates of the member's active tasks, in
+	// task order (version 5 and up).
+	Rates []TaskRate
+}
+
+// TaskRate is one task's measured byte rates, in bytes per second, on the
+// member running it active: what it fetches from its input partitions and
+// produces to its changelog and output partitions.
+type TaskRate struct {
+	Task                     int32
+	Input, Changelog, Output uint64
 }
 
 // Checkpoint is a task's state position on one member: the sum over the
@@ -92,6 +107,17 @@ func (s *Subscription) AppendTo(b []byte) []byte {
 	}
 	if s.Version >= Version2 {
 		e.str(s.Build)
+	}
+	if s.Version >= Version5 {
+		e.uvarint(uint64(len(s.Rates)))
+		prev = -1
+		for _, r := range s.Rates {
+			e.uvarint(uint64(r.Task - prev - 1))
+			e.uvarint(r.Input)
+			e.uvarint(r.Changelog)
+			e.uvarint(r.Output)
+			prev = r.Task
+		}
 	}
 	return e.b
 }
@@ -149,9 +175,36 @@ func DecodeSubscription(b []byte, maxVersion uint8) (Subscription, error) {
 	if s.Version >= Version2 {
 		s.Build = d.str("build", maxBuildBytes, false)
 	}
+	if s.Version >= Version5 {
+		s.Rates = decodeRates(&d)
+	}
 	d.end()
 	if d.err != nil {
 		return Subscription{Version: s.Version, LatestSupported: s.LatestSupported}, d.err
 	}
 	return s, nil
+}
+
+// decodeRates reads the rates field: tasks strictly ascending below
+// maxTask, each rate at most maxRate.
+func decodeRates(d *dec) []TaskRate {
+	n := d.count("rates", maxTask, 4)
+	if n == 0 {
+		return nil
+	}
+	out := make([]TaskRate, n)
+	next := uint64(0)
+	for i := 0; i < n && d.err == nil; i++ {
+		gap := d.uvarint("rates.task")
+		if d.err == nil && (gap > maxTask || next+gap >= maxTask) {
+			d.fail("rates.task", "task id beyond %d", maxTask)
+		}
+		r := TaskRate{Task: int32(next + gap)}
+		r.Input = d.uvarintIn("rates.input", 0, maxRate)
+		r.Changelog = d.uvarintIn("rates.changelog", 0, maxRate)
+		r.Output = d.uvarintIn("rates.output", 0, maxRate)
+		out[i] = r
+		next += gap + 1
+	}
+	return out
 }

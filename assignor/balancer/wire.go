@@ -24,8 +24,12 @@ const (
 	// planned with (assignor.Settings). The subscription's layout is
 	// version 2's.
 	Version4 uint8 = 4
+	// Version5 adds to the subscription the byte rates of the member's
+	// active tasks, and to the placement the plan's expected cross-zone
+	// traffic.
+	Version5 uint8 = 5
 	// LatestVersion is the newest version this build writes and reads.
-	LatestVersion = Version4
+	LatestVersion = Version5
 	// MinVersion is the oldest version this build reads.
 	MinVersion = Version1
 	// maxFutureVersion is the highest version byte taken for a newer
@@ -46,6 +50,8 @@ const (
 	maxTask = 1 << 20
 	// maxQualityBytes bounds the quality document.
 	maxQualityBytes = 64 << 20
+	// maxRate bounds a byte rate: a petabyte per second.
+	maxRate = 1 << 50
 )
 
 // ErrDecode is wrapped by every error the decoders return.

@@ -46,7 +46,14 @@ const (
 		"027032" + "03683a32" + "01047a6f6e650162" + "01" + "00" +
 		"02" + "01" + "0101" + "00" + "00" + "00" + "0101" + goldenQuality +
 		"01" + "904e" + "02" + "01" + "047a6f6e65"
+	// Version 4's, then the rates of tasks 1 (100, 20, 0) and 3 (300, 0, 7).
+	goldenSubV5 = "05" + "05" + "027031" + "03683a31" + "01047a6f6e650161" + "02" + "0e" +
+		"020002" + "0101" + "00" + "01" + "02" + "01ac02" + "0105" + "0162" +
+		"02" + "01641400" + "01ac020007"
 )
+
+// goldenAsgV5 is version 4's, then an empty cross-zone field.
+var goldenAsgV5 = "05" + "05" + goldenAsgV4[4:] + "00"
 
 func TestGoldenBytesPinTheFormats(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,6 +69,8 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 		{"assignment v3", goldenAsgV3, func() []byte { a := goldenAssignmentV3(); return a.AppendTo(nil) }},
 		{"subscription v4", goldenSubV4, func() []byte { s := goldenSubscription(Version4); return s.AppendTo(nil) }},
 		{"assignment v4", goldenAsgV4, func() []byte { a := goldenAssignmentV4(); return a.AppendTo(nil) }},
+		{"subscription v5", goldenSubV5, func() []byte { s := goldenSubscription(Version5); return s.AppendTo(nil) }},
+		{"assignment v5", goldenAsgV5, func() []byte { a := goldenAssignmentV5(); return a.AppendTo(nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := hex.EncodeToString(tc.encode()); got != tc.golden {
@@ -72,12 +81,12 @@ func TestGoldenBytesPinTheFormats(t *testing.T) {
 }
 
 func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
-	for _, v := range []uint8{Version1, Version2, Version3, Version4} {
+	for _, v := range []uint8{Version1, Version2, Version3, Version4, Version5} {
 		want := goldenSubscription(v)
 		if v == Version1 {
 			want.Build = "" // version 1 has no build
 		}
-		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2, 3: goldenSubV3, 4: goldenSubV4}[v])
+		raw, _ := hex.DecodeString(map[uint8]string{1: goldenSubV1, 2: goldenSubV2, 3: goldenSubV3, 4: goldenSubV4, 5: goldenSubV5}[v])
 		got, err := DecodeSubscription(raw, LatestVersion)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
@@ -92,12 +101,14 @@ func TestGoldenBytesDecodeToTheirValues(t *testing.T) {
 			wantA, pid = goldenAssignmentV3(), "p2"
 		case Version4:
 			wantA, pid = goldenAssignmentV4(), "p2"
+		case Version5:
+			wantA, pid = goldenAssignmentV5(), "p2"
 		}
 		if v == Version1 {
 			wantA.Placement.Members[0].Build = ""
 		}
 		wantA.Placement.ProbingDeadline = unixMilli(wantA.ProbingDeadline)
-		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2, 3: goldenAsgV3, 4: goldenAsgV4}[v])
+		raw, _ = hex.DecodeString(map[uint8]string{1: goldenAsgV1, 2: goldenAsgV2, 3: goldenAsgV3, 4: goldenAsgV4, 5: goldenAsgV5}[v])
 		gotA, err := DecodeAssignment(raw, LatestVersion, pid)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
@@ -276,7 +287,7 @@ func TestPlacementRecordRoundTripsAndChecksGenerationAndCRC(t *testing.T) {
 }
 
 func FuzzDecodeSubscription(f *testing.F) {
-	for _, h := range []string{goldenSubV1, goldenSubV2, goldenSubV3} {
+	for _, h := range []string{goldenSubV1, goldenSubV2, goldenSubV3, goldenSubV4, goldenSubV5} {
 		f.Add(hexBytes(h))
 	}
 	f.Add([]byte{})
@@ -293,7 +304,7 @@ func FuzzDecodeSubscription(f *testing.F) {
 }
 
 func FuzzDecodeAssignment(f *testing.F) {
-	for _, h := range []string{goldenAsgV1, goldenAsgV2, goldenAsgV3} {
+	for _, h := range []string{goldenAsgV1, goldenAsgV2, goldenAsgV3, goldenAsgV4, goldenAsgV5} {
 		f.Add(hexBytes(h))
 	}
 	ref := AssignmentData{Version: 2, CommonVersion: 2, Generation: 3, Ref: &PlacementRef{Topic: "app-placement", Offset: 9, CRC: 0xdeadbeef}}
@@ -301,6 +312,8 @@ func FuzzDecodeAssignment(f *testing.F) {
 	ref3 := AssignmentData{Version: 3, CommonVersion: 3, Generation: 3, Standby: []int32{4}, ProbingDeadline: 1, ProbeTriggers: []int32{4},
 		Ref: &PlacementRef{Topic: "app-placement", Offset: 9, CRC: 0xdeadbeef}}
 	f.Add(ref3.AppendTo(nil))
+	cz := goldenAssignmentCrossZone()
+	f.Add(cz.AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, pid := range []string{"p1", "p2"} { // the goldens' members
 			a, err := DecodeAssignment(b, LatestVersion, pid)

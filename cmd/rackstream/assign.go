@@ -27,6 +27,30 @@ from FILE or stdin:
                 "capacity": 1, "previous_active": [0], "previous_standby": [3],
                 "previous_warmup": [], "lags": {"0": 0, "3": 120}}]}
 
+An optional "rack_awareness" object says where each task's partitions are
+and what they carry, for rack-aware placement (rack.aware.assignment.*):
+
+  "rack_awareness": {"strategy": "min_traffic", "traffic_cost": 10,
+    "non_overlap_cost": 1, "client_rack_tag": "zone",
+    "tasks": [{"task": 0,
+               "rates": {"input": 2e6, "changelog": 4e5, "output": 1e6},
+               "partitions": [{"topic": "orders", "partition": 0,
+                               "role": "input", "replicas": ["eu-1a", "eu-1b"],
+                               "leader": "eu-1a"}]}]}
+
+strategy is none (the default here), min_traffic or balance_subtopology;
+client_rack_tag names the client tag holding each client's rack. Each
+partition has a role (input: a topic or table the active fetches;
+changelog: produced by the active, fetched by standbys; output: produced by
+the active), the racks of its replicas' brokers ("" for a broker without
+broker.rack) and its leader's rack. rates are the task's bytes per second
+per role, split evenly over its partitions of that role; a task without
+rates weighs the mean of the others, and with no rates at all every
+partition flow weighs 1. The plan then has "cross_zone": each task's
+expected cross-zone bytes per second (fetch and produce), whether its
+active and standbys sit with a replica, the total, and what had no rack.
+The table adds a CROSS-ZONE column and the total.
+
 A /v1/metadata document of a running group is accepted too: its placement is
 the previous plan, its status lags the lags and its settings (those the
 group's leader planned with) the settings, so a live cluster's placement can
@@ -297,7 +321,7 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[
 		return nameOf(names, id)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tACTIVE\tSTANDBYS\tWARMUPS")
+	fmt.Fprintln(tw, "TASK\tACTIVE\tSTANDBYS\tWARMUPS"+crossZoneHeader(p))
 	for _, tp := range p.Tasks {
 		sb := make([]string, len(tp.Standby))
 		for i, id := range tp.Standby {
@@ -315,7 +339,7 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[
 		if standbys == "" {
 			standbys = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", tp.Task, who(tp.Active), standbys, warmups)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\n", tp.Task, who(tp.Active), standbys, warmups, crossZoneCell(p, tp.Task))
 	}
 	tw.Flush()
 
@@ -336,6 +360,7 @@ func printPlanTable(w io.Writer, in assignor.Input, p *assignor.Plan, names map[
 	if exposed == 0 {
 		fmt.Fprintln(w, "exposure: losing any one tag value leaves every task a replica")
 	}
+	printCrossZone(w, p.CrossZone)
 	if p.ProbingRebalanceNeeded {
 		fmt.Fprintln(w, "probing rebalance needed: balance waits for warmups to catch up")
 	}

@@ -330,6 +330,23 @@
       ' leaves ' + arr(e.tasks_without_replica).length + ' task(s) without any replica: ' + listTasks(e.tasks_without_replica)));
     if (items.length === 0 && arr(d.quality.exposure).length > 0) items.push(el('li', null, 'Losing any one tag value leaves every task a replica.'));
     $('exposure').replaceChildren(...items);
+    renderCrossZone(d.doc.cross_zone);
+  }
+
+  // renderCrossZone shows the leader's expected cross-zone traffic: the
+  // total, and the tasks whose active or a standby sits with no replica.
+  function renderCrossZone(cz) {
+    if (!cz || typeof cz !== 'object') { $('crosszone').replaceChildren(); return; }
+    const tasks = arr(cz.tasks);
+    const remoteActive = tasks.filter((t) => t && t.active_local === false).map((t) => t.task);
+    const remoteStandby = tasks.filter((t) => t && arr(t.standby_local).some((l) => l === false)).map((t) => t.task);
+    const fmt = (v) => String(Math.round(Number(v) * 100) / 100);
+    $('crosszone').replaceChildren('Expected cross-zone traffic (' + str(cz.strategy) + '): ',
+      el('strong', { class: Number(cz.total) > 0 ? 'bad' : 'ok' }, fmt(cz.total)),
+      ' per second (fetch ' + fmt(cz.fetch) + ', produce ' + fmt(cz.produce) + '; bytes, or partition flows without byte rates)',
+      remoteActive.length ? '; actives away from every replica: ' + listTasks(remoteActive) : '',
+      remoteStandby.length ? '; standbys away from every replica: ' + listTasks(remoteStandby) : '',
+      arr(cz.unknown).length ? '; without a rack: ' + cut(arr(cz.unknown).map(str).join('; '), 300) : '');
   }
 
   // renderOptions fills the what-if selector: every value of every tag key
