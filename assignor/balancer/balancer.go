@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,11 @@ type Balancer struct {
 	loopStop       chan struct{}
 	loopDone       chan struct{}
 	racksDone      chan struct{}
+	// connected closes at the client's first broker connection: the
+	// client is fully built then (kgo calls OnNewClient before it is).
+	connected      chan struct{}
+	connectedOnce  sync.Once
+	closeConnected sync.Once
 
 	racks          atomic.Pointer[Racks] // the background loop's latest read (racks.go)
 	rackOff        map[string]int        // leader: what rack-aware placement was off for, by reason
@@ -205,8 +211,21 @@ func (b *Balancer) OnNewClient(cl *kgo.Client) {
 	go b.loop(b.loopStop, b.loopDone)
 	if b.s.PartitionRacks == nil {
 		b.racksDone = make(chan struct{})
-		go b.racksLoop(cl, b.loopStop, b.racksDone)
+		go b.racksLoop(cl, b.connectedCh(), b.loopStop, b.racksDone)
 	}
+}
+
+// connectedCh returns the channel OnBrokerConnect closes.
+func (b *Balancer) connectedCh() chan struct{} {
+	b.connectedOnce.Do(func() { b.connected = make(chan struct{}) })
+	return b.connected
+}
+
+// OnBrokerConnect implements kgo.HookBrokerConnect: the first connection
+// tells the racks loop that the client may serve requests.
+func (b *Balancer) OnBrokerConnect(kgo.BrokerMetadata, time.Duration, net.Conn, error) {
+	ch := b.connectedCh()
+	b.closeConnected.Do(func() { close(ch) })
 }
 
 // OnClientClosed implements kgo.HookClientClosed: it stops the probing loop

@@ -171,9 +171,15 @@ func (b *Balancer) noteRackAwareness(off map[string]int, unknown []string) {
 }
 
 // racksLoop reads the partition racks of the input and changelog topics
-// at once and then every racksRefresh, until stop closes.
-func (b *Balancer) racksLoop(cl *kgo.Client, stop, done chan struct{}) {
+// once the client has connected to a broker, and then every racksRefresh,
+// until stop closes.
+func (b *Balancer) racksLoop(cl *kgo.Client, connected <-chan struct{}, stop, done chan struct{}) {
 	defer close(done)
+	select {
+	case <-stop:
+		return
+	case <-connected:
+	}
 	topics := append(slices.Clone(b.s.InputTopics), b.s.ChangelogTopics...)
 	t := time.NewTimer(0)
 	defer t.Stop()

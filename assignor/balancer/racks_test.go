@@ -338,3 +338,29 @@ func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
 		ref = cz
 	}
 }
+
+// TestRacksAreReadOnlyOnceTheClientIsBuilt: kgo calls OnNewClient before
+// the client can serve requests, so the racks loop waits for the first
+// broker connection. Clients built and closed one after another never see
+// a read on a half-built client (it panicked inside kadm), and each reads
+// the racks once connected.
+func TestRacksAreReadOnlyOnceTheClientIsBuilt(t *testing.T) {
+	g := newGroup(t, 3)
+	for i := range 20 {
+		b, err := New(g.settings(fmt.Sprintf("c%d", i), zoneCluster(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(g.c.Brokers...), kgo.WithHooks(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kafkatest.Eventually(t, waitLong, "the racks read once connected", func() bool {
+			if err := cl.Ping(t.Context()); err != nil {
+				return false
+			}
+			return b.racks.Load() != nil
+		})
+		cl.Close()
+	}
+}
