@@ -19,14 +19,19 @@ import (
 )
 
 // windowApp counts each key's records in tumbling windows of a second,
-// emitting final results, on two partitions.
+// emitting final results, on two partitions. Window number w starts at
+// base + w*windowSize, base being a window start near the wall clock: the
+// broker deletes a changelog's segments by their records' timestamps, so
+// records stamped near the epoch would leave the changelog at its next
+// retention check.
 type windowApp struct {
 	c             *kafkatest.Cluster
 	appID         string
 	input, output string
 	parts         int32
 	windowSize    int64
-	recordsPerWin int // per key and window
+	base          int64 // Unix ms, a multiple of windowSize
+	recordsPerWin int   // per key and window
 	keys          []string
 	closers       []string // a key per partition, for the records that close every window
 	emitFinal     bool
@@ -38,6 +43,7 @@ func newWindowApp(t *testing.T, c *kafkatest.Cluster, final bool) *windowApp {
 		c: c, appID: c.Name("wcount"), input: c.Name("wcount-in"), output: c.Name("wcount-out"),
 		parts: 2, windowSize: 1000, recordsPerWin: 10, emitFinal: final,
 	}
+	a.base = time.Now().UnixMilli() / a.windowSize * a.windowSize
 	c.CreateTopic(a.input, a.parts, nil)
 	c.CreateTopic(a.output, a.parts, nil)
 	for i := range 6 {
@@ -53,6 +59,9 @@ func newWindowApp(t *testing.T, c *kafkatest.Cluster, final bool) *windowApp {
 	}
 	return a
 }
+
+// at returns the start of window number w, in Unix ms.
+func (a *windowApp) at(w int) int64 { return a.base + int64(w)*a.windowSize }
 
 func (a *windowApp) topology() *processor.Topology {
 	topo := processor.New(a.appID)
@@ -85,7 +94,7 @@ func (a *windowApp) produceWindows(t *testing.T, from, to int) {
 	step := a.windowSize / int64(a.recordsPerWin)
 	for w := from; w < to; w++ {
 		for i := range a.recordsPerWin {
-			ts := int64(w)*a.windowSize + int64(i)*step
+			ts := a.at(w) + int64(i)*step
 			for _, k := range a.keys {
 				recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
 			}
@@ -100,7 +109,7 @@ func (a *windowApp) close(t *testing.T, at int) {
 	t.Helper()
 	var recs []*kgo.Record
 	for _, k := range a.closers {
-		recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(int64(at) * a.windowSize)})
+		recs = append(recs, &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(a.at(at))})
 	}
 	a.produce(t, recs)
 }
@@ -177,7 +186,7 @@ func (a *windowApp) want(to int) []string {
 	var out []string
 	for w := range to {
 		for _, k := range a.keys {
-			out = append(out, fmt.Sprintf("%s [%d,%d]=%d", k, int64(w)*a.windowSize, int64(w+1)*a.windowSize, a.recordsPerWin))
+			out = append(out, fmt.Sprintf("%s [%d,%d]=%d", k, a.at(w), a.at(w+1), a.recordsPerWin))
 		}
 	}
 	return out
@@ -265,7 +274,7 @@ func TestWindowedUpdatesGetPastTheRecordCacheWhole(t *testing.T) {
 	want := map[string]int{}
 	for w := range 3 {
 		for n := 1; n <= a.recordsPerWin; n++ {
-			want[fmt.Sprintf("%s [%d,%d]=%d", a.keys[0], int64(w)*a.windowSize, int64(w+1)*a.windowSize, n)] = 1
+			want[fmt.Sprintf("%s [%d,%d]=%d", a.keys[0], a.at(w), a.at(w+1), n)] = 1
 		}
 	}
 	kafkatest.Eventually(t, time.Minute, "every update of every window", func() bool {
@@ -279,7 +288,7 @@ func TestWindowedUpdatesGetPastTheRecordCacheWhole(t *testing.T) {
 	})
 	// A record for the first window, closed by now: dropped, counted,
 	// dead-lettered.
-	a.produce(t, []*kgo.Record{{Key: []byte(a.keys[0]), Value: []byte("x"), Timestamp: time.UnixMilli(1)}})
+	a.produce(t, []*kgo.Record{{Key: []byte(a.keys[0]), Value: []byte("x"), Timestamp: time.UnixMilli(a.at(0) + 1)}})
 	kafkatest.Eventually(t, time.Minute, "the late record counted", func() bool {
 		return counterValue(t, in.reg, "rackstream_window_late_records_total") == 1
 	})
@@ -323,17 +332,17 @@ func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
 				read = rep.Fresh("counts").Windows
 			}
 			var err error
-			if ws, err = read([]byte(key), 1000, 2000); err != nil {
+			if ws, err = read([]byte(key), a.at(1), a.at(2)); err != nil {
 				t.Fatal(err)
 			}
 			return len(ws) == 2 && string(ws[1].Value) == strconv.Itoa(a.recordsPerWin)
 		})
 	}
-	if ws[0].Start != 1000 || ws[0].End != 2000 || ws[1].Start != 2000 || string(ws[0].Value) != strconv.Itoa(a.recordsPerWin) {
-		t.Fatalf("windows of %s in [1000, 2000]: %+v", key, ws)
+	if ws[0].Start != a.at(1) || ws[0].End != a.at(2) || ws[1].Start != a.at(2) || string(ws[0].Value) != strconv.Itoa(a.recordsPerWin) {
+		t.Fatalf("windows of %s in windows [1, 2]: %+v", key, ws)
 	}
 	rep, _ := in.rt.Replica(task)
-	all, err := rep.Store("counts").AllWindows(3000, 3000)
+	all, err := rep.Store("counts").AllWindows(a.at(3), a.at(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +353,7 @@ func TestReplicaReadsWindowsByKeyAndTimeRange(t *testing.T) {
 		}
 	}
 	if len(all) != onTask {
-		t.Fatalf("every key's windows starting at 3000 on task %d: %d, want %d", task, len(all), onTask)
+		t.Fatalf("every key's windows starting at window 3 on task %d: %d, want %d", task, len(all), onTask)
 	}
 	for i := 1; i < len(all); i++ {
 		if string(all[i-1].Key) >= string(all[i].Key) {
