@@ -137,7 +137,10 @@ func (r *replicator) catchUp(ctx context.Context, t *Task) error {
 			ck = 0
 		}
 		s.end.Store(hwm[s])
-		if ck >= target[s] {
+		// A changelog whose records up to the target were all deleted
+		// (retention, DeleteRecords) has nothing to restore: the consumer
+		// delivers no empty fetch, so waiting for the target would never end.
+		if ck >= target[s] || startOff[s] >= target[s] {
 			continue
 		}
 		w := make(chan error, 1)

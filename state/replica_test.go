@@ -371,21 +371,28 @@ func TestManyTasksRestoreAndTailThroughOneConsumer(t *testing.T) {
 	}
 }
 
+// deletableChangelogOfTenRecords opens task 0 of e active, over a changelog
+// of store s that DeleteRecords may cut, and commits ten records to it.
+// Kafka allows DeleteRecords only where "delete" is in the policy;
+// "compact,delete" is still a valid changelog (windowed stores use it).
+func deletableChangelogOfTenRecords(t *testing.T, e *env) (*Task, *kgo.Client) {
+	t.Helper()
+	e.c.CreateTopic(ChangelogTopic(e.app, "s"), 1, map[string]*string{"cleanup.policy": ptr("compact,delete")})
+	p := e.producer()
+	at := e.activeTask(e.open(t.TempDir()), 0, p)
+	for i := range 10 {
+		must(t, at.Store("s").Put([]byte("a"+strconv.Itoa(i)), []byte("v")))
+	}
+	e.commit(at, p)
+	return at, p
+}
+
 // TestStandbyFailsWhenItsChangelogIsDeletedUnderIt: records after a
 // standby's position are deleted (DeleteRecords): the standby fails loudly
 // instead of skipping them, and a reopened task wipes and restores.
 func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 	e := newEnv(t, 1, "s")
-	// Kafka allows DeleteRecords only where "delete" is in the policy;
-	// "compact,delete" is still a valid changelog (windowed stores use it).
-	e.c.CreateTopic(ChangelogTopic(e.app, "s"), 1, map[string]*string{"cleanup.policy": ptr("compact,delete")})
-	m := e.open(t.TempDir())
-	p := e.producer()
-	at := e.activeTask(m, 0, p)
-	for i := range 10 {
-		must(t, at.Store("s").Put([]byte("a"+strconv.Itoa(i)), []byte("v")))
-	}
-	e.commit(at, p)
+	at, p := deletableChangelogOfTenRecords(t, e)
 
 	dir := t.TempDir()
 	sm := e.open(dir)
@@ -422,6 +429,26 @@ func TestStandbyFailsWhenItsChangelogIsDeletedUnderIt(t *testing.T) {
 	if got := viewContent(t, st.Store("s").View()); !maps.Equal(got, want) {
 		t.Fatalf("after wipe and restore: %v, want %v", got, want)
 	}
+}
+
+// TestRestoreOfAChangelogWhoseRecordsWereAllDeletedEnds: every record of
+// a changelog was deleted (retention or DeleteRecords), so its log starts
+// at its end: a fresh store's restore finds nothing to read and ends at
+// once, empty, instead of waiting for a record that never comes.
+func TestRestoreOfAChangelogWhoseRecordsWereAllDeletedEnds(t *testing.T) {
+	e := newEnv(t, 1, "s")
+	at, _ := deletableChangelogOfTenRecords(t, e)
+	resp, err := e.c.Admin().DeleteRecords(e.ctx(), kadm.Offsets{at.Store("s").Changelog(): {0: {At: -1}}})
+	must(t, err)
+	must(t, resp.Error())
+
+	st, err := e.open(t.TempDir()).OpenTask(0, e.stores)
+	must(t, err)
+	must(t, st.Restore(e.ctx()))
+	if got := viewContent(t, st.Store("s").View()); len(got) != 0 {
+		t.Fatalf("restored %v from an emptied changelog, want nothing", got)
+	}
+	must(t, st.Close())
 }
 
 // TestChangelogMinInsyncReplicasIsReplicationFactorMinusOne: a changelog
