@@ -33,10 +33,28 @@
 // Scenario 7 has no such variant: the earlier build it upgrades from
 // predates exactly-once (its `run` refuses exactly_once_v2).
 //
+// Scenario 8 (windowed-eos) counts per tumbling window (3 s, 1 s of
+// grace) with final results only, under exactly_once_v2. The writer
+// stamps its records with the wall clock, some out of order within grace
+// and some late, so windows open and close throughout. It kills an
+// instance while windows are open, then another the moment its first
+// final result of a closing window reaches the output uncommitted (in the
+// long form then a zone too), and at the end closes every window with a
+// record per partition. The output, read committed, must hold each closed
+// window's final result exactly once, counting the key's records in it
+// that were not late, and nothing for a window still open or reached by
+// late records only (cluster.Tumbling computes what is due from the
+// input as written).
+//
 // Each scenario prints one line:
 //
 //	scenario=kill produced=9600 lost=0 duplicated=12 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
 //
+// Scenario 8's line counts final results in place of lost and duplicated
+// numbers: finals= (due), missing=, duplicated=, wrong= (count), early=
+// (before the window closed), past_grace=, late= (input records dropped)
+// and aborted_finals= (kills during final results that aborted the result
+// they caught uncommitted, of all such kills).
 // unavailable_max is the longest window in which some key could not be
 // read from an active; unavailable_max_lag the same for reads passing
 // max_lag (a standby may answer); recovered_in the time from the end of the
