@@ -37,10 +37,10 @@
 // grace) with final results only, under exactly_once_v2. The writer
 // stamps its records with the wall clock, some out of order within grace
 // and some late, so windows open and close throughout. It kills an
-// instance while windows are open, then another the moment its first
-// final result of a closing window reaches the output uncommitted (in the
-// long form then a zone too), and at the end closes every window with a
-// record per partition. The output, read committed, must hold each closed
+// instance the moment its first final result of a closing window reaches
+// the output uncommitted (the long form also kills one between two closes
+// before, and a zone likewise after), and at the end closes every window
+// with a record per partition. The output, read committed, must hold each closed
 // window's final result exactly once, counting the key's records in it
 // that were not late, and nothing for a window still open or reached by
 // late records only (cluster.Tumbling computes what is due from the
@@ -61,8 +61,8 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5 and scenario 1 under exactly-once, at a low rate, part of `make
-// test`) or "long" (every scenario, at a
+// and 5, scenario 1 under exactly-once and scenario 8, at a low rate, part
+// of `make test`) or "long" (every scenario, at a
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops

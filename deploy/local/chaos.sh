@@ -4,7 +4,7 @@
 # in its own directory and on its own ports, never the shared test broker),
 # one fault per scenario, every record accounted for. See chaos/doc.go.
 #
-#   deploy/local/chaos.sh short   scenarios 1, 3 and 5, and 1 under exactly-once, at a low rate (make test's suite, ~4-5 min)
+#   deploy/local/chaos.sh short   scenarios 1, 3 and 5, 1 under exactly-once, and 8, at a low rate (make test's suite, ~5-6 min)
 #   deploy/local/chaos.sh long    every scenario, 1-6 also under exactly-once, higher rate, longer faults (make chaos)
 #
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
