@@ -53,5 +53,8 @@
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops
-// and kills it. The harness is package harness/cluster.
+// and kills it. TestSoak (make soak) runs when RACKSTREAM_SOAK holds a
+// duration as well: a fault a minute for that long, checking that each
+// instance's memory, goroutines, open files and state directory stay flat.
+// The harness is package harness/cluster.
 package chaos
