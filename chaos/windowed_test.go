@@ -69,8 +69,8 @@ func stamp(keys int) func(i int) time.Time {
 // final result of every (key, window) that closed exactly once, none
 // missing, each counting the key's records in the window that were not
 // late, and nothing for a window no record reached in time or still
-// open. It takes 40 to 60 s in the short form (make test), ~85 s in the
-// long one.
+// open. It takes 30 to 60 s in the short form (make test) and 60 to 150 s
+// in the long one, as loaded as the machine is.
 func TestWindowedFinalsExactlyOnce(t *testing.T) {
 	needMode(t, false)
 	r := beginWith(t, "windowed", setup{eos: true, windowed: true})
