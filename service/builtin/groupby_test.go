@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/rackstream/rackstream/config"
 	"github.com/rackstream/rackstream/processor"
 )
@@ -86,4 +88,26 @@ func sameWords(a, b string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
+}
+
+// TestTheDocumentedGroupByCountRuns loads the group-by example of
+// docs/processors-and-tables.md and runs the built-in it describes.
+func TestTheDocumentedGroupByCountRuns(t *testing.T) {
+	b := documentedProcessor(t, "../../docs/processors-and-tables.md", "<!-- example: service/builtin's TestTheDocumentedGroupByCountRuns")
+	d, err := processor.NewTestDriver(b.Topology(), processor.TestDriverOptions{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []string{"FR", "DE", "FR"} {
+		v := `{"country": "` + c + `", "total": 12.5}`
+		if err := d.PipeRecord(&kgo.Record{Topic: "orders", Partition: -1, Key: []byte{byte('a' + i)}, Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fr, de := get(t, d, b.count, "FR"), get(t, d, b.count, "DE"); fr != 2 || de != 1 {
+		t.Errorf("counts FR=%d DE=%d, want 2 and 1", fr, de)
+	}
+	if got := b.RepartitionTopic(); got != "shop-count-repartition" {
+		t.Errorf("repartition topic %q", got)
+	}
 }
