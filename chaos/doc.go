@@ -17,6 +17,11 @@
 //     broker's abort-check interval, + 5 s: 25 s, since a predecessor's
 //     open transaction holds back what the new active may read until the
 //     broker aborts it, see activeBound);
+//   - no key read backwards: readers read the committed view, pass back
+//     the position of their last answer as min_position, and check that
+//     no answer is behind it and no key's value decreases (under
+//     at-least-once a decrease at a later position is a replay, counted
+//     apart; harness/cluster's AvailabilityProbe);
 //   - the placement is whole again (no task repeating a tag value, no
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
@@ -35,7 +40,7 @@
 //
 // Each scenario prints one line:
 //
-//	scenario=kill produced=9600 lost=0 duplicated=12 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
+//	scenario=kill produced=9600 lost=0 duplicated=12 backwards=0 replayed=0 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
 //
 // unavailable_max is the longest window in which some key could not be
 // read from an active; unavailable_max_lag the same for reads passing
@@ -48,5 +53,8 @@
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops
-// and kills it. The harness is package harness/cluster.
+// and kills it. TestSoak (make soak) runs when RACKSTREAM_SOAK holds a
+// duration as well: a fault a minute for that long, checking that each
+// instance's memory, goroutines, open files and state directory stay flat.
+// The harness is package harness/cluster.
 package chaos

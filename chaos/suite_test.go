@@ -194,6 +194,8 @@ func beginWith(t *testing.T, name string, s setup) *run {
 	probes := probeKeys(r.keys, p.partitions)
 	r.active = cluster.StartReader(r.g, r.store, probes, -1, p.readEvery)
 	r.lagged = cluster.StartReader(r.g, r.store, probes, maxLag, p.readEvery)
+	r.active.SetStrict(r.eos)
+	r.lagged.SetStrict(r.eos)
 	r.settle()
 	return r
 }
@@ -424,11 +426,20 @@ func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 		t.Errorf("key %s could not be read from an active for %v (%s to %s, the broker up), longer than %v",
 			w.Key, w.Len().Round(time.Millisecond), w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), activeBound)
 	}
+	backwards := append(act.Backwards, lag.Backwards...)
+	for i, b := range backwards {
+		if i == 5 {
+			t.Errorf("... %d answers read backwards in all", len(backwards))
+			break
+		}
+		t.Errorf("key %s read backwards at %s: value %d after %d, position %d (min_position %d), served by %s as %s",
+			b.Key, b.At.Format("15:04:05.000"), b.Value, b.Max, b.Position, b.MinPosition, b.ServedBy, b.Role)
+	}
 	for name, lines := range r.g.Panics() {
 		t.Errorf("%s panicked: %s", name, strings.Join(lines, " | "))
 	}
-	line := fmt.Sprintf("scenario=%s produced=%d lost=%d duplicated=%d unavailable_max=%.1fs unavailable_max_lag=%.1fs recovered_in=%.1fs",
-		r.name, produced, seqs.Lost, seqs.Duplicated, act.MaxUnavailable().Seconds(), lag.MaxUnavailable().Seconds(), r.recovered.Seconds())
+	line := fmt.Sprintf("scenario=%s produced=%d lost=%d duplicated=%d backwards=%d replayed=%d unavailable_max=%.1fs unavailable_max_lag=%.1fs recovered_in=%.1fs",
+		r.name, produced, seqs.Lost, seqs.Duplicated, len(backwards), act.Replayed+lag.Replayed, act.MaxUnavailable().Seconds(), lag.MaxUnavailable().Seconds(), r.recovered.Seconds())
 	t.Logf("readers: actives only %d reads, failed %v, longest %s; with max_lag=%d %d reads, failed %v, longest %s; %d records out of order in the output",
 		act.Reads, act.Causes, describe(act.Worst), maxLag, lag.Reads, lag.Causes, describe(lag.Worst), seqs.OutOfOrder)
 	t.Log(line)

@@ -33,6 +33,9 @@ type TestDriver struct {
 	// tasks' stream time and schedules.
 	wall  time.Time
 	times map[int32]*taskTime
+	// late counts, per task and windowed aggregation's store, the windows
+	// records came too late for (rackstream_window_late_records_total).
+	late map[int32]map[string]int64
 	// sent are the records sent through repartition topics and not yet
 	// handled (repartition.go).
 	sent []*kgo.Record
@@ -84,6 +87,7 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 		clock:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		wall:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		times:   make(map[int32]*taskTime),
+		late:    make(map[int32]map[string]int64),
 	}
 	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, DeadLetterTopic(t.appID), opts.Logger, d, d.WallClockTime)
 	for task := range opts.Partitions { // their wall-clock schedules start now
@@ -132,8 +136,16 @@ func (d *TestDriver) pipe(r *kgo.Record) error {
 		r.Timestamp = d.clock
 	}
 	d.proc.setTime(d.time(r.Partition))
-	_, err := d.proc.process(context.Background(), r)
-	return err
+	if _, err := d.proc.process(context.Background(), r); err != nil {
+		return err
+	}
+	for _, l := range d.proc.late {
+		if d.late[r.Partition] == nil {
+			d.late[r.Partition] = make(map[string]int64)
+		}
+		d.late[r.Partition][l.store.name] += int64(l.windows)
+	}
+	return nil
 }
 
 // time returns the time of task.
@@ -320,6 +332,15 @@ func (d *TestDriver) deadLetter(dl *kgo.Record) error {
 type WindowResult[K, A any] struct {
 	Windowed[K]
 	Value A
+	// Partition is the task whose store holds the window.
+	Partition int32
+}
+
+// LateRecords returns what rackstream_window_late_records_total counts for
+// a in the task of partition: the windows its records came too late for,
+// once per window a record missed (Kafka Streams' dropped-records-total).
+func LateRecords[K, V, A any](d *TestDriver, a *WindowedAggregation[K, V, A], partition int32) int64 {
+	return d.late[partition][a.spec.name]
 }
 
 // ReadWindows returns the windows a's store holds across tasks, as a query
@@ -341,7 +362,7 @@ func ReadWindows[K, V, A any](d *TestDriver, a *WindowedAggregation[K, V, A]) ([
 			if err != nil {
 				return nil, fmt.Errorf("store %s: decode window of key %q: %w", a.spec.name, w.key, err)
 			}
-			out = append(out, WindowResult[K, A]{Windowed: a.windowed(k, w.win), Value: v})
+			out = append(out, WindowResult[K, A]{Windowed: a.windowed(k, w.win), Value: v, Partition: task})
 		}
 	}
 	return out, nil
