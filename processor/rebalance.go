@@ -34,8 +34,9 @@ type member struct {
 	// commit would not cure.
 	fail func(error)
 
-	// mu guards the fields below; it is never held across a commit, a
-	// task's stop or any I/O.
+	// mu guards the fields from active to opening: what the lifecycle's
+	// decisions read (holding) and what they change. It is never held
+	// across a commit, a task's stop or any I/O.
 	mu          sync.Mutex
 	active      map[int32]*task
 	standby     map[int32]*state.Task // standby and warmup replicas
@@ -69,11 +70,13 @@ type member struct {
 
 	// reconciling counts the replica reconciles in progress; closeAll waits
 	// for them, so that no replica opens after the stores close.
-	// reconcileTurn makes them run one at a time (in any order: each open
-	// checks the latest assignment).
-	reconciling   sync.WaitGroup
+	reconciling sync.WaitGroup
+	// reconcileTurn is held by the replica reconcile in progress, so that
+	// reconciles run one at a time (in any order: each open checks the
+	// latest assignment). It guards no field.
 	reconcileTurn sync.Mutex
 	// openReplicaHook, when set (by tests), replaces openReplica's opening.
+	// Set before the member is used, then only read.
 	openReplicaHook func(id int32) (*state.Task, error)
 }
 
