@@ -386,3 +386,40 @@ func TestAMovedTaskAsksForItsCommitAfterItsFirstRecord(t *testing.T) {
 		t.Fatalf("asked %d times; want once", len(asked))
 	}
 }
+
+// TestATaskRevokedAndReassignedInOneGenerationIsPromotedFromItsStandby: a
+// revoke keeps the committed task as a standby, and an assignment in the
+// same generation that gives the task back promotes that standby, not a
+// fresh open. The count goes on from the revoke's commit, and the moved
+// task commits after its first record.
+func TestATaskRevokedAndReassignedInOneGenerationIsPromotedFromItsStandby(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(0, 1)
+	h.waitProcessed(h.feed(0, 0, "k", "a", "b"), 2)
+	h.m.revoke(h.ctx, []int32{0})
+	h.m.assign([]int32{0}, nil)
+	eventually(t, "task 0 running again", func() bool { tk := h.m.task(0); return tk != nil && tk.running.Load() })
+	h.mu.Lock()
+	promoted := slices.Clone(h.promoted)
+	h.mu.Unlock()
+	if !slices.Equal(promoted, []int32{0}) {
+		t.Fatalf("tasks started from a standby held here: %v; want [0]", promoted)
+	}
+	tk := h.m.task(0)
+	if !tk.moved {
+		t.Error("the reassigned task is not marked moved: its first commit would wait for the interval")
+	}
+	h.waitProcessed(h.feed(0, 2, "k", "c"), 3)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.count(0, "k"); n != 3 {
+		t.Errorf("committed count %d after the task came back, want 3", n)
+	}
+	h.m.mu.Lock()
+	n := len(h.m.standby)
+	h.m.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d standbys held after the task came back; want 0", n)
+	}
+}
