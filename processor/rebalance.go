@@ -245,6 +245,7 @@ func (m *member) shareCache() {
 func (m *member) revoke(ctx context.Context, ids []int32) {
 	m.mu.Lock()
 	m.revokeStart = time.Now()
+	began := m.revokeStart
 	p := planRevoke(m.holding(), ids)
 	broken := m.broken
 	tasks := m.take(p.stop, p.forget)
@@ -258,6 +259,7 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 	m.commits.abort(false)
 	m.phase(fmt.Sprintf("the revoke of tasks %v: their in-flight records", ids))
 	tasks = stopAll(tasks, m.env.opts.ShutdownTimeout)
+	stopped := time.Now()
 	if !p.commit {
 		m.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids, "err", broken)
 		dropAll(tasks)
@@ -266,8 +268,12 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 	cctx, cancel := context.WithTimeout(ctx, m.env.opts.ShutdownTimeout)
 	err := m.commits.commit(cctx, tasks)
 	cancel()
+	// The in-flight records' time and the commit's, which includes its
+	// wait for a commit in progress: a slow revoke's line says which one
+	// held up the hand-off.
+	took := []any{"stop", stopped.Sub(began).Round(time.Millisecond), "commit", time.Since(stopped).Round(time.Millisecond)}
 	if err != nil {
-		m.log.Error("commit on revoke failed; dropping the revoked tasks", "tasks", ids, "err", err)
+		m.log.Error("commit on revoke failed; dropping the revoked tasks", append([]any{"tasks", ids, "err", err}, took...)...)
 		dropAll(tasks)
 		if p.endsSession(err) {
 			m.fail(fmt.Errorf("commit on revoke: %w", err))
@@ -288,7 +294,7 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 		m.standby[t.id] = t.st
 		m.mu.Unlock()
 	}
-	m.log.Info("revoked", "tasks", ids, "closing", !p.keep)
+	m.log.Info("revoked", append([]any{"tasks", ids, "closing", !p.keep}, took...)...)
 }
 
 // lose drops the lost tasks without committing: another member may own
