@@ -456,7 +456,7 @@ func TestARevokeLogsItsStopAndItsCommitApart(t *testing.T) {
 // logRecords is a slog.Handler keeping every record, for tests that check
 // a log line's fields.
 type logRecords struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // guards recs
 	recs []slog.Record
 }
 
