@@ -42,6 +42,7 @@ type Config struct {
 	CommitInterval             time.Duration    // commit.interval.ms
 	ProcessingGuarantee        Guarantee        // processing.guarantee
 	ReplicationFactor          int              // replication.factor
+	ChangelogLeaderAlignment   bool             // changelog.leader.alignment
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
 	MaxTaskIdle                time.Duration    // max.task.idle.ms

@@ -38,6 +38,7 @@ func DefaultOptions() Options {
 		Guarantee:         AtLeastOnce,
 		ErrorPolicy:       PolicyDeadLetter,
 		ReplicationFactor: -1,
+		ChangelogLeaders:  ChangelogLeadersAligned,
 		SessionTimeout:    10 * time.Second,
 		ShutdownTimeout:   30 * time.Second,
 		retry:             DefaultRetry(),
@@ -112,6 +113,7 @@ func (o *Options) resolve(appID string) error {
 	o.CommitInterval = orZero(o.CommitInterval, d.CommitInterval)
 	o.ErrorPolicy = orDefault(o.ErrorPolicy, d.ErrorPolicy)
 	o.ReplicationFactor = orDefault(o.ReplicationFactor, d.ReplicationFactor)
+	o.ChangelogLeaders = orDefault(o.ChangelogLeaders, d.ChangelogLeaders)
 	o.SessionTimeout = orDefault(o.SessionTimeout, d.SessionTimeout)
 	o.ShutdownTimeout = orZero(o.ShutdownTimeout, d.ShutdownTimeout)
 	o.retry = orDefault(o.retry, d.retry)
@@ -173,6 +175,9 @@ func (o *Options) check(appID string) error {
 	}
 	if o.ReplicationFactor == 0 || o.ReplicationFactor < -1 {
 		bad("ReplicationFactor (replication.factor) %d: must be -1 (the broker's default) or at least 1", o.ReplicationFactor)
+	}
+	if o.ChangelogLeaders != ChangelogLeadersAligned && o.ChangelogLeaders != ChangelogLeadersBroker {
+		bad("ChangelogLeaders (changelog.leader.alignment) %q: must be %s or %s", o.ChangelogLeaders, ChangelogLeadersAligned, ChangelogLeadersBroker)
 	}
 	if o.SessionTimeout <= 0 {
 		bad("SessionTimeout (session.timeout.ms) %v: must be positive", o.SessionTimeout)
