@@ -364,3 +364,55 @@ func TestRacksAreReadOnlyOnceTheClientIsBuilt(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// TestOutputProduceCountsInTheCost: partition i of every output topic is
+// task i's output flow, weighed by the output rate its active reports, so
+// the plan counts what an active produces to an output leader in another
+// zone, and min_traffic keeps each active with its input all the same.
+func TestOutputProduceCountsInTheCost(t *testing.T) {
+	s := DefaultSettings()
+	s.InputTopics, s.ChangelogTopics, s.OutputTopics = []string{"in"}, []string{"cl"}, []string{"out"}
+	s.Placement.ClientRackTag = "zone"
+	snap := rackedRacks(3, "in", "cl")
+	snap["out"] = make(map[int32]PartitionRack)
+	for p := range 3 {
+		z := fmt.Sprintf("z%d", (p+1)%3) // every output leader one zone over
+		snap["out"][int32(p)] = PartitionRack{Replicas: []string{z}, Leader: z}
+	}
+	var subs []*Subscription
+	var clients []assignor.Client
+	for i := range 3 {
+		z := fmt.Sprintf("z%d", i)
+		subs = append(subs, &Subscription{ProcessID: processName(i), Tags: tags.MustSet("zone", z),
+			Rates: []TaskRate{{Task: int32(i), Input: 1000, Changelog: 100, Output: 400}}})
+		clients = append(clients, assignor.Client{ID: processName(i), Tags: map[string]string{"zone": z}, Capacity: 1})
+	}
+	ra, off := rackAwareness(&s, snap, subs, 3)
+	if ra == nil || len(off) != 0 {
+		t.Fatalf("rack input %+v, off %v; want every task known", ra, off)
+	}
+	for _, tr := range ra.Tasks {
+		want := assignor.PartitionRacks{Topic: "out", Partition: int32(tr.Task), Role: assignor.RoleOutput,
+			Replicas: []string{fmt.Sprintf("z%d", (tr.Task+1)%3)}, Leader: fmt.Sprintf("z%d", (tr.Task+1)%3)}
+		if len(tr.Partitions) != 3 || !reflect.DeepEqual(tr.Partitions[2], want) {
+			t.Errorf("task %d's partitions %+v; want input, changelog and %+v", tr.Task, tr.Partitions, want)
+		}
+		if tr.Rates == nil || tr.Rates.Output != 400 {
+			t.Errorf("task %d's rates %+v; want output 400", tr.Task, tr.Rates)
+		}
+	}
+	in := assignor.Input{Settings: s.Placement, Tasks: 3, Clients: clients, RackAwareness: ra}
+	in.NumStandbyReplicas, in.RackAwareAssignmentTags = 0, nil
+	plan, err := assignor.Assign(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range plan.Tasks {
+		if want := processName(tp.Task); tp.Active != want {
+			t.Errorf("task %d active on %s, want %s, with its input", tp.Task, tp.Active, want)
+		}
+	}
+	if cz := plan.CrossZone; cz == nil || cz.Fetch != 0 || cz.Produce != 3*400 {
+		t.Errorf("cross-zone %+v; want no fetch and each task's 400 output bytes produced across", cz)
+	}
+}
