@@ -296,7 +296,8 @@ func TestRollingUpgradeFromVersion4ToVersion5(t *testing.T) { rollingUpgrade(t, 
 // TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5: while a version-4
 // member is in the group the placement carries no cross-zone traffic and
 // the group goes on; once it is replaced, every member holds the leader's
-// figures, weighted by the rates the actives report.
+// figures, weighted by the rates the actives report, and the partition
+// racks they come from.
 func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
 	o := newOffsets()
 	s := newSim(t, 6)
@@ -336,6 +337,13 @@ func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
 			t.Fatalf("%s sees other figures: %+v vs %+v", m.id, cz, ref)
 		}
 		ref = cz
+	}
+	// The figures carry the rack awareness the leader planned with, for
+	// the what-ifs of every member's /v1/metadata.
+	ra := ref.RackAwareness
+	if ra == nil || ra.RackAwareStrategy != assignor.StrategyMinTraffic || len(ra.Tasks) != 6 ||
+		len(ra.Tasks[5].Partitions) != 2 || ra.Tasks[5].Partitions[0].Leader != "z2" {
+		t.Fatalf("rack awareness in the placement %+v; want the leader's, task 5 read in z2", ra)
 	}
 }
 
