@@ -43,6 +43,7 @@ type Config struct {
 	ProcessingGuarantee        Guarantee        // processing.guarantee
 	ReplicationFactor          int              // replication.factor
 	RepartitionPurgeInterval   time.Duration    // repartition.purge.interval.ms
+	ChangelogLeaderAlignment   bool             // changelog.leader.alignment
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
 	MaxTaskIdle                time.Duration    // max.task.idle.ms

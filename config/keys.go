@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rackstream/rackstream/internal/textsafe"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 	"github.com/rackstream/rackstream/window"
 )
@@ -72,6 +73,9 @@ var keys = []*keyDef{
 	{name: "bootstrap.servers", required: true, check: checkServers,
 		doc:   "Comma-separated `host:port` list of Kafka brokers to bootstrap from.",
 		field: func(c *Config) any { return &c.BootstrapServers }},
+	{name: "changelog.leader.alignment", def: strconv.FormatBool(procDefaults.ChangelogLeaders == processor.ChangelogLeadersAligned), enum: []string{"false", "true"}, fold: true,
+		doc:   "`true`: a changelog topic Rackstream creates gets an explicit replica assignment whose partition i has its preferred leader in the rack of the leader of the first input topic's partition i and its other replicas in other racks, so that an active placed with its input produces its changelog within its zone. Falls back to the broker's placement where a broker has no `broker.rack` or the cluster refuses explicit assignments. Never changes an existing topic. `false`: the broker places the replicas. See docs/placement.md.",
+		field: func(c *Config) any { return &c.ChangelogLeaderAlignment }},
 	{name: "client.rack.tag", def: "zone",
 		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
 		field: func(c *Config) any { return &c.Placement.ClientRackTag }},

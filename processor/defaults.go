@@ -38,6 +38,7 @@ func DefaultOptions() Options {
 		Guarantee:         AtLeastOnce,
 		ErrorPolicy:       PolicyDeadLetter,
 		ReplicationFactor: -1,
+		ChangelogLeaders:  ChangelogLeadersAligned,
 		SessionTimeout:    10 * time.Second,
 		ShutdownTimeout:   30 * time.Second,
 		retry:             DefaultRetry(),
@@ -115,6 +116,7 @@ func (o *Options) resolve(appID string) error {
 	o.ErrorPolicy = orDefault(o.ErrorPolicy, d.ErrorPolicy)
 	o.ReplicationFactor = orDefault(o.ReplicationFactor, d.ReplicationFactor)
 	o.RepartitionPurgeInterval = orZero(o.RepartitionPurgeInterval, d.RepartitionPurgeInterval)
+	o.ChangelogLeaders = orDefault(o.ChangelogLeaders, d.ChangelogLeaders)
 	o.SessionTimeout = orDefault(o.SessionTimeout, d.SessionTimeout)
 	o.ShutdownTimeout = orZero(o.ShutdownTimeout, d.ShutdownTimeout)
 	o.retry = orDefault(o.retry, d.retry)
@@ -179,6 +181,9 @@ func (o *Options) check(appID string) error {
 	}
 	if o.RepartitionPurgeInterval < 0 {
 		bad("RepartitionPurgeInterval (repartition.purge.interval.ms) %v: must be at least 0, or Zero to purge after every commit", o.RepartitionPurgeInterval)
+	}
+	if o.ChangelogLeaders != ChangelogLeadersAligned && o.ChangelogLeaders != ChangelogLeadersBroker {
+		bad("ChangelogLeaders (changelog.leader.alignment) %q: must be %s or %s", o.ChangelogLeaders, ChangelogLeadersAligned, ChangelogLeadersBroker)
 	}
 	if o.SessionTimeout <= 0 {
 		bad("SessionTimeout (session.timeout.ms) %v: must be positive", o.SessionTimeout)

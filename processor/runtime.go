@@ -252,6 +252,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
 	so.ClientOpts = r.clientOpts() // the process id is not known yet
 	so.Logger, so.Registerer = r.opts.Logger, r.opts.Registerer
+	if ins := r.topo.InputTopics(); r.opts.ChangelogLeaders == ChangelogLeadersAligned && len(ins) > 0 {
+		so.ChangelogLeadersWith = ins[0]
+	}
 	mgr, err := state.Open(so)
 	if err != nil {
 		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
