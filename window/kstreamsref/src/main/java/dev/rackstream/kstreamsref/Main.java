@@ -78,7 +78,9 @@ public final class Main {
                 result.put("name", scenario.path("name").asText());
                 final Path stateDir = Files.createTempDirectory(stateRoot, "s");
                 try {
-                    result.set("partitions", run(Scenario.parse(scenario), stateDir));
+                    result.set("partitions", scenario.has("join")
+                        ? Join.run(Join.Scenario.parse(scenario), stateDir)
+                        : run(Scenario.parse(scenario), stateDir));
                 } finally {
                     deleteTree(stateDir.toFile());
                 }
