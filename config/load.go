@@ -334,9 +334,7 @@ func (c *Config) crossCheck() Errors {
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
-	if c.Processor.Type == ProcessorJoin {
-		c.checkJoin(fail)
-	}
+	c.checkJoin(fail)
 	c.checkWindow(fail)
 	if c.ExactlyOnce() && c.CommitInterval >= transactionTimeout {
 		fail("commit.interval.ms", "commit.interval.ms=%s under processing.guarantee=exactly_once_v2 must be below the transaction timeout (%s ms): each commit interval is one transaction, which the broker would abort first",
