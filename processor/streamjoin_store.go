@@ -3,7 +3,7 @@ package processor
 // A stream-stream join's store and one record's run of the join.
 //
 // The join keeps everything in one store of the task, laid out with
-// package window's join key encodings under five prefixes:
+// package window's join key encodings under six prefixes:
 //
 //   - 'l' and 'r' + window.JoinRecordKey(key, ts, seq) hold each side's
 //     records, the value as the side's codec encodes it. seq is the
@@ -16,8 +16,10 @@ package processor
 //     in the order they are emitted.
 //   - 'm' holds the join's progress (window.JoinState): its stream time,
 //     each side's store time, and the hint that gates the scan of pending
-//     records. It is written with the records it describes, so it travels
-//     with them to a new owner of the task.
+//     records; then the number of marks. It is written with the records it
+//     describes, so it travels with them to a new owner of the task.
+//   - 'e' + topic + offset marks the unmatched records an input record
+//     emitted alone, until its offset is committed (streamjoin_replay.go).
 //
 // Expiry deletes a side's records whose segment expired when the side's
 // store time moves into a new segment, one staged delete per record and
@@ -114,30 +116,48 @@ func (j *StreamJoin[K, L, R]) handle(ctx *Context, side window.Side, key K, valu
 	if err != nil {
 		return fmt.Errorf("stream join %s: encode key: %w", j.spec.name, err)
 	}
-	state := window.NewJoinState()
+	before := joinMeta{state: window.NewJoinState()}
 	if b, found, err := ctx.get(j.topo, j.spec, joinStateKey); err != nil {
 		return err
 	} else if found {
-		if state, err = window.DecodeJoinState(b); err != nil {
+		if before, err = decodeJoinMeta(b); err != nil {
 			return fmt.Errorf("store %s: %w", j.spec.name, err)
 		}
 	}
-	res, err := j.core.Process(state, joinReader{ctx, j.spec}, window.Buffered[[]byte]{Side: side, Key: kb, Timestamp: ts, Seq: ctx.Offset(), Value: value})
+	meta := before
+	if err := j.replayed(ctx, &meta); err != nil {
+		return err
+	}
+	res, err := j.core.Process(meta.state, joinReader{ctx, j.spec}, window.Buffered[[]byte]{Side: side, Key: kb, Timestamp: ts, Seq: ctx.Offset(), Value: value})
 	if err != nil {
 		return fmt.Errorf("stream join %s: %w", j.spec.name, err)
 	}
+	run := joinRun[K, L, R]{emit: emit}
 	for _, op := range res.Ops {
-		if err := j.apply(ctx, op, emit); err != nil {
+		if err := j.apply(ctx, op, &run); err != nil {
 			return err
 		}
 	}
-	if err := j.expire(ctx, side, state.StoreTime[side], res.State.StoreTime[side]); err != nil {
+	if err := j.expire(ctx, side, meta.state.StoreTime[side], res.State.StoreTime[side]); err != nil {
 		return err
 	}
-	if res.State != state {
-		return ctx.stage(j.topo, write{store: j.spec, key: joinStateKey, value: window.EncodeJoinState(res.State)})
+	meta.state = res.State
+	if err := j.mark(ctx, &meta, run.emitted); err != nil {
+		return err
+	}
+	if meta != before {
+		return ctx.stage(j.topo, write{store: j.spec, key: joinStateKey, value: meta.encode()})
 	}
 	return nil
+}
+
+// joinRun is what applying one record's operations collects: the
+// unmatched records emitted alone (by their time-first prefix) and, of
+// those, the pending entries deleted, for the record's mark.
+type joinRun[K, L, R any] struct {
+	emit    JoinEmit[K, L, R]
+	lone    map[string]bool
+	emitted []byte
 }
 
 func (j *StreamJoin[K, L, R]) put(ctx *Context, key, value []byte) error {
@@ -149,7 +169,7 @@ func (j *StreamJoin[K, L, R]) del(ctx *Context, key []byte) error {
 }
 
 // apply stages one of package window's operations.
-func (j *StreamJoin[K, L, R]) apply(ctx *Context, op window.JoinOp[[]byte], emit JoinEmit[K, L, R]) error {
+func (j *StreamJoin[K, L, R]) apply(ctx *Context, op window.JoinOp[[]byte], run *joinRun[K, L, R]) error {
 	r := op.Record
 	switch op.Kind {
 	case window.JoinStore:
@@ -160,10 +180,15 @@ func (j *StreamJoin[K, L, R]) apply(ctx *Context, op window.JoinOp[[]byte], emit
 	case window.JoinPend:
 		return j.put(ctx, prefixed(prefixJoinPending, window.JoinTimeKey(r.Timestamp, r.Side, r.Key, r.Seq)), r.Value)
 	case window.JoinUnpend:
-		p := prefixed(prefixJoinPending, window.JoinTimePrefix(r.Timestamp, r.Side, r.Key))
+		prefix := window.JoinTimePrefix(r.Timestamp, r.Side, r.Key)
+		p := prefixed(prefixJoinPending, prefix)
+		lone := run.lone[string(prefix)]
 		var keys [][]byte
-		if err := ctx.scan(j.spec, p, window.PrefixEnd(p), func(k, _ []byte) bool {
+		if err := ctx.scan(j.spec, p, window.PrefixEnd(p), func(k, v []byte) bool {
 			keys = append(keys, append([]byte(nil), k...))
+			if lone {
+				run.emitted = appendJoinMarkEntry(run.emitted, k[1:], v)
+			}
 			return true
 		}); err != nil {
 			return fmt.Errorf("stream join %s: read pending records: %w", j.spec.name, err)
@@ -175,10 +200,20 @@ func (j *StreamJoin[K, L, R]) apply(ctx *Context, op window.JoinOp[[]byte], emit
 		}
 		return nil
 	case window.JoinEmit:
-		if emit == nil {
+		if !op.HasLeft || !op.HasRight {
+			side := window.Left
+			if op.HasRight {
+				side = window.Right
+			}
+			if run.lone == nil {
+				run.lone = map[string]bool{}
+			}
+			run.lone[string(window.JoinTimePrefix(op.Timestamp, side, op.Key))] = true
+		}
+		if run.emit == nil {
 			return nil
 		}
-		return j.emit(ctx, op, emit)
+		return j.emit(ctx, op, run.emit)
 	}
 	return fmt.Errorf("stream join %s: unknown operation %d", j.spec.name, op.Kind)
 }
