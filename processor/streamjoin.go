@@ -103,7 +103,8 @@ func NewJoinedOutput[K, L, R any](t *Topology, topic string, key codec.Codec[K])
 
 // JoinEmit receives a join result of key, stamped at: the later of the two
 // records' timestamps for a pair, the record's own for an unmatched one.
-// What it emits carries that timestamp.
+// What it emits to a stream output (AsStream) carries that timestamp; an
+// output the record cache merges is stamped when the cache flushes.
 type JoinEmit[K, L, R any] func(ctx *Context, key K, joined Joined[L, R], at time.Time) error
 
 // Left returns the handler of the left stream's input, emitting each
