@@ -122,29 +122,31 @@ func (j *StreamJoin[K, L, R]) Right(out *Output[K, Joined[L, R]]) Handler[K, R] 
 // LeftFunc is Left calling emit for each result.
 func (j *StreamJoin[K, L, R]) LeftFunc(emit JoinEmit[K, L, R]) Handler[K, L] {
 	return func(ctx *Context, key K, value L) error {
-		if ctx.rec == nil || ctx.Tombstone() {
-			return j.handle(ctx, window.Left, key, nil, emit)
-		}
-		vb, err := j.left.Encode(value)
-		if err != nil {
-			return fmt.Errorf("stream join %s: encode left value: %w", j.spec.name, err)
-		}
-		return j.handle(ctx, window.Left, key, vb, emit)
+		return handleSide(j, ctx, window.Left, key, value, j.left, emit)
 	}
 }
 
 // RightFunc is Right calling emit for each result.
 func (j *StreamJoin[K, L, R]) RightFunc(emit JoinEmit[K, L, R]) Handler[K, R] {
 	return func(ctx *Context, key K, value R) error {
-		if ctx.rec == nil || ctx.Tombstone() {
-			return j.handle(ctx, window.Right, key, nil, emit)
-		}
-		vb, err := j.right.Encode(value)
-		if err != nil {
-			return fmt.Errorf("stream join %s: encode right value: %w", j.spec.name, err)
-		}
-		return j.handle(ctx, window.Right, key, vb, emit)
+		return handleSide(j, ctx, window.Right, key, value, j.right, emit)
 	}
+}
+
+// handleSide encodes a record's value with its side's codec (a tombstone
+// has none) and runs it through the join.
+func handleSide[K, L, R, V any](j *StreamJoin[K, L, R], ctx *Context, side window.Side, key K, value V, c codec.Codec[V], emit JoinEmit[K, L, R]) error {
+	if ctx.rec == nil || ctx.Tombstone() {
+		return j.handle(ctx, side, key, nil, emit)
+	}
+	vb, err := c.Encode(value)
+	if err != nil {
+		return fmt.Errorf("stream join %s: encode %s value: %w", j.spec.name, side, err)
+	}
+	if vb == nil {
+		vb = []byte{} // nil is a tombstone's
+	}
+	return j.handle(ctx, side, key, vb, emit)
 }
 
 func emitTo[K, L, R any](out *Output[K, Joined[L, R]]) JoinEmit[K, L, R] {
