@@ -59,3 +59,36 @@ func TestStreamJoinReplayedRecordEmitsItsUnmatchedRecordsAgain(t *testing.T) {
 		t.Fatalf("marks %d (%v) after the commit, want 0", meta.marks, err)
 	}
 }
+
+// A record too late for its own side's store (its segment expired) is
+// still joined, and counted late for the join's store as Kafka Streams
+// counts it in dropped-records-total, without being dropped.
+func TestStreamJoinCountsARecordTooLateForItsStore(t *testing.T) {
+	topo := New("joins")
+	j := NewStreamJoin(topo, "j", window.InnerJoin, window.JoinTimeDifference(1000), codec.String(), codec.String(), codec.String())
+	out := NewJoinedOutput[string, string, string](topo, "joined", codec.String())
+	NewInput(topo, "clicks", codec.String(), codec.String(), j.Left(out))
+	NewInput(topo, "views", codec.String(), codec.String(), j.Right(out))
+	d, err := NewTestDriver(topo, TestDriverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func(topic string, ts int64) {
+		r := &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte(topic), Timestamp: time.UnixMilli(ts)}
+		if err := d.PipeRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe("views", 10_000)
+	pipe("clicks", 500_000) // the clicks' store is at 500 s: segments of a minute before 440 s are gone
+	if len(d.proc.late) != 0 {
+		t.Fatalf("late %+v for a record in time", d.proc.late)
+	}
+	pipe("clicks", 10_500) // meets the view, but its own segment has expired
+	if got := len(d.Emitted("joined")); got != 1 {
+		t.Fatalf("%d results, want the late click's pair", got)
+	}
+	if len(d.proc.late) != 1 || d.proc.late[0].store != j.spec || d.proc.late[0].dropped {
+		t.Fatalf("late %+v, want one mark of the join's store, not dropped", d.proc.late)
+	}
+}

@@ -132,6 +132,11 @@ func (j *StreamJoin[K, L, R]) handle(ctx *Context, side window.Side, key K, valu
 	if err != nil {
 		return fmt.Errorf("stream join %s: %w", j.spec.name, err)
 	}
+	if res.Expired {
+		// Joined, but too late for its own side's store: counted as Kafka
+		// Streams counts it, not dropped.
+		ctx.late = append(ctx.late, lateMark{store: j.spec, windows: 1})
+	}
 	run := joinRun[K, L, R]{emit: emit}
 	for _, op := range res.Ops {
 		if err := j.apply(ctx, op, &run); err != nil {
