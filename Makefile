@@ -8,7 +8,7 @@ PKGS ?= ./...
 
 export GO GOTEST_TIMEOUT PKGS
 
-.PHONY: all build vet test test-kfake test-kafka cover-runtime bench bench-go chaos kafka-start kafka-stop kafka-status release
+.PHONY: all build vet test test-kfake test-kafka cover-runtime bench bench-go chaos soak kafka-start kafka-stop kafka-status release
 all: build
 
 build:
@@ -41,6 +41,9 @@ cover-runtime:
 # its own; make test runs the short form. One line per scenario.
 chaos:
 	./deploy/local/chaos.sh long
+
+soak:
+	./deploy/local/chaos.sh soak $(or $(SOAK),30m)
 
 # bench/driver: every benchmark and peer in its own process, on kfake and on
 # the real broker when `make kafka-start` left one running; writes

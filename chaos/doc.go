@@ -17,6 +17,11 @@
 //     broker's abort-check interval, + 5 s: 25 s, since a predecessor's
 //     open transaction holds back what the new active may read until the
 //     broker aborts it, see activeBound);
+//   - no key read backwards: readers read the committed view, pass back
+//     the position of their last answer as min_position, and check that
+//     no answer is behind it and no key's value decreases (under
+//     at-least-once a decrease at a later position is a replay, counted
+//     apart; harness/cluster's AvailabilityProbe);
 //   - the placement is whole again (no task repeating a tag value, no
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
@@ -33,9 +38,29 @@
 // Scenario 7 has no such variant: the earlier build it upgrades from
 // predates exactly-once (its `run` refuses exactly_once_v2).
 //
+// Scenario 8 (windowed-eos) counts per tumbling window (3 s, 1 s of
+// grace) with final results only, under exactly_once_v2. The writer
+// stamps its records with the wall clock, some out of order within grace
+// and some late, so windows open and close throughout. It kills an
+// instance the moment its first final result of a closing window reaches
+// the output uncommitted (the long form also kills one between two closes
+// before, and a zone likewise after), and at the end closes every window
+// with a record per partition. The output, read committed, must hold each
+// closed window's final result exactly once, counting the key's records
+// in it that were not late, and nothing for a window still open or
+// reached by late records only (cluster.Tumbling computes what is due
+// from the input as written). Its readers read windows, which have no
+// single value to order: they check positions only.
+//
 // Each scenario prints one line:
 //
-//	scenario=kill produced=9600 lost=0 duplicated=12 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
+//	scenario=kill produced=9600 lost=0 duplicated=12 backwards=0 replayed=0 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
+//
+// Scenario 8's line counts final results in place of lost and duplicated
+// numbers: finals= (due), missing=, duplicated=, wrong= (count), early=
+// (before the window closed), past_grace=, late= (input records dropped)
+// and aborted_finals= (kills during final results that aborted the result
+// they caught uncommitted, of all such kills).
 //
 // unavailable_max is the longest window in which some key could not be
 // read from an active; unavailable_max_lag the same for reads passing
@@ -43,10 +68,13 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5 and scenario 1 under exactly-once, at a low rate, part of `make
-// test`) or "long" (every scenario, at a
+// and 5, scenario 1 under exactly-once and scenario 8, at a low rate, part
+// of `make test`) or "long" (every scenario, at a
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops
-// and kills it. The harness is package harness/cluster.
+// and kills it. TestSoak (make soak) runs when RACKSTREAM_SOAK holds a
+// duration as well: a fault a minute for that long, checking that each
+// instance's memory, goroutines, open files and state directory stay flat.
+// The harness is package harness/cluster.
 package chaos

@@ -50,6 +50,8 @@ func DefaultOptions() Options {
 		topologyCheckInterval: 30 * time.Second,
 		maxPollRecords:        10000,
 		taskQueue:             20000,
+		// Kafka Streams' default.
+		RepartitionPurgeInterval: 30 * time.Second,
 	}
 }
 
@@ -112,6 +114,7 @@ func (o *Options) resolve(appID string) error {
 	o.CommitInterval = orZero(o.CommitInterval, d.CommitInterval)
 	o.ErrorPolicy = orDefault(o.ErrorPolicy, d.ErrorPolicy)
 	o.ReplicationFactor = orDefault(o.ReplicationFactor, d.ReplicationFactor)
+	o.RepartitionPurgeInterval = orZero(o.RepartitionPurgeInterval, d.RepartitionPurgeInterval)
 	o.SessionTimeout = orDefault(o.SessionTimeout, d.SessionTimeout)
 	o.ShutdownTimeout = orZero(o.ShutdownTimeout, d.ShutdownTimeout)
 	o.retry = orDefault(o.retry, d.retry)
@@ -173,6 +176,9 @@ func (o *Options) check(appID string) error {
 	}
 	if o.ReplicationFactor == 0 || o.ReplicationFactor < -1 {
 		bad("ReplicationFactor (replication.factor) %d: must be -1 (the broker's default) or at least 1", o.ReplicationFactor)
+	}
+	if o.RepartitionPurgeInterval < 0 {
+		bad("RepartitionPurgeInterval (repartition.purge.interval.ms) %v: must be at least 0, or Zero to purge after every commit", o.RepartitionPurgeInterval)
 	}
 	if o.SessionTimeout <= 0 {
 		bad("SessionTimeout (session.timeout.ms) %v: must be positive", o.SessionTimeout)

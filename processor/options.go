@@ -119,10 +119,15 @@ type Options struct {
 	// (DeadLetterTopic(application id), <application.id>-dlq). It is
 	// created, with the inputs' partition count, if missing.
 	DLQTopic string
-	// ReplicationFactor of the changelog and dead-letter topics the runtime
-	// creates (replication.factor): -1, the default, for the broker's
-	// default, else at least 1.
+	// ReplicationFactor of the changelog, repartition and dead-letter
+	// topics the runtime creates (replication.factor): -1, the default, for
+	// the broker's default, else at least 1.
 	ReplicationFactor int16
+	// RepartitionPurgeInterval is repartition.purge.interval.ms: how often
+	// the owner of a task deletes, after a commit, the records of its
+	// repartition partitions below the committed offset. Zero purges after
+	// every commit.
+	RepartitionPurgeInterval time.Duration
 
 	// SessionTimeout is session.timeout.ms.
 	SessionTimeout time.Duration

@@ -75,6 +75,9 @@ type session struct {
 	// restarts paces the restarts of tasks stopped by an error
 	// (restart.go).
 	restarts taskRestarts
+	// purge deletes what the tasks handled of their repartition topics
+	// (repartition_purge.go); nil without any.
+	purge *repartitionPurger
 }
 
 // startError is a failure to build the session's client or balancer: bad
@@ -171,6 +174,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	}
 	s.cl = cl
 	close(s.clSet)
+	s.purge = newRepartitionPurger(r.topo.RepartitionTopics(), kadm.NewClient(cl), r.opts.RepartitionPurgeInterval, r.log)
 	if eos {
 		if err := s.startTransactions(ctx); err != nil {
 			cl.Close()
@@ -221,6 +225,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	r.setPhase("the commit loop and the topology watcher to return")
 	<-commitDone
 	<-watchDone
+	s.purge.wait()
 	s.m.closeAll()
 	s.updateTaskGauges()
 	// Tasks abandoned stuck producing return now that the session's
@@ -369,6 +374,7 @@ func (s *session) commitLoop() {
 		if !s.commitNow(s.toCommit(asked), false) {
 			return
 		}
+		s.purge.afterCommit(s.ctx, s.m.live())
 	}
 }
 

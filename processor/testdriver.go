@@ -33,6 +33,12 @@ type TestDriver struct {
 	// tasks' stream time and schedules.
 	wall  time.Time
 	times map[int32]*taskTime
+	// late counts, per task and windowed aggregation's store, the windows
+	// records came too late for (rackstream_window_late_records_total).
+	late map[int32]map[string]int64
+	// sent are the records sent through repartition topics and not yet
+	// handled (repartition.go).
+	sent []*kgo.Record
 }
 
 // TestDriverOptions configure a TestDriver. The zero value is usable.
@@ -81,6 +87,7 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 		clock:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		wall:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		times:   make(map[int32]*taskTime),
+		late:    make(map[int32]map[string]int64),
 	}
 	d.proc = newRecordProcessor(t, opts.ErrorPolicy, retry, DeadLetterTopic(t.appID), opts.Logger, d, d.WallClockTime)
 	for task := range opts.Partitions { // their wall-clock schedules start now
@@ -96,8 +103,18 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 // the partition the driver's partitioner gives r.Key when r.Partition is
 // -1. The driver sets r.Offset to the partition's next offset and, when
 // r.Timestamp is zero, a timestamp advancing by a millisecond per record.
-// The returned error is a PoisonError under PolicyFail.
+// Records its handlers send through a repartition topic are handled next,
+// in the partition the partitioner gives their new key, before PipeRecord
+// returns. The returned error is a PoisonError under PolicyFail.
 func (d *TestDriver) PipeRecord(r *kgo.Record) error {
+	if err := d.pipe(r); err != nil {
+		return err
+	}
+	return d.pipeSent()
+}
+
+// pipe handles r (PipeRecord) without the records it sends.
+func (d *TestDriver) pipe(r *kgo.Record) error {
 	if d.topo.byTopic[r.Topic] == nil {
 		return fmt.Errorf("topic %q is not an input of topology %s", r.Topic, d.topo.appID)
 	}
@@ -119,8 +136,16 @@ func (d *TestDriver) PipeRecord(r *kgo.Record) error {
 		r.Timestamp = d.clock
 	}
 	d.proc.setTime(d.time(r.Partition))
-	_, err := d.proc.process(context.Background(), r)
-	return err
+	if _, err := d.proc.process(context.Background(), r); err != nil {
+		return err
+	}
+	for _, l := range d.proc.late {
+		if d.late[r.Partition] == nil {
+			d.late[r.Partition] = make(map[string]int64)
+		}
+		d.late[r.Partition][l.store.name] += int64(l.windows)
+	}
+	return nil
 }
 
 // time returns the time of task.
@@ -139,7 +164,8 @@ func (d *TestDriver) WallClockTime() time.Time { return d.wall }
 
 // AdvanceWallClockTime moves the driver's wall clock by by, and runs in
 // every task what that made due on the wall clock: timers, then
-// punctuators (Kafka Streams' TopologyTestDriver.advanceWallClockTime).
+// punctuators (Kafka Streams' TopologyTestDriver.advanceWallClockTime),
+// and the records they sent through repartition topics.
 // Tasks start their wall-clock schedules when the driver starts. The
 // returned error is a task's under PolicyFail.
 func (d *TestDriver) AdvanceWallClockTime(by time.Duration) error {
@@ -150,7 +176,7 @@ func (d *TestDriver) AdvanceWallClockTime(by time.Duration) error {
 			return fmt.Errorf("task %d: %w", task, err)
 		}
 	}
-	return nil
+	return d.pipeSent()
 }
 
 // StreamTime returns the stream time of the task of partition, the zero
@@ -281,6 +307,9 @@ func (d *TestDriver) apply(task int32, ts time.Time, ws []write) error {
 			r.Partition = d.opts.Partitioner.Partition(w.key, d.opts.Partitions)
 			r.Offset = int64(len(d.out[r.Topic]))
 			d.out[r.Topic] = append(d.out[r.Topic], r)
+			if w.output.repartition {
+				d.sent = append(d.sent, r)
+			}
 		}
 	}
 	return nil
@@ -306,6 +335,15 @@ func (d *TestDriver) deadLetter(dl *kgo.Record) error {
 type WindowResult[K, A any] struct {
 	Windowed[K]
 	Value A
+	// Partition is the task whose store holds the window.
+	Partition int32
+}
+
+// LateRecords returns what rackstream_window_late_records_total counts for
+// a in the task of partition: the windows its records came too late for,
+// once per window a record missed (Kafka Streams' dropped-records-total).
+func LateRecords[K, V, A any](d *TestDriver, a *WindowedAggregation[K, V, A], partition int32) int64 {
+	return d.late[partition][a.spec.name]
 }
 
 // ReadWindows returns the windows a's store holds across tasks, as a query
@@ -327,7 +365,7 @@ func ReadWindows[K, V, A any](d *TestDriver, a *WindowedAggregation[K, V, A]) ([
 			if err != nil {
 				return nil, fmt.Errorf("store %s: decode window of key %q: %w", a.spec.name, w.key, err)
 			}
-			out = append(out, WindowResult[K, A]{Windowed: a.windowed(k, w.win), Value: v})
+			out = append(out, WindowResult[K, A]{Windowed: a.windowed(k, w.win), Value: v, Partition: task})
 		}
 	}
 	return out, nil

@@ -360,3 +360,45 @@ func TestHandlerFuncEmitsWindowedKeysThroughTheWindowedKeyCodec(t *testing.T) {
 		t.Fatal("a windowed key shorter than its window decoded")
 	}
 }
+
+// The TestDriver counts, per task, the windows records came too late for
+// (rackstream_window_late_records_total), and ReadWindows names the task
+// holding each window.
+func TestDriverCountsLateWindowsPerTaskAndReadWindowsNamesTheTask(t *testing.T) {
+	topo := processor.New("windows")
+	agg := processor.NewWindowedAggregation(topo, "counts", window.Hopping(10, 5), codec.String(), codec.Int64(), processor.Count[string, string]())
+	in := processor.NewInput(topo, "events", codec.String(), codec.String(), agg.Handler(nil))
+	d, err := processor.NewTestDriver(topo, processor.TestDriverOptions{Partitions: 2, ErrorPolicy: processor.PolicySkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		p   int32
+		key string
+		ts  int64
+	}{
+		{0, "a", 12},
+		{0, "a", 7}, // late for [0,10), counted in [5,15)
+		{0, "a", 1}, // late for [0,10), its only window
+		{1, "b", 30},
+		{1, "b", 2}, // late for [0,10): stream time is the task's
+	} {
+		if err := d.PipeRecord(&kgo.Record{Topic: in.Topic(), Partition: r.p, Key: []byte(r.key), Value: []byte("x"), Timestamp: time.UnixMilli(r.ts)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p0, p1 := processor.LateRecords(d, agg, 0), processor.LateRecords(d, agg, 1); p0 != 2 || p1 != 1 {
+		t.Errorf("late windows %d in task 0 and %d in task 1, want 2 and 1", p0, p1)
+	}
+	ws, err := processor.ReadWindows(d, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, fmt.Sprintf("task %d: %s [%d,%d]=%d", w.Partition, w.Key, w.Start.UnixMilli(), w.End.UnixMilli(), w.Value))
+	}
+	wantResults(t, got,
+		"task 0: a [5,15]=2", "task 0: a [10,20]=1",
+		"task 1: b [25,35]=1", "task 1: b [30,40]=1")
+}

@@ -4,8 +4,10 @@
 # in its own directory and on its own ports, never the shared test broker),
 # one fault per scenario, every record accounted for. See chaos/doc.go.
 #
-#   deploy/local/chaos.sh short   scenarios 1, 3 and 5, and 1 under exactly-once, at a low rate (make test's suite, ~4-5 min)
+#   deploy/local/chaos.sh short   scenarios 1, 3 and 5, 1 under exactly-once, and 8, at a low rate (make test's suite, ~5-6 min)
 #   deploy/local/chaos.sh long    every scenario, 1-6 also under exactly-once, higher rate, longer faults (make chaos)
+#   deploy/local/chaos.sh soak [D] the soak (chaos/soak_test.go): a fault a minute for D (default 30m; make soak),
+#                                 at the long form's rate; CI runs it for 3m
 #
 # It prints one line per scenario (scenario=... produced=... lost=0 ...) and
 # each test's result; the whole `go test -v` output goes to
@@ -19,20 +21,33 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/../.."
 GO=${GO:-go}
 FORM=${1:-}
+SOAK_FOR=${RACKSTREAM_SOAK:-}
+unset RACKSTREAM_SOAK # only the soak form runs TestSoak
+read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
 case $FORM in
 short) TIMEOUT=20m ;;
 long) TIMEOUT=90m ;;
+soak)
+	SOAK=${2:-${SOAK_FOR:-30m}}
+	if ! [[ $SOAK =~ ^[0-9]+[smh]$ ]]; then
+		echo "usage: $0 soak [DURATION], e.g. 30m" >&2
+		exit 2
+	fi
+	export RACKSTREAM_SOAK=$SOAK
+	TIMEOUT=24h # the soak bounds itself: its duration, then a fault's heal and the end checks
+	FORM=long
+	FLAGS+=(-run '^TestSoak$')
+	;;
 *)
-	echo "usage: $0 short|long" >&2
+	echo "usage: $0 short|long|soak [DURATION]" >&2
 	exit 2
 	;;
 esac
-read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
 LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$FORM-XXXXXX.log")}
 
 RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" ./chaos/ "${FLAGS[@]}" >"$LOG" 2>&1
 rc=$?
-grep -E '^(scenario=|--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
+grep -E '^(scenario=|soak: |--- (PASS|FAIL|SKIP)|FAIL|ok )' "$LOG"
 if ((rc != 0)); then
 	# The tests' own lines (not the instances' logs they dump), last 40.
 	echo "chaos.sh: FAIL; the tests' last lines (instance logs and the rest in $LOG):"

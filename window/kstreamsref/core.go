@@ -1,10 +1,7 @@
 package kstreamsref
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/rackstream/rackstream/window"
 )
@@ -276,8 +273,6 @@ func (c *coreTask) result(p int32) PartitionResult {
 	for _, k := range c.live(all, live) {
 		store = append(store, StoredWindow{Key: string(k.Key), Start: k.Window.Start, End: k.Window.End, Value: k.Value})
 	}
-	slices.SortFunc(store, func(a, b StoredWindow) int {
-		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End))
-	})
+	sortStore(store)
 	return PartitionResult{Partition: p, Output: c.out, Store: store, DroppedRecords: c.dropped}
 }

@@ -12,12 +12,22 @@
 // stores. One JVM answers a stream of scenarios, JSON lines in and [Result]
 // lines out; see [Start] and [Reference.Run].
 //
-// [RunCore] answers the same scenarios with Rackstream's pure core, package
-// window, driven as a task drives it, in the same [Result] shape.
-// TestWindowCoreEqualsKafkaStreams compares the two on every generated
-// scenario, on part of them again with Kafka's default retention, and on
-// the hand-computed cases: output record for record in both emit modes, the
-// final store, and dropped-records-total per partition.
+// Rackstream answers the same scenarios twice, in the same [Result] shape:
+// [RunCore] with its pure core, package window, driven as a task drives
+// it; [RunProcessor] through the runtime's path, a
+// processor.NewWindowedAggregation as an input's handler in processor's
+// TestDriver, with its stores, staged writes, windowed output and late
+// count. TestWindowCoreEqualsKafkaStreams and TestRuntimeEqualsKafkaStreams
+// compare each with Kafka on every generated scenario, on part of them
+// again with Kafka's default retention, and on the hand-computed cases:
+// output record for record in both emit modes, the final store, and
+// dropped-records-total per partition. The runtime's output is compared
+// without timestamps: it stamps a result with its input record's time,
+// which RunProcessor checks. TestRuntimeOnKafkaEqualsKafkaStreams runs one
+// session scenario through a processor.Runtime on a Kafka cluster (the
+// real broker in make test's second pass) in both emit modes, and compares
+// the output topics read back, the committed stores and the late-window
+// metric with Kafka's answer.
 //
 // The output depends on the input alone. The record cache is off, so every
 // update is emitted. The emit-final throttle
@@ -34,6 +44,11 @@
 // keeps every window to the end; TestReferenceIsKafkaStreams pins both
 // behaviours on small inputs, with the other surprises a matching
 // implementation must reproduce or document.
+//
+// A [GroupByScenario] is a groupBy count instead: Kafka Streams'
+// groupBy(...).count() through its repartition topic, which
+// TestGroupByCountEqualsKafkaStreams compares with Rackstream's GroupBy and
+// NewRepartition on the TestDriver ([Reference.RunGroupBy]).
 //
 // The same program answers stream-stream join scenarios ([JoinScenario],
 // [Reference.RunJoin]): KStream#join, #leftJoin and #outerJoin within

@@ -78,9 +78,13 @@ public final class Main {
                 result.put("name", scenario.path("name").asText());
                 final Path stateDir = Files.createTempDirectory(stateRoot, "s");
                 try {
-                    result.set("partitions", scenario.has("join")
-                        ? Join.run(Join.Scenario.parse(scenario), stateDir)
-                        : run(Scenario.parse(scenario), stateDir));
+                    if (GroupByCount.is(scenario)) {
+                        GroupByCount.run(scenario, stateDir, result);
+                    } else if (scenario.has("join")) {
+                        result.set("partitions", Join.run(Join.Scenario.parse(scenario), stateDir));
+                    } else {
+                        result.set("partitions", run(Scenario.parse(scenario), stateDir));
+                    }
                 } finally {
                     deleteTree(stateDir.toFile());
                 }
