@@ -172,6 +172,9 @@ type Processor struct {
 	TableGlobal    bool          // processor.table.global
 	Join           JoinType      // processor.join
 	JoinKeyField   string        // processor.join.key.field
+	JoinStream     string        // processor.join.stream.topic; "" = join a table
+	JoinWindow     int64         // processor.join.window.ms
+	JoinGrace      int64         // processor.join.grace.ms
 	TimestampField string        // processor.timestamp.field; "" = the record's timestamp
 	Window         Window        // processor.window.*
 }
@@ -206,13 +209,14 @@ const (
 	WindowEmitFinal  WindowEmit = "final"  // each window once, when it closes
 )
 
-// JoinType is processor.join: how the built-in join treats a record whose
-// key the table does not have.
+// JoinType is processor.join: how the built-in join treats a record that
+// meets nothing in the table (or, in stream mode, in the other stream).
 type JoinType string
 
 const (
 	JoinInner JoinType = "inner" // drop it
 	JoinLeft  JoinType = "left"  // emit it with a null table value
+	JoinOuter JoinType = "outer" // stream mode: emit unmatched records of both streams
 )
 
 // Guarantee is processing.guarantee: the processor's type (one definition,

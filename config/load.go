@@ -334,9 +334,7 @@ func (c *Config) crossCheck() Errors {
 	if c.Processor.Type != "" && c.Processor.InputTopic == "" {
 		fail("processor.type", "processor.type=%s requires processor.input.topic", c.Processor.Type)
 	}
-	if c.Processor.Type == ProcessorJoin {
-		c.checkJoin(fail)
-	}
+	c.checkJoin(fail)
 	c.checkWindow(fail)
 	c.checkGroupBy(fail)
 	if c.ExactlyOnce() && c.CommitInterval >= transactionTimeout {

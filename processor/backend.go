@@ -95,6 +95,9 @@ func (t *task) writeOne(w *write, ts time.Time) error {
 	if w.store != nil {
 		return t.write(w.store.index, w.key, w.value, w.del, ts)
 	}
+	if !w.at.IsZero() {
+		ts = w.at
+	}
 	t.emit(w.output.topic, w.key, w.value, w.headers, ts)
 	return nil
 }

@@ -31,6 +31,9 @@ type Context struct {
 	// record processor counts them and, under the error policy dlq,
 	// dead-letters a record one of them dropped whole.
 	late []lateMark
+	// emitAt, when set, stamps this call's emits instead of the record's
+	// timestamp (a stream join's result, streamjoin_store.go).
+	emitAt time.Time
 	// arena holds the encoded keys and values of this call's writes; it is
 	// reused for the next record once they are applied (the backend copies
 	// what it keeps).
@@ -59,6 +62,8 @@ type write struct {
 	value   []byte
 	del     bool
 	headers []kgo.RecordHeader
+	// at is an emit's timestamp when it is not the record's (zero).
+	at time.Time
 }
 
 // Context returns the context of the task: cancelled when the task stops
@@ -137,6 +142,9 @@ func (c *Context) stage(t *Topology, w write) error {
 	if t != c.topo {
 		name := w.output.topicOrStore(w.store)
 		return fmt.Errorf("%s belongs to topology %s, not to %s", name, t.appID, c.topo.appID)
+	}
+	if w.output != nil {
+		w.at = c.emitAt
 	}
 	c.writes = append(c.writes, w)
 	return nil

@@ -149,6 +149,12 @@
 // records that reached it in its task, where Context.StreamTime is over
 // all the task's records. It is stored with its windows and last close
 // time, so that both move with the changelog.
+//
+// NewStreamJoin declares a stream-stream join (inner, left or outer, within
+// package window's JoinWindows) of two co-partitioned inputs, whose Left and
+// Right handlers keep both streams' records in one such store and emit each
+// pair, and each unmatched record once its window has closed, to a stream
+// output (NewJoinedOutput) stamped as Kafka Streams stamps them.
 // docs/time-and-windows.md is the user's guide.
 //
 // Options.Guarantee (processing.guarantee) changes what a crash does to

@@ -41,6 +41,8 @@ var roots = []any{
 	(*processor.WindowedAggregation[string, string, int64])(nil), processor.OutputOption(nil),
 	processor.WindowValue[int64]{}, processor.StoredWindow{},
 	(*processor.Repartition[string, string])(nil),
+	(*processor.StreamJoin[string, string, string])(nil), processor.Joined[string, string]{},
+	processor.JoinEmit[string, string, string](nil),
 	(*table.Mirror)(nil), table.Options{}, table.Typed[string, string]{},
 }
 

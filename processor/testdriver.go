@@ -301,6 +301,9 @@ func (d *TestDriver) apply(task int32, ts time.Time, ws []write) error {
 			st[w.store.index][string(w.key)] = w.value
 		default:
 			r := &kgo.Record{Topic: w.output.topic, Key: w.key, Value: w.value, Headers: w.headers, Timestamp: ts}
+			if !w.at.IsZero() {
+				r.Timestamp = w.at
+			}
 			r.Partition = d.opts.Partitioner.Partition(w.key, d.opts.Partitions)
 			r.Offset = int64(len(d.out[r.Topic]))
 			d.out[r.Topic] = append(d.out[r.Topic], r)

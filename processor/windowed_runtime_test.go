@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/codec"
@@ -127,26 +126,7 @@ func (a *windowApp) produce(t *testing.T, recs []*kgo.Record) {
 
 func (a *windowApp) start(t *testing.T, name string, g processor.Guarantee, tweak func(*processor.Options)) *instance {
 	t.Helper()
-	o := testOptions(t, a.c.Brokers, name)
-	o.Guarantee = g
-	o.CommitInterval = 100 * time.Millisecond
-	o.CacheMaxBytes = 1 << 20 // on: windowed results must get past it whole
-	o.SessionTimeout = 3 * time.Second
-	processor.SetHeartbeatInterval(&o, 200*time.Millisecond)
-	if tweak != nil {
-		tweak(&o)
-	}
-	reg := prometheus.NewRegistry()
-	o.Registerer = reg
-	rt, err := processor.NewRuntime(a.topology(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &instance{rt: rt, reg: reg, cancel: cancel, done: make(chan error, 1), name: name}
-	go func() { in.done <- rt.Run(ctx) }()
-	t.Cleanup(func() { in.stop(t) })
-	return in
+	return startStreaming(t, a.c, name, a.topology(), g, tweak)
 }
 
 // results reads the output (read_committed) and counts each result,

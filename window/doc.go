@@ -78,6 +78,21 @@
 // replace and CancelTimer remove a key's timer. A fired timer is removed in
 // the same commit as its handler's writes.
 //
+// # Stream-stream joins
+//
+// StreamJoin takes one record of either side (key, timestamp, a Seq that
+// orders records of one key and time), the join's JoinState and a read
+// view of its stores (JoinReader), and returns the pairs and lone results
+// to emit, the record to store, and the unmatched records to pend or
+// unpend (JoinResult), with the state after it. JoinWindows give each
+// side's reach (Before, After) and the Grace an unmatched record of a left
+// or outer join waits before it is emitted alone; each side's records stay
+// Retention (Before + After + Grace) after its newest one. The decisions
+// are Kafka Streams' KStreamKStreamJoin's, quirks included (see
+// StreamJoin); window/kstreamsref checks them record for record. Before
+// and After must be >= 0, where Kafka Streams takes a negative one whose
+// sum with the other is not.
+//
 // # Where Rackstream differs from Kafka Streams
 //
 //   - Sliding windows need a time difference > 0. Kafka Streams accepts 0

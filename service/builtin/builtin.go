@@ -12,7 +12,8 @@
 //     not a number goes to the error policy (the dead-letter topic by
 //     default) as undecodable; tombstones are ignored.
 //   - join: each record enriched with the value its key (or a field of its
-//     value) has in a table, co-partitioned or global (join.go).
+//     value) has in a table, co-partitioned or global (join.go), or met with
+//     the records of a second stream within a window (streamjoin.go).
 //
 // count and sum take processor.window.type to count or sum per window of
 // time instead (windowed.go), and processor.group.by.field to count or sum
@@ -59,6 +60,8 @@ type Processor struct {
 	outDec *processor.Output[[]byte, Decimal]
 	joinIn *processor.Input[[]byte, joinInput]
 	join   *join
+	// A stream join's two inputs (streamjoin.go).
+	streamLeft, streamRight *processor.Input[[]byte, Value]
 
 	// repartition is the repartition topic of processor.group.by.field
 	// (groupby.go); "" without.
@@ -124,11 +127,15 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 			b.outDec = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), decimalCodec{})
 		}
 		b.sumIn = consume(b, p, numberCodec{field: p.SumField}, b.handleSum, inOpts)
-	case config.ProcessorJoin: // join.go
-		if p.TableTopic == "" || p.OutputTopic == "" {
-			return nil, errors.New("builtin: processor.type=join requires processor.table.topic and processor.output.topic")
+	case config.ProcessorJoin: // join.go, streamjoin.go
+		switch {
+		case p.OutputTopic == "" || p.TableTopic == "" && p.JoinStream == "":
+			return nil, errors.New("builtin: processor.type=join requires processor.output.topic and processor.table.topic or processor.join.stream.topic")
+		case p.JoinStream != "":
+			b.newStreamJoin(p, inOpts)
+		default:
+			b.newJoin(topo, p, inOpts)
 		}
-		b.newJoin(topo, p, inOpts)
 	case "":
 		return nil, errors.New("builtin: processor.type is not set (latest, count, sum or join)")
 	default:
@@ -155,7 +162,8 @@ func (b *Processor) Type() config.ProcessorType { return b.kind }
 func (b *Processor) RepartitionTopic() string { return b.repartition }
 
 // Store returns the name of the processor's store: its type, or for a
-// join the co-partitioned table's topic ("" for a global table).
+// join the co-partitioned table's topic ("" for a global table), or "join"
+// for a stream join.
 func (b *Processor) Store() string { return b.store }
 
 func (b *Processor) handleLatest(ctx *processor.Context, key, value []byte) error {

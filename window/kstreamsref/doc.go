@@ -50,6 +50,12 @@
 // TestGroupByCountEqualsKafkaStreams compares with Rackstream's GroupBy and
 // NewRepartition on the TestDriver ([Reference.RunGroupBy]).
 //
+// The same program answers stream-stream join scenarios ([JoinScenario],
+// [Reference.RunJoin]): KStream#join, #leftJoin and #outerJoin within
+// JoinWindows, with the unmatched-record throttle at 0; [RunJoinCore]
+// answers them with window.StreamJoin, and
+// TestStreamJoinCoreEqualsKafkaStreams compares the two record for record.
+//
 // Java 17 and Maven are needed; without them the tests skip, except under
 // CI (CI set to any non-empty value), where they fail.
 package kstreamsref

@@ -80,6 +80,8 @@ public final class Main {
                 try {
                     if (GroupByCount.is(scenario)) {
                         GroupByCount.run(scenario, stateDir, result);
+                    } else if (scenario.has("join")) {
+                        result.set("partitions", Join.run(Join.Scenario.parse(scenario), stateDir));
                     } else {
                         result.set("partitions", run(Scenario.parse(scenario), stateDir));
                     }
