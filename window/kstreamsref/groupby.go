@@ -1,7 +1,6 @@
 package kstreamsref
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -49,25 +48,7 @@ func (c GroupCount) String() string { return fmt.Sprintf("%s=%d@%d", c.Key, c.Va
 // RunGroupBy sends a groupBy scenario and waits for Kafka Streams' result.
 func (r *Reference) RunGroupBy(s GroupByScenario) (*GroupByResult, error) {
 	s.GroupBy = true
-	line, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: encode scenario %s: %w", s.Name, err)
-	}
-	reply, err := r.jvm.Exchange(line)
-	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: scenario %s: %w", s.Name, err)
-	}
-	var res GroupByResult
-	if err := json.Unmarshal(reply, &res); err != nil {
-		return nil, fmt.Errorf("kstreamsref: decode result of %s %.200q: %w", s.Name, reply, err)
-	}
-	if res.Error != "" {
-		return nil, fmt.Errorf("kstreamsref: scenario %s: %s", s.Name, res.Error)
-	}
-	if res.Name != s.Name {
-		return nil, fmt.Errorf("kstreamsref: result for %q, want %q", res.Name, s.Name)
-	}
-	return &res, nil
+	return exchange[GroupByResult](r, s.Name, s)
 }
 
 // GenerateGroupByScenarios returns n groupBy scenarios from seed: 20 to

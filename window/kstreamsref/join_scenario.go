@@ -103,26 +103,11 @@ func (o JoinOutput) String() string {
 
 // RunJoin sends one join scenario and waits for Kafka Streams' result.
 func (r *Reference) RunJoin(s JoinScenario) (*JoinResult, error) {
-	line, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: encode join scenario %s: %w", s.Name, err)
+	res, err := exchange[JoinResult](r, s.Name, s)
+	if err == nil && len(res.Partitions) != int(s.Partitions) {
+		return nil, fmt.Errorf("kstreamsref: result for join %q with %d partitions, want %d", s.Name, len(res.Partitions), s.Partitions)
 	}
-	reply, err := r.jvm.Exchange(line)
-	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: join scenario %s: %w", s.Name, err)
-	}
-	var res JoinResult
-	if err := json.Unmarshal(reply, &res); err != nil {
-		return nil, fmt.Errorf("kstreamsref: decode result of %s %.200q: %w", s.Name, reply, err)
-	}
-	if res.Error != "" {
-		return nil, fmt.Errorf("kstreamsref: join scenario %s: %s", s.Name, res.Error)
-	}
-	if res.Name != s.Name || len(res.Partitions) != int(s.Partitions) {
-		return nil, fmt.Errorf("kstreamsref: result for %q with %d partitions, want %q with %d",
-			res.Name, len(res.Partitions), s.Name, s.Partitions)
-	}
-	return &res, nil
+	return res, err
 }
 
 // WriteJoinScenarios writes join scenarios as JSON lines.

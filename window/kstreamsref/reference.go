@@ -52,26 +52,47 @@ func Start(ctx context.Context, jar string) (*Reference, error) {
 // Run sends one scenario and waits for Kafka Streams' result. A scenario
 // the program rejects is an error naming it; the JVM goes on with the next.
 func (r *Reference) Run(s Scenario) (*Result, error) {
-	line, err := json.Marshal(s)
+	res, err := exchange[Result](r, s.Name, s)
+	if err == nil && len(res.Partitions) != int(s.Partitions) {
+		return nil, fmt.Errorf("kstreamsref: result for %q with %d partitions, want %d", s.Name, len(res.Partitions), s.Partitions)
+	}
+	return res, err
+}
+
+// reply is what every answer of the reference program carries: the
+// scenario's name, or an error naming why it was rejected.
+type reply interface{ reply() (name, err string) }
+
+func (r *Result) reply() (string, string)        { return r.Name, r.Error }
+func (r *GroupByResult) reply() (string, string) { return r.Name, r.Error }
+func (r *JoinResult) reply() (string, string)    { return r.Name, r.Error }
+
+// exchange sends scenario, named name, to the JVM and decodes its answer
+// as a T, refusing an answer that is an error or names another scenario.
+func exchange[T any, PT interface {
+	*T
+	reply
+}](r *Reference, name string, scenario any) (*T, error) {
+	line, err := json.Marshal(scenario)
 	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: encode scenario %s: %w", s.Name, err)
+		return nil, fmt.Errorf("kstreamsref: encode scenario %s: %w", name, err)
 	}
-	reply, err := r.jvm.Exchange(line)
+	answer, err := r.jvm.Exchange(line)
 	if err != nil {
-		return nil, fmt.Errorf("kstreamsref: scenario %s: %w", s.Name, err)
+		return nil, fmt.Errorf("kstreamsref: scenario %s: %w", name, err)
 	}
-	var res Result
-	if err := json.Unmarshal(reply, &res); err != nil {
-		return nil, fmt.Errorf("kstreamsref: decode result of %s %.200q: %w", s.Name, reply, err)
+	res := new(T)
+	if err := json.Unmarshal(answer, res); err != nil {
+		return nil, fmt.Errorf("kstreamsref: decode result of %s %.200q: %w", name, answer, err)
 	}
-	if res.Error != "" {
-		return nil, fmt.Errorf("kstreamsref: scenario %s: %s", s.Name, res.Error)
+	got, rejected := PT(res).reply()
+	if rejected != "" {
+		return nil, fmt.Errorf("kstreamsref: scenario %s: %s", name, rejected)
 	}
-	if res.Name != s.Name || len(res.Partitions) != int(s.Partitions) {
-		return nil, fmt.Errorf("kstreamsref: result for %q with %d partitions, want %q with %d",
-			res.Name, len(res.Partitions), s.Name, s.Partitions)
+	if got != name {
+		return nil, fmt.Errorf("kstreamsref: result for %q, want %q", got, name)
 	}
-	return &res, nil
+	return res, nil
 }
 
 // Close ends the JVM's input and waits for it to exit.
