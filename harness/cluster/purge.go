@@ -21,9 +21,10 @@ type PartitionOffsets struct {
 }
 
 // PurgeSample is one look at every partition of a purged topic. Its log
-// start offsets are read before the committed offsets: since a committed
-// offset only grows, a start above the committed offset read after it
-// was above it when read.
+// start offsets are read before the committed offsets, and those stable
+// (a transaction's offsets once its commit markers are written, as a
+// group member reads them): since a committed offset only grows, a start
+// above the committed offset read after it was above it when read.
 type PurgeSample struct {
 	At    time.Time
 	Parts map[int32]PartitionOffsets
@@ -104,6 +105,7 @@ type PurgeWatch struct {
 	topic, group string
 	stop         chan struct{}
 	done         chan struct{}
+	stopOnce     sync.Once
 
 	mu      sync.Mutex // guards samples and err
 	samples []PurgeSample
@@ -145,7 +147,7 @@ func (w *PurgeWatch) loop(interval time.Duration) {
 }
 
 // Look reads the topic's offsets once: log start offsets first, then the
-// group's committed offsets, then the end offsets.
+// group's stable committed offsets, then the end offsets.
 func (w *PurgeWatch) Look() (PurgeSample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -157,7 +159,7 @@ func (w *PurgeWatch) Look() (PurgeSample, error) {
 	if err != nil {
 		return PurgeSample{}, fmt.Errorf("log start offsets of %s: %w", w.topic, err)
 	}
-	committed, err := w.adm.FetchOffsets(ctx, w.group)
+	committed, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if err == nil {
 		err = committed.Error()
 	}
@@ -192,11 +194,9 @@ func (w *PurgeWatch) Samples() ([]PurgeSample, error) {
 
 // Stop stops looking. Calling it again does nothing.
 func (w *PurgeWatch) Stop() {
-	select {
-	case <-w.stop:
-	default:
+	w.stopOnce.Do(func() {
 		close(w.stop)
-	}
-	<-w.done
-	w.cl.Close()
+		<-w.done
+		w.cl.Close()
+	})
 }
