@@ -87,8 +87,8 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5, scenario 1 under exactly-once and scenario 8, at a low rate, part
-// of `make test`) or "long" (every scenario, at a
+// and 5, scenario 1 under exactly-once and scenarios 8 and 9, at a low
+// rate, part of `make test`) or "long" (every scenario, at a
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops
