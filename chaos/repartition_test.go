@@ -127,7 +127,7 @@ func (r *run) endGrouped(topic string, watch *cluster.PurgeWatch) {
 	watch.Stop()
 	samples, _ := watch.Samples()
 	rep := cluster.CheckPurge(samples)
-	for _, o := range rep.Overpurged {
+	for _, o := range append(rep.Overpurged, last.Overpurged...) {
 		t.Errorf("%s: a purge deleted records the group had not handled: %s", topic, o)
 	}
 	if purgedIn > purgeBound() {
