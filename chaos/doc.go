@@ -52,6 +52,19 @@
 // from the input as written). Its readers read windows, which have no
 // single value to order: they check positions only.
 //
+// Scenario 9 (repartition-eos) counts per value of a JSON field of the
+// input's values (processor.group.by.field, eight countries), under
+// exactly_once_v2, so that every record crosses to the task of its new
+// key through the repartition topic, purged every 2 s. It kills an
+// instance mid-transaction (the long form a zone after it). Each
+// country's final count must equal its number of input records and the
+// output, read committed, must hold its counts 1..n once each and in
+// order. A watch looks at the repartition topic every 250 ms: no look
+// may find a partition's log start above the group's committed offset
+// (read stable, as group members read it), and once the counts are final
+// every partition's log start must reach its committed offset within one
+// purge interval, a commit and 5 s (purgeBound).
+//
 // Each scenario prints one line:
 //
 //	scenario=kill produced=9600 lost=0 duplicated=12 backwards=0 replayed=0 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
@@ -60,7 +73,13 @@
 // numbers: finals= (due), missing=, duplicated=, wrong= (count), early=
 // (before the window closed), past_grace=, late= (input records dropped)
 // and aborted_finals= (kills during final results that aborted the result
-// they caught uncommitted, of all such kills).
+// they caught uncommitted, of all such kills). Scenario 9's adds the
+// repartition topic's end and log start offsets summed over its
+// partitions at the end (repartition_end=, repartition_start=; they
+// count transaction markers too), the longest a committed offset waited
+// for a purge to reach it during the run (purge_lag_max=, kills
+// included) and how long after the counts were final the last purge
+// reached the committed offsets (purged_in=).
 //
 // unavailable_max is the longest window in which some key could not be
 // read from an active; unavailable_max_lag the same for reads passing
@@ -68,8 +87,8 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5, scenario 1 under exactly-once and scenario 8, at a low rate, part
-// of `make test`) or "long" (every scenario, at a
+// and 5, scenario 1 under exactly-once and scenarios 8 and 9, at a low
+// rate, part of `make test`) or "long" (every scenario, at a
 // higher rate and longer; `make chaos`). The broker is started by
 // deploy/local/kafka.sh in a directory and on ports of the suite's own,
 // never the broker the other packages' tests share, since scenario 3 stops

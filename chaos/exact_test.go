@@ -2,10 +2,14 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rackstream/rackstream/harness/cluster"
 	"github.com/rackstream/rackstream/harness/kafkatest"
@@ -15,37 +19,82 @@ import (
 
 // waitStore waits until every key of the processor's store reads n (the
 // last sequence number under at-least-once, the count under exactly-once)
-// and returns the keys that never did, with what they read. Under
-// exactly-once it stops early when a count passed n (a record counted
-// twice: waiting cannot mend it) or when the short keys have read the same
-// for a minute with every instance ready (an update lost: nothing more will
-// come), so that the evidence is gathered while the group still runs.
+// and returns the keys that never did, with what they read (waitCounts).
 func (r *run) waitStore(n int) map[string]string {
+	return r.waitCounts(r.wantEach(n))
+}
+
+// wantEach returns n for every key of the writer's.
+func (r *run) wantEach(n int) map[string]int {
+	want := make(map[string]int, len(r.keys))
+	for _, k := range r.keys {
+		want[k] = n
+	}
+	return want
+}
+
+// waitCounts waits until every key of want reads its value in the
+// processor's store and returns the keys that never did, with what they
+// read. Under exactly-once it stops early when a count passed its value
+// (a record counted twice: waiting cannot mend it) or when the short keys
+// have read the same for a minute with every instance ready (an update
+// lost: nothing more will come), so that the evidence is gathered while
+// the group still runs.
+func (r *run) waitCounts(want map[string]int) map[string]string {
 	t := r.t
 	t.Helper()
 	start, changed := time.Now(), time.Now()
 	var last map[string]string
 	for {
-		lags := r.g.StoreLags(r.store, r.keys, n, len(r.keys))
+		lags := r.storeLags(want)
 		if len(lags) == 0 {
-			t.Logf("every key of %s at %d: took %v", r.store, n, time.Since(start).Round(time.Millisecond))
+			t.Logf("every key of %s at its value: took %v", r.store, time.Since(start).Round(time.Millisecond))
 			return nil
 		}
 		if fmt.Sprint(lags) != fmt.Sprint(last) {
 			last, changed = lags, time.Now()
 		}
 		switch {
-		case r.eos && overshot(lags, n):
-			t.Errorf("exactly-once: keys of %s counted past the %d records produced: %v", r.store, n, lags)
+		case r.eos && overshot(lags, want):
+			t.Errorf("exactly-once: keys of %s counted past their records: %v (want %v)", r.store, lags, want)
 			return lags
 		case r.eos && time.Since(changed) > time.Minute && r.allReady():
-			t.Errorf("exactly-once: keys of %s stuck below %d for a minute with every instance ready: %v", r.store, n, lags)
+			t.Errorf("exactly-once: keys of %s stuck below their counts for a minute with every instance ready: %v (want %v)", r.store, lags, want)
 			return lags
 		case time.Since(start) > deadline:
-			t.Errorf("store %s: keys not at %d after %v: %v", r.store, n, deadline, lags)
+			t.Errorf("store %s: keys not at their values after %v: %v (want %v)", r.store, deadline, lags, want)
 			return lags
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// storeLags is Group.StoreLags with a value per key: the keys whose value
+// in the store is not want's, with what they read.
+func (r *run) storeLags(want map[string]int) map[string]string {
+	byValue := map[int][]string{}
+	for k, n := range want {
+		byValue[n] = append(byValue[n], k)
+	}
+	lags := map[string]string{}
+	for n, keys := range byValue {
+		slices.Sort(keys)
+		maps.Copy(lags, r.g.StoreLags(r.store, keys, n, len(keys)))
+	}
+	return lags
+}
+
+// readCommitted reads the output topic, read committed, until complete
+// says its records are (outputs are flushed at commit points) or a minute
+// has passed, and returns the last read.
+func (r *run) readCommitted(complete func([]cluster.Record) bool) []cluster.Record {
+	start := time.Now()
+	for {
+		out := cluster.ReadTopic(r.t, []string{broker.Addr}, r.output, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		if complete(out) || time.Since(start) > time.Minute {
+			return out
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -75,10 +124,11 @@ func (r *run) activeBound() time.Duration {
 // exactly-once failovers by as much).
 const brokerTxnAbortInterval = 10 * time.Second
 
-// overshot reports whether a value read is a number above n.
-func overshot(read map[string]string, n int) bool {
-	for _, v := range read {
-		if c, err := strconv.Atoi(v); err == nil && c > n {
+// overshot reports whether a value read is a number above the key's in
+// want.
+func overshot(read map[string]string, want map[string]int) bool {
+	for k, v := range read {
+		if c, err := strconv.Atoi(v); err == nil && c > want[k] {
 			return true
 		}
 	}
@@ -100,7 +150,7 @@ func (r *run) allReady() bool {
 // and last offsets, and which instance holds the task now; then every
 // instance's log lines about aborted transactions, fencing, lost
 // partitions and client rebuilds.
-func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cluster.Record, n int) {
+func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cluster.Record, want map[string]int) {
 	t := r.t
 	t.Helper()
 	keys := map[string]bool{}
@@ -111,7 +161,7 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 		keys[m[:strings.LastIndex(m, "@")]] = true
 	}
 	if r.eos && seqs.Duplicated+seqs.OutOfOrder != 0 {
-		for _, k := range r.keys { // the keys whose output is not 1..n in order
+		for _, k := range slices.Sorted(maps.Keys(want)) { // the keys whose output is not 1..n in order
 			prev := 0
 			for _, rec := range out {
 				if rec.Key == k {
@@ -150,7 +200,7 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 			}
 		}
 		for _, rec := range in {
-			if rec.Key == k {
+			if r.countedKey(rec) == k {
 				inCount++
 				ins = append(ins, fmt.Sprintf("%s@%d", rec.Value, rec.Offset))
 			}
@@ -166,10 +216,10 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 		}
 		read := short[k]
 		if read == "" {
-			read = strconv.Itoa(n)
+			read = strconv.Itoa(want[k])
 		}
 		t.Logf("evidence: key %s partition %d: store reads %s of %d; %d input records (last: %s); %d output records (value@offset, last: %s; breaks in 1..n: %v); active now %s",
-			k, task, read, n, inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), breaks, active)
+			k, task, read, want[k], inCount, lastOf(ins, 5), len(outs), lastOf(outs, 8), breaks, active)
 		tasks[task] = true
 	}
 	// Each instance's lines about the affected tasks (assignments holding
@@ -197,6 +247,19 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 			t.Logf("evidence: %s (%s) logged:\n%s", in.Name, in.ID(), strings.Join(lastOf(lines, 30), "\n"))
 		}
 	}
+}
+
+// countedKey returns the key an input record counts for: its own, or the
+// value of the field the count groups by.
+func (r *run) countedKey(rec cluster.Record) string {
+	if r.field == "" {
+		return rec.Key
+	}
+	counts, _ := cluster.FieldCounts([]cluster.Record{rec}, r.field)
+	for k := range counts {
+		return k
+	}
+	return ""
 }
 
 // activeIn reports whether log line l is an assignment whose actives

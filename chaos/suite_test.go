@@ -38,7 +38,9 @@ func paramsFor(mode string) params {
 }
 
 const (
-	maxLag = 10000 // the readers' max_lag: acceptable.recovery.lag's default
+	// eosCommit is commit.interval.ms under exactly-once.
+	eosCommit = 200 * time.Millisecond
+	maxLag    = 10000 // the readers' max_lag: acceptable.recovery.lag's default
 	// deadline bounds every wait; a loaded 2-core machine is slow.
 	deadline = 3 * time.Minute
 )
@@ -60,6 +62,11 @@ type setup struct {
 	// only (windowed_test.go): the writer stamps its records as stamp
 	// says, and the readers read the keys' windows.
 	windowed bool
+	// grouped, with eos, counts per value of a JSON field of the input's
+	// values, re-keyed through a repartition topic
+	// (repartition_test.go): the writer's values carry the field, and
+	// the readers read the field's values.
+	grouped bool
 }
 
 // run is one scenario: a group of six instances under load.
@@ -85,6 +92,10 @@ type run struct {
 
 	mu        sync.Mutex // guards recovered
 	recovered time.Duration
+
+	// field is the JSON field the count groups by (setup.grouped); ""
+	// counts per input key.
+	field string
 }
 
 // describe formats a reader's window for the log.
@@ -118,10 +129,10 @@ func beginWith(t *testing.T, name string, s setup) *run {
 	if s.eos {
 		// The count processor: a record processed twice or lost shows in
 		// the count; latest would hide a replay. Exactly-once commits
-		// every 100 ms by default; 200 keeps six transactional
+		// every 100 ms by default; eosCommit keeps six transactional
 		// producers light on a loaded machine.
 		name += "-eos"
-		kind, commit = "count", "200"
+		kind, commit = "count", strconv.FormatInt(eosCommit.Milliseconds(), 10)
 	}
 	r := &run{t: t, name: name, eos: s.eos, store: kind, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
 	r.input, r.output = r.app+"-in", r.app+"-out"
@@ -154,6 +165,10 @@ func beginWith(t *testing.T, name string, s setup) *run {
 	}
 	if s.windowed {
 		maps.Copy(base, windowKeys)
+	}
+	if s.grouped {
+		maps.Copy(base, groupKeys)
+		r.field = groupField
 	}
 	r.g = cluster.NewGroup(t, binary, dir, base)
 	// Every connection of instance i passes a proxy: to the broker through
@@ -204,8 +219,12 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		opts = append(opts, cluster.Timestamps(stamp(len(r.keys))))
 		startReader = cluster.StartWindowReader
 	}
-	r.prod = cluster.StartProducer(t, []string{broker.Addr}, r.input, r.keys, p.rate, opts...)
 	probes := probeKeys(r.keys, p.partitions)
+	if s.grouped {
+		opts = append(opts, cluster.Values(groupedValue(len(r.keys))))
+		probes = countries
+	}
+	r.prod = cluster.StartProducer(t, []string{broker.Addr}, r.input, r.keys, p.rate, opts...)
 	r.active = startReader(r.g, r.store, probes, -1, p.readEvery)
 	r.lagged = startReader(r.g, r.store, probes, maxLag, p.readEvery)
 	r.active.SetStrict(r.eos)
@@ -435,7 +454,7 @@ func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 		}
 	}
 	if len(short) > 0 || seqs.Lost != 0 || r.eos && seqs.Duplicated+seqs.OutOfOrder != 0 {
-		r.evidence(short, seqs, recs, n)
+		r.evidence(short, seqs, recs, r.wantEach(n))
 	}
 	t.Logf("%d records out of order in the output", seqs.OutOfOrder)
 	r.finish(activeBound, act, lag, fmt.Sprintf("produced=%d lost=%d duplicated=%d", produced, seqs.Lost, seqs.Duplicated))

@@ -196,19 +196,11 @@ func (r *run) endWindowed(caught []cluster.Record) {
 	kafkatest.At(t, broker.Addr).Produce(closers...)
 	in := cluster.ReadTopic(t, []string{broker.Addr}, r.input)
 	due := tumbling.Expect(in)
-	var (
-		out []cluster.Record
-		f   cluster.Finals
-	)
-	start := time.Now()
-	for {
-		out = cluster.ReadTopic(t, []string{broker.Addr}, r.output, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var f cluster.Finals
+	out := r.readCommitted(func(out []cluster.Record) bool {
 		f = tumbling.Check(due, out)
-		if f.Missing == 0 || time.Since(start) > time.Minute {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+		return f.Missing == 0
+	})
 	act, lag := r.active.Stop(), r.lagged.Stop()
 	t.Logf("%d input records (%d late), %d final results due, %d output records, read committed", len(in), due.Late, f.Due, len(out))
 	if !f.OK() {

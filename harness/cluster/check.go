@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -48,15 +51,29 @@ type Sequences struct {
 // at-least-once only Lost must be 0; under exactly-once Duplicated and
 // OutOfOrder must be 0 too (every number exactly once, in order).
 func CheckSequences(records []Record, keys []string, n int) Sequences {
-	want := make(map[string]bool, len(keys))
+	want := make(map[string]int, len(keys))
 	for _, k := range keys {
-		want[k] = true
+		want[k] = n
 	}
+	return checkSequences(records, keys, want)
+}
+
+// CheckCounts is CheckSequences with a last number per key: records hold,
+// for each key of want, 1..want[key]. A count per key whose keys are not
+// the input's (a count grouped by a field) is checked so.
+func CheckCounts(records []Record, want map[string]int) Sequences {
+	return checkSequences(records, slices.Sorted(maps.Keys(want)), want)
+}
+
+// checkSequences checks records against keys, each carrying
+// 1..want[key]; keys orders the missing pairs listed.
+func checkSequences(records []Record, keys []string, want map[string]int) Sequences {
 	seen := make(map[string][]int, len(keys)) // per key, count per seq (index seq)
 	s := Sequences{Last: map[string]int{}}
 	for _, r := range records {
 		seq, err := strconv.Atoi(r.Value)
-		if !want[r.Key] || err != nil || seq < 1 || seq > n {
+		n, ok := want[r.Key]
+		if !ok || err != nil || seq < 1 || seq > n {
 			s.Garbage++
 			continue
 		}
@@ -71,7 +88,7 @@ func CheckSequences(records []Record, keys []string, n int) Sequences {
 	}
 	for _, k := range keys {
 		counts := seen[k]
-		for seq := 1; seq <= n; seq++ {
+		for seq := 1; seq <= want[k]; seq++ {
 			c := 0
 			if counts != nil {
 				c = counts[seq]
@@ -88,6 +105,27 @@ func CheckSequences(records []Record, keys []string, n int) Sequences {
 		}
 	}
 	return s
+}
+
+// FieldCounts returns how many of records have each value of the
+// top-level JSON field of their values (a string, or a number as
+// written), and how many have no such field (or no JSON object): what a
+// count grouped by the field owes each of its keys.
+func FieldCounts(records []Record, field string) (counts map[string]int, without int) {
+	counts = map[string]int{}
+	for _, r := range records {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(r.Value), &obj) != nil || obj[field] == nil {
+			without++
+			continue
+		}
+		var s string
+		if json.Unmarshal(obj[field], &s) != nil {
+			s = string(obj[field])
+		}
+		counts[s]++
+	}
+	return counts, without
 }
 
 // ReadTopic reads topic on brokers from its start to its end offsets of

@@ -44,14 +44,23 @@
 //   - Producer: per-key sequence numbers 1, 2, 3... at a steady rate
 //     (idempotent, acks=all, unlimited retries, so order survives broker
 //     restarts); Stop ends on a round boundary, so every key has the same
-//     last number n. Timestamps stamps each record as the test says.
+//     last number n. Timestamps stamps each record as the test says;
+//     Values gives it the value the test says (JSON with a field to
+//     group by).
 //   - Reader: reads keys over HTTP throughout (actives only, or with
 //     max_lag) from the running instances in turn, and measures the
 //     longest window in which a key could not be read; StartWindowReader
 //     reads a window store's keys.
 //   - CheckSequences (pure) and ReadTopic: what an output topic holds of
 //     1..n per key: lost (numbers missing), duplicated, out of order;
-//     Group.WaitStore: every key of a store at n.
+//     Group.WaitStore: every key of a store at n. CheckCounts checks a
+//     count per key (a count grouped by a field), FieldCounts computes
+//     those counts from the input.
+//   - WatchPurge and CheckPurge (pure): looks at a purged repartition
+//     topic throughout a test (log start, the group's stable committed
+//     offset, end per partition) and what they show: records deleted
+//     above the committed offset, and how far and how long the log start
+//     trails it.
 //   - Tumbling.Expect and Check (pure): the final results a windowed
 //     count owes the records of its input, replayed with each partition's
 //     stream time, and what its output holds of them: missing,

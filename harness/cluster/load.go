@@ -35,6 +35,7 @@ type Producer struct {
 	cl    *kgo.Client
 
 	stamp func(i int) time.Time // nil: the time each record is handed to the client
+	value func(i int) []byte    // nil: the sequence number
 
 	stop   chan struct{}
 	done   chan struct{}
@@ -54,6 +55,13 @@ type ProducerOption func(*Producer)
 // carries that moment.
 func Timestamps(ts func(i int) time.Time) ProducerOption {
 	return func(p *Producer) { p.stamp = ts }
+}
+
+// Values gives record i (numbered as for Timestamps) the value v(i)
+// instead of its decimal sequence number, for a processor that reads
+// fields of a JSON value. The record's key and order stay as without it.
+func Values(v func(i int) []byte) ProducerOption {
+	return func(p *Producer) { p.value = v }
 }
 
 // StartProducer starts producing to topic on brokers at rate records per
@@ -97,6 +105,9 @@ func (p *Producer) loop(rate float64) {
 		r := &kgo.Record{Topic: p.topic, Key: []byte(p.keys[i%len(p.keys)]), Value: []byte(strconv.Itoa(i/len(p.keys) + 1))}
 		if p.stamp != nil {
 			r.Timestamp = p.stamp(i)
+		}
+		if p.value != nil {
+			r.Value = p.value(i)
 		}
 		p.sent.Add(1)
 		p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
