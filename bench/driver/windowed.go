@@ -67,8 +67,8 @@ func (d *driver) windowedSection(ctx context.Context, b broker) *section {
 	ratioLine(sec, "Rackstream / Kafka Streams windowed count, peak RSS", rss("rswks"), rss("ksw"))
 	if b.kind == "kafka" {
 		d.targets = append(d.targets,
-			target{name: "windowed count records/s >= 3x Kafka Streams' (issue 35)", want: ">= 3", measured: num("%.2f", ksRate), met: metVerdict(ksRate, 3, true)},
-			target{name: "windowed count records per CPU-second >= 7x Kafka Streams' (issue 35)", want: ">= 7", measured: num("%.2f", ksCPU), met: metVerdict(ksCPU, 7, true)},
+			target{name: "windowed count records/s >= 3x Kafka Streams' (issue 35)", want: ">= 3", measured: num("%.2f", ksRate), met: metVerdict(ksRate, 3, true), inTheWay: inTheWayWindowed},
+			target{name: "windowed count records per CPU-second >= 7x Kafka Streams' (issue 35)", want: ">= 7", measured: num("%.2f", ksCPU), met: metVerdict(ksCPU, 7, true), inTheWay: inTheWayWindowed},
 		)
 	}
 	d.windowStoreRows(ctx, sec, b)
