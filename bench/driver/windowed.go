@@ -13,9 +13,10 @@ const (
 	windowStoreRow   = "Rackstream window store on disk, a run spanning 6 retentions against one retention's worth"
 	timerRow         = "Rackstream wall-clock timers, lateness (handler start - due time)"
 	// rsWindowWrites is what Rackstream's windowed count writes: the
-	// output, and to the changelog the window and its index entry, then
-	// their deletes when the window expires.
-	rsWindowWrites = "3, and 2 per expired window"
+	// output, and to the changelog the window, its time-index entry and
+	// the aggregation's stream time when it moves, then the window's two
+	// deletes when it expires.
+	rsWindowWrites = "up to 4, and 2 per expired window"
 )
 
 // windowedSection measures the windowed rows on broker b: the windowed
