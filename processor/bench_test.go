@@ -77,7 +77,15 @@ func benchInput(b *testing.B, c *kafkatest.Cluster, records int) string {
 	topic := c.Name("bench-in")
 	c.CreateTopic(topic, benchParts, nil)
 	dropAfter(b, c, topic)
-	keys := benchKeys()
+	fillBenchInput(b, c, topic, records, benchKeys(), nil)
+	return topic
+}
+
+// fillBenchInput produces records key-<i mod keys> with 100-byte values
+// to topic, murmur2-partitioned, record i at at(i) (nil: the producer's
+// time).
+func fillBenchInput(b *testing.B, c *kafkatest.Cluster, topic string, records, keys int, at func(i int) time.Time) {
+	b.Helper()
 	cl := c.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(partition.Kgo(partition.Murmur2())),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
 	value := make([]byte, benchValueBytes)
@@ -86,7 +94,11 @@ func benchInput(b *testing.B, c *kafkatest.Cluster, records int) string {
 	for i := 0; i < records; i++ {
 		v := append([]byte(nil), value...)
 		binary.BigEndian.PutUint64(v, uint64(i))
-		cl.Produce(ctx, &kgo.Record{Key: []byte("key-" + strconv.Itoa(i%keys)), Value: v}, func(_ *kgo.Record, err error) {
+		r := &kgo.Record{Key: []byte("key-" + strconv.Itoa(i%keys)), Value: v}
+		if at != nil {
+			r.Timestamp = at(i)
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
 				case errs <- err:
@@ -104,7 +116,6 @@ func benchInput(b *testing.B, c *kafkatest.Cluster, records int) string {
 	default:
 	}
 	cl.Close() // its buffers are not the benchmark's to carry
-	return topic
 }
 
 // measure runs fn and reports records/s, allocations and CPU per record

@@ -49,11 +49,7 @@ func (d *driver) countSection(ctx context.Context, b broker) (*section, countOut
 			bin: "kstreams", bench: "^BenchmarkCountSideBySide$", env: ks("kafka-streams", "exactly_once_v2"), rate: "kstreams-records/s", cpu: "kstreams-cpu-µs/record", rss: "kstreams-peak-rss-MB", cpuScale: 1},
 	}
 	if cfg.smoke {
-		for i := range systems {
-			if systems[i].bin == "kstreams" {
-				systems[i].absent = "Not run in the smoke run (-smoke), which starts no JVM to stay within a minute or two; `make bench` runs it."
-			}
-		}
+		noJVM(systems)
 	}
 	sec := newSection(fmt.Sprintf("Stateful count on %s", b.title))
 	sec.printf("%s records over %s keys (`key-<i mod keys>`, 100-byte values), 12 partitions, commit interval 1 s, record cache off "+
@@ -111,6 +107,16 @@ func (d *driver) countSection(ctx context.Context, b broker) (*section, countOut
 		out.gokaRate = 0
 	}
 	return sec, out
+}
+
+// noJVM marks the Kafka Streams driver's systems absent: the smoke run
+// starts no JVM.
+func noJVM(systems []system) {
+	for i := range systems {
+		if systems[i].bin == "kstreams" {
+			systems[i].absent = "Not run in the smoke run (-smoke), which starts no JVM to stay within a minute or two; `make bench` runs it."
+		}
+	}
 }
 
 // ksRestoreRate is a Kafka Streams count run's restore rate: the records

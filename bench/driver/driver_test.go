@@ -53,6 +53,9 @@ func TestSmokeRunFillsOrExplainsEveryRow(t *testing.T) {
 			"failover, kill -9 of a task's owner", "failover, SIGTERM of a task's owner",
 			"goka v1.1.13 hot standby, kill -9 of a partition's owner", "goka v1.1.13 hot standby, SIGTERM of a partition's owner"},
 		"Placement": {"placement, ours and Kafka's"},
+		"Windows and timers": {windowedCountRow, "Rackstream count, at-least-once, changelog + output (processor benchmark)",
+			"Rackstream windowed count in the Kafka Streams driver", "Kafka Streams 4.4.0 windowed count, at_least_once",
+			windowStoreRow, timerRow},
 	}
 	for prefix, rows := range want {
 		var sec *section

@@ -37,6 +37,13 @@ const (
 		"among them). The half load is half a sustained maximum the driver's producer may be what limits (the cluster section " +
 		"says when): a lighter cluster leaves the driver more CPU and raises it. The driver's log lists the slowest probes, " +
 		"with when each was sent, its acknowledgement and its partition."
+	// inTheWayWindowed is the windowed count's CPU per record.
+	inTheWayWindowed = "bench/README.md (\"Windows and timers\"): each record reads its key's windows through its task's " +
+		"uncommitted writes, and that read walks all of them (state's writeBuffer.appendRange on the unsorted reader path, a " +
+		"string conversion per key compared): 74% of the windowed count's CPU in a 50k-record profile, a cost per record " +
+		"that grows with the writes since the last commit. Its changelog also takes up to three records per update (the " +
+		"window, its time-index entry, the aggregation's stream time when it moves) and two deletes per expired window, " +
+		"where Kafka Streams writes one per update."
 	// inTheWayLookups is the query path against a bare handler.
 	inTheWayLookups = "docs/lab/query.md: the lookup's routing, the store read and " +
 		"(forwarded) the second HTTP hop, on cores shared with the load."

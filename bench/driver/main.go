@@ -47,7 +47,8 @@ func main() {
 	records := flag.Int("records", 0, "input records of the count (0: 1,000,000, or 3,000 with -smoke)")
 	keys := flag.Int("keys", 0, "keys of the count's input (0: 100,000, or 300 with -smoke)")
 	restoreKeys := flag.Int("restore-keys", 0, "keys of the restored store (0: 1,000,000, or 3,000 with -smoke)")
-	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows) or failover (only its failover rows, instances logging at debug level) (default: all)")
+	windowRecords := flag.Int("window-records", 0, "input records of the windowed count, over the count's keys (0: 200,000, or 3,000 with -smoke)")
+	sections := flag.String("sections", "", "comma-separated sections to run: count, restore, cluster, placement, freshness (the cluster section with only its freshness rows), failover (only its failover rows, instances logging at debug level) or windowed (windows and timers) (default: all)")
 	loadRate := flag.Float64("load-rate", 0, "records/s of the cluster section's load (0: half the maximum the cluster sustains, measured in the run, or 20,000 when that fails; 500 with -smoke)")
 	freshFor := flag.Duration("fresh-duration", 0, "how long the freshness rows probe (the row at the section's interval: each of its windows) (0: 30s, or 1.5s with -smoke)")
 	freshWindows := flag.Int("fresh-windows", 0, "windows of -fresh-duration the freshness row at the section's interval probes, its p99 their median (0: 3, or 2 with -smoke)")
@@ -78,6 +79,9 @@ func main() {
 	}
 	if *restoreKeys > 0 {
 		cfg.restoreKeys = *restoreKeys
+	}
+	if *windowRecords > 0 {
+		cfg.windowRecords = *windowRecords
 	}
 	if *loadRate > 0 {
 		cfg.fallbackRate, cfg.loadRate = *loadRate, *loadRate
@@ -112,6 +116,10 @@ type config struct {
 	sections                []string // empty: all
 	countRecords, countKeys int
 	restoreKeys             int
+	windowRecords           int           // input records of the windowed count
+	storeKeys               int           // keys of the window store's size rows
+	timerRate, timerKeys    int           // the timers' load: records/s over this many keys
+	timerFor                time.Duration // and for how long
 	queryKeys               int
 	queryClients            int
 	queryDuration           time.Duration
@@ -141,6 +149,9 @@ func fullConfig() config {
 		// the fair ceiling at 37668ba: 0.48 and 0.87).
 		out: "bench/results.md", rounds: 3,
 		countRecords: 1_000_000, countKeys: 100_000, restoreKeys: 1_000_000,
+		// The windowed count reads a key's windows through its task's
+		// uncommitted writes, a cost per record that grows with them.
+		windowRecords: 200_000, storeKeys: 3000, timerRate: 2000, timerKeys: 10_000, timerFor: 20 * time.Second,
 		queryKeys: 2000, queryClients: 8, queryDuration: 3 * time.Second, freshDuration: 30 * time.Second, freshWindows: 3, freshWarm: 10 * time.Second,
 		traceAfter: 5 * time.Second, traceFor: 8 * time.Second,
 		fallbackRate: 20_000, sessionTimeout: 10 * time.Second, commitInterval: time.Second, clusterBacklog: 300_000, clusterDrain: 8 * time.Second,
@@ -154,6 +165,7 @@ func smokeConfig(out, traceDir string) config {
 	return config{
 		out: out, smoke: true, rounds: 1, traceDir: traceDir, traceFor: time.Second,
 		countRecords: 3000, countKeys: 300, restoreKeys: 3000,
+		windowRecords: 3000, storeKeys: 100, timerRate: 200, timerKeys: 100, timerFor: 2 * time.Second,
 		queryKeys: 300, queryClients: 2, queryDuration: 300 * time.Millisecond, freshDuration: 1500 * time.Millisecond, freshWindows: 2, freshWarm: 500 * time.Millisecond,
 		fallbackRate: 500, loadRate: 500, sessionTimeout: 3 * time.Second, commitInterval: 500 * time.Millisecond, clusterBacklog: 20_000,
 		scaleTimeout: 2 * time.Second, childTimeout: 5 * time.Minute,

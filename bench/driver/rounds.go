@@ -55,25 +55,31 @@ func (d *driver) runRounds(ctx context.Context, what string, b broker, rounds in
 	for round := range rounds {
 		for i := range live {
 			s := live[(i+round)%len(live)]
-			env := map[string]string{}
-			for k, v := range b.env {
-				env[k] = v
-			}
-			for k, v := range s.env {
-				env[k] = v
-			}
 			d.logf("%s on %s, round %d/%d: %s", what, b.kind, round+1, rounds, s.name)
-			c := runChild(ctx, d.pkgDir(s.bin), childEnv(), env, d.cfg.childTimeout, d.bins[s.bin],
-				"-test.run", "^$", "-test.bench", s.bench, "-test.benchtime", "1x", "-test.v", "-test.timeout", d.cfg.childTimeout.String())
-			if !c.ok() {
-				d.logf("  %s", c.failure())
-			} else {
-				d.logf("  %.1fs wall, %.1fs CPU, peak RSS %.0f MB", c.wall.Seconds(), c.cpu.Seconds(), float64(c.maxRSS)/1e6)
-			}
-			r.byKey[s.key] = append(r.byKey[s.key], c)
+			r.byKey[s.key] = append(r.byKey[s.key], d.benchChild(ctx, b, s.bin, s.bench, s.env))
 		}
 	}
 	return r
+}
+
+// benchChild runs one benchmark of the built test binary bin alone, once,
+// on broker b with env added, and logs what it cost or why it failed.
+func (d *driver) benchChild(ctx context.Context, b broker, bin, bench string, env map[string]string) child {
+	all := map[string]string{}
+	for k, v := range b.env {
+		all[k] = v
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	c := runChild(ctx, d.pkgDir(bin), childEnv(), all, d.cfg.childTimeout, d.bins[bin],
+		"-test.run", "^$", "-test.bench", bench, "-test.benchtime", "1x", "-test.v", "-test.timeout", d.cfg.childTimeout.String())
+	if !c.ok() {
+		d.logf("  %s", c.failure())
+	} else {
+		d.logf("  %.1fs wall, %.1fs CPU, peak RSS %.0f MB", c.wall.Seconds(), c.cpu.Seconds(), float64(c.maxRSS)/1e6)
+	}
+	return c
 }
 
 // series is one figure of a system, one value per round (NaN where the

@@ -140,6 +140,9 @@ func run(ctx context.Context, cfg config, log io.Writer) (*result, error) {
 		if cfg.wants("cluster") || cfg.wants("freshness") || cfg.wants("failover") {
 			add(d.clusterSection(ctx, b, outcome))
 		}
+		if cfg.wants("windowed") {
+			add(d.windowedSection(ctx, b))
+		}
 	}
 	if cfg.wants("placement") && len(brokers) < 2 {
 		add(d.placementSection(ctx))

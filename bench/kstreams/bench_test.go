@@ -40,6 +40,10 @@ import (
 //	RACKSTREAM_KSTREAMS_JAVA_OPTS    JVM options, space-separated [none]
 //	RACKSTREAM_KSTREAMS_ENGINES      engines to run, comma-separated [kafka-streams,rackstream]; bench/driver runs one per process
 //	RACKSTREAM_KSTREAMS_GUARANTEE    processing.guarantee of both engines [at_least_once]; or exactly_once_v2
+//	RACKSTREAM_KSTREAMS_WINDOW_MS    above 0: a windowed count, tumbling windows of this size, instead of the count [0]
+//	RACKSTREAM_KSTREAMS_GRACE_MS     the windows' grace [0]
+//	RACKSTREAM_KSTREAMS_SPAN_MS      the input's timestamps spread evenly over this span, ending now [5 windows]
+//	RACKSTREAM_KSTREAMS_RESTORE      0: no restore after each run [1]
 type settings struct {
 	records, keys, valueBytes, rounds int
 	instances                         []int
@@ -50,6 +54,11 @@ type settings struct {
 	javaOpts                          []string
 	engines                           []string
 	guarantee                         string
+	// window, grace and span make the job a windowed count (windowed_test.go)
+	// when window is above 0; base is the first input record's timestamp.
+	window, grace, span time.Duration
+	base                time.Time
+	restore             bool
 }
 
 const partitions = 12
@@ -79,6 +88,15 @@ func loadSettings(b *testing.B) settings {
 		javaOpts:   strings.Fields(os.Getenv("RACKSTREAM_KSTREAMS_JAVA_OPTS")),
 		engines:    strings.Split(cmp(os.Getenv("RACKSTREAM_KSTREAMS_ENGINES"), "kafka-streams,rackstream"), ","),
 		guarantee:  cmp(os.Getenv("RACKSTREAM_KSTREAMS_GUARANTEE"), "at_least_once"),
+		window:     time.Duration(num("WINDOW_MS", 0)) * time.Millisecond,
+		grace:      time.Duration(num("GRACE_MS", 0)) * time.Millisecond,
+		restore:    num("RESTORE", 1) != 0,
+	}
+	s.span = time.Duration(num("SPAN_MS", int(5*s.window/time.Millisecond))) * time.Millisecond
+	if s.window > 0 {
+		// Ending now: the broker takes the timestamps, and the changelogs'
+		// time retention deletes none of them during the run.
+		s.base = time.Now().Add(-s.span).Truncate(s.window)
 	}
 	for _, f := range strings.Split(cmp(os.Getenv("RACKSTREAM_KSTREAMS_INSTANCES"), "1"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -124,6 +142,10 @@ func BenchmarkCountSideBySide(b *testing.B) {
 	produceInput(b, c, input, s)
 	b.Logf("input %s: %d records, %d keys, %d-byte values, %d partitions; commit.interval.ms=%d, statestore.cache.max.bytes=%d, num.standby.replicas=%d",
 		input, s.records, s.keys, s.valueBytes, partitions, s.commit.Milliseconds(), s.cacheBytes, s.standbys)
+	if s.window > 0 {
+		b.Logf("a windowed count: tumbling windows of %v with %v of grace, the timestamps rising evenly over %v from %s",
+			s.window, s.grace, s.span, s.base.UTC().Format(time.RFC3339))
+	}
 
 	b.ResetTimer()
 	for range b.N {
@@ -168,7 +190,11 @@ func produceInput(b *testing.B, c *kafkatest.Cluster, topic string, s settings) 
 	for i := range s.records {
 		v := make([]byte, s.valueBytes)
 		binary.BigEndian.PutUint64(v, uint64(i))
-		cl.Produce(ctx, &kgo.Record{Key: []byte("key-" + strconv.Itoa(i%s.keys)), Value: v}, func(_ *kgo.Record, err error) {
+		r := &kgo.Record{Key: []byte("key-" + strconv.Itoa(i%s.keys)), Value: v}
+		if s.window > 0 {
+			r.Timestamp = s.recordTime(i)
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
 				case errs <- err:
@@ -317,7 +343,14 @@ func runOnce(b *testing.B, c *kafkatest.Cluster, e engine, input string, n int, 
 	insts = nil
 	r.changelog = sum(c.EndOffsets(changelog))
 	r.outputs = sum(c.EndOffsets(output))
-	checkCounts(b, c, e.name(), output, s)
+	if s.window > 0 {
+		checkWindowedCounts(b, c, e.name(), output, s)
+	} else {
+		checkCounts(b, c, e.name(), output, s)
+	}
+	if !s.restore {
+		return r
+	}
 
 	progress("%s: restoring on an empty state dir", e.name())
 	in, err := e.start(ctx, c, app, input, output, filepath.Join(dirs, "restore"), 0, 1)
@@ -529,6 +562,7 @@ func (k kafkaStreams) start(ctx context.Context, c *kafkatest.Cluster, app, inpu
 			"num.stream.threads":         strconv.Itoa(threads),
 			"processing.guarantee":       k.s.guarantee,
 		},
+		Window: k.s.window, Grace: k.s.grace,
 	})
 	if err != nil {
 		return nil, err
@@ -555,19 +589,23 @@ func (rackstream) name() string { return "rackstream" }
 
 func (e rackstream) start(ctx context.Context, c *kafkatest.Cluster, app, input, output, stateDir string, _, _ int) (instance, error) {
 	topo := processor.New(app)
-	counts := processor.NewStore(topo, "counts", codec.String(), longCodec{})
-	out := processor.NewOutput(topo, output, codec.String(), longCodec{})
-	processor.NewInput(topo, input, codec.String(), codec.Bytes(), func(ctx *processor.Context, key string, _ []byte) error {
-		n, _, err := counts.Get(ctx, key)
-		if err != nil {
-			return err
-		}
-		n++
-		if err := counts.Put(ctx, key, n); err != nil {
-			return err
-		}
-		return out.Emit(ctx, key, n)
-	})
+	if e.s.window > 0 {
+		windowedCount(topo, input, output, e.s)
+	} else {
+		counts := processor.NewStore(topo, "counts", codec.String(), longCodec{})
+		out := processor.NewOutput(topo, output, codec.String(), longCodec{})
+		processor.NewInput(topo, input, codec.String(), codec.Bytes(), func(ctx *processor.Context, key string, _ []byte) error {
+			n, _, err := counts.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			n++
+			if err := counts.Put(ctx, key, n); err != nil {
+				return err
+			}
+			return out.Emit(ctx, key, n)
+		})
+	}
 	o := processor.DefaultOptions()
 	o.Brokers, o.ClientOpts, o.StateDir = c.Brokers, c.ClientOpts(), stateDir
 	o.Placement.NumStandbyReplicas, o.CommitInterval, o.CacheMaxBytes = e.s.standbys, processor.Exactly(e.s.commit), processor.Exactly(e.s.cacheBytes)

@@ -8,7 +8,11 @@
 // and cached by source hash, see [Build]); on Rackstream's it is the same
 // topology written with the processor package (LevelDB). Both use
 // processing.guarantee=at_least_once, the same commit.interval.ms,
-// statestore.cache.max.bytes and num.standby.replicas.
+// statestore.cache.max.bytes and num.standby.replicas. With
+// RACKSTREAM_KSTREAMS_WINDOW_MS the job is a windowed count instead, per key
+// and tumbling window (groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(...))
+// .count() against processor.NewWindowedAggregation), over input whose
+// timestamps rise evenly over RACKSTREAM_KSTREAMS_SPAN_MS.
 //
 // The benchmark pre-produces one input topic (12 partitions, murmur2 keys),
 // then, round after round and alternating which goes first, runs each side on

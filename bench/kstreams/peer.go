@@ -41,6 +41,10 @@ type PeerConfig struct {
 	// Props are StreamsConfig settings (num.standby.replicas,
 	// commit.interval.ms, num.stream.threads, ...).
 	Props map[string]string
+	// Window, when above 0, makes the job a windowed count: tumbling
+	// windows of Window with Grace, written to Output under Kafka
+	// Streams' time windowed key (the key, then the window start).
+	Window, Grace time.Duration
 }
 
 // Peer is one running Kafka Streams instance (one JVM).
@@ -73,6 +77,10 @@ func StartPeer(ctx context.Context, c PeerConfig) (*Peer, error) {
 		c.Bootstrap, c.ApplicationID, c.Input, c.Output, c.StateDir)
 	for k, v := range c.Props {
 		args = append(args, k+"="+v)
+	}
+	if c.Window > 0 {
+		args = append(args, "rackstream.window.size.ms="+strconv.FormatInt(c.Window.Milliseconds(), 10),
+			"rackstream.window.grace.ms="+strconv.FormatInt(c.Grace.Milliseconds(), 10))
 	}
 	cmd := exec.CommandContext(ctx, "java", args...)
 	stdin, err := cmd.StdinPipe()

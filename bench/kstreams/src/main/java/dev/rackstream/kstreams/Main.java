@@ -15,10 +15,14 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * The Kafka Streams side of Rackstream's processing benchmark: a per-key count
@@ -29,7 +33,12 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * <pre>java -jar kstreams-count.jar BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR [key=value ...]</pre>
  *
  * The key=value arguments are StreamsConfig settings (num.standby.replicas,
- * commit.interval.ms, num.stream.threads, statestore.cache.max.bytes, ...).
+ * commit.interval.ms, num.stream.threads, statestore.cache.max.bytes, ...),
+ * except the program's own: {@code rackstream.window.size.ms=N} makes the job
+ * a windowed count, groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(N ms,
+ * {@code rackstream.window.grace.ms}, default 0)).count(), materialised as the
+ * window store "counts" and written to the output with Kafka Streams' time
+ * windowed key serde (the key, then the window start) and a Long value.
  * The program prints one line per event on stdout, for the Go driver:
  * {@code STARTED <epoch ms>} once start() returned, {@code RUNNING <epoch ms>}
  * on every transition to RUNNING, {@code RESTORED <records> <first start ms>
@@ -46,6 +55,7 @@ public final class Main {
             System.exit(2);
         }
         String bootstrap = args[0], appID = args[1], input = args[2], output = args[3], stateDir = args[4];
+        long windowMs = 0, graceMs = 0;
 
         Properties props = new Properties();
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -59,17 +69,31 @@ public final class Main {
                 System.err.println("argument " + (i + 1) + " is not key=value: " + args[i]);
                 System.exit(2);
             }
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+            String key = args[i].substring(0, eq), value = args[i].substring(eq + 1);
+            switch (key) {
+                case "rackstream.window.size.ms" -> windowMs = Long.parseLong(value);
+                case "rackstream.window.grace.ms" -> graceMs = Long.parseLong(value);
+                default -> props.put(key, value);
+            }
         }
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
-            .groupByKey()
-            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
-                .withKeySerde(Serdes.String())
-                .withValueSerde(Serdes.Long()))
-            .toStream()
-            .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        KGroupedStream<String, byte[]> grouped = builder.stream(input, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+            .groupByKey();
+        if (windowMs > 0) {
+            grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(windowMs), Duration.ofMillis(graceMs)))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("counts")
+                    .withKeySerde(Serdes.String())
+                    .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(output, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, windowMs), Serdes.Long()));
+        } else {
+            grouped.count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                    .withKeySerde(Serdes.String())
+                    .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        }
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         Object out = new Object();
