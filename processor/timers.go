@@ -270,7 +270,7 @@ func (b taskBackend) scan(_ int32, s *storeSpec, start, end []byte, fn func(key,
 	if t.cache != nil {
 		over = t.cache.dirtyRange(s.index, start, end)
 	}
-	return t.stores[s.index].Latest().ScanOver(start, end, over, fn)
+	return t.stores[s.index].ScanOver(start, end, over, fn)
 }
 
 // dirtyRange returns target's entries not yet written through with keys in

@@ -158,8 +158,16 @@ func (b *writeBuffer) reset() {
 	b.keys, b.vals, b.arena, b.sorted = b.keys[:0], b.vals[:0], b.arena[:0], 0
 }
 
+// insertSortedMax is the most new keys sortKeys inserts one by one (a
+// binary search and a move of the string headers after it); more are
+// sorted and merged.
+const insertSortedMax = 8
+
 // sortKeys puts keys in order: the keys added since the last sort are
-// sorted and merged into the sorted prefix, O(n + m log m) for m new keys.
+// sorted and merged into the sorted prefix, O(n + m log m) for m new keys;
+// up to insertSortedMax of them are inserted by binary search, which moves
+// the headers after each but compares only log n keys. A task scanning
+// after every record or two (a windowed aggregation) takes the second way.
 // Task goroutine only; it changes keys under the lock.
 func (b *writeBuffer) sortKeys() {
 	if b.sorted == len(b.keys) {
@@ -167,6 +175,17 @@ func (b *writeBuffer) sortKeys() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if m := len(b.keys) - b.sorted; m <= insertSortedMax {
+		var add [insertSortedMax]string
+		n := copy(add[:], b.keys[b.sorted:])
+		b.keys = b.keys[:b.sorted]
+		for _, k := range add[:n] {
+			i, _ := slices.BinarySearch(b.keys, k)
+			b.keys = slices.Insert(b.keys, i, k)
+		}
+		b.sorted = len(b.keys)
+		return
+	}
 	old, tail := b.keys[:b.sorted], b.keys[b.sorted:]
 	slices.Sort(tail)
 	if len(old) > 0 && len(tail) > 0 && old[len(old)-1] > tail[0] {

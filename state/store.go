@@ -288,6 +288,16 @@ func (s *DB) writeBatch(b *leveldb.Batch, checkpoint int64) error {
 // task's uncommitted writes, until fn returns false; nil bounds are open.
 // The slices passed to fn are valid only during the call.
 func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
+	return s.ScanOver(start, end, nil, fn)
+}
+
+// ScanOver is Scan with a layer above the write buffers, as
+// LatestView.ScanOver has, for the task's own goroutine: over's entries
+// win over the buffers and LevelDB, and its deletes hide their keys. over
+// must be sorted by key, with no key twice and every key in [start, end).
+// The buffers are read in key order (sortKeys), so a range costs its
+// entries, not every key written since the last commit.
+func (s *DB) ScanOver(start, end []byte, over []Entry, fn func(key, value []byte) bool) error {
 	if s.db == nil {
 		return ErrTaskClosed
 	}
@@ -296,7 +306,10 @@ func (s *DB) Scan(start, end []byte, fn func(key, value []byte) bool) error {
 	// does not see those writes, as LevelDB's iterator does not. The frozen
 	// buffer's entries are taken before the iterator, while a commit may be
 	// writing them to LevelDB (latest.go says why that order).
-	cs := make([]cursor, 0, 3)
+	cs := make([]cursor, 0, 4)
+	if len(over) > 0 {
+		cs = append(cs, &entryCursor{es: over, i: -1})
+	}
 	for _, b := range [2]*writeBuffer{s.buf, s.committed} {
 		if b == nil || b.Len() == 0 || b == s.committed && !s.unwritten.Load() {
 			continue
