@@ -14,7 +14,8 @@
 # passes, so the second pass reruns only the tests that touch Kafka.
 #
 # With every package (PKGS=./...) and the real broker, the fault suite's
-# short form follows (deploy/local/chaos.sh short).
+# short form follows (deploy/local/chaos.sh short); under CI, the three-broker
+# leader kill and the soak's three-minute form too.
 #
 # Environment: GO (go), GOTEST_TIMEOUT (10m, per package binary), PKGS (./...),
 # GOTEST_FLAGS (extra go test flags), RACE_PKGS (the race pass's packages),
@@ -134,6 +135,11 @@ if ((rc == 0)); then
 		# (harness/cluster; about a minute and a half).
 		if [[ -n ${CI:-} || -n ${RACKSTREAM_THREE_BROKERS:-} ]]; then
 			suite "three brokers" env RACKSTREAM_THREE_BROKERS=1 "$GO" test -count=1 -timeout "$TIMEOUT" -run '^TestThreeBrokers' ./harness/cluster/
+		fi
+		# Under CI, or with RACKSTREAM_SOAK=<duration>: the soak's short
+		# form, a fault a minute for three minutes (about four and a half).
+		if [[ -n ${CI:-} || -n ${RACKSTREAM_SOAK:-} ]]; then
+			suite "soak (${RACKSTREAM_SOAK:-3m})" "$HERE/chaos.sh" soak "${RACKSTREAM_SOAK:-3m}"
 		fi
 	fi
 else
