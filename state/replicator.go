@@ -529,36 +529,3 @@ func (r *replicator) progress(s *DB) {
 			"eta", (time.Duration(eta) * time.Second).Round(time.Second), "checkpoint", s.Checkpoint(), "target", target)
 	}
 }
-
-// recordPool lets the restore consumer reuse the Record slices it decodes
-// fetched batches into. apply copies each record into a LevelDB batch and
-// recycles it, so restore allocates no Record per record.
-type recordPool struct{ p sync.Pool }
-
-func (rp *recordPool) GetRecords(n int) []kgo.Record {
-	if v, ok := rp.p.Get().(*[]kgo.Record); ok && cap(*v) >= n {
-		return (*v)[:0]
-	}
-	return make([]kgo.Record, 0, max(n, 256))
-}
-
-func (rp *recordPool) PutRecords(rs []kgo.Record) {
-	rp.p.Put(&rs)
-}
-
-// decompressPool reuses the buffers that compressed batches are
-// decompressed into; the active path's producers compress with snappy by
-// default. Records alias the buffers until recycled, and apply copies
-// them first.
-type decompressPool struct{ p sync.Pool }
-
-func (dp *decompressPool) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
-	if v, ok := dp.p.Get().(*[]byte); ok && cap(*v) >= 2*len(compressed) {
-		return (*v)[:0]
-	}
-	return make([]byte, 0, 4*len(compressed))
-}
-
-func (dp *decompressPool) PutDecompressBytes(b []byte) {
-	dp.p.Put(&b)
-}
