@@ -78,10 +78,10 @@ type run struct {
 	kafka   []string
 	brokers *cluster.Brokers
 	g       *cluster.Group
-	ins    []*cluster.Instance
-	prod   *cluster.Producer
-	active *cluster.AvailabilityProbe // reads actives only
-	lagged *cluster.AvailabilityProbe // reads with max_lag
+	ins     []*cluster.Instance
+	prod    *cluster.Producer
+	active  *cluster.AvailabilityProbe // reads actives only
+	lagged  *cluster.AvailabilityProbe // reads with max_lag
 
 	// brokerDown are the intervals in which the broker was down (scenario
 	// 3), excused from the bound on reads from actives.
