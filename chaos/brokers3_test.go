@@ -72,10 +72,10 @@ func leaderKilled(t *testing.T, s setup) {
 	r.waitLedWithout(victim)
 	r.healed(down)
 	r.settle()
-	back := time.Now()
 	if err := r.brokers.Resume(victim); err != nil {
 		t.Fatal(err)
 	}
+	back := time.Now()
 	r.waitInSync(victim)
 	r.healed(back)
 	r.settle()
@@ -191,11 +191,20 @@ func (r *run) topics() []string {
 // and the changelog, and how many.
 func (r *run) leaderOfMost() (int32, int) {
 	r.t.Helper()
-	parts, err := r.brokers.Partitions(r.t.Context(), r.input, r.changelog())
+	parts, err := r.brokers.Partitions(r.t.Context(), r.topics()...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return cluster.LeaderOfMost(parts)
+	var data []cluster.PartitionState
+	for _, p := range parts {
+		switch p.Topic {
+		case r.input, r.changelog():
+			data = append(data, p)
+		case "__consumer_offsets", "__transaction_state":
+			r.t.Logf("%s partition %d is led by node %d", p.Topic, p.Partition, p.Leader)
+		}
+	}
+	return cluster.LeaderOfMost(data)
 }
 
 // waitLedWithout waits until node leads nothing and is in no ISR.
