@@ -103,7 +103,6 @@ func brokersRolled(t *testing.T, s setup) {
 	r := beginWith(t, "broker-roll", s)
 	for _, n := range r.brokers.Nodes {
 		r.midTransaction(r.ins[0])
-		down := time.Now()
 		if err := r.brokers.Stop(n.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -112,8 +111,9 @@ func brokersRolled(t *testing.T, s setup) {
 		if err := r.brokers.Resume(n.ID); err != nil {
 			t.Fatal(err)
 		}
+		back := time.Now()
 		r.waitInSync(n.ID)
-		r.healed(down)
+		r.healed(back)
 		r.settle()
 	}
 	_, lag := r.end(r.leaderBound())
