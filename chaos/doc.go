@@ -23,8 +23,9 @@
 //     broker aborts it, see activeBound); on three brokers that bound
 //     plus the controller's broker session timeout, 9 s (leaderBound), the
 //     cut of scenario 10 excused;
-//   - on three brokers, no key unreadable with max_lag for as long as the
-//     session timeout (checkLagged);
+//   - on three brokers, reads with max_lag within that bound throughout
+//     (checkLagged), and never failing for as long as the session timeout
+//     while the instances are cut off one broker (standbysAnswered);
 //   - no key read backwards: readers read the committed view, pass back
 //     the position of their last answer as min_position, and check that
 //     no answer is behind it and no key's value decreases (under
