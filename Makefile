@@ -31,9 +31,10 @@ test-kafka:
 	eval "$$(./deploy/local/kafka.sh env)" && ./deploy/local/kafka.sh status && \
 		$(GO) test -timeout $(GOTEST_TIMEOUT) $(PKGS)
 
-# The statement coverage of processor/commit.go, cut.go, acks.go, txn.go and
-# rebalance.go by their broker-free unit tests alone, each against its own
-# bar (90%, or what the file had when it joined); make test runs it too.
+# The statement coverage of processor/commit.go, cut.go, acks.go, txn.go,
+# rebalance.go and lifecycle_plan.go by their broker-free unit tests alone,
+# each against its own bar (90%, or what the file had when it joined); make
+# test runs it too.
 cover-runtime:
 	./deploy/local/cover-runtime.sh
 

@@ -152,6 +152,10 @@ func metadataInput(doc *metadataDoc) (Input, error) {
 		doc.NumStandbyReplicas, doc.AcceptableRecoveryLag, doc.MaxWarmupReplicas = &st.NumStandbyReplicas, &st.AcceptableRecoveryLag, &st.MaxWarmupReplicas
 		in.RackAwareAssignmentTags = append(tags.Keys{}, st.RackAwareAssignmentTags...)
 	}
+	if cz := doc.CrossZone; cz != nil && cz.RackAwareness != nil {
+		ra := *cz.RackAwareness
+		in.RackAwareness = &ra
+	}
 	if doc.AcceptableRecoveryLag != nil {
 		in.AcceptableRecoveryLag = *doc.AcceptableRecoveryLag
 	}

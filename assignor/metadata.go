@@ -45,9 +45,10 @@ type Metadata struct {
 	Quality Quality `json:"quality"`
 	// CrossZone is the placement's expected cross-zone traffic as the
 	// leader computed it (Plan.CrossZone): each task's bytes and whether
-	// its active and standbys sit with a replica of its partitions. Absent
-	// when the leader knew no partition racks or the group speaks an older
-	// wire version.
+	// its active and standbys sit with a replica of its partitions, and
+	// the rack awareness it planned with, which DecodeDocument returns as
+	// the input's. Absent when the leader knew no partition racks or the
+	// group speaks an older wire version.
 	CrossZone *CrossZone `json:"cross_zone,omitempty"`
 	// Status is how the instances are doing, gathered live when the
 	// document was served; it differs from instance to instance and from

@@ -150,6 +150,11 @@ type CrossZone struct {
 	Produce float64 `json:"produce"`
 	// Tasks are in task order.
 	Tasks []TaskCrossZone `json:"tasks"`
+	// RackAwareness is what the group leader planned with (partition racks
+	// and byte rates), carried in its placement so that a what-if of the
+	// live placement recomputes these figures for the survivors. Assign
+	// leaves it nil.
+	RackAwareness *RackAwareness `json:"rack_awareness,omitempty"`
 }
 
 // TaskCrossZone is one task's expected cross-zone traffic.

@@ -251,3 +251,51 @@ func TestDecodeDocumentReturnsAMetadataDocumentsPlacement(t *testing.T) {
 		t.Fatalf("a scenario: plan %+v, %v; want nil", plan, err)
 	}
 }
+
+// TestWhatIfOfALivePlacementRecomputesCrossZone: a metadata document
+// whose cross_zone carries the leader's rack awareness decodes to an input
+// with it, and the what-if's plan after the loss reports the survivors'
+// cross-zone traffic.
+func TestWhatIfOfALivePlacementRecomputesCrossZone(t *testing.T) {
+	in := withRacks(input(3, 0, nil, client("a", "zone=a"), client("b", "zone=b"), client("c", "zone=c")),
+		StrategyMinTraffic,
+		taskParts(0, part(RoleInput, "a", "a")), taskParts(1, part(RoleInput, "b", "b")), taskParts(2, part(RoleInput, "c", "c")))
+	plan, err := Assign(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.CrossZone == nil || plan.CrossZone.Total != 0 || plan.CrossZone.RackAwareness != nil {
+		t.Fatalf("plan's cross-zone %+v; want 0 and no rack awareness of Assign's own", plan.CrossZone)
+	}
+	cz := *plan.CrossZone
+	cz.RackAwareness = in.RackAwareness // as the leader publishes it
+	doc, err := json.Marshal(Metadata{Generation: 1, Self: "a", Clients: metadataClients(plan), Tasks: plan.Tasks, CrossZone: &cz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	din, live, err := DecodeDocument(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(din.RackAwareness, in.RackAwareness) {
+		t.Fatalf("decoded rack awareness %+v; want the leader's %+v", din.RackAwareness, in.RackAwareness)
+	}
+	res, err := WhatIf(din, live, []Selector{{Tag: "zone", Value: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Task 2's input has its one replica in zone c: whoever takes it
+	// fetches across zones.
+	if after := res.PlanAfter.CrossZone; after == nil || after.Total != 1 || after.Tasks[2].ActiveLocal {
+		t.Fatalf("cross-zone after losing zone c: %+v; want task 2's one fetch", after)
+	}
+}
+
+// metadataClients lists plan's clients as a metadata document does.
+func metadataClients(plan *Plan) []MetadataClient {
+	out := make([]MetadataClient, len(plan.Clients))
+	for i, c := range plan.Clients {
+		out[i] = MetadataClient{ID: c.ID, Tags: c.Tags, Capacity: 1, Active: c.Active, Standby: c.Standby, Warmup: c.Warmup}
+	}
+	return out
+}

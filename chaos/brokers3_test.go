@@ -16,7 +16,7 @@ import (
 // leaders for its partitions.
 const brokerSessionTimeout = 9 * time.Second
 
-// brokerCut is how long scenario 10 keeps the instances off one broker:
+// brokerCut is how long scenario 11 keeps the instances off one broker:
 // past the session timeout, so that a group or transaction coordinator on
 // that broker gives the instances up, and past the produce retries' first
 // timeouts.
@@ -33,9 +33,9 @@ func (r *run) leaderBound() time.Duration {
 
 // checkLagged checks the three-broker scenarios' bound on the reads with
 // max_lag: an active qualifies for every such read, so they are held to
-// the actives' bound (leaderBound), with nothing excused. Standbys keep
-// them available while a rebalance moves a task in two steps only when
-// their lag is known; the cut scenario asserts more (standbysAnswered).
+// the actives' bound (leaderBound), with nothing excused. Standbys do not
+// always answer through a rebalance that moves a task in two steps; the
+// cut scenario asserts more (standbysAnswered).
 func (r *run) checkLagged(lag cluster.ProbeReport) {
 	r.t.Helper()
 	if w := lag.Worst; w.Len() > r.leaderBound() {
@@ -44,7 +44,7 @@ func (r *run) checkLagged(lag cluster.ProbeReport) {
 	}
 }
 
-// TestThreeBrokersLeaderKilled is scenario 8: on three brokers
+// TestThreeBrokersLeaderKilled is scenario 9: on three brokers
 // (replication factor 3, min.insync.replicas=2, acks=all), kill -9 of the
 // broker leading most of the input's and the changelog's partitions; the
 // group carries on with two, then the broker is started again and rejoins
@@ -54,7 +54,7 @@ func TestThreeBrokersLeaderKilled(t *testing.T) {
 	leaderKilled(t, setup{threeBrokers: true})
 }
 
-// TestThreeBrokersLeaderKilledExactlyOnce is scenario 8 under
+// TestThreeBrokersLeaderKilledExactlyOnce is scenario 9 under
 // exactly_once_v2: the kill lands mid-transaction.
 func TestThreeBrokersLeaderKilledExactlyOnce(t *testing.T) {
 	needMode(t, true)
@@ -84,7 +84,7 @@ func leaderKilled(t *testing.T, s setup) {
 	r.checkLagged(lag)
 }
 
-// TestThreeBrokersRollingRestart is scenario 9: a rolling restart of the
+// TestThreeBrokersRollingRestart is scenario 10: a rolling restart of the
 // three brokers, one at a time (SIGTERM: a controlled shutdown), each back
 // in every ISR before the next stops.
 func TestThreeBrokersRollingRestart(t *testing.T) {
@@ -92,7 +92,7 @@ func TestThreeBrokersRollingRestart(t *testing.T) {
 	brokersRolled(t, setup{threeBrokers: true})
 }
 
-// TestThreeBrokersRollingRestartExactlyOnce is scenario 9 under
+// TestThreeBrokersRollingRestartExactlyOnce is scenario 10 under
 // exactly_once_v2: every broker, and so every transaction coordinator,
 // restarts once.
 func TestThreeBrokersRollingRestartExactlyOnce(t *testing.T) {
@@ -121,7 +121,7 @@ func brokersRolled(t *testing.T, s setup) {
 	r.checkLagged(lag)
 }
 
-// TestThreeBrokersCut is scenario 10: every instance's connections to the
+// TestThreeBrokersCut is scenario 11: every instance's connections to the
 // broker leading most of the input's and the changelog's partitions cut
 // at its proxies for brokerCut, while the broker stays in its quorum and
 // keeps its leaderships (the brokers reach it; Kafka sees no fault), then
@@ -133,7 +133,7 @@ func TestThreeBrokersCut(t *testing.T) {
 	brokerCutOff(t, setup{threeBrokers: true})
 }
 
-// TestThreeBrokersCutExactlyOnce is scenario 10 under exactly_once_v2: the
+// TestThreeBrokersCutExactlyOnce is scenario 11 under exactly_once_v2: the
 // cut lands mid-transaction.
 func TestThreeBrokersCutExactlyOnce(t *testing.T) {
 	needMode(t, true)

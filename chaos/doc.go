@@ -7,7 +7,7 @@
 // a freeze past the session timeout, a network cut, lost and damaged state
 // directories, a standby rotation, a rolling upgrade from an earlier build;
 // and on three brokers with replication factor 3, min.insync.replicas=2
-// and acks=all, scenarios 8 to 10: kill -9 of the broker leading most
+// and acks=all, scenarios 9 to 11: kill -9 of the broker leading most
 // input and changelog partitions, a rolling restart of the brokers, the
 // instances cut off one broker that stays in its quorum) and check
 // afterwards that nothing was lost:
@@ -22,7 +22,7 @@
 //     open transaction holds back what the new active may read until the
 //     broker aborts it, see activeBound); on three brokers that bound
 //     plus the controller's broker session timeout, 9 s (leaderBound), the
-//     cut of scenario 10 excused;
+//     cut of scenario 11 excused;
 //   - on three brokers, reads with max_lag within that bound throughout
 //     (checkLagged), and never failing for as long as the session timeout
 //     while the instances are cut off one broker (standbysAnswered);
@@ -35,7 +35,7 @@
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
 //
-// Scenarios 1 to 6 and 8 to 10 also run under
+// Scenarios 1 to 6 and 9 to 11 also run under
 // processing.guarantee=exactly_once_v2 (the tests named ...ExactlyOnce,
 // scenario names ending in -eos; all but scenario 1's in the long form
 // only) with the built-in count processor instead of latest, so that a
@@ -47,9 +47,29 @@
 // are logged. Scenario 7 has no such variant: the earlier build it upgrades
 // from predates exactly-once (its `run` refuses exactly_once_v2).
 //
+// Scenario 8 (windowed-eos) counts per tumbling window (3 s, 1 s of
+// grace) with final results only, under exactly_once_v2. The writer
+// stamps its records with the wall clock, some out of order within grace
+// and some late, so windows open and close throughout. It kills an
+// instance the moment its first final result of a closing window reaches
+// the output uncommitted (the long form also kills one between two closes
+// before, and a zone likewise after), and at the end closes every window
+// with a record per partition. The output, read committed, must hold each
+// closed window's final result exactly once, counting the key's records
+// in it that were not late, and nothing for a window still open or
+// reached by late records only (cluster.Tumbling computes what is due
+// from the input as written). Its readers read windows, which have no
+// single value to order: they check positions only.
+//
 // Each scenario prints one line:
 //
 //	scenario=kill produced=9600 lost=0 duplicated=12 backwards=0 replayed=0 unavailable_max=7.9s unavailable_max_lag=0.6s recovered_in=3.1s
+//
+// Scenario 8's line counts final results in place of lost and duplicated
+// numbers: finals= (due), missing=, duplicated=, wrong= (count), early=
+// (before the window closed), past_grace=, late= (input records dropped)
+// and aborted_finals= (kills during final results that aborted the result
+// they caught uncommitted, of all such kills).
 //
 // unavailable_max is the longest window in which some key could not be
 // read from an active; unavailable_max_lag the same for reads passing
@@ -57,14 +77,14 @@
 // fault to a whole placement with every instance ready.
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
-// and 5 and scenario 1 under exactly-once, at a low rate, part of `make
-// test`) or "long" (every scenario, at a higher rate and longer; `make
-// chaos`). The broker is started by deploy/local/kafka.sh in a directory
-// and on ports of the suite's own, never the broker the other packages'
-// tests share, since scenario 3 stops and kills it; the three brokers
-// likewise, by the first scenario that needs them (threeBrokers). TestSoak
-// (make soak) runs when RACKSTREAM_SOAK holds a duration as well: a fault a
-// minute for that long, checking that each instance's memory, goroutines,
-// open files and state directory stay flat. The harness is package
-// harness/cluster.
+// and 5, scenario 1 under exactly-once and scenario 8, at a low rate, part
+// of `make test`) or "long" (every scenario, at a higher rate and longer;
+// `make chaos`). The broker is started by deploy/local/kafka.sh in a
+// directory and on ports of the suite's own, never the broker the other
+// packages' tests share, since scenario 3 stops and kills it; the three
+// brokers likewise, by the first scenario that needs them (threeBrokers).
+// TestSoak (make soak) runs when RACKSTREAM_SOAK holds a duration as well:
+// a fault a minute for that long, checking that each instance's memory,
+// goroutines, open files and state directory stay flat. The harness is
+// package harness/cluster.
 package chaos

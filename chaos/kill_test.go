@@ -1,9 +1,6 @@
 package chaos
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestKillInstanceThenZone is scenario 1: kill -9 of one instance under
 // load, its tasks taken over by standbys, the instance back; then kill -9
@@ -29,11 +26,7 @@ func killInstanceThenZone(t *testing.T, s setup) {
 
 	victim := r.ins[0]
 	r.kill(victim)
-	r.waitTakeover(victim)
-	r.settle()
-	back := time.Now()
-	r.restart(victim)
-	r.healed(back)
+	r.backAfterKill(victim)
 
 	if !zoneToo {
 		r.settle()
@@ -43,11 +36,7 @@ func killInstanceThenZone(t *testing.T, s setup) {
 	r.settle()
 	zone := r.zone("zone-b")
 	r.kill(zone...)
-	r.waitTakeover(zone...)
-	r.settle()
-	back = time.Now()
-	r.restart(zone...)
-	r.healed(back)
+	r.backAfterKill(zone...)
 
 	r.settle()
 	r.end(r.activeBound())

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ type setup struct {
 	// each exactly once, in order. Otherwise at-least-once with the latest
 	// processor: the last value, and every number at least once.
 	eos bool
+	// windowed, with eos, counts per tumbling window with final results
+	// only (windowed_test.go): the writer stamps its records as stamp
+	// says, and the readers read the keys' windows.
+	windowed bool
 	// threeBrokers runs the scenario on the suite's three-broker cluster
 	// (replication factor 3, min.insync.replicas=2, every instance
 	// reaching each node through a proxy of its own) instead of the
@@ -167,6 +172,9 @@ func beginWith(t *testing.T, name string, s setup) *run {
 	if s.eos { // only then: an earlier build (scenario 7) may not know the key
 		base["processing.guarantee"] = "exactly_once_v2"
 	}
+	if s.windowed {
+		maps.Copy(base, windowKeys)
+	}
 	r.g = cluster.NewGroup(t, binary, dir, base)
 	// Every connection of instance i passes a proxy: to each broker
 	// through its own listener's (broker.Slots[i], or slot i of every
@@ -218,10 +226,16 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		in.WaitReady(deadline)
 	}
 	r.waitWhole("the first placement")
-	r.prod = cluster.StartProducer(t, r.kafka, r.input, r.keys, p.rate)
+	var opts []cluster.ProducerOption
+	startReader := cluster.StartReader
+	if s.windowed {
+		opts = append(opts, cluster.Timestamps(stamp(len(r.keys))))
+		startReader = cluster.StartWindowReader
+	}
+	r.prod = cluster.StartProducer(t, r.kafka, r.input, r.keys, p.rate, opts...)
 	probes := probeKeys(r.keys, p.partitions)
-	r.active = cluster.StartReader(r.g, r.store, probes, -1, p.readEvery)
-	r.lagged = cluster.StartReader(r.g, r.store, probes, maxLag, p.readEvery)
+	r.active = startReader(r.g, r.store, probes, -1, p.readEvery)
+	r.lagged = startReader(r.g, r.store, probes, maxLag, p.readEvery)
 	r.active.SetStrict(r.eos)
 	r.lagged.SetStrict(r.eos)
 	r.settle()
@@ -364,6 +378,18 @@ func (r *run) healed(from time.Time) {
 	r.mu.Unlock()
 }
 
+// backAfterKill waits until the tasks of ins, just killed, are taken over
+// and the load has moved on, then starts ins again and waits until the
+// group has healed.
+func (r *run) backAfterKill(ins ...*cluster.Instance) {
+	r.t.Helper()
+	r.waitTakeover(ins...)
+	r.settle()
+	back := time.Now()
+	r.restart(ins...)
+	r.healed(back)
+}
+
 // restart starts the instances again and waits for their start-up lines.
 func (r *run) restart(ins ...*cluster.Instance) {
 	r.t.Helper()
@@ -394,17 +420,8 @@ func (r *run) zone(z string) []*cluster.Instance {
 func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 	t := r.t
 	t.Helper()
-	n, err := r.prod.Stop(deadline)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
+	n := r.stopLoad()
 	produced := n * len(r.keys)
-	t.Logf("produced %d records: sequence numbers 1..%d of %d keys", produced, n, len(r.keys))
-	for _, in := range r.ins {
-		if !in.Running() {
-			t.Fatalf("%s is down at the end of the scenario", in.Name)
-		}
-	}
 	short := r.waitStore(n)
 	act, lag = r.active.Stop(), r.lagged.Stop()
 
@@ -448,6 +465,37 @@ func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 	if len(short) > 0 || seqs.Lost != 0 || r.eos && seqs.Duplicated+seqs.OutOfOrder != 0 {
 		r.evidence(short, seqs, recs, n)
 	}
+	t.Logf("%d records out of order in the output", seqs.OutOfOrder)
+	r.finish(activeBound, act, lag, fmt.Sprintf("produced=%d lost=%d duplicated=%d", produced, seqs.Lost, seqs.Duplicated))
+	return act, lag
+}
+
+// stopLoad stops the producer, checks that every instance runs and
+// returns the last sequence number of every key.
+func (r *run) stopLoad() int {
+	t := r.t
+	t.Helper()
+	n, err := r.prod.Stop(deadline)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	t.Logf("produced %d records: sequence numbers 1..%d of %d keys", n*len(r.keys), n, len(r.keys))
+	for _, in := range r.ins {
+		if !in.Running() {
+			t.Fatalf("%s is down at the end of the scenario", in.Name)
+		}
+	}
+	return n
+}
+
+// finish runs the checks every scenario ends with, the bound on reads from
+// actives (activeBound), no answer read backwards and no panic, and prints
+// the scenario's line:
+// its name, counts (the scenario's own figures, "name=value" separated
+// by spaces), then the readers' and the recovery's figures.
+func (r *run) finish(activeBound time.Duration, act, lag cluster.ProbeReport, counts string) {
+	t := r.t
+	t.Helper()
 	// The bound holds while the broker is up: without it no group can
 	// assign anything (the readers with max_lag show what is served then).
 	if w := act.Excusing(r.brokerDown...); w.Len() > activeBound {
@@ -466,11 +514,10 @@ func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 	for name, lines := range r.g.Panics() {
 		t.Errorf("%s panicked: %s", name, strings.Join(lines, " | "))
 	}
-	line := fmt.Sprintf("scenario=%s produced=%d lost=%d duplicated=%d backwards=%d replayed=%d unavailable_max=%.1fs unavailable_max_lag=%.1fs recovered_in=%.1fs",
-		r.name, produced, seqs.Lost, seqs.Duplicated, len(backwards), act.Replayed+lag.Replayed, act.MaxUnavailable().Seconds(), lag.MaxUnavailable().Seconds(), r.recovered.Seconds())
-	t.Logf("readers: actives only %d reads, failed %v, longest %s; with max_lag=%d %d reads, failed %v, longest %s; %d records out of order in the output",
-		act.Reads, act.Causes, describe(act.Worst), maxLag, lag.Reads, lag.Causes, describe(lag.Worst), seqs.OutOfOrder)
+	line := fmt.Sprintf("scenario=%s %s backwards=%d replayed=%d unavailable_max=%.1fs unavailable_max_lag=%.1fs recovered_in=%.1fs",
+		r.name, counts, len(backwards), act.Replayed+lag.Replayed, act.MaxUnavailable().Seconds(), lag.MaxUnavailable().Seconds(), r.recovered.Seconds())
+	t.Logf("readers: actives only %d reads, failed %v, longest %s; with max_lag=%d %d reads, failed %v, longest %s",
+		act.Reads, act.Causes, describe(act.Worst), maxLag, lag.Reads, lag.Causes, describe(lag.Worst))
 	t.Log(line)
 	fmt.Println(line) // go test -v passes it through: make chaos greps these lines
-	return act, lag
 }

@@ -42,6 +42,8 @@ type Config struct {
 	CommitInterval             time.Duration    // commit.interval.ms
 	ProcessingGuarantee        Guarantee        // processing.guarantee
 	ReplicationFactor          int              // replication.factor
+	RepartitionPurgeInterval   time.Duration    // repartition.purge.interval.ms
+	ChangelogLeaderAlignment   bool             // changelog.leader.alignment
 	SessionTimeout             time.Duration    // session.timeout.ms
 	ShutdownTimeout            time.Duration    // shutdown.timeout.ms
 	MaxTaskIdle                time.Duration    // max.task.idle.ms
@@ -164,6 +166,7 @@ type Processor struct {
 	InputTopic     string        // processor.input.topic
 	OutputTopic    string        // processor.output.topic
 	SumField       string        // processor.sum.field
+	GroupByField   string        // processor.group.by.field; "" = the record's key
 	ChangelogTopic string        // processor.changelog.topic
 	TableTopic     string        // processor.table.topic
 	TableGlobal    bool          // processor.table.global

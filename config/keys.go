@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rackstream/rackstream/internal/textsafe"
+	"github.com/rackstream/rackstream/processor"
 	"github.com/rackstream/rackstream/tags"
 	"github.com/rackstream/rackstream/window"
 )
@@ -72,6 +73,9 @@ var keys = []*keyDef{
 	{name: "bootstrap.servers", required: true, check: checkServers,
 		doc:   "Comma-separated `host:port` list of Kafka brokers to bootstrap from.",
 		field: func(c *Config) any { return &c.BootstrapServers }},
+	{name: "changelog.leader.alignment", def: strconv.FormatBool(procDefaults.ChangelogLeaders == processor.ChangelogLeadersAligned), enum: []string{"false", "true"}, fold: true,
+		doc:   "`true`: a changelog topic Rackstream creates gets an explicit replica assignment whose partition i has its preferred leader in the rack of the leader of the first input topic's partition i and its other replicas in other racks, so that an active placed with its input produces its changelog within its zone. Falls back to the broker's placement where a broker has no `broker.rack` or the cluster refuses explicit assignments. Never changes an existing topic. `false`: the broker places the replicas. See docs/placement.md.",
+		field: func(c *Config) any { return &c.ChangelogLeaderAlignment }},
 	{name: "client.rack.tag", def: "zone",
 		doc:   "The client tag whose value is also the Kafka clients' `client.rack` (KIP-392: fetch from a replica in the same rack). Empty for none; no rack is set when the tag is not configured.",
 		field: func(c *Config) any { return &c.Placement.ClientRackTag }},
@@ -150,6 +154,9 @@ var keys = []*keyDef{
 		field: func(c *Config) any { return (*string)(&c.ProcessingGuarantee) }},
 	{name: "processor.changelog.topic", doc: "The built-in processor's store changelog topic; empty for the default `<application.id>-<store>-changelog`.",
 		field: func(c *Config) any { return &c.Processor.ChangelogTopic }},
+	{name: "processor.group.by.field",
+		doc:   "For `processor.type` `count` and `sum`: the top-level JSON field of the record's value (a string or a number) whose value becomes the record's key, so that the count or sum is per value of that field (Kafka Streams' `groupBy`). Records go through the repartition topic `<application.id>-<type>-repartition`, which Rackstream creates; a record without the field follows `processing.exception.handler`. Empty to count or sum by the record's key.",
+		field: func(c *Config) any { return &c.Processor.GroupByField }},
 	{name: "processor.input.topic", doc: "The built-in processor's input topic (required with `processor.type`).",
 		field: func(c *Config) any { return &c.Processor.InputTopic }},
 	{name: "processor.join", def: string(JoinLeft), enum: []string{string(JoinInner), string(JoinLeft)},
@@ -204,8 +211,11 @@ var keys = []*keyDef{
 	{name: "rack.aware.assignment.traffic_cost", def: num(procDefaults.Placement.RackAwareAssignmentTrafficCost), min: 0, hasMin: true, max: maxRackCost, hasMax: true,
 		doc:   "Under a rack-aware strategy: the cost of one partition flow of mean byte rate crossing zones (a flow with twice the mean rate costs twice as much; with no measured rates every flow costs this). Kafka Streams' name and default.",
 		field: func(c *Config) any { return &c.Placement.RackAwareAssignmentTrafficCost }},
+	{name: "repartition.purge.interval.ms", def: ms(procDefaults.RepartitionPurgeInterval), min: 0, hasMin: true,
+		doc:   "How often, in milliseconds, the owner of a task deletes the records of its repartition topics' partitions below the group's committed offset, after a commit (Kafka Streams' name and default). 0 purges after every commit.",
+		field: func(c *Config) any { return &c.RepartitionPurgeInterval }},
 	{name: "replication.factor", def: num(procDefaults.ReplicationFactor), min: -1, hasMin: true, max: math.MaxInt16, hasMax: true,
-		doc:       "Replication factor of the topics Rackstream creates (changelogs, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
+		doc:       "Replication factor of the topics Rackstream creates (changelogs, repartition topics, dead letters, placement); -1 for the broker's default. Producers always use acks=all.",
 		rangeText: "-1, or from 1 to 32767.",
 		field:     func(c *Config) any { return &c.ReplicationFactor },
 		check: func(v string) string {

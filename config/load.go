@@ -338,6 +338,7 @@ func (c *Config) crossCheck() Errors {
 		c.checkJoin(fail)
 	}
 	c.checkWindow(fail)
+	c.checkGroupBy(fail)
 	if c.ExactlyOnce() && c.CommitInterval >= transactionTimeout {
 		fail("commit.interval.ms", "commit.interval.ms=%s under processing.guarantee=exactly_once_v2 must be below the transaction timeout (%s ms): each commit interval is one transaction, which the broker would abort first",
 			ms(c.CommitInterval), ms(transactionTimeout))

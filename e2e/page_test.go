@@ -247,7 +247,7 @@ func testSyntheticPage(t *testing.T, b *browser) {
 		Scripts  int    `json:"scripts"`
 	}
 	b.eval(`({pw: typeof window.pw, elements: document.querySelectorAll('main img, main i, main b, main script').length, scripts: document.scripts.length})`, &injected)
-	if injected.PW != "undefined" || injected.Elements != 0 || injected.Scripts != 2 {
+	if injected.PW != "undefined" || injected.Elements != 0 || injected.Scripts != 3 {
 		t.Errorf("hostile names became markup: window.pw is %s, %d img/i/b/script elements in the page, %d scripts", injected.PW, injected.Elements, injected.Scripts)
 	}
 	if ready := g.Rows[9].Cells; !slices.Contains(ready, "A 1234") {
@@ -267,6 +267,17 @@ func testSyntheticPage(t *testing.T, b *browser) {
 	})
 	if want := syntheticEndpoint("node-05"); lost != want {
 		t.Errorf("losing cluster=%s loses %q, want node-05 named by its endpoint %s", hostileTag, lost, want)
+	}
+	// Each instance's replica count after the loss: one row per
+	// instance, the lost one marked lost.
+	var counts struct {
+		Rows int `json:"rows"`
+		Lost int `json:"lost"`
+	}
+	b.eval(`(() => { const rows = [...document.querySelectorAll('#whatif-replicas tbody tr')];
+  return {rows: rows.length, lost: rows.filter((r) => r.lastChild.textContent === 'lost').length}; })()`, &counts)
+	if counts.Rows != 30 || counts.Lost != 1 {
+		t.Errorf("the what-if's replica counts have %d rows, %d lost; want 30 instances, node-05 lost", counts.Rows, counts.Lost)
 	}
 	var pendingSaid bool
 	b.eval(`document.getElementById('whatif').textContent.includes('A rebalance is pending')`, &pendingSaid)

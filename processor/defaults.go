@@ -38,6 +38,7 @@ func DefaultOptions() Options {
 		Guarantee:         AtLeastOnce,
 		ErrorPolicy:       PolicyDeadLetter,
 		ReplicationFactor: -1,
+		ChangelogLeaders:  ChangelogLeadersAligned,
 		SessionTimeout:    10 * time.Second,
 		ShutdownTimeout:   30 * time.Second,
 		retry:             DefaultRetry(),
@@ -50,6 +51,8 @@ func DefaultOptions() Options {
 		topologyCheckInterval: 30 * time.Second,
 		maxPollRecords:        10000,
 		taskQueue:             20000,
+		// Kafka Streams' default.
+		RepartitionPurgeInterval: 30 * time.Second,
 	}
 }
 
@@ -112,6 +115,8 @@ func (o *Options) resolve(appID string) error {
 	o.CommitInterval = orZero(o.CommitInterval, d.CommitInterval)
 	o.ErrorPolicy = orDefault(o.ErrorPolicy, d.ErrorPolicy)
 	o.ReplicationFactor = orDefault(o.ReplicationFactor, d.ReplicationFactor)
+	o.RepartitionPurgeInterval = orZero(o.RepartitionPurgeInterval, d.RepartitionPurgeInterval)
+	o.ChangelogLeaders = orDefault(o.ChangelogLeaders, d.ChangelogLeaders)
 	o.SessionTimeout = orDefault(o.SessionTimeout, d.SessionTimeout)
 	o.ShutdownTimeout = orZero(o.ShutdownTimeout, d.ShutdownTimeout)
 	o.retry = orDefault(o.retry, d.retry)
@@ -173,6 +178,12 @@ func (o *Options) check(appID string) error {
 	}
 	if o.ReplicationFactor == 0 || o.ReplicationFactor < -1 {
 		bad("ReplicationFactor (replication.factor) %d: must be -1 (the broker's default) or at least 1", o.ReplicationFactor)
+	}
+	if o.RepartitionPurgeInterval < 0 {
+		bad("RepartitionPurgeInterval (repartition.purge.interval.ms) %v: must be at least 0, or Zero to purge after every commit", o.RepartitionPurgeInterval)
+	}
+	if o.ChangelogLeaders != ChangelogLeadersAligned && o.ChangelogLeaders != ChangelogLeadersBroker {
+		bad("ChangelogLeaders (changelog.leader.alignment) %q: must be %s or %s", o.ChangelogLeaders, ChangelogLeadersAligned, ChangelogLeadersBroker)
 	}
 	if o.SessionTimeout <= 0 {
 		bad("SessionTimeout (session.timeout.ms) %v: must be positive", o.SessionTimeout)

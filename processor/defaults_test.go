@@ -80,6 +80,7 @@ func TestZeroOptionTakesItsDefault(t *testing.T) {
 		{"ErrorPolicy", func(o *Options) any { return o.ErrorPolicy }, nil, PolicyDeadLetter},
 		{"DLQTopic", func(o *Options) any { return o.DLQTopic }, nil, "zero-dlq"},
 		{"ReplicationFactor", func(o *Options) any { return o.ReplicationFactor }, nil, int16(-1)},
+		{"ChangelogLeaders", func(o *Options) any { return o.ChangelogLeaders }, nil, ChangelogLeadersAligned},
 		{"SessionTimeout", func(o *Options) any { return o.SessionTimeout }, nil, 10 * time.Second},
 		{"ShutdownTimeout", func(o *Options) any { return o.ShutdownTimeout },
 			func(o *Options, v int) { o.ShutdownTimeout = time.Duration(v) }, 30 * time.Second},
@@ -136,6 +137,7 @@ func TestOptionsOutOfRangeNameTheirKey(t *testing.T) {
 		{"an unknown guarantee", func(o *Options) { o.Guarantee = "twice" }, []string{`Guarantee (processing.guarantee) "twice"`}},
 		{"a long exactly-once commit", func(o *Options) { o.Guarantee, o.CommitInterval = ExactlyOnceV2, time.Hour }, []string{"CommitInterval (commit.interval.ms) 1h0m0s under ExactlyOnceV2"}},
 		{"replication factor 0 spelt Zero", func(o *Options) { o.ReplicationFactor = -2 }, []string{"ReplicationFactor (replication.factor) -2"}},
+		{"an unknown changelog placement", func(o *Options) { o.ChangelogLeaders = "rack" }, []string{`ChangelogLeaders (changelog.leader.alignment) "rack": must be aligned or broker`}},
 		{"every fault at once", func(o *Options) { o.Brokers, o.Capacity, o.SessionTimeout = nil, -2, -time.Second }, []string{
 			"bootstrap.servers", "num.stream.threads", "session.timeout.ms"}},
 	} {

@@ -42,6 +42,12 @@
 // Table). InnerJoin and LeftJoin (and InnerJoinBy, LeftJoinBy for a key
 // taken from the record) build the usual stream-table join handlers.
 //
+// A handler re-keys records through a repartition topic (NewRepartition,
+// with GroupBy and SelectKey for the usual handlers): each record it sends
+// is handled by the task owning its new key's slot, as after Kafka
+// Streams' groupBy or selectKey. The runtime creates the topic, consumes it
+// like an input and purges what the group has committed.
+//
 // # Time
 //
 // Each task has a stream time (Context.StreamTime): the largest timestamp

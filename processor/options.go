@@ -119,10 +119,18 @@ type Options struct {
 	// (DeadLetterTopic(application id), <application.id>-dlq). It is
 	// created, with the inputs' partition count, if missing.
 	DLQTopic string
-	// ReplicationFactor of the changelog and dead-letter topics the runtime
-	// creates (replication.factor): -1, the default, for the broker's
-	// default, else at least 1.
+	// ReplicationFactor of the changelog, repartition and dead-letter
+	// topics the runtime creates (replication.factor): -1, the default, for
+	// the broker's default, else at least 1.
 	ReplicationFactor int16
+	// RepartitionPurgeInterval is repartition.purge.interval.ms: how often
+	// the owner of a task deletes, after a commit, the records of its
+	// repartition partitions below the committed offset. Zero purges after
+	// every commit.
+	RepartitionPurgeInterval time.Duration
+	// ChangelogLeaders is changelog.leader.alignment: how the changelog
+	// topics the runtime creates get their replicas (ChangelogLeadersAligned).
+	ChangelogLeaders ChangelogLeaders
 
 	// SessionTimeout is session.timeout.ms.
 	SessionTimeout time.Duration
@@ -179,3 +187,19 @@ type Options struct {
 	// partitions are paused until it has worked through half.
 	taskQueue int
 }
+
+// ChangelogLeaders says where the preferred leaders of the changelog
+// topics the runtime creates sit. It never changes an existing topic.
+type ChangelogLeaders string
+
+const (
+	// ChangelogLeadersAligned gives changelog partition i its preferred
+	// leader in the rack of the leader of the first input topic's partition
+	// i, and its other replicas in other racks: an active placed with its
+	// input's leader also produces its changelog within its zone. Where a
+	// broker has no broker.rack or the cluster refuses explicit replica
+	// assignments, the broker places the replicas.
+	ChangelogLeadersAligned ChangelogLeaders = "aligned"
+	// ChangelogLeadersBroker leaves the replicas to the broker's placement.
+	ChangelogLeadersBroker ChangelogLeaders = "broker"
+)

@@ -27,6 +27,9 @@ type PartitionCountError struct {
 	// exist, with the inputs' count.
 	Tables     []TopicCount
 	Changelogs []TopicCount
+	// Repartitions are the repartition topics: each, when it exists,
+	// must have the inputs' count.
+	Repartitions []TopicCount
 }
 
 func (e *PartitionCountError) Error() string {
@@ -40,6 +43,10 @@ func (e *PartitionCountError) Error() string {
 	if len(e.Changelogs) > 0 {
 		b.WriteString("; changelogs ")
 		writeCounts(&b, e.Changelogs)
+	}
+	if len(e.Repartitions) > 0 {
+		b.WriteString("; repartition topics ")
+		writeCounts(&b, e.Repartitions)
 	}
 	return b.String()
 }
@@ -62,12 +69,13 @@ func writeCounts(b *strings.Builder, cs []TopicCount) {
 // fine (it will be created with the inputs' count). Any difference is a
 // *PartitionCountError naming every topic and its count.
 func CheckPartitionCounts(inputs, changelogs []TopicCount) (int32, error) {
-	return checkCounts(inputs, nil, changelogs)
+	return checkCounts(inputs, nil, changelogs, nil)
 }
 
 // checkCounts is CheckPartitionCounts with the co-partitioned tables,
-// which must exist like the inputs.
-func checkCounts(inputs, tables, changelogs []TopicCount) (int32, error) {
+// which must exist like the inputs, and the repartition topics, which may
+// be missing like the changelogs.
+func checkCounts(inputs, tables, changelogs, repartitions []TopicCount) (int32, error) {
 	n := int32(-1)
 	ok := len(inputs) > 0
 	for _, c := range slices.Concat(inputs, tables) {
@@ -78,13 +86,14 @@ func checkCounts(inputs, tables, changelogs []TopicCount) (int32, error) {
 			n = c.Partitions
 		}
 	}
-	for _, c := range changelogs {
+	for _, c := range slices.Concat(changelogs, repartitions) {
 		if c.Partitions >= 0 && c.Partitions != n {
 			ok = false
 		}
 	}
 	if !ok {
-		return 0, &PartitionCountError{Inputs: sortedCounts(inputs), Tables: sortedCounts(tables), Changelogs: sortedCounts(changelogs)}
+		return 0, &PartitionCountError{Inputs: sortedCounts(inputs), Tables: sortedCounts(tables),
+			Changelogs: sortedCounts(changelogs), Repartitions: sortedCounts(repartitions)}
 	}
 	return n, nil
 }
@@ -117,17 +126,22 @@ func partitionCounts(ctx context.Context, adm *kadm.Client, topics []string) (ma
 	return counts, nil
 }
 
-// CheckTopology describes t's input, table and changelog topics on the cluster and
-// checks their partition counts (CheckPartitionCounts), returning the task
-// count.
+// CheckTopology describes t's input, table, changelog and repartition
+// topics on the cluster and checks their partition counts
+// (CheckPartitionCounts; a repartition topic may be missing, like a
+// changelog), returning the task count.
 func CheckTopology(ctx context.Context, adm *kadm.Client, t *Topology) (int32, error) {
 	counts, err := partitionCounts(ctx, adm, slices.Concat(t.InputTopics(), t.ChangelogTopics()))
 	if err != nil {
 		return 0, err
 	}
-	var ins, tbs, chs []TopicCount
+	var ins, tbs, chs, rps []TopicCount
 	for _, in := range t.inputs {
-		ins = append(ins, TopicCount{in.topic, counts[in.topic]})
+		if in.repartition {
+			rps = append(rps, TopicCount{in.topic, counts[in.topic]})
+		} else {
+			ins = append(ins, TopicCount{in.topic, counts[in.topic]})
+		}
 	}
 	for _, s := range t.stores {
 		if s.table {
@@ -136,7 +150,7 @@ func CheckTopology(ctx context.Context, adm *kadm.Client, t *Topology) (int32, e
 			chs = append(chs, TopicCount{s.changelog, counts[s.changelog]})
 		}
 	}
-	n, err := checkCounts(ins, tbs, chs)
+	n, err := checkCounts(ins, tbs, chs, rps)
 	if err != nil {
 		return 0, fmt.Errorf("topology %s: %w", t.appID, err)
 	}

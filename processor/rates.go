@@ -3,6 +3,7 @@ package processor
 import (
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,20 +18,30 @@ const minRateWindow = 10 * time.Second
 // taskBytes counts the bytes the group client moves for each task, as kgo
 // reports its batches: fetched from input and table partitions, produced to
 // changelog partitions (partition i is task i), compressed, as they cross
-// the network. It turns them into the byte rates a member reports in its
-// join metadata (balancer.Settings.Rates). Output records go to their
-// key's partition, not their task's, and are not counted.
+// the network. Output records count for the task that emitted them when
+// they land in its own partition number, as records keyed like the input
+// do in an output co-partitioned with it; their sizes are scaled by the
+// compression the output batches show. Records that land elsewhere spread
+// by key over every rack's leaders whatever the placement, and are left
+// out. It turns the counts into the byte rates a member reports in its
+// join metadata (balancer.Settings.Rates).
 type taskBytes struct {
-	inputs, changelogs map[string]bool // read only
-	now                func() time.Time
+	inputs, changelogs, outputs map[string]bool // read only
+	now                         func() time.Time
+	// emitted holds, per task, the bytes of its output records (key,
+	// value and headers) that landed in its own partition number.
+	emitted []atomic.Uint64
 
-	mu            sync.Mutex
-	input, clog   map[int32]uint64 // totals
-	sinceIn       map[int32]uint64 // totals at the window's start
-	sinceCl       map[int32]uint64
-	since         time.Time // the window's start; zero before the first call
-	last          map[int32]balancer.TaskRate
-	haveLastRates bool
+	mu             sync.Mutex
+	input, clog    map[int32]uint64 // totals
+	outZ, outRaw   uint64           // output batches' compressed and uncompressed bytes
+	sinceIn        map[int32]uint64 // totals at the window's start
+	sinceCl        map[int32]uint64
+	sinceOut       []uint64
+	sinceZ, sinceR uint64
+	since          time.Time // the window's start; zero before the first call
+	last           map[int32]balancer.TaskRate
+	haveLastRates  bool
 }
 
 var (
@@ -38,16 +49,20 @@ var (
 	_ kgo.HookProduceBatchWritten = (*taskBytes)(nil)
 )
 
-func newTaskBytes(inputs, changelogs []string, now func() time.Time) *taskBytes {
+func newTaskBytes(inputs, changelogs, outputs []string, tasks int32, now func() time.Time) *taskBytes {
 	tb := &taskBytes{
-		inputs: make(map[string]bool), changelogs: make(map[string]bool), now: now,
+		inputs: make(map[string]bool), changelogs: make(map[string]bool), outputs: make(map[string]bool), now: now,
 		input: make(map[int32]uint64), clog: make(map[int32]uint64),
+		emitted: make([]atomic.Uint64, tasks), sinceOut: make([]uint64, tasks),
 	}
 	for _, t := range inputs {
 		tb.inputs[t] = true
 	}
 	for _, t := range changelogs {
 		tb.changelogs[t] = true
+	}
+	for _, t := range outputs {
+		tb.outputs[t] = true
 	}
 	return tb
 }
@@ -61,9 +76,28 @@ func (tb *taskBytes) OnFetchBatchRead(_ kgo.BrokerMetadata, topic string, partit
 
 // OnProduceBatchWritten implements kgo.HookProduceBatchWritten.
 func (tb *taskBytes) OnProduceBatchWritten(_ kgo.BrokerMetadata, topic string, partition int32, m kgo.ProduceBatchMetrics) {
-	if tb.changelogs[topic] {
+	switch {
+	case tb.changelogs[topic]:
 		tb.add(tb.clog, partition, m.CompressedBytes)
+	case tb.outputs[topic] && m.CompressedBytes > 0 && m.UncompressedBytes > 0:
+		tb.mu.Lock()
+		tb.outZ += uint64(m.CompressedBytes)
+		tb.outRaw += uint64(m.UncompressedBytes)
+		tb.mu.Unlock()
 	}
+}
+
+// emit counts an output record task produced, once the broker has it
+// (r.Partition is where it landed).
+func (tb *taskBytes) emit(task int32, r *kgo.Record) {
+	if r.Partition != task || task < 0 || int(task) >= len(tb.emitted) || !tb.outputs[r.Topic] {
+		return
+	}
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	tb.emitted[task].Add(uint64(n))
 }
 
 func (tb *taskBytes) add(into map[int32]uint64, task int32, n int) {
@@ -84,7 +118,7 @@ func (tb *taskBytes) rates() map[int32]balancer.TaskRate {
 	defer tb.mu.Unlock()
 	now := tb.now()
 	if tb.since.IsZero() {
-		tb.since, tb.sinceIn, tb.sinceCl = now, maps.Clone(tb.input), maps.Clone(tb.clog)
+		tb.startWindow(now)
 		return nil
 	}
 	elapsed := now.Sub(tb.since)
@@ -95,18 +129,38 @@ func (tb *taskBytes) rates() map[int32]balancer.TaskRate {
 		return tb.last
 	}
 	out := make(map[int32]balancer.TaskRate)
-	per := func(total, start uint64) uint64 { return uint64(float64(total-start) / elapsed.Seconds()) }
+	per := func(total, start uint64) float64 { return float64(total-start) / elapsed.Seconds() }
 	for t, n := range tb.input {
 		r := out[t]
-		r.Input = per(n, tb.sinceIn[t])
+		r.Input = uint64(per(n, tb.sinceIn[t]))
 		out[t] = r
 	}
 	for t, n := range tb.clog {
 		r := out[t]
-		r.Changelog = per(n, tb.sinceCl[t])
+		r.Changelog = uint64(per(n, tb.sinceCl[t]))
 		out[t] = r
 	}
-	tb.since, tb.sinceIn, tb.sinceCl = now, maps.Clone(tb.input), maps.Clone(tb.clog)
+	ratio := 1.0 // the output batches' compression over the window
+	if raw := tb.outRaw - tb.sinceR; raw > 0 {
+		ratio = float64(tb.outZ-tb.sinceZ) / float64(raw)
+	}
+	for t := range tb.emitted {
+		if n := tb.emitted[t].Load(); n > tb.sinceOut[t] {
+			r := out[int32(t)]
+			r.Output = uint64(per(n, tb.sinceOut[t]) * ratio)
+			out[int32(t)] = r
+		}
+	}
+	tb.startWindow(now)
 	tb.last, tb.haveLastRates = out, true
 	return out
+}
+
+// startWindow starts a window at now from the current totals.
+func (tb *taskBytes) startWindow(now time.Time) {
+	tb.since, tb.sinceIn, tb.sinceCl = now, maps.Clone(tb.input), maps.Clone(tb.clog)
+	tb.sinceZ, tb.sinceR = tb.outZ, tb.outRaw
+	for t := range tb.emitted {
+		tb.sinceOut[t] = tb.emitted[t].Load()
+	}
 }

@@ -15,7 +15,7 @@ import (
 // report sooner than minRateWindow repeats the previous rates.
 func TestTaskBytesBecomeRatesOverAWindow(t *testing.T) {
 	now := time.Unix(1000, 0)
-	tb := newTaskBytes([]string{"in", "table"}, []string{"app-s-changelog"}, func() time.Time { return now })
+	tb := newTaskBytes([]string{"in", "table"}, []string{"app-s-changelog"}, nil, 2, func() time.Time { return now })
 	if r := tb.rates(); r != nil {
 		t.Fatalf("first report %v; want none: no window has closed", r)
 	}
@@ -42,5 +42,32 @@ func TestTaskBytesBecomeRatesOverAWindow(t *testing.T) {
 	now = now.Add(20 * time.Second)
 	if idle := tb.rates(); idle[0] != (balancer.TaskRate{}) {
 		t.Fatalf("an idle window: %v; want zero rates", idle)
+	}
+}
+
+// TestOutputBytesCountForTheirTaskInItsOwnPartition: an output record
+// counts for the task that emitted it when it lands in the task's own
+// partition number, scaled by the compression the output batches show;
+// records landing elsewhere, and records of other topics, do not count.
+func TestOutputBytesCountForTheirTaskInItsOwnPartition(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tb := newTaskBytes([]string{"in"}, nil, []string{"out"}, 3, func() time.Time { return now })
+	tb.rates() // opens the first window
+	rec := func(topic string, p int32, key, value string) *kgo.Record {
+		return &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: []byte(value),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
+	}
+	for range 100 {
+		tb.emit(1, rec("out", 1, "key", "value-12345678")) // 3 + 14 + 2 bytes
+	}
+	tb.emit(1, rec("out", 2, "key", "re-keyed elsewhere"))
+	tb.emit(2, rec("dlq", 2, "key", "not an output"))
+	tb.emit(7, rec("out", 7, "key", "a task out of range"))
+	var md kgo.BrokerMetadata
+	tb.OnProduceBatchWritten(md, "out", 1, kgo.ProduceBatchMetrics{CompressedBytes: 1000, UncompressedBytes: 4000})
+	now = now.Add(10 * time.Second)
+	got := tb.rates()
+	if want := (balancer.TaskRate{Output: 100 * 19 / 10 / 4}); len(got) != 1 || got[1] != want {
+		t.Fatalf("rates %v; want task 1 alone at %+v", got, want)
 	}
 }

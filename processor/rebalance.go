@@ -34,8 +34,9 @@ type member struct {
 	// commit would not cure.
 	fail func(error)
 
-	// mu guards the fields below; it is never held across a commit, a
-	// task's stop or any I/O.
+	// mu guards the fields from active to opening: what the lifecycle's
+	// decisions read (holding) and what they change. It is never held
+	// across a commit, a task's stop or any I/O.
 	mu          sync.Mutex
 	active      map[int32]*task
 	standby     map[int32]*state.Task // standby and warmup replicas
@@ -69,11 +70,13 @@ type member struct {
 
 	// reconciling counts the replica reconciles in progress; closeAll waits
 	// for them, so that no replica opens after the stores close.
-	// reconcileTurn makes them run one at a time (in any order: each open
-	// checks the latest assignment).
-	reconciling   sync.WaitGroup
+	reconciling sync.WaitGroup
+	// reconcileTurn is held by the replica reconcile in progress, so that
+	// reconciles run one at a time (in any order: each open checks the
+	// latest assignment). It guards no field.
 	reconcileTurn sync.Mutex
 	// openReplicaHook, when set (by tests), replaces openReplica's opening.
+	// Set before the member is used, then only read.
 	openReplicaHook func(id int32) (*state.Task, error)
 }
 
@@ -98,62 +101,48 @@ func newMember(env *taskEnv, c *commits, mgr *state.Manager, phase func(string),
 // until its stores are restored, or promoted from a standby held here. It
 // reconciles the standbys with replicas, the standby and warmup tasks the
 // plan gives this instance. Those not wanted close before it returns. The
-// missing ones open after it, in the background (replicas.go).
+// missing ones open after it, in the background (replicas.go). What it
+// does is planAssign's (lifecycle_plan.go).
 func (m *member) assign(newTasks, replicas []int32) {
 	m.mu.Lock()
-	// A task whose replica a reconcile is opening starts from it, once
-	// open: wait for that one open (not for the whole reconcile).
-	for m.opening >= 0 && slices.Contains(newTasks, m.opening) {
+	p := planAssign(m.holding(), newTasks, replicas)
+	for p.waitFor >= 0 {
 		m.openDone.Wait()
+		p = planAssign(m.holding(), newTasks, replicas)
 	}
 	if !m.revokeStart.IsZero() {
 		m.met.rebalanceTime.Observe(time.Since(m.revokeStart).Seconds())
 		m.revokeStart = time.Time{}
 	}
 	m.assigned = true
-	var started []*task
-	if len(newTasks) > 0 {
-		m.env.fetch.PauseFetchPartitions(m.env.partitions(newTasks...))
+	if len(p.pause) > 0 {
+		m.env.fetch.PauseFetchPartitions(m.env.partitions(p.pause...))
 	}
 	m.started = slices.DeleteFunc(m.started, func(t *task) bool { return t.closed.Load() })
-	for _, id := range newTasks {
-		if m.active[id] != nil || m.topoErr != nil {
-			continue // with a broken topology the partitions stay paused
+	started := make([]*task, 0, len(p.start))
+	for _, s := range p.start {
+		var held *state.Task
+		if s.promote {
+			held = m.standby[s.id]
+			delete(m.standby, s.id)
 		}
-		held := m.standby[id] // promoted without a full restore
-		delete(m.standby, id)
-		t := newTask(m.env, id, held)
-		t.moved = held != nil || m.startedAny
-		m.active[id] = t
+		t := newTask(m.env, s.id, held)
+		t.moved = s.moved
+		m.active[s.id] = t
 		started = append(started, t)
 		m.started = append(m.started, t)
 	}
-	m.startedAny = m.startedAny || len(started) > 0
+	m.startedAny = p.startedAny
 	m.shareCache()
-	want := make(map[int32]bool)
-	for _, id := range replicas {
-		if m.active[id] == nil && len(m.specs) > 0 {
-			want[id] = true
-		}
-	}
 	// Under a memory budget, the stores opened from now on share it among
 	// the tasks this assignment leaves here, active and replicas.
-	m.mgr.ExpectStores((len(m.active) + len(want)) * len(m.specs))
-	var closeStandbys []*state.Task
-	for id, st := range m.standby {
-		if !want[id] {
-			closeStandbys = append(closeStandbys, st)
-			delete(m.standby, id)
-		}
+	m.mgr.ExpectStores(p.expectStores)
+	closeStandbys := make([]*state.Task, 0, len(p.closeReplicas))
+	for _, id := range p.closeReplicas {
+		closeStandbys = append(closeStandbys, m.standby[id])
+		delete(m.standby, id)
 	}
-	var open []int32
-	for id := range want {
-		if m.standby[id] == nil {
-			open = append(open, id)
-		}
-	}
-	slices.Sort(open)
-	m.wantReplicas = want
+	m.wantReplicas = p.want
 	m.mu.Unlock()
 
 	for _, t := range started {
@@ -168,7 +157,7 @@ func (m *member) assign(newTasks, replicas []int32) {
 			m.log.Warn("closing a standby the plan moved away", "task", st.ID(), "err", err)
 		}
 	}
-	if len(open) == 0 {
+	if len(p.openReplicas) == 0 {
 		return
 	}
 	// The replicas open after the group callback returns (replicas.go):
@@ -179,19 +168,48 @@ func (m *member) assign(newTasks, replicas []int32) {
 		defer m.reconciling.Done()
 		m.reconcileTurn.Lock()
 		defer m.reconcileTurn.Unlock()
-		m.reconcileReplicas(open)
+		m.reconcileReplicas(p.openReplicas)
 	}()
 }
 
-// take removes the tasks ids names from the active ones and returns them.
-func (m *member) take(ids []int32) []*task {
-	var tasks []*task
-	for _, id := range ids {
-		if t := m.active[id]; t != nil {
-			tasks = append(tasks, t)
-			delete(m.active, id)
-		}
-		delete(m.rewinding, id) // not ours any more: not restarted
+// holding copies what the lifecycle's decisions read of the member
+// (lifecycle_plan.go). The caller holds mu.
+func (m *member) holding() holding {
+	h := holding{
+		active:         make(map[int32]bool, len(m.active)),
+		standby:        make(map[int32]bool, len(m.standby)),
+		opening:        m.opening,
+		want:           maps.Clone(m.wantReplicas),
+		rewinding:      make(map[int32]bool, len(m.rewinding)),
+		stores:         len(m.specs),
+		topologyBroken: m.topoErr != nil,
+		startedAny:     m.startedAny,
+		broken:         m.broken != nil,
+		closing:        m.closing,
+	}
+	for id := range m.active {
+		h.active[id] = true
+	}
+	for id := range m.standby {
+		h.standby[id] = true
+	}
+	for id := range m.rewinding {
+		h.rewinding[id] = true
+	}
+	return h
+}
+
+// take removes the tasks active names from the active ones and returns
+// them, and forgets the restarts of those rewinding names: they are not
+// ours any more. The caller holds mu.
+func (m *member) take(active, rewinding []int32) []*task {
+	tasks := make([]*task, 0, len(active))
+	for _, id := range active {
+		tasks = append(tasks, m.active[id])
+		delete(m.active, id)
+	}
+	for _, id := range rewinding {
+		delete(m.rewinding, id)
 	}
 	if len(tasks) > 0 {
 		m.shareCache()
@@ -222,12 +240,15 @@ func (m *member) shareCache() {
 // them once: flush, stores, offsets. It keeps their stores as standbys,
 // closed on shutdown or by the next assignment if the plan has no standby
 // here. A broken session, or a failed commit, drops them uncommitted
-// instead, and the next owner processes their records again.
+// instead, and the next owner processes their records again. What it does
+// is planRevoke's (lifecycle_plan.go).
 func (m *member) revoke(ctx context.Context, ids []int32) {
 	m.mu.Lock()
 	m.revokeStart = time.Now()
-	broken, closing := m.broken, m.closing
-	tasks := m.take(ids)
+	began := m.revokeStart
+	p := planRevoke(m.holding(), ids)
+	broken := m.broken
+	tasks := m.take(p.stop, p.forget)
 	m.mu.Unlock()
 	if len(tasks) == 0 {
 		return
@@ -238,7 +259,8 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 	m.commits.abort(false)
 	m.phase(fmt.Sprintf("the revoke of tasks %v: their in-flight records", ids))
 	tasks = stopAll(tasks, m.env.opts.ShutdownTimeout)
-	if broken != nil {
+	stopped := time.Now()
+	if !p.commit {
 		m.log.Warn("dropping revoked tasks without commit: the session is broken", "tasks", ids, "err", broken)
 		dropAll(tasks)
 		return
@@ -246,16 +268,20 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 	cctx, cancel := context.WithTimeout(ctx, m.env.opts.ShutdownTimeout)
 	err := m.commits.commit(cctx, tasks)
 	cancel()
+	// The in-flight records' time and the commit's, which includes its
+	// wait for a commit in progress: a slow revoke's line says which one
+	// held up the hand-off.
+	took := []any{"stop", stopped.Sub(began).Round(time.Millisecond), "commit", time.Since(stopped).Round(time.Millisecond)}
 	if err != nil {
-		m.log.Error("commit on revoke failed; dropping the revoked tasks", "tasks", ids, "err", err)
+		m.log.Error("commit on revoke failed; dropping the revoked tasks", append([]any{"tasks", ids, "err", err}, took...)...)
 		dropAll(tasks)
-		if !errorsAsOffsetCommit(err) {
+		if p.endsSession(err) {
 			m.fail(fmt.Errorf("commit on revoke: %w", err))
 		}
 		return
 	}
 	for _, t := range tasks {
-		if closing || !t.activated || t.getErr() != nil || t.st == nil {
+		if !p.keeps(revokedTask{activated: t.activated, failed: t.getErr() != nil, stateful: t.st != nil}) {
 			t.drop()
 			continue
 		}
@@ -268,18 +294,20 @@ func (m *member) revoke(ctx context.Context, ids []int32) {
 		m.standby[t.id] = t.st
 		m.mu.Unlock()
 	}
-	m.log.Info("revoked", "tasks", ids, "closing", closing)
+	m.log.Info("revoked", append([]any{"tasks", ids, "closing", !p.keep}, took...)...)
 }
 
 // lose drops the lost tasks without committing: another member may own
-// their partitions already.
+// their partitions already. What it does is planLost's
+// (lifecycle_plan.go).
 func (m *member) lose(ids []int32) {
 	m.mu.Lock()
 	m.revokeStart = time.Now()
 	m.assigned = false // not ready until the next assignment
-	tasks := m.take(ids)
+	p := planLost(m.holding(), ids)
+	tasks := m.take(p.drop, p.forget)
 	m.mu.Unlock()
-	if len(tasks) == 0 {
+	if !p.abort {
 		return
 	}
 	// A commit in progress may hold these tasks' locks while it flushes to

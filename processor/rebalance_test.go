@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -385,4 +386,106 @@ func TestAMovedTaskAsksForItsCommitAfterItsFirstRecord(t *testing.T) {
 	if len(asked) != 1 {
 		t.Fatalf("asked %d times; want once", len(asked))
 	}
+}
+
+// TestATaskRevokedAndReassignedInOneGenerationIsPromotedFromItsStandby: a
+// revoke keeps the committed task as a standby, and an assignment in the
+// same generation that gives the task back promotes that standby, not a
+// fresh open. The count goes on from the revoke's commit, and the moved
+// task commits after its first record.
+func TestATaskRevokedAndReassignedInOneGenerationIsPromotedFromItsStandby(t *testing.T) {
+	h := newHarness(t, nil)
+	h.start(0, 1)
+	h.waitProcessed(h.feed(0, 0, "k", "a", "b"), 2)
+	h.m.revoke(h.ctx, []int32{0})
+	h.m.assign([]int32{0}, nil)
+	eventually(t, "task 0 running again", func() bool { tk := h.m.task(0); return tk != nil && tk.running.Load() })
+	h.mu.Lock()
+	promoted := slices.Clone(h.promoted)
+	h.mu.Unlock()
+	if !slices.Equal(promoted, []int32{0}) {
+		t.Fatalf("tasks started from a standby held here: %v; want [0]", promoted)
+	}
+	tk := h.m.task(0)
+	if !tk.moved {
+		t.Error("the reassigned task is not marked moved: its first commit would wait for the interval")
+	}
+	h.waitProcessed(h.feed(0, 2, "k", "c"), 3)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.count(0, "k"); n != 3 {
+		t.Errorf("committed count %d after the task came back, want 3", n)
+	}
+	h.m.mu.Lock()
+	n := len(h.m.standby)
+	h.m.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d standbys held after the task came back; want 0", n)
+	}
+}
+
+// TestARevokeLogsItsStopAndItsCommitApart: the revoke's line says how long
+// the in-flight records took to finish and how long the commit took, so a
+// slow hand-off names its cause.
+func TestARevokeLogsItsStopAndItsCommitApart(t *testing.T) {
+	logs := new(logRecords)
+	h := newHarness(t, func(o *Options) { o.Logger = slog.New(logs) })
+	h.start(0)
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	began := time.Now()
+	h.m.revoke(h.ctx, []int32{0})
+	took := time.Since(began)
+	attrs := logs.find("revoked")
+	if attrs == nil {
+		t.Fatal("no revoked line logged")
+	}
+	var sum time.Duration
+	for _, key := range []string{"stop", "commit"} {
+		v, ok := attrs[key]
+		if !ok || v.Kind() != slog.KindDuration {
+			t.Fatalf("the revoked line's %s is %v; want a duration (line %v)", key, v, attrs)
+		}
+		sum += v.Duration()
+	}
+	if sum > took {
+		t.Errorf("stop and commit add up to %v, longer than the revoke's %v", sum, took)
+	}
+}
+
+// logRecords is a slog.Handler keeping every record, for tests that check
+// a log line's fields.
+type logRecords struct {
+	mu   sync.Mutex // guards recs
+	recs []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecords) WithGroup(string) slog.Handler            { return l }
+
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+
+// find returns the attributes of the last record with message msg, nil
+// when there is none.
+func (l *logRecords) find(msg string) map[string]slog.Value {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.recs) - 1; i >= 0; i-- {
+		if l.recs[i].Message != msg {
+			continue
+		}
+		attrs := make(map[string]slog.Value)
+		l.recs[i].Attrs(func(a slog.Attr) bool {
+			attrs[a.Key] = a.Value
+			return true
+		})
+		return attrs
+	}
+	return nil
 }

@@ -27,11 +27,12 @@ import "github.com/rackstream/rackstream/state"
 //     never touch the same stores, even while a revoke's commit runs.
 
 // reconcileReplicas opens the replicas the plan wants here, in task order
-// (assign closed those it moved away).
+// (assign closed those it moved away). Whether it opens one, and keeps it
+// once open, is the holding's to say (lifecycle_plan.go).
 func (m *member) reconcileReplicas(open []int32) {
 	for _, id := range open {
 		m.mu.Lock()
-		if !m.replicaWanted(id) {
+		if !m.holding().wantsReplica(id) {
 			m.mu.Unlock()
 			continue
 		}
@@ -41,21 +42,21 @@ func (m *member) reconcileReplicas(open []int32) {
 		st, err := m.openReplica(id)
 
 		m.mu.Lock()
-		keep := err == nil && st != nil && m.replicaWanted(id)
-		if keep {
+		fate := replicaOpened(m.holding(), id, err != nil, st != nil)
+		if fate == replicaKept {
 			m.standby[id] = st
 		}
 		m.mu.Unlock()
-		switch {
-		case err != nil:
+		switch fate {
+		case replicaFailed:
 			m.log.Error("opening a standby", "task", id, "err", err)
-		case st == nil:
+		case replicaNotOurs:
 			m.log.Debug("not opening a standby: the state manager holds the task's stores for another use (a revoke keeping them as a standby, a task closing)", "task", id)
-		case !keep:
-			// The plan moved on while it opened. st is the reconcile's
-			// own, and it closes while the task is still marked opening.
-			// So an assignment making the task active waits for the
-			// close instead of taking the stores it is about to lose.
+		case replicaClosed:
+			// st is the reconcile's own, and it closes while the task is
+			// still marked opening. So an assignment making the task
+			// active waits for the close instead of taking the stores it
+			// is about to lose.
 			if err := st.Close(); err != nil {
 				m.log.Warn("closing a standby the plan moved away", "task", id, "err", err)
 			}
@@ -65,12 +66,6 @@ func (m *member) reconcileReplicas(open []int32) {
 		m.openDone.Broadcast()
 		m.mu.Unlock()
 	}
-}
-
-// replicaWanted reports whether the latest assignment still wants task id
-// as a replica here, and it is neither active nor held already. mu is held.
-func (m *member) replicaWanted(id int32) bool {
-	return m.wantReplicas[id] && m.active[id] == nil && m.standby[id] == nil
 }
 
 // openReplica opens task id's stores and starts them tailing their

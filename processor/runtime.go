@@ -252,6 +252,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 	so.CleanupDelay, so.CleanupInterval = r.opts.CleanupDelay, state.CleanupIntervalFor(r.opts.CleanupDelay)
 	so.ClientOpts = r.clientOpts() // the process id is not known yet
 	so.Logger, so.Registerer = r.opts.Logger, r.opts.Registerer
+	if ins := r.topo.InputTopics(); r.opts.ChangelogLeaders == ChangelogLeadersAligned && len(ins) > 0 {
+		so.ChangelogLeadersWith = ins[0]
+	}
 	mgr, err := state.Open(so)
 	if err != nil {
 		return fmt.Errorf("processor %s: %w", r.topo.appID, err)
@@ -402,8 +405,8 @@ func (r *Runtime) clientOpts() []kgo.Opt {
 	return opts
 }
 
-// prepareTopics checks the partition counts, creates missing changelogs and
-// the dead-letter topic, and returns the task count.
+// prepareTopics checks the partition counts, creates missing repartition
+// topics, changelogs and the dead-letter topic, and returns the task count.
 func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32, error) {
 	cl, err := kgo.NewClient(r.clientOpts()...)
 	if err != nil {
@@ -414,6 +417,9 @@ func (r *Runtime) prepareTopics(ctx context.Context, mgr *state.Manager) (int32,
 	n, err := CheckTopology(ctx, adm, r.topo)
 	if err != nil {
 		return 0, err
+	}
+	if err := ensureRepartitionTopics(ctx, adm, r.topo, n, r.opts.ReplicationFactor); err != nil {
+		return 0, fmt.Errorf("processor %s: %w", r.topo.appID, err)
 	}
 	if outs := r.topo.OutputTopics(); len(outs) > 0 {
 		counts, err := partitionCounts(ctx, adm, outs)

@@ -75,6 +75,9 @@ type session struct {
 	// restarts paces the restarts of tasks stopped by an error
 	// (restart.go).
 	restarts taskRestarts
+	// purge deletes what the tasks handled of their repartition topics
+	// (repartition_purge.go); nil without any.
+	purge *repartitionPurger
 }
 
 // startError is a failure to build the session's client or balancer: bad
@@ -104,13 +107,13 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	bs := balancer.DefaultSettings()
 	bs.ApplicationID, bs.ProcessID, bs.Endpoint, bs.Tags = r.topo.appID, mgr.ProcessID(), r.opts.Endpoint, r.opts.Tags
 	bs.Capacity = r.opts.Capacity
-	bs.InputTopics, bs.ChangelogTopics = r.topo.InputTopics(), r.topo.ChangelogTopics()
+	bs.InputTopics, bs.ChangelogTopics, bs.OutputTopics = r.topo.InputTopics(), r.topo.ChangelogTopics(), r.topo.OutputTopics()
 	bs.Placement, bs.ProbingInterval = r.opts.Placement, r.opts.ProbingInterval
 	bs.Checkpoints, bs.ClientOpts = checkpoints(mgr, r.log), r.clientOpts()
 	bs.PlacementReplicationFactor, bs.HeartbeatInterval = r.opts.ReplicationFactor, r.opts.heartbeatInterval
 	bs.Logger = r.opts.Logger
 	bs.OnAssignment = func(a balancer.Assignment) { r.publish(a.Placement) }
-	tb := newTaskBytes(bs.InputTopics, bs.ChangelogTopics, time.Now)
+	tb := newTaskBytes(bs.InputTopics, bs.ChangelogTopics, r.topo.OutputTopics(), n, time.Now)
 	bs.Rates = tb.rates
 	bal, err := balancer.New(bs)
 	if err != nil {
@@ -129,6 +132,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 		taken:      s.taken,
 		worked:     s.worked,
 		failed:     s.taskFailed,
+		emitted:    tb.emit,
 	}
 	if r.opts.Guarantee == AtMostOnce {
 		env.ahead = func(t *task, records []*kgo.Record) bool { return s.c.commitAhead(t.ctx, t, records) }
@@ -171,6 +175,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	}
 	s.cl = cl
 	close(s.clSet)
+	s.purge = newRepartitionPurger(r.topo.RepartitionTopics(), kadm.NewClient(cl), r.opts.RepartitionPurgeInterval, r.log)
 	if eos {
 		if err := s.startTransactions(ctx); err != nil {
 			cl.Close()
@@ -221,6 +226,7 @@ func (r *Runtime) runSession(ctx context.Context, mgr *state.Manager, n int32) e
 	r.setPhase("the commit loop and the topology watcher to return")
 	<-commitDone
 	<-watchDone
+	s.purge.wait()
 	s.m.closeAll()
 	s.updateTaskGauges()
 	// Tasks abandoned stuck producing return now that the session's
@@ -369,6 +375,7 @@ func (s *session) commitLoop() {
 		if !s.commitNow(s.toCommit(asked), false) {
 			return
 		}
+		s.purge.afterCommit(s.ctx, s.m.live())
 	}
 }
 

@@ -25,7 +25,7 @@ var stateValues = []string{"LevelDBOptions", "Compression"}
 // instantiated: reflection cannot list a package's functions, but every
 // function's results are among these types.
 var roots = []any{
-	processor.Clock(0), (*processor.Context)(nil), processor.ErrorPolicy(""), (*processor.FreshView)(nil),
+	processor.ChangelogLeaders(""), processor.Clock(0), (*processor.Context)(nil), processor.ErrorPolicy(""), (*processor.FreshView)(nil),
 	(*processor.GlobalTable[string, string])(nil), processor.GlobalTableInfo{}, processor.GlobalTableOption(nil),
 	(*processor.GlobalView)(nil), processor.Guarantee(""), processor.Handler[string, string](nil),
 	(*processor.Input[string, string])(nil), processor.InputOption(nil), processor.KeyValue[string, string]{},
@@ -40,6 +40,7 @@ var roots = []any{
 	processor.Aggregator[string, string, int64]{}, processor.WindowOption(nil),
 	(*processor.WindowedAggregation[string, string, int64])(nil), processor.OutputOption(nil),
 	processor.WindowValue[int64]{}, processor.StoredWindow{},
+	(*processor.Repartition[string, string])(nil),
 	(*table.Mirror)(nil), table.Options{}, table.Typed[string, string]{},
 }
 

@@ -54,6 +54,9 @@ type taskEnv struct {
 	// failed, when set, is called once with a task's stopping error
 	// (restart.go).
 	failed func(t *task, err error)
+	// emitted, when set, is called with each output record a task
+	// produced, once the broker has it, before the record is reused.
+	emitted func(task int32, r *kgo.Record)
 	// ahead, under at-most-once, commits a batch's offsets before the
 	// task processes it (guarantee.go); false: the task is stopped.
 	ahead func(t *task, records []*kgo.Record) bool
@@ -211,6 +214,9 @@ func newTask(env *taskEnv, id int32, held *state.Task) *task {
 	}
 	for e := range 2 {
 		t.emitted[e] = func(r *kgo.Record, err error) {
+			if err == nil && env.emitted != nil {
+				env.emitted(id, r)
+			}
 			env.promise(r, err)
 			t.acks.acked(e)
 			recarena.Release(r)

@@ -36,6 +36,9 @@ type TestDriver struct {
 	// late counts, per task and windowed aggregation's store, the windows
 	// records came too late for (rackstream_window_late_records_total).
 	late map[int32]map[string]int64
+	// sent are the records sent through repartition topics and not yet
+	// handled (repartition.go).
+	sent []*kgo.Record
 }
 
 // TestDriverOptions configure a TestDriver. The zero value is usable.
@@ -100,8 +103,18 @@ func NewTestDriver(t *Topology, opts TestDriverOptions) (*TestDriver, error) {
 // the partition the driver's partitioner gives r.Key when r.Partition is
 // -1. The driver sets r.Offset to the partition's next offset and, when
 // r.Timestamp is zero, a timestamp advancing by a millisecond per record.
-// The returned error is a PoisonError under PolicyFail.
+// Records its handlers send through a repartition topic are handled next,
+// in the partition the partitioner gives their new key, before PipeRecord
+// returns. The returned error is a PoisonError under PolicyFail.
 func (d *TestDriver) PipeRecord(r *kgo.Record) error {
+	if err := d.pipe(r); err != nil {
+		return err
+	}
+	return d.pipeSent()
+}
+
+// pipe handles r (PipeRecord) without the records it sends.
+func (d *TestDriver) pipe(r *kgo.Record) error {
 	if d.topo.byTopic[r.Topic] == nil {
 		return fmt.Errorf("topic %q is not an input of topology %s", r.Topic, d.topo.appID)
 	}
@@ -151,7 +164,8 @@ func (d *TestDriver) WallClockTime() time.Time { return d.wall }
 
 // AdvanceWallClockTime moves the driver's wall clock by by, and runs in
 // every task what that made due on the wall clock: timers, then
-// punctuators (Kafka Streams' TopologyTestDriver.advanceWallClockTime).
+// punctuators (Kafka Streams' TopologyTestDriver.advanceWallClockTime),
+// and the records they sent through repartition topics.
 // Tasks start their wall-clock schedules when the driver starts. The
 // returned error is a task's under PolicyFail.
 func (d *TestDriver) AdvanceWallClockTime(by time.Duration) error {
@@ -162,7 +176,7 @@ func (d *TestDriver) AdvanceWallClockTime(by time.Duration) error {
 			return fmt.Errorf("task %d: %w", task, err)
 		}
 	}
-	return nil
+	return d.pipeSent()
 }
 
 // StreamTime returns the stream time of the task of partition, the zero
@@ -290,6 +304,9 @@ func (d *TestDriver) apply(task int32, ts time.Time, ws []write) error {
 			r.Partition = d.opts.Partitioner.Partition(w.key, d.opts.Partitions)
 			r.Offset = int64(len(d.out[r.Topic]))
 			d.out[r.Topic] = append(d.out[r.Topic], r)
+			if w.output.repartition {
+				d.sent = append(d.sent, r)
+			}
 		}
 	}
 	return nil

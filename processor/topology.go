@@ -123,6 +123,9 @@ const (
 type inputSpec struct {
 	topic   string
 	extract TimestampExtractor // nil: the record's timestamp
+	// repartition: a repartition topic's input (repartition.go), which the
+	// runtime creates rather than requires.
+	repartition bool
 	// process decodes r and calls the handler; stage says where err arose.
 	process func(c *Context, r *kgo.Record) (stage string, err error)
 }
@@ -271,6 +274,8 @@ type outputSpec struct {
 	// stream: every emit reaches the topic, in order, past the record
 	// cache's merge per key (a windowed output).
 	stream bool
+	// repartition: a repartition topic's output (repartition.go).
+	repartition bool
 }
 
 // NewOutput declares that handlers emit to topic, encoding with key and
@@ -351,6 +356,7 @@ func (t *Topology) Validate() error {
 	}
 	errs = append(errs, t.validateGlobals()...)
 	errs = append(errs, t.validateTables()...)
+	errs = append(errs, t.validateRepartitions()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("topology %s: %w", t.appID, err)
 	}

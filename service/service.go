@@ -242,6 +242,11 @@ func New(opts Options) (*Instance, error) {
 		ShutdownTimeout:   processor.Exactly(cfg.ShutdownTimeout),
 		MaxTaskIdle:       cfg.MaxTaskIdle, // 0 is its default; negative turns the alignment off
 	}
+	ro.RepartitionPurgeInterval = processor.Exactly(cfg.RepartitionPurgeInterval)
+	ro.ChangelogLeaders = processor.ChangelogLeadersBroker
+	if cfg.ChangelogLeaderAlignment {
+		ro.ChangelogLeaders = processor.ChangelogLeadersAligned
+	}
 	ro.Placement.AcceptableRecoveryLag = processor.Exactly(cfg.Placement.AcceptableRecoveryLag)
 	ro.Placement.RackAwareAssignmentTrafficCost = processor.Exactly(cfg.Placement.RackAwareAssignmentTrafficCost)
 	ro.Placement.RackAwareAssignmentNonOverlapCost = processor.Exactly(cfg.Placement.RackAwareAssignmentNonOverlapCost)

@@ -42,12 +42,13 @@ func (e *ChangelogError) Error() string {
 // be unknown for the client's metadata min age: that is retried for
 // unknownTopicPatience.
 func ensureChangelogs(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, topics ...string) error {
-	return ensureChangelogTopics(ctx, adm, partitions, replicationFactor, nil, topics)
+	return ensureChangelogTopics(ctx, adm, nil, partitions, replicationFactor, nil, topics)
 }
 
 // ensureChangelogTopics is ensureChangelogs creating each missing topic
-// with configs[topic] over the defaults.
-func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, partitions int32, replicationFactor int16, configs map[string]map[string]string, topics []string) error {
+// with configs[topic] over the defaults, with its leaders aligned by align
+// unless it is nil.
+func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, align *leaderAlignment, partitions int32, replicationFactor int16, configs map[string]map[string]string, topics []string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("state: ensure changelogs: partition count %d must be positive", partitions)
 	}
@@ -69,7 +70,7 @@ func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, partitions int
 		}
 	}
 	for _, topic := range missing {
-		created, err := createChangelog(ctx, adm, topic, partitions, replicationFactor, configs[topic])
+		created, err := createChangelog(ctx, adm, align, topic, partitions, replicationFactor, configs[topic])
 		if err != nil {
 			return err
 		}
@@ -83,11 +84,17 @@ func ensureChangelogTopics(ctx context.Context, adm *kadm.Client, partitions int
 	return validateChangelogs(ctx, adm, partitions, existing)
 }
 
-// createChangelog creates topic; false with no error when it already exists.
-func createChangelog(ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16, extra map[string]string) (bool, error) {
+// createChangelog creates topic, with aligned leaders when align is not
+// nil and the cluster allows; false with no error when it already exists.
+func createChangelog(ctx context.Context, adm *kadm.Client, align *leaderAlignment, topic string, partitions int32, rf int16, extra map[string]string) (bool, error) {
 	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
 	for k, v := range extra {
 		configs[k] = kadm.StringPtr(v)
+	}
+	if align != nil {
+		if created, handled, err := align.create(ctx, adm, topic, partitions, rf, configs); handled {
+			return created, err
+		}
 	}
 	if rf-1 >= 1 {
 		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(rf - 1)))

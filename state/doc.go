@@ -85,9 +85,13 @@
 //
 // Manager.EnsureChangelogs creates missing changelogs: compacted, one
 // partition per task, and min.insync.replicas one less than the replication
-// factor where that is at least 1. It refuses an existing changelog with
-// another partition count or without compaction, naming the topic and both
-// counts. ScanCheckpoints lists the checkpoints of every store on disk
+// factor where that is at least 1. With Options.ChangelogLeadersWith it
+// gives them an explicit replica assignment: partition i's preferred leader
+// in the rack of that input's partition i leader, the other replicas in
+// other racks (alignedReplicas decides, a pure function of the brokers'
+// racks, the input leaders' racks and the replication factor). It refuses
+// an existing changelog with another partition count or without
+// compaction, naming the topic and both counts. ScanCheckpoints lists the checkpoints of every store on disk
 // without opening databases, for the group leader to turn into lags; each
 // store keeps a small sidecar file with a recent checkpoint for it. The
 // stores of tasks that are not open are deleted CleanupDelay after their

@@ -525,7 +525,9 @@ func writeFileAtomic(path string, b []byte) error {
 // partitions partitions, cleanup.policy=compact and replicationFactor; -1
 // is the broker's default. min.insync.replicas is one less than the
 // replication factor where that is at least 1. It validates the existing
-// topics, and returns every mismatch as a *ChangelogError, joined.
+// topics, and returns every mismatch as a *ChangelogError, joined. With
+// Options.ChangelogLeadersWith set, a topic it creates has its leaders
+// aligned with that topic's; an existing topic is never changed.
 func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replicationFactor int16, specs []StoreSpec) error {
 	if err := m.rep.start(); err != nil {
 		return err
@@ -537,5 +539,9 @@ func (m *Manager) EnsureChangelogs(ctx context.Context, partitions int32, replic
 			configs[topics[i]] = s.ChangelogConfigs
 		}
 	}
-	return ensureChangelogTopics(ctx, m.rep.adm, partitions, replicationFactor, configs, topics)
+	var align *leaderAlignment
+	if m.opts.ChangelogLeadersWith != "" {
+		align = &leaderAlignment{cl: m.rep.cl, input: m.opts.ChangelogLeadersWith, log: m.log}
+	}
+	return ensureChangelogTopics(ctx, m.rep.adm, align, partitions, replicationFactor, configs, topics)
 }

@@ -105,6 +105,14 @@ type Options struct {
 	// FetchMaxBytes bounds one fetch response of the restore consumer; at
 	// least 1.
 	FetchMaxBytes int32
+	// ChangelogLeadersWith, when set, names the input topic whose
+	// partition leaders' racks EnsureChangelogs gives the preferred leaders
+	// of the changelog topics it creates: partition i's preferred leader
+	// sits in the rack of the input's partition i leader, the other
+	// replicas in other racks. Where a broker has no rack or the cluster
+	// refuses explicit assignments, the broker places the replicas.
+	// Empty leaves placement to the broker.
+	ChangelogLeadersWith string
 
 	// CleanupDelay is how long the stores of a task that is not open stay
 	// on disk before CleanupUnassigned deletes them

@@ -124,6 +124,11 @@ func (g *groupBalancer) plan(cb *kgo.ConsumerBalancer, topics map[string]int32, 
 	}
 
 	p := g.placement(plan, subs, held, generation, numTasks)
+	if p.CrossZone != nil {
+		cz := *p.CrossZone
+		cz.RackAwareness = in.RackAwareness // for what-ifs of the live placement
+		p.CrossZone = &cz
+	}
 	var deadline int64
 	if plan.ProbingRebalanceNeeded {
 		deadline = time.Now().Add(s.ProbingInterval).UnixMilli()

@@ -14,9 +14,9 @@ import (
 	"github.com/rackstream/rackstream/assignor"
 )
 
-// Partition racks: where the replicas of each task's input, table and
-// changelog partitions are, which the leader turns into the assignor's
-// RackAwareness. The leader never waits for them: a background loop reads
+// Partition racks: where the replicas of each task's input, table,
+// changelog and output partitions are, which the leader turns into the
+// assignor's RackAwareness. The leader never waits for them: a background loop reads
 // the cluster metadata and the leader plans with the latest snapshot.
 
 // PartitionRack is where one partition's replicas are.
@@ -55,8 +55,8 @@ const racksRefresh = 30 * time.Second
 
 // rackAwareness builds the assignor's rack input for numTasks tasks from
 // the leader's settings, a snapshot of partition racks (nil: none yet) and
-// the usable members. Task i's partitions are partition i of every input
-// and changelog topic that has one; its rates are those its active
+// the usable members. Task i's partitions are partition i of every input,
+// changelog and output topic that has one; its rates are those its active
 // reported (ratesOf). Without a client rack tag (client.rack.tag empty) no
 // client has a rack: it returns nil and reports nothing off. It returns nil when the snapshot is
 // nil, and, per reason (Off...), how much the optimisation is off for
@@ -96,7 +96,7 @@ func rackInput(s *Settings, snap Racks, subs []*Subscription, numTasks int) (*as
 	roles := [...]struct {
 		role   string
 		topics []string
-	}{{assignor.RoleInput, s.InputTopics}, {assignor.RoleChangelog, s.ChangelogTopics}}
+	}{{assignor.RoleInput, s.InputTopics}, {assignor.RoleChangelog, s.ChangelogTopics}, {assignor.RoleOutput, s.OutputTopics}}
 	for t := range numTasks {
 		tr := &ra.Tasks[t]
 		tr.Task, tr.Rates = t, rates[int32(t)]
@@ -170,9 +170,9 @@ func (b *Balancer) noteRackAwareness(off map[string]int, unknown []string) {
 		"unknown", unknown[:min(len(unknown), shown)], "more", max(len(unknown)-shown, 0))
 }
 
-// racksLoop reads the partition racks of the input and changelog topics
-// once the client has connected to a broker, and then every racksRefresh,
-// until stop closes.
+// racksLoop reads the partition racks of the input, changelog and output
+// topics once the client has connected to a broker, and then every
+// racksRefresh, until stop closes.
 func (b *Balancer) racksLoop(cl *kgo.Client, connected <-chan struct{}, stop, done chan struct{}) {
 	defer close(done)
 	select {
@@ -180,7 +180,7 @@ func (b *Balancer) racksLoop(cl *kgo.Client, connected <-chan struct{}, stop, do
 		return
 	case <-connected:
 	}
-	topics := append(slices.Clone(b.s.InputTopics), b.s.ChangelogTopics...)
+	topics := slices.Concat(b.s.InputTopics, b.s.ChangelogTopics, b.s.OutputTopics)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {

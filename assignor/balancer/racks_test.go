@@ -296,7 +296,8 @@ func TestRollingUpgradeFromVersion4ToVersion5(t *testing.T) { rollingUpgrade(t, 
 // TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5: while a version-4
 // member is in the group the placement carries no cross-zone traffic and
 // the group goes on; once it is replaced, every member holds the leader's
-// figures, weighted by the rates the actives report.
+// figures, weighted by the rates the actives report, and the partition
+// racks they come from.
 func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
 	o := newOffsets()
 	s := newSim(t, 6)
@@ -337,6 +338,13 @@ func TestCrossZoneReachesEveryMemberOnceAllSpeakVersion5(t *testing.T) {
 		}
 		ref = cz
 	}
+	// The figures carry the rack awareness the leader planned with, for
+	// the what-ifs of every member's /v1/metadata.
+	ra := ref.RackAwareness
+	if ra == nil || ra.RackAwareStrategy != assignor.StrategyMinTraffic || len(ra.Tasks) != 6 ||
+		len(ra.Tasks[5].Partitions) != 2 || ra.Tasks[5].Partitions[0].Leader != "z2" {
+		t.Fatalf("rack awareness in the placement %+v; want the leader's, task 5 read in z2", ra)
+	}
 }
 
 // TestRacksAreReadOnlyOnceTheClientIsBuilt: kgo calls OnNewClient before
@@ -362,5 +370,57 @@ func TestRacksAreReadOnlyOnceTheClientIsBuilt(t *testing.T) {
 			return b.racks.Load() != nil
 		})
 		cl.Close()
+	}
+}
+
+// TestOutputProduceCountsInTheCost: partition i of every output topic is
+// task i's output flow, weighed by the output rate its active reports, so
+// the plan counts what an active produces to an output leader in another
+// zone, and min_traffic keeps each active with its input all the same.
+func TestOutputProduceCountsInTheCost(t *testing.T) {
+	s := DefaultSettings()
+	s.InputTopics, s.ChangelogTopics, s.OutputTopics = []string{"in"}, []string{"cl"}, []string{"out"}
+	s.Placement.ClientRackTag = "zone"
+	snap := rackedRacks(3, "in", "cl")
+	snap["out"] = make(map[int32]PartitionRack)
+	for p := range 3 {
+		z := fmt.Sprintf("z%d", (p+1)%3) // every output leader one zone over
+		snap["out"][int32(p)] = PartitionRack{Replicas: []string{z}, Leader: z}
+	}
+	var subs []*Subscription
+	var clients []assignor.Client
+	for i := range 3 {
+		z := fmt.Sprintf("z%d", i)
+		subs = append(subs, &Subscription{ProcessID: processName(i), Tags: tags.MustSet("zone", z),
+			Rates: []TaskRate{{Task: int32(i), Input: 1000, Changelog: 100, Output: 400}}})
+		clients = append(clients, assignor.Client{ID: processName(i), Tags: map[string]string{"zone": z}, Capacity: 1})
+	}
+	ra, off := rackAwareness(&s, snap, subs, 3)
+	if ra == nil || len(off) != 0 {
+		t.Fatalf("rack input %+v, off %v; want every task known", ra, off)
+	}
+	for _, tr := range ra.Tasks {
+		want := assignor.PartitionRacks{Topic: "out", Partition: int32(tr.Task), Role: assignor.RoleOutput,
+			Replicas: []string{fmt.Sprintf("z%d", (tr.Task+1)%3)}, Leader: fmt.Sprintf("z%d", (tr.Task+1)%3)}
+		if len(tr.Partitions) != 3 || !reflect.DeepEqual(tr.Partitions[2], want) {
+			t.Errorf("task %d's partitions %+v; want input, changelog and %+v", tr.Task, tr.Partitions, want)
+		}
+		if tr.Rates == nil || tr.Rates.Output != 400 {
+			t.Errorf("task %d's rates %+v; want output 400", tr.Task, tr.Rates)
+		}
+	}
+	in := assignor.Input{Settings: s.Placement, Tasks: 3, Clients: clients, RackAwareness: ra}
+	in.NumStandbyReplicas, in.RackAwareAssignmentTags = 0, nil
+	plan, err := assignor.Assign(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range plan.Tasks {
+		if want := processName(tp.Task); tp.Active != want {
+			t.Errorf("task %d active on %s, want %s, with its input", tp.Task, tp.Active, want)
+		}
+	}
+	if cz := plan.CrossZone; cz == nil || cz.Fetch != 0 || cz.Produce != 3*400 {
+		t.Errorf("cross-zone %+v; want no fetch and each task's 400 output bytes produced across", cz)
 	}
 }

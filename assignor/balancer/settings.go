@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -75,6 +76,10 @@ type Settings struct {
 	// partition i of each. A task's lag is the sum over them of end offset
 	// minus checkpoint.
 	ChangelogTopics []string
+	// OutputTopics are the topics the actives produce output records to.
+	// Task i produces to partition i of each, as far as cross-zone
+	// traffic is modelled (Rates' Output counts those records alone).
+	OutputTopics []string
 	// Placement are the settings that shape a plan (num.standby.replicas,
 	// rack.aware.assignment.tags, acceptable.recovery.lag,
 	// max.warmup.replicas): the leader plans with its own, and carries them
@@ -105,10 +110,10 @@ type Settings struct {
 	// join and must be cheap and safe for concurrent use. Nil reports none.
 	Rates func() map[int32]TaskRate
 	// PartitionRacks, when set, returns the latest snapshot of the racks
-	// of the input and changelog partitions, nil while none is known; the
-	// leader calls it in every balance, so it must not block. Nil means the
-	// balancer reads them itself from cluster metadata, in the background,
-	// at once and every 30 seconds.
+	// of the input, changelog and output partitions, nil while none is
+	// known; the leader calls it in every balance, so it must not block.
+	// Nil means the balancer reads them itself from cluster metadata, in
+	// the background, at once and every 30 seconds.
 	PartitionRacks func() Racks
 	// ReadCommitted makes the default EndOffsets return last stable
 	// offsets, as restores under exactly-once read up to them.
@@ -181,9 +186,9 @@ func (s *Settings) validate() error {
 	if len(s.InputTopics) == 0 {
 		bad("balancer: at least one input topic is required")
 	}
-	for _, t := range append(append([]string(nil), s.InputTopics...), s.ChangelogTopics...) {
+	for _, t := range slices.Concat(s.InputTopics, s.ChangelogTopics, s.OutputTopics) {
 		if strings.TrimSpace(t) == "" {
-			bad("balancer: empty topic name in input or changelog topics")
+			bad("balancer: empty topic name in input, changelog or output topics")
 		}
 	}
 	if err := s.Placement.Validate(); err != nil {

@@ -52,9 +52,11 @@ active and standbys sit with a replica, the total, and what had no rack.
 The table adds a CROSS-ZONE column and the total.
 
 A /v1/metadata document of a running group is accepted too: its placement is
-the previous plan, its status lags the lags and its settings (those the
-group's leader planned with) the settings, so a live cluster's placement can
-be replayed. With --lose, a metadata document's own placement (the live
+the previous plan, its status lags the lags, its settings (those the
+group's leader planned with) the settings and its cross_zone's
+rack_awareness (the leader's partition racks and rates) the rack awareness,
+so a live cluster's placement can be replayed and the plan after a loss
+reports its cross-zone traffic. With --lose, a metadata document's own placement (the live
 one) is the plan printed and what-if'd, not the replay.
 
 --lose KEY=VALUE (every client with that tag value) or --lose ID (one

@@ -12,14 +12,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 # processor/<file>:<bar in %>
 FILES=(
-	commit.go:90    # the at-least-once commit
-	cut.go:81       # a task's part in it
-	acks.go:90      # the produce acknowledgements it waits for
-	txn.go:86       # the exactly-once commit
-	rebalance.go:90 # assign, revoke, lost
+	commit.go:90         # the at-least-once commit
+	cut.go:81            # a task's part in it
+	acks.go:90           # the produce acknowledgements it waits for
+	txn.go:86            # the exactly-once commit
+	rebalance.go:90      # assign, revoke, lost
+	lifecycle_plan.go:90 # their decisions, as plans
 )
 # The tests that run: every Test function of these files.
-TESTS=(commit_test.go acks_test.go txn_test.go rebalance_test.go)
+TESTS=(commit_test.go acks_test.go txn_test.go rebalance_test.go lifecycle_plan_test.go)
 
 missing=0
 for f in "${FILES[@]%%:*}" "${TESTS[@]}"; do

@@ -14,12 +14,13 @@ import (
 
 // Record is a key and value read back from a topic, in partition then
 // offset order (the order one key's records were written in), with where
-// it was (for the evidence of a failed check; CheckSequences reads only
-// Key and Value).
+// it was and its timestamp (for the evidence of a failed check and for
+// windows; CheckSequences reads only Key and Value).
 type Record struct {
 	Key, Value string
 	Partition  int32
 	Offset     int64
+	Timestamp  time.Time
 }
 
 // Sequences is what a topic holds of per-key sequence numbers 1..N.
@@ -97,7 +98,7 @@ func ReadTopic(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) []
 	recs := kafkatest.At(t, brokers...).ConsumeAll(topic, opts...)
 	out := make([]Record, len(recs))
 	for i, r := range recs {
-		out[i] = Record{Key: string(r.Key), Value: string(r.Value), Partition: r.Partition, Offset: r.Offset}
+		out[i] = Record{Key: string(r.Key), Value: string(r.Value), Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
 	}
 	return out
 }

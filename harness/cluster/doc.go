@@ -44,13 +44,18 @@
 //   - Producer: per-key sequence numbers 1, 2, 3... at a steady rate
 //     (idempotent, acks=all, unlimited retries, so order survives broker
 //     restarts); Stop ends on a round boundary, so every key has the same
-//     last number n.
+//     last number n. Timestamps stamps each record as the test says.
 //   - Reader: reads keys over HTTP throughout (actives only, or with
 //     max_lag) from the running instances in turn, and measures the
-//     longest window in which a key could not be read.
+//     longest window in which a key could not be read; StartWindowReader
+//     reads a window store's keys.
 //   - CheckSequences (pure) and ReadTopic: what an output topic holds of
 //     1..n per key: lost (numbers missing), duplicated, out of order;
 //     Group.WaitStore: every key of a store at n.
+//   - Tumbling.Expect and Check (pure): the final results a windowed
+//     count owes the records of its input, replayed with each partition's
+//     stream time, and what its output holds of them: missing,
+//     duplicated, wrong counts, results of windows open or past grace.
 //
 // A typical test:
 //

@@ -34,6 +34,8 @@ type Producer struct {
 	keys  []string
 	cl    *kgo.Client
 
+	stamp func(i int) time.Time // nil: the time each record is handed to the client
+
 	stop   chan struct{}
 	done   chan struct{}
 	sent   atomic.Int64
@@ -43,9 +45,20 @@ type Producer struct {
 	rounds int        // complete rounds handed to the client (valid after done)
 }
 
+// ProducerOption configures StartProducer.
+type ProducerOption func(*Producer)
+
+// Timestamps gives record i (0, 1, 2... in the order produced: key
+// keys[i%len(keys)], sequence number i/len(keys)+1) the timestamp ts(i),
+// called as the record is handed to the client. Without it a record
+// carries that moment.
+func Timestamps(ts func(i int) time.Time) ProducerOption {
+	return func(p *Producer) { p.stamp = ts }
+}
+
 // StartProducer starts producing to topic on brokers at rate records per
 // second (partitioned with murmur2, as rackstream's processors route keys).
-func StartProducer(t testing.TB, brokers []string, topic string, keys []string, rate float64) *Producer {
+func StartProducer(t testing.TB, brokers []string, topic string, keys []string, rate float64, opts ...ProducerOption) *Producer {
 	t.Helper()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
@@ -57,6 +70,9 @@ func StartProducer(t testing.TB, brokers []string, topic string, keys []string, 
 		t.Fatalf("cluster: producer: %v", err)
 	}
 	p := &Producer{topic: topic, keys: keys, cl: cl, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(p)
+	}
 	go p.loop(rate)
 	t.Cleanup(func() { p.Stop(time.Minute); cl.Close() })
 	return p
@@ -79,6 +95,9 @@ func (p *Producer) loop(rate float64) {
 		}
 		<-tick.C
 		r := &kgo.Record{Topic: p.topic, Key: []byte(p.keys[i%len(p.keys)]), Value: []byte(strconv.Itoa(i/len(p.keys) + 1))}
+		if p.stamp != nil {
+			r.Timestamp = p.stamp(i)
+		}
 		p.sent.Add(1)
 		p.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 			if err != nil {

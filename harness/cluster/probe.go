@@ -36,6 +36,7 @@ type AvailabilityProbe struct {
 
 	g        *Group
 	store    string
+	route    string // "/keys/" or "/windows/"
 	keys     []string
 	interval time.Duration
 	client   *http.Client
@@ -88,8 +89,18 @@ func (w Window) Len() time.Duration { return w.To.Sub(w.From) }
 // StartReader starts reading keys of store on g's running instances, one
 // read every interval on average; maxLag < 0 reads actives only.
 func StartReader(g *Group, store string, keys []string, maxLag int64, interval time.Duration) *AvailabilityProbe {
+	return startReader(g, store, "/keys/", keys, maxLag, interval)
+}
+
+// StartWindowReader is StartReader for a window or session store: it reads
+// each key's windows (GET /v1/stores/{store}/windows/{key}).
+func StartWindowReader(g *Group, store string, keys []string, maxLag int64, interval time.Duration) *AvailabilityProbe {
+	return startReader(g, store, "/windows/", keys, maxLag, interval)
+}
+
+func startReader(g *Group, store, route string, keys []string, maxLag int64, interval time.Duration) *AvailabilityProbe {
 	r := &AvailabilityProbe{
-		MaxLag: maxLag, g: g, store: store, keys: keys, interval: interval,
+		MaxLag: maxLag, g: g, store: store, route: route, keys: keys, interval: interval,
 		client: &http.Client{Timeout: 2 * time.Second},
 		stop:   make(chan struct{}),
 		lastOK: map[string]time.Time{}, failing: map[string]bool{}, causes: map[string]int{},
@@ -160,7 +171,7 @@ type answer struct {
 }
 
 func (r *AvailabilityProbe) path(key string, minPos int64) string {
-	p := "/v1/stores/" + url.PathEscape(r.store) + "/keys/" + url.PathEscape(key) + "?isolation=committed"
+	p := "/v1/stores/" + url.PathEscape(r.store) + r.route + url.PathEscape(key) + "?isolation=committed"
 	if r.MaxLag >= 0 {
 		p += "&max_lag=" + strconv.FormatInt(r.MaxLag, 10)
 	}

@@ -2,7 +2,7 @@
 // where every task of a Rackstream group runs, on every instance, and the
 // what-if endpoint behind its "lose a zone" selector.
 //
-//	GET /  and  /ui/...        the page: HTML, CSS and two scripts embedded in
+//	GET /  and  /ui/...        the page: HTML, CSS and three scripts embedded in
 //	                           the binary (go:embed); no CDN, no build step
 //	GET /v1/whatif?lose=SEL    what losing the clients SEL selects would do
 //	                           (SEL: KEY=VALUE for a tag value, or a client
@@ -20,8 +20,9 @@
 // the rack-aware tag keys (zone, then cluster), each cell the instance's
 // role for the task (active, standby with its lag, warmup); the placement's
 // quality per tag key; the what-if view (tasks left without any replica,
-// where each lost active fails over); each instance's readiness, lag and
-// restore progress; and the rebalances seen while the page was open.
+// where each lost active fails over, each instance's replica count and the
+// expected cross-zone traffic after the loss); each instance's readiness,
+// replica count, lag and restore progress; and the rebalances seen while the page was open.
 // Instances are named by their endpoint (application.server), shortened
 // while the names stay unique, as `rackstream assign --format table` names
 // them; each process id is in the instances table and in the titles.

@@ -1,23 +1,15 @@
 package page_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
-	"os/exec"
 	"testing"
-
-	"github.com/rackstream/rackstream/harness/kafkatest"
 )
 
 // TestDisplayNamesInTheBrowsersRule runs the page's names.js under Node:
 // the names the page shows must follow the rule of `rackstream assign`
 // (cmd/rackstream/names.go, whose test has the same cases).
 func TestDisplayNamesInTheBrowsersRule(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		kafkatest.SkipOrFail(t, "no node on PATH: the placement page's browser test (e2e) checks the names in Chromium")
-	}
 	const (
 		u1 = "704b5293-1c8e-4f7a-9a43-2d0c51e0a001"
 		u2 = "704b5293-77aa-4f7a-9a43-2d0c51e0a002"
@@ -69,18 +61,11 @@ func TestDisplayNamesInTheBrowsersRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, "-e", `
+	out := runNode(t, `
 const { displayNames } = require(process.argv[1]);
 const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 process.stdout.write(JSON.stringify(cases.map((c) => Object.fromEntries(displayNames(c)))));
-`, "./static/names.js")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
+`, "./static/names.js", stdin)
 	var got []map[string]string
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
 		t.Fatalf("node answered %s (%v)", out, err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// static holds the page: index.html, names.js, app.js, style.css,
+// static holds the page: index.html, names.js, loss.js, app.js, style.css,
 // favicon.svg.
 //
 //go:embed static

@@ -121,6 +121,8 @@ func TestStaticFilesLoadWithoutTokenUnderCSPAndHoldNoData(t *testing.T) {
 		{"/ui/", "text/html", `<link rel="stylesheet" href="/ui/style.css">`},
 		{"/ui/app.js", "text/javascript", "textContent"},
 		{"/ui/names.js", "text/javascript", "function displayNames"},
+		{"/ui/loss.js", "text/javascript", "function lossFigures"},
+		{"/", "text/html", `<script src="/ui/loss.js"`},
 		{"/", "text/html", `<script src="/ui/names.js"`},
 		{"/ui/style.css", "text/css", "--active-bg"},
 		{"/ui/favicon.svg", "image/svg+xml", "<svg"},
@@ -174,7 +176,8 @@ func TestStaticFilesHaveNoInlineScriptOrMarkupSinks(t *testing.T) {
 	}
 	_, app := get(t, srv.URL+"/ui/app.js")
 	_, names := get(t, srv.URL+"/ui/names.js")
-	for file, js := range map[string]string{"app.js": app, "names.js": names} {
+	_, loss := get(t, srv.URL+"/ui/loss.js")
+	for file, js := range map[string]string{"app.js": app, "names.js": names, "loss.js": loss} {
 		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
 			if strings.Contains(js, sink) {
 				t.Errorf("%s uses %s: untrusted text must go through textContent", file, sink)

@@ -15,9 +15,10 @@
 //     value) has in a table, co-partitioned or global (join.go).
 //
 // count and sum take processor.window.type to count or sum per window of
-// time instead (windowed.go), and every built-in takes
-// processor.timestamp.field, a JSON field holding the record's time
-// (timestamp.go).
+// time instead (windowed.go), and processor.group.by.field to count or sum
+// per value of a JSON field rather than per record key (groupby.go). Every
+// built-in takes processor.timestamp.field, a JSON field holding the
+// record's time (timestamp.go).
 //
 // latest, count and sum each keep their state in one store named after the
 // type (so the HTTP query of a key is /v1/stores/<type>/keys/<key>, or for
@@ -59,6 +60,10 @@ type Processor struct {
 	joinIn *processor.Input[[]byte, joinInput]
 	join   *join
 
+	// repartition is the repartition topic of processor.group.by.field
+	// (groupby.go); "" without.
+	repartition string
+
 	// Windowed count and sum (windowed.go).
 	winCount  *processor.WindowedAggregation[[]byte, []byte, int64]
 	winSum    *processor.WindowedAggregation[[]byte, Decimal, Decimal]
@@ -85,6 +90,9 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 		inOpts = append(inOpts, processor.WithTimestamp(fieldTimestamp(p.TimestampField)))
 	}
 	b := &Processor{topo: topo, kind: p.Type, store: string(p.Type), windowed: p.Window.Type != ""}
+	if p.GroupByField != "" && p.Type != config.ProcessorCount && p.Type != config.ProcessorSum {
+		return nil, fmt.Errorf("builtin: processor.group.by.field is for processor.type count or sum, not %q", p.Type)
+	}
 	if b.windowed {
 		if p.ChangelogTopic != "" {
 			return nil, errors.New("builtin: processor.changelog.topic does not apply to a windowed store (its changelog is <application.id>-<store>-changelog)")
@@ -109,13 +117,13 @@ func New(applicationID string, p config.Processor) (*Processor, error) {
 		if p.OutputTopic != "" {
 			b.outInt = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), codec.Int64())
 		}
-		b.in = processor.NewInput(topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.handleCount, inOpts...)
+		b.in = consume(b, p, codec.Bytes(), b.handleCount, inOpts)
 	case config.ProcessorSum:
 		b.sum = processor.NewStore(topo, b.store, codec.Bytes(), decimalCodec{}, storeOpts...)
 		if p.OutputTopic != "" {
 			b.outDec = processor.NewOutput(topo, p.OutputTopic, codec.Bytes(), decimalCodec{})
 		}
-		b.sumIn = processor.NewInput(topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.handleSum, inOpts...)
+		b.sumIn = consume(b, p, numberCodec{field: p.SumField}, b.handleSum, inOpts)
 	case config.ProcessorJoin: // join.go
 		if p.TableTopic == "" || p.OutputTopic == "" {
 			return nil, errors.New("builtin: processor.type=join requires processor.table.topic and processor.output.topic")
@@ -141,6 +149,10 @@ func (b *Processor) Windowed() bool { return b.windowed }
 
 // Type returns the processor's type.
 func (b *Processor) Type() config.ProcessorType { return b.kind }
+
+// RepartitionTopic returns the repartition topic the processor re-keys its
+// input through (processor.group.by.field), "" when it has none.
+func (b *Processor) RepartitionTopic() string { return b.repartition }
 
 // Store returns the name of the processor's store: its type, or for a
 // join the co-partitioned table's topic ("" for a global table).

@@ -38,7 +38,7 @@ func (b *Processor) newWindowed(p config.Processor, inOpts []processor.InputOpti
 		if p.OutputTopic != "" {
 			b.winOutInt = processor.NewWindowedOutput[[]byte, int64](b.topo, p.OutputTopic, codec.Bytes())
 		}
-		b.in = processor.NewInput(b.topo, p.InputTopic, codec.Bytes(), codec.Bytes(), b.winCount.Handler(b.winOutInt), inOpts...)
+		b.in = consume(b, p, codec.Bytes(), b.winCount.Handler(b.winOutInt), inOpts)
 	case config.ProcessorSum:
 		b.winSum = windowedAggregation(b.topo, b.store, def, decimalCodec{}, processor.Aggregator[[]byte, Decimal, Decimal]{
 			Init:  func() Decimal { return "0" },
@@ -48,7 +48,7 @@ func (b *Processor) newWindowed(p config.Processor, inOpts []processor.InputOpti
 		if p.OutputTopic != "" {
 			b.winOutDec = processor.NewWindowedOutput[[]byte, Decimal](b.topo, p.OutputTopic, codec.Bytes())
 		}
-		b.sumIn = processor.NewInput(b.topo, p.InputTopic, codec.Bytes(), numberCodec{field: p.SumField}, b.winSum.Handler(b.winOutDec), inOpts...)
+		b.sumIn = consume(b, p, numberCodec{field: p.SumField}, b.winSum.Handler(b.winOutDec), inOpts)
 	default:
 		return fmt.Errorf("builtin: processor.window.type is for processor.type count or sum, not %q", p.Type)
 	}

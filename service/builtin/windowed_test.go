@@ -2,8 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,29 +127,7 @@ func TestARecordWithoutItsTimestampFieldIsDeadLettered(t *testing.T) {
 // TestTheDocumentedWindowedCountRuns loads the properties example of
 // docs/time-and-windows.md and runs the built-in it describes.
 func TestTheDocumentedWindowedCountRuns(t *testing.T) {
-	const page, marker = "../../docs/time-and-windows.md", "<!-- example: service/builtin's TestTheDocumentedWindowedCountRuns"
-	data, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(data), marker)
-	_, rest, ok2 := strings.Cut(rest, "```properties\n")
-	props, _, ok3 := strings.Cut(rest, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatalf("%s has no properties block after its marker", page)
-	}
-	file := filepath.Join(t.TempDir(), "clicks.properties")
-	if err := os.WriteFile(file, []byte(props), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(config.Sources{File: file})
-	if err != nil {
-		t.Fatalf("the example does not load:\n%v", err)
-	}
-	b, err := New(cfg.ApplicationID, cfg.Processor)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := documentedProcessor(t, "../../docs/time-and-windows.md", "<!-- example: service/builtin's TestTheDocumentedWindowedCountRuns")
 	d, err := processor.NewTestDriver(b.Topology(), processor.TestDriverOptions{Partitions: 1})
 	if err != nil {
 		t.Fatal(err)

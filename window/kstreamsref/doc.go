@@ -45,6 +45,11 @@
 // behaviours on small inputs, with the other surprises a matching
 // implementation must reproduce or document.
 //
+// A [GroupByScenario] is a groupBy count instead: Kafka Streams'
+// groupBy(...).count() through its repartition topic, which
+// TestGroupByCountEqualsKafkaStreams compares with Rackstream's GroupBy and
+// NewRepartition on the TestDriver ([Reference.RunGroupBy]).
+//
 // Java 17 and Maven are needed; without them the tests skip, except under
 // CI (CI set to any non-empty value), where they fail.
 package kstreamsref

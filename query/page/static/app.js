@@ -422,6 +422,21 @@
         el('th', { scope: 'row' }, str(f.task)), el('td', { class: 'id', title: 'process id ' + str(f.from) }, nameOf(str(f.from))),
         el('td', { class: 'id', title: f.to ? 'process id ' + str(f.to) : null }, f.to ? nameOf(str(f.to)) : '(nobody survives)'),
         el('td', null, f.restore ? 'restores from the changelog' : 'its standby takes over')));
+      // Replicas and cross-zone traffic, now and after the loss.
+      const fig = lossFigures(st.doc ? st.doc.clients : [], r, st.doc ? st.doc.doc.cross_zone : null);
+      const fmt = (v) => String(Math.round(Number(v) * 100) / 100);
+      const crossZone = fig.crossZone
+        ? el('p', null, 'Expected cross-zone traffic per second: now ' + fmt(fig.crossZone.now) + ', after the loss ',
+          el('strong', { id: 'whatif-crosszone', class: fig.crossZone.after > fig.crossZone.now ? 'bad' : 'ok' }, fmt(fig.crossZone.after)), '.')
+        : null;
+      const replicaRows = fig.replicas.map((x) => el('tr', { class: x.lost ? 'lost' : null },
+        el('th', { scope: 'row', class: 'id', title: 'process id ' + x.id }, nameOf(x.id)),
+        el('td', null, String(x.now)),
+        el('td', { class: !x.lost && x.after !== null && x.after > x.now ? 'bad' : null }, x.lost ? 'lost' : (x.after === null ? '?' : String(x.after)))));
+      const replicas = el('table', { id: 'whatif-replicas' },
+        el('caption', null, 'Replicas per instance (actives and standbys: the state each holds on disk and in memory)'),
+        el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'Instance'), el('th', { scope: 'col' }, 'Now'), el('th', { scope: 'col' }, 'After the loss'))),
+        el('tbody', null, ...replicaRows));
       // The what-if is of the live placement the grid shows (the same
       // computation as `rackstream assign --lose` on the document).
       const pending = st.doc && st.doc.doc.probing_rebalance_needed
@@ -438,7 +453,9 @@
           ? el('table', { id: 'failover' }, el('caption', null, 'Where each lost active fails over'),
             el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'Task'), el('th', { scope: 'col' }, 'From'), el('th', { scope: 'col' }, 'To'), el('th', { scope: 'col' }, 'How'))),
             el('tbody', null, ...rows))
-          : el('p', null, 'No active is lost.'));
+          : el('p', null, 'No active is lost.'),
+        ...(crossZone ? [crossZone] : []),
+        replicas);
     }
     if (st.doc) renderGrid(st.doc);
   }
@@ -472,6 +489,7 @@
         el('td', { class: 'mono' }, Object.keys(c.tags).sort().map((k) => k + '=' + str(c.tags[k])).join(', ')),
         rd ? el('td', { class: rd.ready ? 'ok' : 'bad' }, rd.ready ? 'ready' : 'not ready: ' + cut(rd.reason, 200)) : el('td', { class: 'bad' }, 'unknown'),
         el('td', null, String(c.active.length)), el('td', null, String(c.standby.length)), el('td', null, String(c.warmup.length)),
+        el('td', null, String(c.active.length + c.standby.length)),
         el('td', null, maxStandby >= 0 ? String(maxStandby) : '—'),
         el('td', null, restore));
     });

@@ -78,7 +78,11 @@ public final class Main {
                 result.put("name", scenario.path("name").asText());
                 final Path stateDir = Files.createTempDirectory(stateRoot, "s");
                 try {
-                    result.set("partitions", run(Scenario.parse(scenario), stateDir));
+                    if (GroupByCount.is(scenario)) {
+                        GroupByCount.run(scenario, stateDir, result);
+                    } else {
+                        result.set("partitions", run(Scenario.parse(scenario), stateDir));
+                    }
                 } finally {
                     deleteTree(stateDir.toFile());
                 }
