@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/rackstream/rackstream/harness/cluster"
 	"github.com/rackstream/rackstream/harness/kafkatest"
 )
@@ -236,4 +239,39 @@ func (r *run) waitPartitions(what string, ok func([]cluster.PartitionState) bool
 		return err == nil && ok(parts)
 	})
 	r.t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
+}
+
+// waitTopicsOnEveryNode waits until every node's own metadata lists each
+// of topics with partitions partitions: a KRaft broker applies a new
+// topic to its metadata cache asynchronously, and an instance whose first
+// metadata request reaches a node that has not yet refuses to start.
+func waitTopicsOnEveryNode(t *testing.T, b *cluster.Brokers, partitions int, topics ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, n := range b.Nodes {
+		kafkatest.Poll(t, deadline, 50*time.Millisecond, "node "+strconv.Itoa(int(n.ID))+" knows the topics", func() bool {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			req := kmsg.NewPtrMetadataRequest()
+			for _, topic := range topics {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(topic)
+				req.Topics = append(req.Topics, rt)
+			}
+			resp, err := req.RequestWith(ctx, cl.Broker(int(n.ID)))
+			if err != nil || len(resp.Topics) != len(topics) {
+				return false
+			}
+			for _, td := range resp.Topics {
+				if td.ErrorCode != 0 || len(td.Partitions) != partitions {
+					return false
+				}
+			}
+			return true
+		})
+	}
 }

@@ -147,6 +147,9 @@ func beginWith(t *testing.T, name string, s setup) *run {
 			t.Fatal(err)
 		}
 	}
+	if brokers != nil {
+		waitTopicsOnEveryNode(t, brokers, p.partitions, r.input, r.output)
+	}
 	// Not t.TempDir: a failed scenario's instance logs and state stay for
 	// a post-mortem (the path is logged); a passed one's are removed.
 	dir, err := os.MkdirTemp("", "rackstream-chaos-"+name+"-")
