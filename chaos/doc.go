@@ -5,8 +5,12 @@
 // throughout, inflict one kind of fault per scenario (kill -9 of an
 // instance and of a zone, a rolling restart, the broker stopped and killed,
 // a freeze past the session timeout, a network cut, lost and damaged state
-// directories, a standby rotation, a rolling upgrade from an earlier build)
-// and check afterwards that nothing was lost:
+// directories, a standby rotation, a rolling upgrade from an earlier build;
+// and on three brokers with replication factor 3, min.insync.replicas=2
+// and acks=all, scenarios 10 to 12: kill -9 of the broker leading most
+// input and changelog partitions, a rolling restart of the brokers, the
+// instances cut off one broker that stays in its quorum) and check
+// afterwards that nothing was lost:
 //
 //   - the `latest` store holds, for every key, the last sequence number;
 //   - the output topic holds every sequence number 1..n of every key (lost
@@ -16,7 +20,12 @@
 //     longer of the session timeout and the transaction timeout plus the
 //     broker's abort-check interval, + 5 s: 25 s, since a predecessor's
 //     open transaction holds back what the new active may read until the
-//     broker aborts it, see activeBound);
+//     broker aborts it, see activeBound); on three brokers that bound
+//     plus the controller's broker session timeout, 9 s (leaderBound), the
+//     cut of scenario 12 excused;
+//   - on three brokers, reads with max_lag within that bound throughout
+//     (checkLagged), and never failing for as long as the session timeout
+//     while the instances are cut off one broker (standbysAnswered);
 //   - no key read backwards: readers read the committed view, pass back
 //     the position of their last answer as min_position, and check that
 //     no answer is behind it and no key's value decreases (under
@@ -26,17 +35,17 @@
 //     standby shortfall) once the instances are back;
 //   - no instance panicked.
 //
-// Scenarios 1 to 6 also run under processing.guarantee=exactly_once_v2
-// (the tests named ...ExactlyOnce, scenario names ending in -eos; all but
-// scenario 1's in the long form only) with the
-// built-in count processor instead of latest, so that a record processed
-// twice or lost shows: every key's final count must equal the number of
-// its records, and the output topic, read committed, must hold its counts
-// 1..n each exactly once and in order. When an exact check fails, the
-// affected keys' partitions, input and output offsets, the task's active
-// and the instances' abort, fencing and rebuild log lines are logged.
-// Scenario 7 has no such variant: the earlier build it upgrades from
-// predates exactly-once (its `run` refuses exactly_once_v2).
+// Scenarios 1 to 6 and 10 to 12 also run under
+// processing.guarantee=exactly_once_v2 (the tests named ...ExactlyOnce,
+// scenario names ending in -eos; all but scenario 1's in the long form
+// only) with the built-in count processor instead of latest, so that a
+// record processed twice or lost shows: every key's final count must equal
+// the number of its records, and the output topic, read committed, must
+// hold its counts 1..n each exactly once and in order. When an exact check
+// fails, the affected keys' partitions, input and output offsets, the
+// task's active and the instances' abort, fencing and rebuild log lines
+// are logged. Scenario 7 has no such variant: the earlier build it upgrades
+// from predates exactly-once (its `run` refuses exactly_once_v2).
 //
 // Scenario 8 (windowed-eos) counts per tumbling window (3 s, 1 s of
 // grace) with final results only, under exactly_once_v2. The writer
@@ -88,12 +97,13 @@
 //
 // The tests run only when RACKSTREAM_CHAOS is set: "short" (scenarios 1, 3
 // and 5, scenario 1 under exactly-once and scenarios 8 and 9, at a low
-// rate, part of `make test`) or "long" (every scenario, at a
-// higher rate and longer; `make chaos`). The broker is started by
-// deploy/local/kafka.sh in a directory and on ports of the suite's own,
-// never the broker the other packages' tests share, since scenario 3 stops
-// and kills it. TestSoak (make soak) runs when RACKSTREAM_SOAK holds a
-// duration as well: a fault a minute for that long, checking that each
-// instance's memory, goroutines, open files and state directory stay flat.
-// The harness is package harness/cluster.
+// rate, part of `make test`) or "long" (every scenario, at a higher rate and
+// longer; `make chaos`). The broker is started by deploy/local/kafka.sh in a
+// directory and on ports of the suite's own, never the broker the other
+// packages' tests share, since scenario 3 stops and kills it; the three
+// brokers likewise, by the first scenario that needs them (threeBrokers).
+// TestSoak (make soak) runs when RACKSTREAM_SOAK holds a duration as well:
+// a fault a minute for that long, checking that each instance's memory,
+// goroutines, open files and state directory stay flat. The harness is
+// package harness/cluster.
 package chaos

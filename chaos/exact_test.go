@@ -182,7 +182,7 @@ func (r *run) evidence(short map[string]string, seqs cluster.Sequences, out []cl
 	if len(names) > 5 {
 		names = names[:5]
 	}
-	in := cluster.ReadTopic(t, []string{broker.Addr}, r.input)
+	in := cluster.ReadTopic(t, r.kafka, r.input)
 	md, _, mdErr := r.g.Metadata()
 	tasks := map[int32]bool{} // the affected keys' tasks
 	for _, k := range names {
@@ -307,7 +307,7 @@ func (r *run) midTransaction(in *cluster.Instance) {
 	if !r.eos {
 		return
 	}
-	adm := kafkatest.At(r.t, broker.Addr).Admin()
+	adm := kafkatest.At(r.t, r.kafka...).Admin()
 	var state string
 	kafkatest.Poll(r.t, deadline, 5*time.Millisecond, in.Name+"'s transaction open", func() bool {
 		state = cluster.TransactionState(adm, r.app, in.ID())

@@ -67,6 +67,11 @@ type setup struct {
 	// (repartition_test.go): the writer's values carry the field, and
 	// the readers read the field's values.
 	grouped bool
+	// threeBrokers runs the scenario on the suite's three-broker cluster
+	// (replication factor 3, min.insync.replicas=2, every instance
+	// reaching each node through a proxy of its own) instead of the
+	// single broker.
+	threeBrokers bool
 }
 
 // run is one scenario: a group of six instances under load.
@@ -80,11 +85,15 @@ type run struct {
 	input  string
 	output string
 	keys   []string
-	g      *cluster.Group
-	ins    []*cluster.Instance
-	prod   *cluster.Producer
-	active *cluster.AvailabilityProbe // reads actives only
-	lagged *cluster.AvailabilityProbe // reads with max_lag
+	// kafka is where the test's own clients connect; brokers is the
+	// three-broker cluster, nil on the single broker.
+	kafka   []string
+	brokers *cluster.Brokers
+	g       *cluster.Group
+	ins     []*cluster.Instance
+	prod    *cluster.Producer
+	active  *cluster.AvailabilityProbe // reads actives only
+	lagged  *cluster.AvailabilityProbe // reads with max_lag
 
 	// brokerDown are the intervals in which the broker was down (scenario
 	// 3), excused from the bound on reads from actives.
@@ -124,7 +133,13 @@ func needMode(t *testing.T, long bool) {
 func beginWith(t *testing.T, name string, s setup) *run {
 	t.Helper()
 	p := paramsFor(mode)
-	k := kafkatest.At(t, broker.Addr)
+	kafka, rf := []string{broker.Addr}, 1
+	var brokers *cluster.Brokers
+	if s.threeBrokers {
+		brokers = threeBrokers(t)
+		kafka, rf = brokers.Addrs(), 3
+	}
+	k := kafkatest.At(t, kafka...)
 	kind, commit := "latest", "500"
 	if s.eos {
 		// The count processor: a record processed twice or lost shows in
@@ -134,10 +149,18 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		name += "-eos"
 		kind, commit = "count", strconv.FormatInt(eosCommit.Milliseconds(), 10)
 	}
-	r := &run{t: t, name: name, eos: s.eos, store: kind, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys)}
+	r := &run{t: t, name: name, eos: s.eos, store: kind, p: p, app: k.Name("chaos-" + name), keys: cluster.Keys(p.keys), kafka: kafka, brokers: brokers}
 	r.input, r.output = r.app+"-in", r.app+"-out"
-	k.CreateTopic(r.input, int32(p.partitions), nil)
-	k.CreateTopic(r.output, int32(p.partitions), nil)
+	for _, topic := range []string{r.input, r.output} {
+		if brokers == nil {
+			k.CreateTopic(topic, int32(p.partitions), nil)
+		} else if err := brokers.CreateTopic(t.Context(), topic, int32(p.partitions), int16(rf), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if brokers != nil {
+		waitTopicsOnEveryNode(t, brokers, p.partitions, r.input, r.output)
+	}
 	// Not t.TempDir: a failed scenario's instance logs and state stay for
 	// a post-mortem (the path is logged); a passed one's are removed.
 	dir, err := os.MkdirTemp("", "rackstream-chaos-"+name+"-")
@@ -156,7 +179,7 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		"session.timeout.ms":            strconv.FormatInt(p.session.Milliseconds(), 10),
 		"shutdown.timeout.ms":           "15000",
 		"probing.rebalance.interval.ms": "60000",
-		"replication.factor":            "1",
+		"replication.factor":            strconv.Itoa(rf),
 		"num.stream.threads":            "1",
 		"log.format":                    "json",
 	}
@@ -171,15 +194,23 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		r.field = groupField
 	}
 	r.g = cluster.NewGroup(t, binary, dir, base)
-	// Every connection of instance i passes a proxy: to the broker through
-	// its own listener's (broker.Slots[i]), to its HTTP endpoint through
-	// one of its own, so that a scenario can cut it off.
+	// Every connection of instance i passes a proxy: to each broker
+	// through its own listener's (broker.Slots[i], or slot i of every
+	// node), to its HTTP endpoint through one of its own, so that a
+	// scenario can cut it off.
 	port := cluster.LowFreePorts(t, 19600, 2*slots)
 	for i := range slots {
 		tags := map[string]string{"zone": zones[i%3], "cluster": clusters[i/3]}
 		listen := "127.0.0.1:" + strconv.Itoa(port+i)
 		in := r.g.Add(fmt.Sprintf("i%d-%s-%s", i, tags["zone"], tags["cluster"]), listen, tags)
-		in.Set["bootstrap.servers"] = broker.Slots[i].Addr
+		bootstrap, proxies := broker.Slots[i].Addr, []*cluster.Proxy{broker.Slots[i]}
+		if brokers != nil {
+			bootstrap, proxies = strings.Join(brokers.SlotAddrs(i), ","), nil
+			for _, n := range brokers.Nodes {
+				proxies = append(proxies, n.Slots[i])
+			}
+		}
+		in.Set["bootstrap.servers"] = bootstrap
 		hp, err := cluster.NewProxy("127.0.0.1:"+strconv.Itoa(port+slots+i), listen)
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +218,7 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		t.Cleanup(hp.Close)
 		in.Endpoint = hp.Addr
 		in.Bin = s.bin
-		in.Proxies = []*cluster.Proxy{broker.Slots[i], hp}
+		in.Proxies = append(proxies, hp)
 		r.ins = append(r.ins, in)
 	}
 	t.Cleanup(func() { // the broker's proxies outlive the scenario
@@ -224,7 +255,7 @@ func beginWith(t *testing.T, name string, s setup) *run {
 		opts = append(opts, cluster.Values(groupedValue(len(r.keys))))
 		probes = countries
 	}
-	r.prod = cluster.StartProducer(t, []string{broker.Addr}, r.input, r.keys, p.rate, opts...)
+	r.prod = cluster.StartProducer(t, r.kafka, r.input, r.keys, p.rate, opts...)
 	r.active = startReader(r.g, r.store, probes, -1, p.readEvery)
 	r.lagged = startReader(r.g, r.store, probes, maxLag, p.readEvery)
 	r.active.SetStrict(r.eos)
@@ -430,7 +461,7 @@ func (r *run) end(activeBound time.Duration) (act, lag cluster.ProbeReport) {
 	}
 	start := time.Now()
 	for {
-		recs = cluster.ReadTopic(t, []string{broker.Addr}, r.output, opts...)
+		recs = cluster.ReadTopic(t, r.kafka, r.output, opts...)
 		seqs = cluster.CheckSequences(recs, r.keys, n)
 		if seqs.Lost == 0 || time.Since(start) > time.Minute {
 			break

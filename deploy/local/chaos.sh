@@ -5,7 +5,7 @@
 # one fault per scenario, every record accounted for. See chaos/doc.go.
 #
 #   deploy/local/chaos.sh short   scenarios 1, 3 and 5, 1 under exactly-once, and 8, at a low rate (make test's suite, ~5-6 min)
-#   deploy/local/chaos.sh long    every scenario, 1-6 also under exactly-once, higher rate, longer faults (make chaos)
+#   deploy/local/chaos.sh long    every scenario, 1-6 and 9-11 also under exactly-once, higher rate, longer faults (make chaos)
 #   deploy/local/chaos.sh soak [D] the soak (chaos/soak_test.go): a fault a minute for D (default 30m; make soak),
 #                                 at the long form's rate; CI runs it for 3m
 #
