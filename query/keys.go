@@ -391,6 +391,13 @@ func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int3
 	} else {
 		keyB64 = k
 	}
+	if req.windows && st.Join {
+		ans, err := joinAnswer(st, key, keyB64, wins, meta)
+		if err != nil {
+			return nil, false, undecodable(req, err)
+		}
+		return ans, true, nil
+	}
 	if req.windows {
 		ans := &windowsAnswer{Key: key, KeyBase64URL: keyB64, Windows: make([]windowValue, len(wins)), answerMeta: meta}
 		for i, win := range wins {

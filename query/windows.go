@@ -183,7 +183,11 @@ func (s *Server) allWindows(w *statusWriter, r *http.Request, o origin) {
 	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
 		return
 	}
-	s.page(w, r, o, st, &req, pager{local: s.windowsLocal, peer: s.windowsPeer, write: s.writeWindowsPage})
+	write := s.writeWindowsPage
+	if st.Join {
+		req.join, write = true, s.writeJoinPage
+	}
+	s.page(w, r, o, st, &req, pager{local: s.windowsLocal, peer: s.windowsPeer, write: write})
 }
 
 // windowKey is a window's raw key in a page: its start and end (sign bit
@@ -235,7 +239,7 @@ func (s *Server) windowsLocal(st ServedStore, req *scanRequest, tasks []int32) (
 		}
 		page = page[:0]
 		for _, win := range wins {
-			raw := windowKey(win.Start, win.End, win.Key)
+			raw := storedItemKey(st, win)
 			if req.hasAfter && bytes.Compare(raw, req.after) <= 0 {
 				continue
 			}
@@ -258,11 +262,20 @@ func (s *Server) windowsPeer(r *http.Request, p *balancer.Placement, member int,
 	q.Set("time_from", strconv.FormatInt(req.timeFrom, 10))
 	q.Set("time_to", strconv.FormatInt(req.timeTo, 10))
 	if req.hasAfter {
-		fwd := scanRequest{store: req.store, tasks: tasks, windows: true, timeFrom: req.timeFrom, timeTo: req.timeTo}
+		fwd := scanRequest{store: req.store, tasks: tasks, windows: true, join: req.join, timeFrom: req.timeFrom, timeTo: req.timeTo}
 		q.Set("cursor", encodeCursor(fwd.identity(), req.after))
 	}
+	path := "/v1/stores/" + url.PathEscape(req.store) + "/windows"
+	if req.join {
+		var ans joinRecordsPage
+		if f := s.askPeer(r, p, member, c, routeWindowsScan, path, q, &ans); f != nil {
+			return nil, false, f
+		}
+		items, f := s.peerJoinItems(ans.Records, c, p.Members[member].ProcessID, tasks)
+		return items, ans.NextCursor != "", f
+	}
 	var ans windowsPage
-	if f := s.askPeer(r, p, member, c, routeWindowsScan, "/v1/stores/"+url.PathEscape(req.store)+"/windows", q, &ans); f != nil {
+	if f := s.askPeer(r, p, member, c, routeWindowsScan, path, q, &ans); f != nil {
 		return nil, false, f
 	}
 	items := make([]scanItem, len(ans.Windows))
