@@ -63,24 +63,42 @@ func (j *joinStore) keyRecords(scan scanner, key []byte, from, to int64) ([]Stor
 }
 
 // allRecords returns every key's records of both sides with timestamps in
-// [from, to], as a query sees them, in joinOrder.
+// [from, to], as a query sees them, in joinOrder. It walks the join's
+// time index over the range, then reads each record.
 func (j *joinStore) allRecords(scan scanner, from, to int64) ([]StoredWindow, error) {
 	st, err := joinProgress(scan)
 	if err != nil {
 		return nil, err
 	}
-	var out []StoredWindow
-	for _, side := range []window.Side{window.Left, window.Right} {
-		p := joinSidePrefix(side)
-		var recs []StoredWindow
-		if recs, err = scanJoinRecords(scan, []byte{p}, []byte{p + 1}, nil); err != nil {
-			return nil, err
+	low := [2]int64{j.visibleFrom(st, window.Left, from), j.visibleFrom(st, window.Right, from)}
+	if min(low[0], low[1]) > to {
+		return nil, nil
+	}
+	lo, hi := window.JoinTimeRange(min(low[0], low[1]), to)
+	lo, hi = prefixedRange(prefixJoinIndex, lo, hi)
+	var keys [][]byte
+	var perr error
+	err = scan(lo, hi, func(k, _ []byte) bool {
+		ts, side, key, seq, err := window.ParseJoinTimeKey(k[1:])
+		if err != nil {
+			perr = err
+			return false
 		}
-		low := j.visibleFrom(st, side, from)
-		for _, r := range recs {
-			if r.Start >= low && r.Start <= to {
-				out = append(out, r)
-			}
+		if ts >= low[side] {
+			keys = append(keys, prefixed(joinSidePrefix(side), window.JoinRecordKey(key, ts, seq)))
+		}
+		return true
+	})
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StoredWindow, 0, len(keys))
+	for _, k := range keys {
+		if out, err = scanJoinRecords(scan, k, append(bytes.Clone(k), 0), out); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(out, joinOrder)

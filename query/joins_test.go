@@ -96,8 +96,8 @@ func TestJoinStoreReadsRefuseWhatTheyCannotAnswer(t *testing.T) {
 	for _, tc := range []struct{ name, path, want string }{
 		{"a time range backwards", "/v1/stores/joined/windows/a?time_from=10&time_to=5", "time_from 10 is after time_to 5"},
 		{"a time that is not a number", "/v1/stores/joined/windows?time_from=x", `time_from "x": want epoch milliseconds`},
-		{"a join store by key", "/v1/stores/joined/keys/a", "store joined is a window store: read it at /v1/stores/joined/windows/{key}"},
-		{"a join store scanned", "/v1/stores/joined/scan", "store joined is a window store"},
+		{"a join store by key", "/v1/stores/joined/keys/a", "store joined is a stream-stream join's store: read it at /v1/stores/joined/windows/{key}"},
+		{"a join store scanned", "/v1/stores/joined/scan", "store joined is a stream-stream join's store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := c.get(c.nodes[0], tc.path)

@@ -85,7 +85,11 @@ func (s *Server) storeKind(w *statusWriter, st ServedStore, windows bool) bool {
 		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is not windowed: read it at /v1/stores/%s/keys/{key} or /v1/stores/%s/scan", st.Name, st.Name, st.Name))
 		return false
 	case !windows && st.Windowed:
-		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is a window store: read it at /v1/stores/%s/windows/{key} or /v1/stores/%s/windows", st.Name, st.Name, st.Name))
+		kind := "a window store"
+		if st.Join {
+			kind = "a stream-stream join's store"
+		}
+		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is %s: read it at /v1/stores/%s/windows/{key} or /v1/stores/%s/windows", st.Name, kind, st.Name, st.Name))
 		return false
 	}
 	return true

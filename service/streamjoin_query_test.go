@@ -71,6 +71,9 @@ func TestBuiltinStreamJoinsStoreAnswersItsRecordsOverHTTP(t *testing.T) {
 	if !get(path, &key) || show(key.Records) != ` left 200 "c1"` {
 		t.Errorf("ann's records in [150, 250]: %s", show(key.Records))
 	}
+	kafkatest.Eventually(t, 20*time.Second, "ann's committed records", func() bool {
+		return get("/v1/stores/join/windows/ann?isolation=committed", &key) && show(key.Records) == want
+	})
 	var page struct{ Records []record }
 	if !get("/v1/stores/join/windows?limit=10", &page) || show(page.Records) != `ann right 100 "v1", bob right 150 "v2", ann left 200 "c1", ann left 300 "c2"` {
 		t.Errorf("every key's records: %s", show(page.Records))
