@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"time"
 )
 
@@ -100,11 +99,8 @@ type joinRecordPageJSON struct {
 // stream-stream join's store, in req's time range, as AllWindows reads
 // windows.
 func (c *Client) AllJoinRecords(ctx context.Context, store string, req WindowsRequest, opts ...ReadOpt) (*JoinRecordPage, error) {
-	q := timeRange(req.From, req.To)
-	q.Set("key_encoding", "base64url")
-	pagingQuery(q, req.Limit, req.Tasks, req.Cursor, c.readConfig(opts))
 	var page *JoinRecordPage
-	err := c.paged(ctx, "/v1/stores/"+url.PathEscape(store)+"/windows", q, func(body []byte) (int32, error) {
+	err := c.timePage(ctx, store, req, opts, func(body []byte) (int32, error) {
 		var a joinRecordPageJSON
 		if err := json.Unmarshal(body, &a); err != nil {
 			return 0, err
