@@ -61,6 +61,23 @@ func (s *Server) windows(w *statusWriter, r *http.Request, o origin) {
 	s.lookup(w, r, o, true)
 }
 
+// keyWindowsAnswer renders a key's windows read from a replica, or a
+// join's store's records (joinAnswer).
+func keyWindowsAnswer(st ServedStore, key, keyB64 string, wins []StoredWindow, meta answerMeta) (any, error) {
+	if st.Join {
+		return joinAnswer(st, key, keyB64, wins, meta)
+	}
+	ans := &windowsAnswer{Key: key, KeyBase64URL: keyB64, Windows: make([]windowValue, len(wins)), answerMeta: meta}
+	for i, win := range wins {
+		v, err := renderValue(st, win.Value)
+		if err != nil {
+			return nil, err
+		}
+		ans.Windows[i] = windowValue{Start: win.Start, End: win.End, Value: v}
+	}
+	return ans, nil
+}
+
 // pathStore returns the store the request's path names, and its
 // still-escaped key under keys/ or windows/, having answered 400 or 404
 // when the path names none or a store of the other kind (storeKind).
