@@ -42,7 +42,9 @@
 //
 // A window or session store is read by time: Windows reads a key's windows
 // in a time range, routed as Get; AllWindows reads every key's windows in a
-// time range a page at a time, as Scan.
+// time range a page at a time, as Scan. A stream-stream join's store is
+// read the same way with JoinRecords and AllJoinRecords, which return the
+// records it buffers from both sides.
 //
 // # Security and errors
 //

@@ -123,11 +123,8 @@ type windowPageJSON struct {
 // session store, in req's time range. One instance answers, gathering the
 // tasks' pages from their owners (or, with MaxLag, standbys), as Scan.
 func (c *Client) AllWindows(ctx context.Context, store string, req WindowsRequest, opts ...ReadOpt) (*WindowPage, error) {
-	q := timeRange(req.From, req.To)
-	q.Set("key_encoding", "base64url")
-	pagingQuery(q, req.Limit, req.Tasks, req.Cursor, c.readConfig(opts))
 	var page *WindowPage
-	err := c.paged(ctx, "/v1/stores/"+url.PathEscape(store)+"/windows", q, func(body []byte) (int32, error) {
+	err := c.timePage(ctx, store, req, opts, func(body []byte) (int32, error) {
 		var a windowPageJSON
 		if err := json.Unmarshal(body, &a); err != nil {
 			return 0, err
@@ -143,4 +140,13 @@ func (c *Client) AllWindows(ctx context.Context, store string, req WindowsReques
 		return page.Generation, nil
 	})
 	return page, err
+}
+
+// timePage reads one page of a store's time-range route
+// (/v1/stores/{store}/windows) for req, handing its body to decode.
+func (c *Client) timePage(ctx context.Context, store string, req WindowsRequest, opts []ReadOpt, decode func(body []byte) (int32, error)) error {
+	q := timeRange(req.From, req.To)
+	q.Set("key_encoding", "base64url")
+	pagingQuery(q, req.Limit, req.Tasks, req.Cursor, c.readConfig(opts))
+	return c.paged(ctx, "/v1/stores/"+url.PathEscape(store)+"/windows", q, decode)
 }

@@ -117,7 +117,8 @@ func (rep Replica) Store(store string) *StoreView {
 	if s == nil {
 		return nil
 	}
-	return &StoreView{db: s, window: rep.windowOf(store)}
+	w, j := rep.layoutOf(store)
+	return &StoreView{db: s, window: w, join: j}
 }
 
 // Fresh returns a read-only view of store's latest processed state, nil
@@ -127,7 +128,8 @@ func (rep Replica) Fresh(store string) *FreshView {
 	if s == nil || rep.eos {
 		return nil
 	}
-	v := &FreshView{db: s, window: rep.windowOf(store)}
+	w, j := rep.layoutOf(store)
+	v := &FreshView{db: s, window: w, join: j}
 	if i, ok := rep.targets[store]; ok {
 		v.cache, v.target = rep.cache, i
 	}
@@ -145,6 +147,7 @@ func (rep Replica) Fresh(store string) *FreshView {
 type StoreView struct {
 	db     *state.DB
 	window *windowStore // a window or session store's layout, else nil
+	join   *joinStore   // a stream-stream join's store's, else nil
 }
 
 // Name returns the store's name.
@@ -203,6 +206,7 @@ type FreshView struct {
 	cache  *recordCache // nil: none
 	target int
 	window *windowStore // a window or session store's layout, else nil
+	join   *joinStore   // a stream-stream join's store's, else nil
 }
 
 // Get returns the latest value of key.

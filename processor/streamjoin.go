@@ -80,6 +80,10 @@ func NewStreamJoin[K, L, R any](t *Topology, name string, kind window.JoinKind, 
 		j.spec = &storeSpec{name: name}
 	} else {
 		j.spec = NewStore(t, name, codec.Bytes(), codec.Bytes(), opt).spec
+		j.spec.join = &joinStore{retention: w.Retention(), render: [2]func([]byte) (any, error){
+			window.Left:  func(b []byte) (any, error) { return left.Decode(b) },
+			window.Right: func(b []byte) (any, error) { return right.Decode(b) },
+		}}
 	}
 	if err := errors.Join(errs...); err != nil {
 		t.errs = append(t.errs, fmt.Errorf("stream join %q: %w", name, err))

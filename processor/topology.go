@@ -166,6 +166,8 @@ type storeSpec struct {
 	uncached bool
 	// window is a window or session store's layout (windowstore.go).
 	window *windowStore
+	// join is a stream-stream join's store's (streamjoin_read.go).
+	join *joinStore
 	// changelogConfigs are topic configs the changelog is created with
 	// beyond cleanup.policy=compact (a window store's retention).
 	changelogConfigs map[string]string
@@ -394,8 +396,12 @@ type StoreInfo struct {
 	// Windows is "time" (tumbling, hopping), "sliding" or "session" for
 	// a windowed aggregation's store, read by the store views' Windows and
 	// AllWindows (whose values Render decodes); "" for a
-	// key-value store.
+	// key-value store. It is "join" for a stream-stream join's store,
+	// whose views' Windows and AllWindows return buffered records.
 	Windows string
+	// RenderSide decodes a join record's value ("left" or "right") with
+	// that side's codec; nil for other stores.
+	RenderSide func(side string, value []byte) (any, error)
 }
 
 // Stores returns the declared stores in declaration order.
@@ -405,6 +411,9 @@ func (t *Topology) Stores() []StoreInfo {
 		out[i] = StoreInfo{Name: s.name, Changelog: s.changelog, Render: s.render}
 		if s.window != nil {
 			out[i].Windows = s.window.layout.kind.String()
+		}
+		if s.join != nil {
+			out[i].Windows, out[i].RenderSide = "join", s.join.renderSide
 		}
 	}
 	return out

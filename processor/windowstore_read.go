@@ -10,7 +10,7 @@ import (
 )
 
 // StoredWindow is one window of a window or session store as a query reads
-// it.
+// it, or one buffered record of a stream-stream join's store.
 type StoredWindow struct {
 	// Key is the window's key as the aggregation's key codec encodes it.
 	Key []byte
@@ -18,38 +18,61 @@ type StoredWindow struct {
 	// Windowed's.
 	Start, End int64
 	// Value is the aggregate, encoded with the aggregation's codec: the
-	// store's StoreInfo.Render decodes it.
+	// store's StoreInfo.Render decodes it. A join record's is its value,
+	// encoded with its side's codec: StoreInfo.RenderSide decodes it.
 	Value []byte
+	// Side is "left" or "right" for a join record, whose timestamp is
+	// Start (and End) and whose input offset is Offset; "" for a window.
+	Side   string
+	Offset int64
 }
 
 // ErrNotWindowStore is the error of a window read of a store that is not a
 // windowed aggregation's.
-var ErrNotWindowStore = errors.New("not a window or session store")
+var ErrNotWindowStore = errors.New("not a window, session or join store")
 
 // Windows returns key's windows in the store's committed state, oldest
 // first: those starting in [timeFrom, timeTo], or, in a session store, the
 // sessions that end at or after timeFrom and start at or before timeTo
 // (Kafka Streams' fetch of a key). Windows retention has expired are not
 // returned. It fails with ErrNotWindowStore on a key-value store.
+//
+// On a stream-stream join's store (StoreInfo.Windows "join") it returns
+// key's buffered records of both sides with timestamps in [timeFrom,
+// timeTo], by timestamp, then side (left first), then input offset; those
+// past the join's retention are not returned.
 func (v *StoreView) Windows(key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if v.join != nil {
+		return keyJoinRecords(v.join, v.db.Name(), v.Scan, key, timeFrom, timeTo)
+	}
 	return keyWindows(v.window, v.db.Name(), v.Scan, key, timeFrom, timeTo)
 }
 
 // AllWindows returns every key's windows in the store's committed state in
 // a time range (as Windows selects them), by time (a session's end), then
-// key.
+// key. On a join's store it returns every key's records in the time
+// range, by timestamp, then side, then input offset, then key.
 func (v *StoreView) AllWindows(timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if v.join != nil {
+		return allJoinRecords(v.join, v.db.Name(), v.Scan, timeFrom, timeTo)
+	}
 	return allWindows(v.window, v.db.Name(), v.Scan, timeFrom, timeTo)
 }
 
 // Windows is StoreView.Windows at the store's latest processed state.
 func (v *FreshView) Windows(key []byte, timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if v.join != nil {
+		return keyJoinRecords(v.join, v.db.Name(), v.Scan, key, timeFrom, timeTo)
+	}
 	return keyWindows(v.window, v.db.Name(), v.Scan, key, timeFrom, timeTo)
 }
 
 // AllWindows is StoreView.AllWindows at the store's latest processed
 // state.
 func (v *FreshView) AllWindows(timeFrom, timeTo int64) ([]StoredWindow, error) {
+	if v.join != nil {
+		return allJoinRecords(v.join, v.db.Name(), v.Scan, timeFrom, timeTo)
+	}
 	return allWindows(v.window, v.db.Name(), v.Scan, timeFrom, timeTo)
 }
 
@@ -75,18 +98,19 @@ func allWindows(w *windowStore, store string, scan scanner, timeFrom, timeTo int
 	return storedWindows(raw), nil
 }
 
-// windowOf returns the layout of store when it is a window or session
-// store of the replica's topology, else nil.
-func (rep Replica) windowOf(store string) *windowStore {
+// layoutOf returns the layout of store when it is a window or session
+// store of the replica's topology, or its join's when it is a
+// stream-stream join's store; else nils.
+func (rep Replica) layoutOf(store string) (*windowStore, *joinStore) {
 	if rep.topo == nil {
-		return nil
+		return nil, nil
 	}
 	for _, s := range rep.topo.stores {
 		if s.name == store {
-			return s.window
+			return s.window, s.join
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func storedWindows(raw []rawWindow) []StoredWindow {

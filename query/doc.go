@@ -25,6 +25,9 @@
 //	GET /v1/stores/{store}/windows      every key's windows in a time range,
 //	        ?time_from=&time_to=&limit= merged and paged as a scan
 //	        &cursor=&max_lag=&tasks=
+//	                                    (a stream-stream join's store answers
+//	                                    both routes with its buffered
+//	                                    records, joins.go)
 //	GET /v1/metadata                    the placement and live status
 //	GET /v1/status                      this instance's readiness and replicas
 //	GET /metrics /healthz /readyz       Prometheus, liveness, readiness

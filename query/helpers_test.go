@@ -167,6 +167,7 @@ const (
 	storeNames  = "names"  // strings
 	storeRaw    = "raw"    // bytes
 	storeWins   = "wins"   // a window store of int64 (windows_test.go)
+	storeJoin   = "joined" // a join's store: left strings, right int64 (joins_test.go)
 )
 
 func testStores() []ServedStore {
@@ -176,6 +177,12 @@ func testStores() []ServedStore {
 		{Name: storeNames, Render: func(b []byte) (any, error) { return codec.String().Decode(b) }},
 		{Name: storeRaw, Render: func(b []byte) (any, error) { return codec.Bytes().Decode(b) }},
 		{Name: storeWins, Render: func(b []byte) (any, error) { return codec.Int64().Decode(b) }, Windowed: true},
+		{Name: storeJoin, Windowed: true, Join: true, RenderSide: func(side string, b []byte) (any, error) {
+			if side == "left" {
+				return codec.String().Decode(b)
+			}
+			return codec.Int64().Decode(b)
+		}},
 	}
 }
 

@@ -24,7 +24,7 @@ func TestEveryBadInputGetsItsStatusAndAClearMessage(t *testing.T) {
 		code       int
 		msg        string
 	}{
-		{"unknown store names it", "/v1/stores/nope/keys/a", 404, `unknown store "nope" (stores: counts, docs, names, raw, wins)`},
+		{"unknown store names it", "/v1/stores/nope/keys/a", 404, `unknown store "nope" (stores: counts, docs, joined, names, raw, wins)`},
 		{"unknown store in scan", "/v1/stores/nope/scan", 404, `unknown store "nope"`},
 		{"invalid store name", "/v1/stores/a%20b/keys/a", 400, `invalid store name "a b"`},
 		{"empty store name", "/v1/stores//keys/a", 400, "empty store name"},

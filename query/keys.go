@@ -392,12 +392,9 @@ func (s *Server) readLocal(st ServedStore, req *keyRequest, task int32, gen int3
 		keyB64 = k
 	}
 	if req.windows {
-		ans := &windowsAnswer{Key: key, KeyBase64URL: keyB64, Windows: make([]windowValue, len(wins)), answerMeta: meta}
-		for i, win := range wins {
-			ans.Windows[i] = windowValue{Start: win.Start, End: win.End}
-			if ans.Windows[i].Value, err = renderValue(st, win.Value); err != nil {
-				return nil, false, undecodable(req, err)
-			}
+		ans, err := keyWindowsAnswer(st, key, keyB64, wins, meta)
+		if err != nil {
+			return nil, false, undecodable(req, err)
 		}
 		return ans, true, nil
 	}

@@ -111,8 +111,10 @@ type scanRequest struct {
 	floor    []byte
 	floorSet bool
 	// windows marks a read of every key's windows in [timeFrom, timeTo]
-	// (GET /v1/stores/{store}/windows): its items' raw keys are windowKeys.
+	// (GET /v1/stores/{store}/windows): its items' raw keys are windowKeys,
+	// or with join, a join's store's records, joinItemKeys.
 	windows          bool
+	join             bool
 	timeFrom, timeTo int64
 }
 

@@ -158,11 +158,16 @@ type WindowView interface {
 // StoredWindow is one window of a window or session store: its key, its
 // bounds in epoch milliseconds (End exclusive for tumbling and hopping
 // windows, inclusive for sliding windows and sessions) and its stored
-// aggregate, which ServedStore.Render decodes.
+// aggregate, which ServedStore.Render decodes. In a stream-stream join's
+// store (ServedStore.Join) it is one buffered record: Side is "left" or
+// "right", Start and End its timestamp, Offset its input offset, and Value
+// its value, which ServedStore.RenderSide decodes.
 type StoredWindow struct {
 	Key        []byte
 	Start, End int64
 	Value      []byte
+	Side       string
+	Offset     int64
 }
 
 // ServedStore describes a store the server answers queries for.
@@ -183,4 +188,11 @@ type ServedStore struct {
 	// it is read by time range, at /v1/stores/{store}/windows, through
 	// WindowView, and only so.
 	Windowed bool
+	// Join marks a stream-stream join's store, Windowed too: its window
+	// reads return both sides' buffered records, answered as records
+	// (side, timestamp, offset, value) rather than windows.
+	Join bool
+	// RenderSide decodes a join record's value with its side's codec, as
+	// Render does a value; nil renders raw bytes as base64.
+	RenderSide func(side string, value []byte) (any, error)
 }

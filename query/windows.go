@@ -61,6 +61,23 @@ func (s *Server) windows(w *statusWriter, r *http.Request, o origin) {
 	s.lookup(w, r, o, true)
 }
 
+// keyWindowsAnswer renders a key's windows read from a replica, or a
+// join's store's records (joinAnswer).
+func keyWindowsAnswer(st ServedStore, key, keyB64 string, wins []StoredWindow, meta answerMeta) (any, error) {
+	if st.Join {
+		return joinAnswer(st, key, keyB64, wins, meta)
+	}
+	ans := &windowsAnswer{Key: key, KeyBase64URL: keyB64, Windows: make([]windowValue, len(wins)), answerMeta: meta}
+	for i, win := range wins {
+		v, err := renderValue(st, win.Value)
+		if err != nil {
+			return nil, err
+		}
+		ans.Windows[i] = windowValue{Start: win.Start, End: win.End, Value: v}
+	}
+	return ans, nil
+}
+
 // pathStore returns the store the request's path names, and its
 // still-escaped key under keys/ or windows/, having answered 400 or 404
 // when the path names none or a store of the other kind (storeKind).
@@ -85,7 +102,11 @@ func (s *Server) storeKind(w *statusWriter, st ServedStore, windows bool) bool {
 		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is not windowed: read it at /v1/stores/%s/keys/{key} or /v1/stores/%s/scan", st.Name, st.Name, st.Name))
 		return false
 	case !windows && st.Windowed:
-		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is a window store: read it at /v1/stores/%s/windows/{key} or /v1/stores/%s/windows", st.Name, st.Name, st.Name))
+		kind := "a window store"
+		if st.Join {
+			kind = "a stream-stream join's store"
+		}
+		s.fail(w, http.StatusBadRequest, fmt.Sprintf("store %s is %s: read it at /v1/stores/%s/windows/{key} or /v1/stores/%s/windows", st.Name, kind, st.Name, st.Name))
 		return false
 	}
 	return true
@@ -183,7 +204,11 @@ func (s *Server) allWindows(w *statusWriter, r *http.Request, o origin) {
 	if req.isolation, ok = s.isolation(w, req.isolation); !ok {
 		return
 	}
-	s.page(w, r, o, st, &req, pager{local: s.windowsLocal, peer: s.windowsPeer, write: s.writeWindowsPage})
+	write := s.writeWindowsPage
+	if st.Join {
+		req.join, write = true, s.writeJoinPage
+	}
+	s.page(w, r, o, st, &req, pager{local: s.windowsLocal, peer: s.windowsPeer, write: write})
 }
 
 // windowKey is a window's raw key in a page: its start and end (sign bit
@@ -235,7 +260,7 @@ func (s *Server) windowsLocal(st ServedStore, req *scanRequest, tasks []int32) (
 		}
 		page = page[:0]
 		for _, win := range wins {
-			raw := windowKey(win.Start, win.End, win.Key)
+			raw := storedItemKey(st, win)
 			if req.hasAfter && bytes.Compare(raw, req.after) <= 0 {
 				continue
 			}
@@ -258,11 +283,20 @@ func (s *Server) windowsPeer(r *http.Request, p *balancer.Placement, member int,
 	q.Set("time_from", strconv.FormatInt(req.timeFrom, 10))
 	q.Set("time_to", strconv.FormatInt(req.timeTo, 10))
 	if req.hasAfter {
-		fwd := scanRequest{store: req.store, tasks: tasks, windows: true, timeFrom: req.timeFrom, timeTo: req.timeTo}
+		fwd := scanRequest{store: req.store, tasks: tasks, windows: true, join: req.join, timeFrom: req.timeFrom, timeTo: req.timeTo}
 		q.Set("cursor", encodeCursor(fwd.identity(), req.after))
 	}
+	path := "/v1/stores/" + url.PathEscape(req.store) + "/windows"
+	if req.join {
+		var ans joinRecordsPage
+		if f := s.askPeer(r, p, member, c, routeWindowsScan, path, q, &ans); f != nil {
+			return nil, false, f
+		}
+		items, f := s.peerJoinItems(ans.Records, c, p.Members[member].ProcessID, tasks)
+		return items, ans.NextCursor != "", f
+	}
 	var ans windowsPage
-	if f := s.askPeer(r, p, member, c, routeWindowsScan, "/v1/stores/"+url.PathEscape(req.store)+"/windows", q, &ans); f != nil {
+	if f := s.askPeer(r, p, member, c, routeWindowsScan, path, q, &ans); f != nil {
 		return nil, false, f
 	}
 	items := make([]scanItem, len(ans.Windows))

@@ -15,7 +15,7 @@ import (
 func (r *fakeReplica) Windows(key []byte, timeFrom, timeTo int64, iso Isolation) ([]StoredWindow, int64, error) {
 	ws, pos, err := r.AllWindows(timeFrom, timeTo, iso)
 	ws = slices.DeleteFunc(ws, func(w StoredWindow) bool { return string(w.Key) != string(key) })
-	slices.SortFunc(ws, func(a, b StoredWindow) int { return int(a.Start - b.Start) })
+	slices.SortStableFunc(ws, func(a, b StoredWindow) int { return int(a.Start - b.Start) })
 	return ws, pos, err
 }
 

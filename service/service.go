@@ -272,7 +272,7 @@ func New(opts Options) (*Instance, error) {
 	var stores []query.ServedStore
 	var names []string
 	for _, s := range topo.Stores() {
-		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render, Windowed: s.Windows != ""})
+		stores = append(stores, query.ServedStore{Name: s.Name, Render: s.Render, Windowed: s.Windows != "", Join: s.Windows == "join", RenderSide: s.RenderSide})
 		names = append(names, s.Name)
 	}
 	for _, g := range topo.GlobalTables() { // named by topic, answered locally (global.go)

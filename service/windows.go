@@ -51,7 +51,7 @@ func (r storeReplica) readWindows(iso query.Isolation, read func(windowReader) (
 	}
 	out := make([]query.StoredWindow, len(ws))
 	for i, w := range ws {
-		out[i] = query.StoredWindow{Key: w.Key, Start: w.Start, End: w.End, Value: w.Value}
+		out[i] = query.StoredWindow{Key: w.Key, Start: w.Start, End: w.End, Value: w.Value, Side: w.Side, Offset: w.Offset}
 	}
 	return out, pos, nil
 }
