@@ -61,8 +61,9 @@ func leadersKnown(t *testing.T, adm *kadm.Client, topics ...string) (kadm.Metada
 	return md, rack
 }
 
-// TestCreatedChangelogLeadsInTheInputLeadersRacks runs on kfake (every
-// broker in one rack) and on the three-broker mode (a rack per broker):
+// TestCreatedChangelogLeadsInTheInputLeadersRacks runs on kfake and the
+// single real broker (every broker in one rack, or none) and on the
+// three-broker mode (a rack per broker):
 // the changelog's partition i leads in the rack of the input's partition
 // i leader, and its replicas span min(rf, racks) racks, for a replication
 // factor given and for the brokers' default (-1).
@@ -87,9 +88,9 @@ func TestCreatedChangelogLeadsInTheInputLeadersRacks(t *testing.T) {
 			}
 			changelog := ChangelogTopic(e.app, "counts")
 			md, rack := leadersKnown(t, adm, input, changelog)
-			racks := make(map[string]bool)
-			for _, r := range rack {
-				racks[r] = true
+			racks := make(map[string]bool) // a broker without a rack counts as one rack, ""
+			for _, b := range md.Brokers {
+				racks[rack[b.NodeID]] = true
 			}
 			n := len(md.Topics[changelog].Partitions[0].Replicas)
 			if rf > 0 && n != int(rf) {
