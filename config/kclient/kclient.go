@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -162,6 +163,13 @@ func (c *Clients) WithInstance(id string) *Clients {
 	return &cp
 }
 
+// PreferredReplicaRecheck is how long a consumer fetches a partition from
+// the replica in its rack its leader named (KIP-392) before it asks the
+// leader again. It bounds how long a fetch keeps retrying that replica
+// while its broker is down (franz-go's default is 30 minutes); the leader
+// names only a live replica.
+const PreferredReplicaRecheck = 10 * time.Second
+
 // Opts returns the options of a client with the given purpose, followed by
 // extra (which may override any of them).
 func (c *Clients) Opts(purpose Purpose, extra ...kgo.Opt) []kgo.Opt {
@@ -173,7 +181,7 @@ func (c *Clients) Opts(purpose Purpose, extra ...kgo.Opt) []kgo.Opt {
 		kgo.WithLogger(newLogger(c.logger.With("kafka_client", string(purpose)))),
 	)
 	if c.rack != "" {
-		opts = append(opts, kgo.Rack(c.rack))
+		opts = append(opts, kgo.Rack(c.rack), kgo.RecheckPreferredReplicaInterval(PreferredReplicaRecheck))
 	}
 	if c.auth != nil {
 		opts = append(opts, kgo.SASL(c.auth))

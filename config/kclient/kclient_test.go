@@ -143,6 +143,12 @@ func TestRackComesFromTheTagNamedByClientRackTag(t *testing.T) {
 				if got := cl.OptValue(kgo.Rack); got != tc.want {
 					t.Errorf("%s: rack option = %q, want %q", role, got, tc.want)
 				}
+				// With a rack, a fetch from a replica in it returns to the
+				// leader within PreferredReplicaRecheck, not franz-go's 30
+				// minutes: a stopped broker in the rack must not stall it.
+				if got := cl.OptValue(kgo.RecheckPreferredReplicaInterval); tc.want != "" && got != PreferredReplicaRecheck {
+					t.Errorf("%s: preferred replica recheck = %v, want %v", role, got, PreferredReplicaRecheck)
+				}
 			}
 		})
 	}
