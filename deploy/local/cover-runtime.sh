@@ -20,7 +20,7 @@ FILES=(
 	lifecycle_plan.go:90 # their decisions, as plans
 )
 # The tests that run: every Test function of these files.
-TESTS=(commit_test.go acks_test.go txn_test.go rebalance_test.go lifecycle_plan_test.go)
+TESTS=(commit_test.go cut_test.go acks_test.go txn_test.go rebalance_test.go lifecycle_plan_test.go)
 
 missing=0
 for f in "${FILES[@]%%:*}" "${TESTS[@]}"; do
