@@ -13,9 +13,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # processor/<file>:<bar in %>
 FILES=(
 	commit.go:90         # the at-least-once commit
-	cut.go:81            # a task's part in it
+	cut.go:87            # a task's part in it; its paths for a store failed under a healthy task need a storage fault
 	acks.go:90           # the produce acknowledgements it waits for
-	txn.go:86            # the exactly-once commit
+	txn.go:90            # the exactly-once commit
 	rebalance.go:90      # assign, revoke, lost
 	lifecycle_plan.go:90 # their decisions, as plans
 )
