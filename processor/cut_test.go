@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/syndtr/goleveldb/leveldb/storage"
+
 	"github.com/rackstream/rackstream/codec"
+	"github.com/rackstream/rackstream/state"
 )
 
 // A task's part in an at-least-once commit (cut.go) when the task has
-// none to give. No broker: see harness_test.go.
+// none to give, or its stores fail under it. No broker: see
+// harness_test.go.
 
 // TestACommitTakesNothingOfAFailedTask: a task that failed before the
 // commit has no cut. Its records since the last commit are not committed,
@@ -109,5 +115,135 @@ func TestAStatelessTasksCommitWaitsForItsOutputsOnly(t *testing.T) {
 	}
 	if got := h.offsets.committed(0); got != 2 {
 		t.Errorf("committed offset %d, want 2", got)
+	}
+}
+
+// failingTables is a store's storage whose table files fail every read
+// once fail is set: a disk going bad under LevelDB.
+type failingTables struct {
+	storage.Storage
+	fail *atomic.Bool
+}
+
+func (s failingTables) Open(fd storage.FileDesc) (storage.Reader, error) {
+	if fd.Type == storage.TypeTable && s.fail.Load() {
+		return nil, errDiskRead
+	}
+	r, err := s.Storage.Open(fd)
+	if err != nil || fd.Type != storage.TypeTable {
+		return r, err
+	}
+	return failingReader{r, s.fail}, nil
+}
+
+type failingReader struct {
+	storage.Reader
+	fail *atomic.Bool
+}
+
+func (r failingReader) ReadAt(p []byte, off int64) (int, error) {
+	if r.fail.Load() {
+		return 0, errDiskRead
+	}
+	return r.Reader.ReadAt(p, off)
+}
+
+var errDiskRead = errors.New("disk read error")
+
+// storeFailedUnderTask starts task 0 over stores with small memtables,
+// commits keys keys (key-000000 on, count 1 each: in table files), then
+// makes the disk fail and has a query read a key from a table. The read
+// fails the task's stores; the task itself, idle, is still healthy.
+func storeFailedUnderTask(t *testing.T, keys int, tweak func(*Options)) (*harness, *task) {
+	t.Helper()
+	var fail atomic.Bool
+	h := newHarnessStates(t, tweak, func(o *state.Options) {
+		o.MemoryBytes = 0
+		o.LevelDB.WriteBufferBytes, o.LevelDB.BlockCacheBytes = 16<<10, 0
+		o.WrapStorage = func(_ string, s storage.Storage) storage.Storage { return failingTables{s, &fail} }
+	})
+	h.start(0)
+	tk := h.m.task(0)
+	for i := range keys {
+		h.feed(0, int64(i), fmt.Sprintf("key-%06d", i), "x")
+	}
+	h.waitProcessed(tk, int64(keys))
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	var err error
+	for i := 0; i < keys && err == nil; i++ {
+		_, _, err = tk.st.Store(harnessStore).View().Get(fmt.Appendf(nil, "key-%06d", i))
+	}
+	if !errors.Is(err, errDiskRead) || tk.st.Err() == nil {
+		t.Fatalf("a query's read = %v, stores' error %v; want the disk's error failing the stores", err, tk.st.Err())
+	}
+	if err := tk.getErr(); err != nil {
+		t.Fatalf("task 0 failed before the commit: %v", err)
+	}
+	return h, tk
+}
+
+// TestAStoreFailedUnderAHealthyTaskStopsItAtTheCut: a query's read met a
+// disk error and failed the stores of a task that has not written since.
+// The cut cannot freeze the stores' writes: it stops the task, naming the
+// error, and the commit takes nothing of it.
+func TestAStoreFailedUnderAHealthyTaskStopsItAtTheCut(t *testing.T) {
+	const keys = 3000
+	h, tk := storeFailedUnderTask(t, keys, nil)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatalf("commit = %v; the task fails, not the commit", err)
+	}
+	if err := tk.getErr(); !errors.Is(err, errDiskRead) || !strings.Contains(err.Error(), "cut the stores' writes") {
+		t.Fatalf("task error %v; want the cut's, wrapping the disk's error", err)
+	}
+	if n := len(h.offsets.commits()); n != 1 {
+		t.Errorf("%d offset commits, want only the one before the disk failed", n)
+	}
+}
+
+// TestACacheThatCannotBeWrittenThroughAtTheCutStopsTheTask: the cut
+// writes the record cache through into stores a disk error failed; the
+// task stops, naming the error, and the commit takes nothing of it.
+func TestACacheThatCannotBeWrittenThroughAtTheCutStopsTheTask(t *testing.T) {
+	const keys = 3000
+	h, tk := storeFailedUnderTask(t, keys, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	// Keys the cache holds: no read reaches the disk.
+	h.waitProcessed(h.feed(0, keys, "key-000000", "y", "z"), keys+2)
+	if err := h.c.commit(h.ctx, []*task{tk}); err != nil {
+		t.Fatalf("commit = %v; the task fails, not the commit", err)
+	}
+	if err := tk.getErr(); !errors.Is(err, errDiskRead) || !strings.Contains(err.Error(), "flush the record cache") {
+		t.Fatalf("task error %v; want the cache flush's, wrapping the disk's error", err)
+	}
+	if got := h.offsets.committed(0); got != keys {
+		t.Errorf("committed offset %d, want %d: nothing after the disk failed", got, keys)
+	}
+}
+
+// TestACacheThatCannotBeWrittenThroughAheadStopsTheTask: a periodic
+// commit has a large record cache written through in chunks ahead of the
+// cut, into stores a disk error failed. The first chunk stops the task,
+// naming the error, and drops its cache; the commit takes nothing of it.
+func TestACacheThatCannotBeWrittenThroughAheadStopsTheTask(t *testing.T) {
+	const keys = 3000
+	h, tk := storeFailedUnderTask(t, keys, func(o *Options) { o.CacheMaxBytes = 64 << 20 })
+	// Keys the cache holds: no read reaches the disk.
+	for i := range cutChunk + 44 {
+		h.feed(0, int64(keys+i), fmt.Sprintf("key-%06d", i), "y")
+	}
+	h.waitProcessed(tk, keys+cutChunk+44)
+	if err := h.c.background([]*task{tk}, false); err != nil {
+		t.Fatalf("commit = %v; the task fails, not the commit", err)
+	}
+	if err := tk.getErr(); !errors.Is(err, errDiskRead) || !strings.Contains(err.Error(), "flush the record cache") {
+		t.Fatalf("task error %v; want the cache flush's, wrapping the disk's error", err)
+	}
+	if n := tk.cache.entries(); n != 0 {
+		t.Errorf("%d cached entries left after a failed write-through; the failed task's cache is dropped", n)
+	}
+	if got := h.offsets.committed(0); got != keys {
+		t.Errorf("committed offset %d, want %d: nothing after the disk failed", got, keys)
 	}
 }
