@@ -299,6 +299,13 @@ func noDial(context.Context, string, string) (net.Conn, error) {
 
 func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	t.Helper()
+	return newHarnessStates(t, tweak, nil)
+}
+
+// newHarnessStates is newHarness with stateTweak, when set, changing the
+// state directory's options last.
+func newHarnessStates(t *testing.T, tweak func(*Options), stateTweak func(*state.Options)) *harness {
+	t.Helper()
 	h := &harness{
 		t:       t,
 		kafka:   &fakeKafka{next: make(map[string]int64), paused: make(map[int32]bool), wake: make(chan struct{}, 1)},
@@ -350,6 +357,9 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	so.MemoryBytes = h.opts.MemoryBytes
 	so.ClientOpts = []kgo.Opt{kgo.SeedBrokers("unused:1"), kgo.Dialer(noDial)}
 	so.Logger = h.opts.Logger
+	if stateTweak != nil {
+		stateTweak(&so)
+	}
 	mgr, err := state.Open(so)
 	if err != nil {
 		t.Fatal(err)

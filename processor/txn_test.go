@@ -17,8 +17,9 @@ import (
 
 // The exactly-once commit path (txn.go) with no broker: the harness's
 // fake producer behind a fake transactional client that records what the
-// commit does, can refuse the offsets (a fenced zombie) or the commit,
-// and keeps what a read_committed reader would see.
+// commit does, can refuse the offsets (a fenced zombie), the commit, the
+// abort or the next transaction's begin, and keeps what a read_committed
+// reader would see.
 
 type fakeTxn struct {
 	k          *fakeKafka
@@ -27,6 +28,8 @@ type fakeTxn struct {
 	offsets    []map[string]map[int32]kgo.EpochOffset
 	offsetsErr error
 	endErr     error
+	abortErr   error
+	beginErr   error
 	mark       int        // records produced before the open transaction
 	visible    []produced // what read_committed sees: committed transactions' records
 	onCommit   func()     // runs inside a commit's EndTransaction
@@ -39,6 +42,13 @@ func (f *fakeTxn) call(c string) {
 }
 
 func (f *fakeTxn) BeginTransaction() error {
+	f.mu.Lock()
+	beginErr := f.beginErr
+	f.mu.Unlock()
+	if beginErr != nil {
+		f.call("begin failed")
+		return beginErr
+	}
 	f.k.mu.Lock()
 	n := len(f.k.records)
 	f.k.mu.Unlock()
@@ -51,9 +61,13 @@ func (f *fakeTxn) BeginTransaction() error {
 
 func (f *fakeTxn) EndTransaction(_ context.Context, commit kgo.TransactionEndTry) error {
 	f.mu.Lock()
-	endErr, onCommit := f.endErr, f.onCommit
+	endErr, abortErr, onCommit := f.endErr, f.abortErr, f.onCommit
 	f.mu.Unlock()
 	if !commit {
+		if abortErr != nil {
+			f.call("abort failed")
+			return abortErr
+		}
 		f.call("abort")
 		return nil
 	}
@@ -436,5 +450,150 @@ func TestExactlyOnceAnAbandonedHandlerWritesNothingIntoALaterTransaction(t *test
 	}
 	if got := f.outputs("k1"); len(got) != 1 {
 		t.Errorf("read_committed sees task 1's outputs %v, want its one count", got)
+	}
+}
+
+// TestExactlyOnceAFailedTaskAbortsTheTransaction: a task that failed has
+// records since the last commit in the shared transaction, and its
+// offsets cannot go with them: the transaction aborts, nothing is
+// committed, and only the healthy task restarts from its last commit.
+func TestExactlyOnceAFailedTaskAbortsTheTransaction(t *testing.T) {
+	h := newHarness(t, exactlyOnce)
+	f := transactional(h)
+	h.start(0, 1)
+	t0 := h.feed(0, 0, "k", "a")
+	h.waitProcessed(t0, 1)
+	h.waitProcessed(h.feed(1, 0, "k", "a", "b"), 2)
+	t0.setErr(errors.New("handler gave up"))
+	err := h.c.commit(h.ctx, h.m.live())
+	if !errors.As(err, new(*txnAbortedError)) || !errorsAsOffsetCommit(err) || !strings.Contains(err.Error(), "task 0 failed: handler gave up") {
+		t.Fatalf("commit = %v; want the transaction aborted for failed task 0, retried by the session", err)
+	}
+	if got, want := f.log(), []string{"begin", "abort", "begin"}; !slices.Equal(got, want) {
+		t.Errorf("transaction calls %v, want %v: no offsets and no commit", got, want)
+	}
+	if n := h.count(1, "k"); n != 0 {
+		t.Errorf("task 1's count %d committed by an aborted transaction", n)
+	}
+	if got := f.outputs("k"); len(got) != 0 {
+		t.Errorf("read_committed sees %v after the abort", got)
+	}
+	var ready []int32
+	eventually(t, "the aborted transaction's tasks stopped", func() bool {
+		ready, _ = h.m.rewinds()
+		return len(ready) > 0
+	})
+	if !slices.Equal(ready, []int32{1}) {
+		t.Errorf("tasks %v restart, want [1]: the failed task stays failed", ready)
+	}
+}
+
+// TestExactlyOnceAnAbortableCommitAbortsAndTheTasksRestart: an EndTxn
+// refused as abortable is no unknown outcome: the transaction is
+// aborted, the session goes on, and the task restarts from its last
+// commit and counts its records once.
+func TestExactlyOnceAnAbortableCommitAbortsAndTheTasksRestart(t *testing.T) {
+	h := newHarness(t, exactlyOnce)
+	f := transactional(h)
+	f.endErr = kerr.TransactionAbortable
+	h.start(0)
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	err := h.c.commit(h.ctx, h.m.live())
+	if !errors.As(err, new(*txnAbortedError)) || !errors.Is(err, kerr.TransactionAbortable) || !errorsAsOffsetCommit(err) {
+		t.Fatalf("commit = %v; want an aborted transaction naming TRANSACTION_ABORTABLE, retried by the session", err)
+	}
+	if got := f.log(); !slices.Equal(got[len(got)-3:], []string{"commit failed", "abort", "begin"}) {
+		t.Errorf("transaction calls %v; want the refused commit, an abort, and the next transaction", got)
+	}
+	f.endErr = nil
+	if at := h.restart(); at[harnessInput][0].Offset != 0 {
+		t.Fatalf("task 0 rewinds to %v, want offset 0 (nothing committed)", at)
+	}
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	if err := h.c.commit(h.ctx, h.m.live()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(t, f.outputs("k")), []int64{1}; !slices.Equal(got, want) {
+		t.Errorf("read_committed outputs %v, want %v", got, want)
+	}
+}
+
+// TestExactlyOnceAFailedAbortEndsTheSession: a transaction that cannot be
+// aborted may still be open with the tasks' records: the error is not one
+// the session retries, and it names both the abort's failure and its
+// cause.
+func TestExactlyOnceAFailedAbortEndsTheSession(t *testing.T) {
+	h := newHarness(t, exactlyOnce)
+	f := transactional(h)
+	f.offsetsErr = kerr.IllegalGeneration
+	f.abortErr = errors.New("coordinator unreachable")
+	h.start(0)
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	err := h.c.commit(h.ctx, h.m.live())
+	if err == nil || errorsAsOffsetCommit(err) || !strings.Contains(err.Error(), "abort the transaction") ||
+		!strings.Contains(err.Error(), "coordinator unreachable") || !strings.Contains(err.Error(), "ILLEGAL_GENERATION") {
+		t.Fatalf("commit = %v; want an error ending the session, naming the abort's failure and its cause", err)
+	}
+	if n := h.count(0, "k"); n != 0 {
+		t.Errorf("committed count %d after a failed abort", n)
+	}
+}
+
+// TestExactlyOnceANextTransactionThatCannotBeginEndsTheSession: the
+// transaction committed, so its stores and offsets are; but with no open
+// transaction the tasks cannot go on: they stop, and the error ends the
+// session.
+func TestExactlyOnceANextTransactionThatCannotBeginEndsTheSession(t *testing.T) {
+	h := newHarness(t, exactlyOnce)
+	f := transactional(h)
+	h.start(0)
+	tk := h.feed(0, 0, "k", "a")
+	h.waitProcessed(tk, 1)
+	f.beginErr = errors.New("producer fenced")
+	err := h.c.commit(h.ctx, h.m.live())
+	if err == nil || errorsAsOffsetCommit(err) || !strings.Contains(err.Error(), "begin the next transaction: producer fenced") {
+		t.Fatalf("commit = %v; want an error ending the session", err)
+	}
+	if n := h.count(0, "k"); n != 1 {
+		t.Errorf("committed count %d, want 1: the transaction committed", n)
+	}
+	if got := f.outputs("k"); len(got) != 1 {
+		t.Errorf("read_committed sees %d outputs, want the committed one", len(got))
+	}
+	tk.mu.Lock()
+	activated := tk.activated
+	tk.mu.Unlock()
+	if activated || tk.ctx.Err() == nil {
+		t.Error("task 0 goes on with no open transaction; it must stop")
+	}
+}
+
+// TestExactlyOnceACommitWaitingForThePreviousGivesUpWithItsContext: one
+// transaction commits at a time; a commit waiting behind one that does
+// not finish ends with its own context, and the first then commits.
+func TestExactlyOnceACommitWaitingForThePreviousGivesUpWithItsContext(t *testing.T) {
+	h := newHarness(t, exactlyOnce)
+	f := transactional(h)
+	inCommit, finish := make(chan struct{}), make(chan struct{})
+	f.onCommit = func() {
+		close(inCommit)
+		<-finish
+	}
+	h.start(0)
+	h.waitProcessed(h.feed(0, 0, "k", "a"), 1)
+	first := make(chan error, 1)
+	go func() { first <- h.c.commit(h.ctx, h.m.live()) }()
+	<-inCommit
+	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := h.c.commit(ctx, h.m.live()); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for the previous commit") {
+		t.Fatalf("commit = %v; want it to give up waiting for the previous commit", err)
+	}
+	close(finish)
+	if err := <-first; err != nil {
+		t.Fatalf("the first commit = %v", err)
+	}
+	if n := h.count(0, "k"); n != 1 {
+		t.Errorf("committed count %d, want 1", n)
 	}
 }
