@@ -21,6 +21,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$HERE/../.."
 GO=${GO:-go}
 FORM=${1:-}
+NAME=$FORM # what the run is called in its log's name and last line
 SOAK_FOR=${RACKSTREAM_SOAK:-}
 unset RACKSTREAM_SOAK # only the soak form runs TestSoak
 read -r -a FLAGS <<<"${GOTEST_FLAGS:-}"
@@ -43,7 +44,7 @@ soak)
 	exit 2
 	;;
 esac
-LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$FORM-XXXXXX.log")}
+LOG=${RACKSTREAM_CHAOS_LOG:-$(mktemp "${TMPDIR:-/tmp}/rackstream-chaos-$NAME-XXXXXX.log")}
 
 RACKSTREAM_CHAOS=$FORM "$GO" test -count=1 -v -timeout "$TIMEOUT" ./chaos/ "${FLAGS[@]}" >"$LOG" 2>&1
 rc=$?
@@ -53,6 +54,6 @@ if ((rc != 0)); then
 	echo "chaos.sh: FAIL; the tests' last lines (instance logs and the rest in $LOG):"
 	grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$LOG" | grep -v ' (tail):$' | tail -n 40 | cut -c1-400
 else
-	echo "chaos.sh: $FORM form passed; full output in $LOG"
+	echo "chaos.sh: $NAME form passed; full output in $LOG"
 fi
 exit "$rc"
