@@ -137,7 +137,7 @@ if ((rc == 0)); then
 			suite "three brokers" env RACKSTREAM_THREE_BROKERS=1 "$GO" test -count=1 -timeout "$TIMEOUT" -run '^TestThreeBrokers' ./harness/cluster/
 		fi
 		# Under CI, or with RACKSTREAM_SOAK=<duration>: the soak's short
-		# form, a fault a minute for three minutes (about four and a half).
+		# form, a fault a minute for three minutes (195-226 s in CI runs).
 		if [[ -n ${CI:-} || -n ${RACKSTREAM_SOAK:-} ]]; then
 			suite "soak (${RACKSTREAM_SOAK:-3m})" "$HERE/chaos.sh" soak "${RACKSTREAM_SOAK:-3m}"
 		fi
